@@ -1,0 +1,953 @@
+"""The single training loop every method plugs into.
+
+``fit(model, criterion, train_set, config, run_dir, evaluate)`` trains any
+``nn.Module`` with any loss of the interface ``criterion(outputs, labels,
+indices) -> scalar`` on any dataset whose items are ``(input, label, index)``.
+It is the same loop for the stage-1 classifier (cross-entropy) and the stage-3
+hashing network (paper Eq. 12-14) and for every baseline.
+
+What it guarantees:
+
+- **Paper defaults.** RMSprop, cosine-annealed learning rate, batch 64,
+  300 epochs, lr 1e-4 (the paper uses 7e-5 for CIFAR-100; Sec. "Experimental
+  Settings"). The cosine schedule is ``CosineAnnealingLR(T_max=epochs)``
+  stepped once per *epoch*, exactly as the PyTorch scheduler the paper links to
+  is normally used.
+- **Model selection on the validation split.** ``evaluate(model)`` returns a
+  dict of metrics (e.g. validation mAP); the best epoch by
+  ``config.select_metric`` is kept in ``run_dir/best.pt`` and loaded back into
+  the model at the end. The query set is never looked at.
+- **Exact resume.** ``run_dir/last.pt`` is written atomically after every
+  epoch with the model, optimizer, scheduler, grad-scaler, history and every
+  random state (python, numpy, torch, CUDA; per rank under DDP). The shuffle of
+  epoch ``e`` is drawn from a generator seeded by ``(seed, e)`` (so the loader
+  generator needs no saving), and DataLoader worker seeds likewise. Calling
+  ``fit`` again on the same ``run_dir`` after an interruption gives
+  bit-identical weights to an uninterrupted run; a checkpoint written with a
+  different configuration is refused.
+- **NaN/inf stops the run** with a ``FloatingPointError`` naming the epoch and
+  step; ``last.pt`` still holds the last good epoch. (The loss of step ``k`` is
+  checked after step ``k + 1`` has been queued, so that CUDA never waits on a
+  host sync; the in-memory model is left in its failed state.)
+- **Speed.** bf16 autocast on CPUs with native bf16 (AVX512-BF16/AMX), fp16
+  autocast with a ``GradScaler`` on CUDA, channels-last inputs and weights for
+  4-D images. The loss is always computed in float32 on the network's outputs.
+  A dataset that defines ``__getitems__(indices)`` is fetched a whole batch at a
+  time (PyTorch's DataLoader calls it), the fast path for in-memory data.
+- **Multi-GPU / multi-process** through ``torchrun``::
+
+      torchrun --nproc_per_node=4 your_script.py   # your_script calls shc.train.fit
+
+  ``fit`` initialises the process group from torchrun's environment (NCCL on
+  CUDA, gloo on CPU) unless one is already initialised, wraps the model in
+  ``DistributedDataParallel`` and splits every *global* batch of
+  ``batch_size`` samples across the ranks. Each rank's loss is weighted by its
+  share of the batch, so the averaged gradient equals the single-process
+  gradient of the batch mean whatever the split. Only rank 0 writes files and
+  shows progress. Two caveats: BatchNorm statistics are per rank (each sees
+  ``batch_size / world_size`` samples), and pairwise/listwise losses only see
+  pairs within their rank's share of the batch.
+
+Files in ``run_dir``: ``last.pt``, ``best.pt`` (when ``evaluate`` is given),
+``history.csv`` and ``history.json``. Checkpoints hold only tensors and plain
+Python values, so they load with ``torch.load(..., weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import io
+import json
+import math
+import os
+import random
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+from tqdm import tqdm
+
+__all__ = [
+    "History",
+    "TrainConfig",
+    "fit",
+    "predict",
+    "resolve_device",
+    "resolve_precision",
+    "set_seed",
+]
+
+OPTIMIZERS = ("rmsprop", "adam", "sgd")
+SCHEDULERS = ("cosine", "none")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+SELECT_MODES = ("max", "min")
+SGD_MOMENTUM = 0.9
+CHECKPOINT_VERSION = 1
+_AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+_ROW_KEYS = ("epoch", "loss", "lr", "seconds", "eval_seconds")
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyper-parameters of one training run (immutable; use ``dataclasses.replace``).
+
+    Parameters
+    ----------
+    epochs : int
+        Number of passes over the training set (paper: 300).
+    batch_size : int
+        Global batch size, split across ranks under DDP (paper: 64).
+    lr : float
+        Initial learning rate (paper: 7e-5 for CIFAR-100, 1e-4 otherwise).
+    optimizer : {"rmsprop", "adam", "sgd"}
+        ``"rmsprop"`` is the paper's; SGD uses momentum 0.9.
+    weight_decay : float
+        L2 penalty passed to the optimizer (1e-5 as in CSQ's released code;
+        the paper does not state one).
+    scheduler : {"cosine", "none"}
+        ``"cosine"``: ``CosineAnnealingLR(T_max=epochs, eta_min=0)`` stepped
+        once per epoch.
+    eval_every : int
+        Call ``evaluate`` every this many epochs, and always after the last.
+    num_workers : int or None
+        DataLoader worker processes. ``None`` picks 0 on CPU (the math already
+        uses every core: workers only compete with it; see
+        ``benchmarks/bench_train.py``) and ``min(8, cores per rank)`` on CUDA.
+    seed : int
+        Seeds the initial random state, the per-epoch shuffles and the
+        DataLoader workers.
+    deterministic : bool
+        ``torch.use_deterministic_algorithms(True, warn_only=True)`` and no
+        cuDNN autotuning during ``fit`` (restored afterwards).
+    device : str
+        ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or
+        ``"cuda:N"``.
+    precision : {"auto", "fp32", "bf16", "fp16"}
+        Autocast precision of the forward pass. ``"auto"``: fp16 with a
+        ``GradScaler`` on CUDA, bf16 on a CPU with native bf16 instructions,
+        fp32 otherwise.
+    channels_last : bool
+        Use the channels-last memory format for the model and 4-D inputs.
+    select_metric : str
+        Key of the ``evaluate`` dict used for model selection, e.g.
+        ``"mAP@ALL"`` or ``"accuracy"``.
+    select_mode : {"max", "min"}
+        Whether a larger or smaller ``select_metric`` is better.
+    grad_clip_norm : float or None
+        Clip the global gradient norm to this value; ``None`` disables.
+    drop_last : bool
+        Drop the last incomplete batch of every epoch.
+    """
+
+    epochs: int = 300
+    batch_size: int = 64
+    lr: float = 1e-4
+    optimizer: str = "rmsprop"
+    weight_decay: float = 1e-5
+    scheduler: str = "cosine"
+    eval_every: int = 1
+    num_workers: int | None = None
+    seed: int = 0
+    deterministic: bool = True
+    device: str = "auto"
+    precision: str = "auto"
+    channels_last: bool = True
+    select_metric: str = "mAP@ALL"
+    select_mode: str = "max"
+    grad_clip_norm: float | None = None
+    drop_last: bool = False
+
+    def __post_init__(self) -> None:
+        def positive_int(name: str) -> None:
+            value = getattr(self, name)
+            _require(
+                isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+                f"TrainConfig.{name} must be a positive integer, got {value!r}.",
+            )
+
+        for name in ("epochs", "batch_size", "eval_every"):
+            positive_int(name)
+        _require(
+            isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0,
+            f"TrainConfig.lr must be a finite number > 0, got {self.lr!r}.",
+        )
+        _require(
+            isinstance(self.weight_decay, (int, float)) and math.isfinite(self.weight_decay)
+            and self.weight_decay >= 0,
+            f"TrainConfig.weight_decay must be a finite number >= 0, got {self.weight_decay!r}.",
+        )
+        for name, allowed in (
+            ("optimizer", OPTIMIZERS),
+            ("scheduler", SCHEDULERS),
+            ("precision", PRECISIONS),
+            ("select_mode", SELECT_MODES),
+        ):
+            value = getattr(self, name)
+            _require(value in allowed, f"TrainConfig.{name}={value!r} is unknown; use one of {allowed}.")
+        _require(
+            self.num_workers is None
+            or (isinstance(self.num_workers, int) and self.num_workers >= 0),
+            f"TrainConfig.num_workers must be None (automatic) or an integer >= 0, got {self.num_workers!r}.",
+        )
+        _require(
+            isinstance(self.seed, int) and self.seed >= 0,
+            f"TrainConfig.seed must be an integer >= 0, got {self.seed!r}.",
+        )
+        _require(
+            isinstance(self.device, str)
+            and (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")),
+            f"TrainConfig.device={self.device!r} is unknown; use 'auto', 'cpu', 'cuda' or 'cuda:N'.",
+        )
+        _require(
+            isinstance(self.select_metric, str) and self.select_metric != "",
+            "TrainConfig.select_metric must name a key of the dict returned by evaluate, e.g. 'mAP@ALL'.",
+        )
+        _require(
+            self.grad_clip_norm is None
+            or (isinstance(self.grad_clip_norm, (int, float)) and self.grad_clip_norm > 0),
+            f"TrainConfig.grad_clip_norm must be None or a number > 0, got {self.grad_clip_norm!r}.",
+        )
+
+
+@dataclass
+class History:
+    """Per-epoch record of a run.
+
+    Attributes
+    ----------
+    rows : list of dict
+        One dict per epoch: ``epoch`` (1-based), ``loss`` (sample-weighted mean
+        training loss), ``lr`` (learning rate used during the epoch),
+        ``seconds`` (training time) and, on evaluated epochs,
+        ``eval_seconds`` and the scalar entries returned by ``evaluate``.
+    best_epoch, best_metric : int or None, float or None
+        The selected epoch and its ``select_metric`` (None without evaluate).
+    select_metric : str or None
+        The metric used for selection (None without evaluate).
+    selected : {"best", "final"}
+        Which weights ``fit`` left in the model.
+    """
+
+    rows: list[dict[str, float]] = field(default_factory=list)
+    best_epoch: int | None = None
+    best_metric: float | None = None
+    select_metric: str | None = None
+    selected: str = "final"
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-Python form (what ``history.json`` holds)."""
+        return dataclasses.asdict(self)
+
+    def to_frame(self):
+        """The rows as a ``pandas.DataFrame`` indexed by epoch (requires pandas)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows).set_index("epoch")
+
+    @classmethod
+    def load(cls, run_dir: str | os.PathLike) -> History:
+        """Read ``run_dir/history.json`` written by :func:`fit`."""
+        path = Path(run_dir) / "history.json"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist: run fit(..., run_dir={str(run_dir)!r}) first.")
+        return cls(**json.loads(path.read_text()))
+
+
+# --------------------------------------------------------------------------- set-up helpers
+
+
+def set_seed(seed: int) -> None:
+    """Seed python's ``random``, numpy's global generator and torch (CPU and CUDA)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def resolve_device(device: str | torch.device = "auto", local_rank: int = 0) -> torch.device:
+    """Turn ``"auto"``/``"cuda"``/``"cpu"``/``"cuda:N"`` into a concrete ``torch.device``.
+
+    ``"auto"`` and ``"cuda"`` pick ``cuda:local_rank`` (one GPU per DDP rank).
+    """
+    if isinstance(device, torch.device):
+        return device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise RuntimeError(f"device={device!r} was requested but CUDA is not available; use device='cpu' or 'auto'.")
+    if device == "cuda":
+        return torch.device("cuda", local_rank % torch.cuda.device_count())
+    return torch.device(device)
+
+
+def _cpu_has_native_bf16() -> bool:
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """Resolve ``"auto"`` to ``"fp16"`` (CUDA), ``"bf16"`` (CPU with native bf16) or ``"fp32"``."""
+    _require(precision in PRECISIONS, f"precision={precision!r} is unknown; use one of {PRECISIONS}.")
+    if precision != "auto":
+        if precision == "fp16" and device.type == "cpu":
+            raise ValueError("precision='fp16' needs CUDA; on a CPU use 'bf16' or 'fp32' (or 'auto').")
+        return precision
+    if device.type == "cuda":
+        return "fp16"
+    return "bf16" if _cpu_has_native_bf16() else "fp32"
+
+
+def _autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=_AUTOCAST_DTYPES[precision])
+
+
+def _to_float32(outputs: Any) -> Any:
+    """Cast the floating tensors in (nested) outputs to float32, so the loss runs in fp32."""
+    if isinstance(outputs, torch.Tensor):
+        return outputs.float() if outputs.is_floating_point() else outputs
+    if isinstance(outputs, Mapping):
+        return type(outputs)({key: _to_float32(value) for key, value in outputs.items()})
+    if isinstance(outputs, (tuple, list)):
+        return type(outputs)(_to_float32(value) for value in outputs)
+    return outputs
+
+
+def _move_inputs(inputs: torch.Tensor, device: torch.device, channels_last: bool) -> torch.Tensor:
+    inputs = inputs.to(device, non_blocking=True)
+    if channels_last and inputs.dim() == 4:
+        inputs = inputs.contiguous(memory_format=torch.channels_last)
+    return inputs
+
+
+def _derived_seed(*entropy: int) -> int:
+    """An independent 63-bit seed for the stream named by ``entropy`` (numpy's SeedSequence)."""
+    state = np.random.SeedSequence(list(entropy)).generate_state(2, dtype=np.uint32)
+    return int(state[0]) << 31 ^ int(state[1])
+
+
+def _generator(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+@contextlib.contextmanager
+def _determinism(enabled: bool, device: torch.device) -> Iterator[None]:
+    """Set deterministic algorithms / cuDNN autotuning for the duration of ``fit``."""
+    saved = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.backends.cudnn.benchmark,
+        torch.backends.cudnn.deterministic,
+    )
+    if enabled and device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # effective before cuBLAS starts
+    torch.use_deterministic_algorithms(enabled, warn_only=True)
+    torch.backends.cudnn.benchmark = not enabled
+    torch.backends.cudnn.deterministic = enabled
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = saved[2:]
+
+
+# --------------------------------------------------------------------------- distributed
+
+
+@dataclass(frozen=True)
+class _Ranks:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+
+@contextlib.contextmanager
+def _process_group(device: str) -> Iterator[_Ranks]:
+    """Join the DDP process group: an existing one, or one described by torchrun's env vars.
+
+    A group created here is destroyed on exit.
+    """
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if dist.is_available() and dist.is_initialized():
+        yield _Ranks(dist.get_rank(), dist.get_world_size(), local_rank)
+        return
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size <= 1:
+        yield _Ranks()
+        return
+    if not dist.is_available():
+        raise RuntimeError(f"WORLD_SIZE={world_size} asks for distributed training but torch.distributed is unavailable.")
+    use_cuda = device != "cpu" and torch.cuda.is_available()
+    dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    try:
+        yield _Ranks(dist.get_rank(), dist.get_world_size(), local_rank)
+    finally:
+        dist.destroy_process_group()
+
+
+def _epoch_batches(
+    num_samples: int, config: TrainConfig, epoch: int, ranks: _Ranks
+) -> list[tuple[list[int], int]]:
+    """This rank's share of every global batch of ``epoch`` (1-based), with the global batch size.
+
+    The permutation depends only on ``(seed, epoch)``, never on the rank or
+    the world size, so every run of the same config sees the same global
+    batches; each is cut into ``world_size`` contiguous, near-equal shares.
+    Under DDP a trailing batch smaller than ``world_size`` is dropped (some
+    rank would get no sample).
+    """
+    order = torch.randperm(num_samples, generator=_generator(_derived_seed(config.seed, epoch)))
+    global_batches = list(order.split(config.batch_size))
+    minimum = config.batch_size if config.drop_last else ranks.world_size
+    global_batches = [batch for batch in global_batches if len(batch) >= minimum]
+    return [(torch.tensor_split(batch, ranks.world_size)[ranks.rank].tolist(), len(batch)) for batch in global_batches]
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _atomic_write(path: Path, write: Callable[[io.BufferedWriter], None]) -> None:
+    """Write through a temporary file in the same directory, fsync, then ``os.replace``."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _save_torch(obj: Any, path: Path) -> None:
+    _atomic_write(path, lambda handle: torch.save(obj, handle))
+
+
+def _write_history(history: History, run_dir: Path) -> None:
+    columns: dict[str, None] = {}
+    for row in history.rows:
+        columns.update(dict.fromkeys(row))
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(columns), restval="", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(history.rows)
+    _atomic_write(run_dir / "history.csv", lambda handle: handle.write(text.getvalue().encode()))
+    payload = json.dumps(history.to_dict(), indent=1).encode()
+    _atomic_write(run_dir / "history.json", lambda handle: handle.write(payload))
+
+
+def _run_identity(config: TrainConfig, num_samples: int) -> dict[str, Any]:
+    """What must match for ``last.pt`` to be resumed: every config field and the training-set size."""
+    return {**dataclasses.asdict(config), "train_size": num_samples}
+
+
+def _check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: Path) -> None:
+    differences = [
+        f"{key}: checkpoint has {saved.get(key)!r}, this call has {current.get(key)!r}"
+        for key in sorted(set(saved) | set(current))
+        if saved.get(key) != current.get(key)
+    ]
+    if differences:
+        raise ValueError(
+            f"{path} was written by a run with a different configuration ("
+            + "; ".join(differences)
+            + f"). Use another run_dir, or delete {path.parent} to start this run over."
+        )
+
+
+# --------------------------------------------------------------------------- random state
+
+
+def _capture_rng() -> dict[str, Any]:
+    numpy_state = np.random.get_state(legacy=False)
+    return {
+        "python": random.getstate(),
+        "numpy": {
+            "bit_generator": numpy_state["bit_generator"],
+            "key": torch.from_numpy(numpy_state["state"]["key"].astype(np.int64)),
+            "pos": int(numpy_state["state"]["pos"]),
+            "has_gauss": int(numpy_state["has_gauss"]),
+            "gauss": float(numpy_state["gauss"]),
+        },
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state() if torch.cuda.is_available() and torch.cuda.is_initialized() else None,
+    }
+
+
+def _restore_rng(state: Mapping[str, Any]) -> None:
+    random.setstate(state["python"])
+    numpy_state = state["numpy"]
+    np.random.set_state(
+        {
+            "bit_generator": numpy_state["bit_generator"],
+            "state": {"key": numpy_state["key"].numpy().astype(np.uint32), "pos": numpy_state["pos"]},
+            "has_gauss": numpy_state["has_gauss"],
+            "gauss": numpy_state["gauss"],
+        }
+    )
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"])
+
+
+def _gather_rng(ranks: _Ranks) -> list[dict[str, Any]]:
+    """Every rank's random state, in rank order (a collective call under DDP)."""
+    state = _capture_rng()
+    if not ranks.distributed:
+        return [state]
+    states: list[Any] = [None] * ranks.world_size
+    dist.all_gather_object(states, state)
+    return states
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+class _LossMeter:
+    """Sample-weighted mean of the step losses, with a finiteness check one step behind.
+
+    Checking step ``k`` only after step ``k + 1`` has been queued keeps CUDA
+    from idling on a host synchronisation every step.
+    """
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.total = 0.0
+        self.count = 0
+        self.last = float("nan")
+        self._pending: tuple[int, torch.Tensor, int] | None = None
+
+    def add(self, step: int, loss: torch.Tensor, batch_size: int) -> None:
+        self._flush()
+        self._pending = (step, loss, batch_size)
+
+    def _flush(self) -> None:
+        if self._pending is None:
+            return
+        step, loss, batch_size = self._pending
+        self._pending = None
+        value = loss.item()
+        if not math.isfinite(value):
+            raise FloatingPointError(
+                f"Training loss is {value} at epoch {self.epoch}, step {step}. The run stopped; last.pt still holds "
+                "the last completed epoch. Lower the learning rate, set TrainConfig.grad_clip_norm, or use "
+                "precision='fp32', then call fit again (it resumes from last.pt)."
+            )
+        self.total += value * batch_size
+        self.count += batch_size
+        self.last = value
+
+    def mean(self) -> float:
+        self._flush()
+        return self.total / max(self.count, 1)
+
+
+def _build_optimizer(parameters: list[nn.Parameter], config: TrainConfig) -> torch.optim.Optimizer:
+    if config.optimizer == "rmsprop":
+        return torch.optim.RMSprop(parameters, lr=config.lr, weight_decay=config.weight_decay)
+    if config.optimizer == "adam":
+        return torch.optim.Adam(parameters, lr=config.lr, weight_decay=config.weight_decay)
+    return torch.optim.SGD(parameters, lr=config.lr, momentum=SGD_MOMENTUM, weight_decay=config.weight_decay)
+
+
+def _build_scheduler(optimizer: torch.optim.Optimizer, config: TrainConfig):
+    if config.scheduler == "cosine":
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 1.0)
+
+
+def _resolve_num_workers(num_workers: int | None, device: torch.device, ranks: _Ranks) -> int:
+    if num_workers is not None:
+        return num_workers
+    if device.type == "cpu":
+        return 0
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", str(ranks.world_size)))
+    return min(8, max(1, (os.cpu_count() or 1) // local_ranks - 1))
+
+
+def _scalar_metrics(metrics: Any, reserved: tuple[str, ...]) -> dict[str, float]:
+    """The scalar entries of ``evaluate``'s dict as floats (curves and other arrays are not recorded)."""
+    if not isinstance(metrics, Mapping):
+        raise TypeError(f"evaluate(model) must return a dict of metrics, got {type(metrics).__name__}.")
+    clashes = sorted(set(metrics) & set(reserved))
+    if clashes:
+        raise ValueError(f"evaluate(model) returned the reserved key(s) {clashes}; rename them in your evaluate.")
+    scalars = {}
+    for key, value in metrics.items():
+        if isinstance(value, (int, float, np.number)) or (
+            isinstance(value, (np.ndarray, torch.Tensor)) and value.ndim == 0
+        ):
+            scalars[str(key)] = float(value)
+    return scalars
+
+
+def _is_better(value: float, best: float | None, mode: str) -> bool:
+    if math.isnan(value):
+        return False
+    if best is None:
+        return True
+    return value > best if mode == "max" else value < best
+
+
+def _unpack_batch(batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    if not isinstance(batch, (tuple, list)) or len(batch) != 3:
+        raise ValueError(
+            "train_set items must be (input, label, index) triples; the index is the sample's position in the "
+            "dataset (memory-bank losses use it). Wrap your dataset to return it."
+        )
+    return batch[0], batch[1], batch[2]
+
+
+def fit(
+    model: nn.Module,
+    criterion: Callable[[Any, torch.Tensor, torch.Tensor], torch.Tensor],
+    train_set: Dataset,
+    config: TrainConfig,
+    run_dir: str | os.PathLike,
+    evaluate: Callable[[nn.Module], Mapping[str, Any]] | None = None,
+    progress: bool = True,
+) -> History:
+    """Train ``model`` with ``criterion`` on ``train_set``; resume from ``run_dir`` if it holds a run.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Trained in place (moved to the device, channels-last if configured).
+        On return it holds the selected weights (best validation epoch, or
+        the final epoch without ``evaluate``) and is in eval mode.
+    criterion : callable
+        ``criterion(outputs, labels, indices) -> scalar tensor``, a mean over
+        the batch (e.g. ``shc.losses.CenterLoss``, paper Eq. 14). Runs in
+        float32 outside autocast. If it is an ``nn.Module`` it is moved to the
+        device, its trainable parameters (if any) are optimised with the
+        model's, and its state is checkpointed.
+    train_set : Dataset
+        Items ``(input, label, index)``; random augmentation belongs in its
+        transform.
+    config : TrainConfig
+        Hyper-parameters; must match the checkpoint in ``run_dir`` if any.
+    run_dir : path
+        Directory for ``last.pt``, ``best.pt``, ``history.csv``/``.json``.
+    evaluate : callable, optional
+        ``evaluate(model) -> dict`` on the *validation* split (called with the
+        bare model in eval mode on rank 0, every ``config.eval_every`` epochs
+        and after the last); must contain ``config.select_metric``.
+    progress : bool
+        Show tqdm progress bars (rank 0 only).
+
+    Returns
+    -------
+    History
+        Per-epoch rows and the selected epoch; also in ``run_dir/history.*``.
+
+    Raises
+    ------
+    FloatingPointError
+        If a loss is NaN or infinite (names epoch and step; ``last.pt`` keeps
+        the last good epoch).
+    ValueError
+        If ``run_dir`` holds a checkpoint of a different configuration.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}.")
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a shc.train.TrainConfig, got {type(config).__name__}.")
+    num_samples = len(train_set)
+    _require(num_samples > 0, "train_set is empty; nothing to train on.")
+    with _process_group(config.device) as ranks:
+        device = resolve_device(config.device, ranks.local_rank)
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        with _determinism(config.deterministic, device):
+            return _fit(model, criterion, train_set, config, Path(run_dir), evaluate, progress, ranks, device)
+
+
+def _fit(
+    model: nn.Module,
+    criterion: Callable,
+    train_set: Dataset,
+    config: TrainConfig,
+    run_dir: Path,
+    evaluate: Callable | None,
+    progress: bool,
+    ranks: _Ranks,
+    device: torch.device,
+) -> History:
+    precision = resolve_precision(config.precision, device)
+    show = progress and ranks.is_main
+    identity = _run_identity(config, len(train_set))
+    last_path, best_path = run_dir / "last.pt", run_dir / "best.pt"
+    if ranks.is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+
+    set_seed(config.seed + ranks.rank)
+    model.to(device)
+    if config.channels_last:
+        model.to(memory_format=torch.channels_last)
+    criterion_module = criterion if isinstance(criterion, nn.Module) else None
+    criterion_parameters: list[nn.Parameter] = []
+    if criterion_module is not None:
+        criterion_module.to(device)
+        criterion_parameters = [p for p in criterion_module.parameters() if p.requires_grad]
+        if criterion_parameters and ranks.distributed:
+            raise ValueError(
+                "The criterion has trainable parameters, which DistributedDataParallel would not synchronise; "
+                "move them into the model."
+            )
+    parameters = [p for p in model.parameters() if p.requires_grad] + criterion_parameters
+    _require(len(parameters) > 0, "The model has no trainable parameters (all have requires_grad=False).")
+    optimizer = _build_optimizer(parameters, config)
+    scheduler = _build_scheduler(optimizer, config)
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+
+    history = History(select_metric=config.select_metric if evaluate is not None else None)
+    start_epoch, rng_states = 0, None
+    if last_path.exists():
+        checkpoint = torch.load(last_path, map_location="cpu", weights_only=True)
+        _check_same_run(checkpoint["identity"], identity, last_path)
+        model.load_state_dict(checkpoint["model"])
+        if criterion_module is not None:
+            criterion_module.load_state_dict(checkpoint["criterion"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        scheduler.load_state_dict(checkpoint["scheduler"])
+        scaler.load_state_dict(checkpoint["scaler"])
+        history = History(**checkpoint["history"])
+        start_epoch, rng_states = checkpoint["epoch"], checkpoint["rng"]
+    if rng_states is not None:
+        if len(rng_states) == ranks.world_size:
+            _restore_rng(rng_states[ranks.rank])
+        else:
+            warnings.warn(
+                f"{last_path} was written by {len(rng_states)} rank(s), this run has {ranks.world_size}: the random "
+                "streams of augmentation/dropout restart from the seed, so the resume is not bit-exact.",
+                stacklevel=3,
+            )
+            set_seed(_derived_seed(config.seed, start_epoch, ranks.rank) % 2**32)
+
+    trained = model
+    if ranks.distributed:
+        device_ids = [device.index] if device.type == "cuda" else None
+        trained = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+    num_workers = _resolve_num_workers(config.num_workers, device, ranks)
+
+    for epoch in range(start_epoch + 1, config.epochs + 1):
+        row = _train_epoch(
+            trained, criterion, optimizer, scaler, train_set, config, epoch, ranks, device, precision, num_workers, show
+        )
+        scheduler.step()
+        if evaluate is not None and ranks.is_main and (epoch % config.eval_every == 0 or epoch == config.epochs):
+            started = time.perf_counter()
+            model.eval()
+            metrics = _scalar_metrics(evaluate(model), _ROW_KEYS)
+            model.train()
+            row["eval_seconds"] = time.perf_counter() - started
+            row.update(metrics)
+            if config.select_metric not in metrics:
+                raise KeyError(
+                    f"evaluate(model) returned {sorted(metrics)} but TrainConfig.select_metric is "
+                    f"{config.select_metric!r}; set select_metric to one of those keys."
+                )
+            if _is_better(metrics[config.select_metric], history.best_metric, config.select_mode):
+                history.best_epoch, history.best_metric = epoch, metrics[config.select_metric]
+                _save_torch({"model": model.state_dict(), "epoch": epoch, "metric": history.best_metric}, best_path)
+        history.rows.append(row)
+        rng_states = _gather_rng(ranks)
+        if ranks.is_main:
+            checkpoint = {
+                "version": CHECKPOINT_VERSION,
+                "identity": identity,
+                "epoch": epoch,
+                "model": model.state_dict(),
+                "criterion": criterion_module.state_dict() if criterion_module is not None else {},
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "scaler": scaler.state_dict(),
+                "history": history.to_dict(),
+                "rng": rng_states,
+            }
+            _save_torch(checkpoint, last_path)
+            _write_history(history, run_dir)
+            if show:
+                summary = ", ".join(f"{key}={value:.4g}" for key, value in row.items() if key != "epoch")
+                tqdm.write(f"epoch {epoch}/{config.epochs}: {summary}")
+
+    if ranks.distributed:
+        dist.barrier()  # rank 0 has written best.pt
+    if evaluate is not None and history.best_epoch is not None:
+        best = torch.load(best_path, map_location="cpu", weights_only=True)
+        model.load_state_dict(best["model"])
+        history.selected = "best"
+    else:
+        history.selected = "final"
+    if ranks.is_main:
+        _write_history(history, run_dir)
+    model.eval()
+    return history
+
+
+def _train_epoch(
+    trained: nn.Module,
+    criterion: Callable,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    train_set: Dataset,
+    config: TrainConfig,
+    epoch: int,
+    ranks: _Ranks,
+    device: torch.device,
+    precision: str,
+    num_workers: int,
+    show: bool,
+) -> dict[str, float]:
+    """One pass over this epoch's batches; returns the history row (epoch, loss, lr, seconds)."""
+    batches = _epoch_batches(len(train_set), config, epoch, ranks)
+    _require(
+        len(batches) > 0,
+        f"No complete batch: {len(train_set)} samples, batch_size={config.batch_size}, drop_last={config.drop_last}. "
+        "Lower batch_size or set drop_last=False.",
+    )
+    loader = DataLoader(
+        train_set,
+        batch_sampler=[indices for indices, _ in batches],
+        num_workers=num_workers,
+        pin_memory=device.type == "cuda",
+        generator=_generator(_derived_seed(config.seed, epoch, 1 + ranks.rank)),  # worker seeds only
+    )
+    lr = optimizer.param_groups[0]["lr"]
+    meter = _LossMeter(epoch)
+    trained.train()
+    started = time.perf_counter()
+    bar = tqdm(loader, desc=f"epoch {epoch}/{config.epochs}", disable=not show, leave=False)
+    for step, (batch, (indices, global_size)) in enumerate(zip(bar, batches), start=1):
+        inputs, labels, sample_indices = _unpack_batch(batch)
+        inputs = _move_inputs(inputs, device, config.channels_last)
+        labels = labels.to(device, non_blocking=True)
+        sample_indices = sample_indices.to(device, non_blocking=True)
+        with _autocast(device, precision):
+            outputs = trained(inputs)
+        loss = criterion(_to_float32(outputs), labels, sample_indices)
+        share = len(indices) / global_size  # this rank's fraction of the global batch
+        weight = share * ranks.world_size  # DDP averages over ranks: this makes it the batch mean
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss * weight if weight != 1.0 else loss).backward()
+        if config.grad_clip_norm is not None:
+            scaler.unscale_(optimizer)
+            nn.utils.clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]],
+                                     config.grad_clip_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        batch_loss = loss.detach()
+        if ranks.distributed:
+            batch_loss = batch_loss * share
+            dist.all_reduce(batch_loss)
+        meter.add(step, batch_loss, global_size)
+        if show and step % 10 == 0:
+            bar.set_postfix(loss=f"{meter.last:.4g}", refresh=False)
+    mean_loss = meter.mean()
+    bar.close()
+    return {"epoch": epoch, "loss": mean_loss, "lr": lr, "seconds": time.perf_counter() - started}
+
+
+# --------------------------------------------------------------------------- inference
+
+
+@torch.no_grad()
+def predict(
+    model: nn.Module,
+    dataset: Dataset,
+    batch_size: int = 256,
+    device: str | torch.device | None = None,
+    precision: str = "auto",
+    channels_last: bool = True,
+    num_workers: int = 0,
+    progress: bool = False,
+) -> torch.Tensor:
+    """The model's outputs over ``dataset``, in dataset order (eval mode, no grad).
+
+    Used to compute hash-layer outputs u (take ``sign`` for codes) or logits.
+    Pass a split with its *evaluation* transform (no augmentation). The
+    model's train/eval mode is restored afterwards; the global random state is
+    not consumed.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Network whose ``forward`` returns a tensor.
+    dataset : Dataset
+        Items ``(input, ...)``; only the input is used.
+    batch_size : int
+        Inference batch size.
+    device : str, torch.device or None
+        ``None``: the device of the model's first parameter.
+    precision : {"auto", "fp32", "bf16", "fp16"}
+        Autocast precision (see :func:`resolve_precision`); outputs are
+        returned in float32 either way.
+    channels_last : bool
+        Feed 4-D inputs in channels-last memory format.
+    num_workers : int
+        DataLoader workers.
+    progress : bool
+        Show a tqdm bar.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(len(dataset), ...)`` float32 outputs on the CPU.
+    """
+    _require(isinstance(batch_size, int) and batch_size >= 1, f"batch_size must be a positive integer, got {batch_size!r}.")
+    _require(len(dataset) > 0, "dataset is empty; nothing to predict.")
+    if device is None:
+        first = next(model.parameters(), None)
+        device = first.device if first is not None else torch.device("cpu")
+    device = resolve_device(device)
+    precision = resolve_precision(precision, device)
+    loader = DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=False,
+        num_workers=num_workers,
+        pin_memory=device.type == "cuda",
+        generator=_generator(0),  # keeps the global random state untouched
+    )
+    was_training = model.training
+    model.eval()
+    outputs = []
+    try:
+        for batch in tqdm(loader, desc="predict", disable=not progress, leave=False):
+            inputs = batch[0] if isinstance(batch, (tuple, list)) else batch
+            with _autocast(device, precision):
+                result = model(_move_inputs(inputs, device, channels_last))
+            if not isinstance(result, torch.Tensor):
+                raise TypeError(f"predict needs a model whose forward returns a tensor, got {type(result).__name__}.")
+            outputs.append(result.float().cpu())
+    finally:
+        model.train(was_training)
+    return torch.cat(outputs)

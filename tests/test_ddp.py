@@ -1,0 +1,50 @@
+"""DistributedDataParallel through torchrun: two CPU ranks (gloo) against a single-process run."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from shc.train import fit
+
+WORKER = Path(__file__).with_name("ddp_worker.py")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_worker():
+    spec = importlib.util.spec_from_file_location("ddp_worker", WORKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs torch.distributed + gloo")
+def test_two_ranks_match_each_other_and_a_single_process_run(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+           "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(WORKER),
+               str(tmp_path)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180, cwd=REPO)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+    rank0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
+    rank1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
+    worker = load_worker()
+    model, dataset = worker.problem()
+    history = fit(model, worker.CrossEntropy(), dataset, worker.CONFIG, tmp_path / "single", progress=False)
+    single = model.state_dict()
+
+    for name in single:
+        assert torch.equal(rank0[name], rank1[name]), name  # DDP keeps the replicas identical
+        torch.testing.assert_close(rank0[name], single[name], rtol=1e-5, atol=1e-6)
+    assert not torch.equal(single["0.weight"], worker.problem()[0].state_dict()["0.weight"])  # it trained
+    # only rank 0 wrote the run files, with the same epoch losses as the single-process run
+    ddp_losses = [row["loss"] for row in torch.load(tmp_path / "run" / "last.pt", weights_only=True)["history"]["rows"]]
+    assert ddp_losses == pytest.approx([row["loss"] for row in history.rows], rel=1e-5)

@@ -1,0 +1,326 @@
+"""Tests of shc.train: the loop, history files, exact resume, NaN handling, model selection, predict."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from shc.train import History, TrainConfig, _epoch_batches, _Ranks, fit, predict
+
+
+class IndexedTensors(torch.utils.data.Dataset):
+    """(x, y, index) items from in-memory tensors; optional Gaussian jitter drawn from torch's global RNG."""
+
+    def __init__(self, inputs: torch.Tensor, labels: torch.Tensor, jitter: float = 0.0) -> None:
+        self.inputs, self.labels, self.jitter = inputs, labels, jitter
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+    def __getitem__(self, index: int):
+        x = self.inputs[index]
+        if self.jitter:
+            x = x + self.jitter * torch.randn_like(x)
+        return x, self.labels[index], index
+
+
+class CrossEntropy(nn.Module):
+    def forward(self, outputs, labels, indices):
+        return F.cross_entropy(outputs, labels)
+
+
+class FailingCrossEntropy(CrossEntropy):
+    """Cross-entropy that misbehaves at one global step (1-based): raises, or returns a non-finite loss."""
+
+    def __init__(self, at_step: int, outcome: str) -> None:
+        super().__init__()
+        self.at_step, self.outcome, self.calls = at_step, outcome, 0
+
+    def forward(self, outputs, labels, indices):
+        self.calls += 1
+        loss = super().forward(outputs, labels, indices)
+        if self.calls == self.at_step:
+            if self.outcome == "raise":
+                raise KeyboardInterrupt("simulated interruption")
+            return loss * float(self.outcome)  # "nan" or "inf"
+        return loss
+
+
+def blobs(num_samples: int = 48, num_classes: int = 3, dim: int = 4, seed: int = 0):
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.arange(num_samples) % num_classes
+    means = 3.0 * torch.randn(num_classes, dim, generator=generator)
+    inputs = means[labels] + torch.randn(num_samples, dim, generator=generator)
+    return inputs, labels
+
+
+def mlp(seed: int = 0, dim: int = 4, num_classes: int = 3, dropout: float = 0.0) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(dim, 16), nn.ReLU(), nn.Dropout(dropout), nn.Linear(16, num_classes))
+
+
+def config(**changes) -> TrainConfig:
+    base = TrainConfig(epochs=3, batch_size=10, lr=1e-2, device="cpu", precision="fp32", num_workers=0)
+    return dataclasses.replace(base, **changes)
+
+
+def weights(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: value.detach().clone() for name, value in model.state_dict().items()}
+
+
+def assert_same_weights(actual: dict, expected: dict) -> None:
+    assert actual.keys() == expected.keys()
+    for name in expected:
+        assert torch.equal(actual[name], expected[name]), name
+
+
+# --------------------------------------------------------------------------- training and files
+
+
+def test_loss_falls_and_history_files_are_written(tmp_path):
+    model = mlp()
+    history = fit(model, CrossEntropy(), IndexedTensors(*blobs()), config(epochs=6), tmp_path, progress=False)
+
+    losses = [row["loss"] for row in history.rows]
+    assert [row["epoch"] for row in history.rows] == [1, 2, 3, 4, 5, 6]
+    assert losses[-1] < 0.5 * losses[0]
+    assert history.selected == "final" and history.best_epoch is None
+    assert not (tmp_path / "best.pt").exists()
+    # cosine schedule stepped per epoch: lr_e = lr0 * (1 + cos(pi * (e - 1) / E)) / 2
+    expected_lr = [1e-2 * (1 + np.cos(np.pi * e / 6)) / 2 for e in range(6)]
+    np.testing.assert_allclose([row["lr"] for row in history.rows], expected_lr, rtol=1e-12, atol=1e-15)
+
+    with open(tmp_path / "history.csv") as handle:
+        table = list(csv.DictReader(handle))
+    assert [int(row["epoch"]) for row in table] == [1, 2, 3, 4, 5, 6]
+    np.testing.assert_allclose([float(row["loss"]) for row in table], losses)
+    assert json.loads((tmp_path / "history.json").read_text())["rows"] == history.rows
+    assert History.load(tmp_path) == history
+    assert history.to_frame()["loss"].tolist() == losses
+    assert not [path.name for path in tmp_path.iterdir() if path.name.endswith(".tmp")]
+
+
+def test_epoch_loss_is_the_sample_weighted_mean_of_batch_losses(tmp_path):
+    # lr=0 keeps the weights fixed, so the epoch loss must equal the full-data loss (48 = 4 x 10 + 8).
+    model = mlp()
+    inputs, labels = blobs()
+    expected = F.cross_entropy(model(inputs), labels).item()
+    history = fit(
+        model, CrossEntropy(), IndexedTensors(inputs, labels), config(epochs=1, optimizer="sgd", lr=1e-12,
+                                                                      weight_decay=0.0), tmp_path, progress=False
+    )
+    assert history.rows[0]["loss"] == pytest.approx(expected, rel=1e-6)
+
+
+def test_conv_model_trains_with_auto_precision_and_channels_last(tmp_path):
+    generator = torch.Generator().manual_seed(0)
+    labels = torch.arange(40) % 2
+    images = torch.randn(40, 3, 8, 8, generator=generator) + 2.0 * labels.view(-1, 1, 1, 1).float()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(8, 2))
+    history = fit(model, CrossEntropy(), IndexedTensors(images, labels), config(epochs=5, precision="auto"),
+                  tmp_path, progress=False)
+    assert history.rows[-1]["loss"] < history.rows[0]["loss"]
+    assert model[0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert all(torch.isfinite(value).all() for value in model.state_dict().values())
+
+
+# --------------------------------------------------------------------------- resume
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_resume_after_interruption_gives_bit_identical_weights(tmp_path, precision):
+    # Dropout and input jitter draw from the global RNG, so an exact resume needs the saved random states.
+    dataset = IndexedTensors(*blobs(), jitter=0.3)
+    settings = config(precision=precision, epochs=3)
+    uninterrupted = mlp(dropout=0.2)
+    reference = fit(uninterrupted, CrossEntropy(), dataset, settings, tmp_path / "a", progress=False)
+
+    interrupted = mlp(dropout=0.2)
+    with pytest.raises(KeyboardInterrupt):  # 5 steps per epoch: step 8 is in epoch 2
+        fit(interrupted, FailingCrossEntropy(8, "raise"), dataset, settings, tmp_path / "b", progress=False)
+    assert torch.load(tmp_path / "b" / "last.pt", weights_only=True)["epoch"] == 1
+
+    resumed_model = mlp(seed=123, dropout=0.2)  # different init: everything must come from last.pt
+    resumed = fit(resumed_model, CrossEntropy(), dataset, settings, tmp_path / "b", progress=False)
+
+    assert_same_weights(weights(resumed_model), weights(uninterrupted))
+    assert [row["loss"] for row in resumed.rows] == [row["loss"] for row in reference.rows]
+
+
+def test_a_finished_run_is_not_trained_again(tmp_path):
+    dataset = IndexedTensors(*blobs())
+    model = mlp()
+    first = fit(model, CrossEntropy(), dataset, config(), tmp_path, progress=False)
+    again_model = mlp(seed=7)
+    criterion = FailingCrossEntropy(1, "raise")  # any training step would raise
+    again = fit(again_model, criterion, dataset, config(), tmp_path, progress=False)
+    assert criterion.calls == 0
+    assert again.rows == first.rows
+    assert_same_weights(weights(again_model), weights(model))
+
+
+def test_config_mismatch_is_refused_naming_the_field(tmp_path):
+    dataset = IndexedTensors(*blobs())
+    fit(mlp(), CrossEntropy(), dataset, config(epochs=1), tmp_path, progress=False)
+    with pytest.raises(ValueError, match=r"lr: checkpoint has 0\.01, this call has 0\.001.*another run_dir"):
+        fit(mlp(), CrossEntropy(), dataset, config(epochs=1, lr=1e-3), tmp_path, progress=False)
+    with pytest.raises(ValueError, match="train_size: checkpoint has 48, this call has 30"):
+        fit(mlp(), CrossEntropy(), IndexedTensors(*blobs(30)), config(epochs=1), tmp_path, progress=False)
+
+
+# --------------------------------------------------------------------------- NaN / inf
+
+
+@pytest.mark.parametrize("outcome", ["nan", "inf"])
+def test_non_finite_loss_raises_and_keeps_last_good_checkpoint(tmp_path, outcome):
+    snapshots = []
+
+    def snapshot(model):
+        snapshots.append(weights(model))
+        return {"mAP@ALL": 0.0}
+
+    model = mlp()
+    with pytest.raises(FloatingPointError, match=r"epoch 2, step 3\b"):  # global step 8 = epoch 2, step 3
+        fit(model, FailingCrossEntropy(8, outcome), IndexedTensors(*blobs()), config(), tmp_path,
+            evaluate=snapshot, progress=False)
+    checkpoint = torch.load(tmp_path / "last.pt", weights_only=True)
+    assert checkpoint["epoch"] == 1 and len(snapshots) == 1
+    assert_same_weights(checkpoint["model"], snapshots[0])
+    assert [row["epoch"] for row in History.load(tmp_path).rows] == [1]
+
+
+# --------------------------------------------------------------------------- model selection
+
+
+def scripted_evaluate(values, key="mAP@ALL"):
+    snapshots = {}
+
+    def evaluate(model):
+        assert not model.training
+        epoch = len(snapshots) + 1
+        snapshots[epoch] = weights(model)
+        return {key: values[epoch - 1], "curve": np.zeros(3), "other": np.float32(epoch)}
+
+    return evaluate, snapshots
+
+
+@pytest.mark.parametrize(("mode", "best_epoch"), [("max", 2), ("min", 1)])
+def test_model_selection_returns_the_best_epoch(tmp_path, mode, best_epoch):
+    values = [0.10, 0.50, 0.30, 0.50]  # the tie at epoch 4 must not replace epoch 2
+    evaluate, snapshots = scripted_evaluate(values)
+    model = mlp()
+    history = fit(model, CrossEntropy(), IndexedTensors(*blobs()), config(epochs=4, select_mode=mode), tmp_path,
+                  evaluate=evaluate, progress=False)
+
+    assert (history.best_epoch, history.best_metric, history.selected) == (best_epoch, values[best_epoch - 1], "best")
+    assert_same_weights(weights(model), snapshots[best_epoch])
+    assert torch.load(tmp_path / "best.pt", weights_only=True)["epoch"] == best_epoch
+    assert [row["mAP@ALL"] for row in history.rows] == values
+    assert [row["other"] for row in history.rows] == [1.0, 2.0, 3.0, 4.0]
+    assert "curve" not in history.rows[0]  # non-scalar entries are not recorded
+
+
+def test_eval_every_also_evaluates_the_last_epoch(tmp_path):
+    evaluate, snapshots = scripted_evaluate([0.3, 0.2, 0.1])
+    history = fit(mlp(), CrossEntropy(), IndexedTensors(*blobs()), config(epochs=5, eval_every=2), tmp_path,
+                  evaluate=evaluate, progress=False)
+    assert ["mAP@ALL" in row for row in history.rows] == [False, True, False, True, True]
+    assert history.best_epoch == 2
+
+
+def test_missing_select_metric_is_a_clear_error(tmp_path):
+    evaluate, _ = scripted_evaluate([0.1], key="accuracy")
+    with pytest.raises(KeyError, match="select_metric"):
+        fit(mlp(), CrossEntropy(), IndexedTensors(*blobs()), config(epochs=1), tmp_path, evaluate=evaluate,
+            progress=False)
+
+
+# --------------------------------------------------------------------------- predict
+
+
+def test_predict_returns_outputs_in_dataset_order():
+    inputs, labels = blobs(num_samples=23)
+    model = mlp(dropout=0.5).train()
+    expected = model.eval()(inputs).detach()
+    model.train()
+    rng_before = torch.get_rng_state()
+
+    outputs = predict(model, IndexedTensors(inputs, labels), batch_size=5, precision="fp32")
+
+    assert outputs.dtype == torch.float32 and outputs.shape == (23, 3)
+    torch.testing.assert_close(outputs, expected, rtol=1e-6, atol=1e-6)
+    assert model.training  # mode restored
+    assert torch.equal(torch.get_rng_state(), rng_before)
+
+
+# --------------------------------------------------------------------------- batches and validation
+
+
+def test_epoch_batches_split_each_global_batch_across_ranks():
+    settings = config(batch_size=7)
+    single = _epoch_batches(30, settings, epoch=1, ranks=_Ranks())
+    assert sorted(i for indices, _ in single for i in indices) == list(range(30))
+    assert [size for _, size in single] == [7, 7, 7, 7, 2]
+
+    shares = [_epoch_batches(30, settings, epoch=1, ranks=_Ranks(rank, 2)) for rank in range(2)]
+    for batch, (rank0, size0), (rank1, size1) in zip(single, *shares):
+        assert rank0 + rank1 == batch[0] and size0 == size1 == batch[1]
+        assert abs(len(rank0) - len(rank1)) <= 1
+
+    assert _epoch_batches(30, settings, epoch=1, ranks=_Ranks()) == single  # seeded
+    assert _epoch_batches(30, settings, epoch=2, ranks=_Ranks()) != single  # reshuffled per epoch
+    assert len(_epoch_batches(30, dataclasses.replace(settings, drop_last=True), 1, _Ranks())) == 4
+
+
+def test_ddp_drops_a_trailing_batch_smaller_than_the_world():
+    batches = _epoch_batches(29, config(batch_size=7), epoch=1, ranks=_Ranks(0, 2))
+    assert [size for _, size in batches] == [7, 7, 7, 7]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"epochs": 0}, "epochs"),
+        ({"batch_size": 2.5}, "batch_size"),
+        ({"lr": -1.0}, "lr"),
+        ({"optimizer": "lbfgs"}, "optimizer"),
+        ({"scheduler": "step"}, "scheduler"),
+        ({"precision": "fp8"}, "precision"),
+        ({"device": "tpu"}, "device"),
+        ({"select_mode": "best"}, "select_mode"),
+        ({"num_workers": -1}, "num_workers"),
+        ({"grad_clip_norm": 0.0}, "grad_clip_norm"),
+        ({"weight_decay": float("nan")}, "weight_decay"),
+    ],
+)
+def test_invalid_config_names_the_field(change, field):
+    with pytest.raises(ValueError, match=rf"TrainConfig\.{field}"):
+        config(**change)
+
+
+def test_items_without_an_index_are_refused(tmp_path):
+    inputs, labels = blobs()
+    pairs = torch.utils.data.TensorDataset(inputs, labels)
+    with pytest.raises(ValueError, match=r"\(input, label, index\)"):
+        fit(mlp(), CrossEntropy(), pairs, config(epochs=1), tmp_path, progress=False)
+
+
+def test_gradient_clipping_bounds_the_update(tmp_path):
+    # One SGD step without momentum history: |delta w| = lr * |clipped grad| <= lr * max_norm.
+    model = mlp()
+    before = torch.cat([p.detach().flatten().clone() for p in model.parameters()])
+    settings = config(epochs=1, batch_size=48, optimizer="sgd", lr=1.0, weight_decay=0.0, grad_clip_norm=1e-3,
+                      scheduler="none")
+    fit(model, CrossEntropy(), IndexedTensors(*blobs()), settings, tmp_path, progress=False)
+    after = torch.cat([p.detach().flatten() for p in model.parameters()])
+    assert 0 < torch.linalg.vector_norm(after - before) <= 1e-3 * (1 + 1e-5)
+
