@@ -1,0 +1,602 @@
+"""Hamming-ranking retrieval metrics: mAP@K, precision/recall@K and PR curves.
+
+The protocol is the one of DeepHash-pytorch, HashNet, CSQ and OrthoHash, which
+the paper follows (Sec. 5.1.2, "Evaluation Measures"): every query ranks the
+whole retrieval database by Hamming distance and an item is *relevant* when it
+shares at least one label with the query.
+
+Conventions (the same in every function of this module):
+
+- **Codes** are ``(n_items, n_bits)`` arrays of -1/+1, numpy or torch, any dtype.
+  The Hamming distance is ``(q - h_i^T h_j) / 2`` (Eq. 6, Theorem 1).
+- **Labels** are class indices ``(n_items,)`` or multi-hot ``(n_items, n_classes)``
+  of 0/1, the same format for queries and database.
+- **Ties** in Hamming distance are broken by database index (a stable sort), so
+  results never depend on the sort algorithm, the chunking or the CPU.
+  ``tie_aware=True`` instead gives the *expected* AP over uniformly random orders
+  within each tie (He et al., "Hashing as Tie-Aware Learning to Rank", CVPR 2018).
+- **AP@K** of one query is the mean, over the relevant items in its top K, of the
+  precision at their rank; a query with no relevant item in its top K scores 0
+  and still counts in the mean. ``topk=None`` is the whole database (mAP@ALL);
+  a K larger than the database means the whole database.
+- **Recall** is undefined for a query that has no relevant item in the whole
+  database: such queries are left out of every recall average (and precision
+  still counts them). **PR-curve precision** at radius r is undefined for a
+  query that retrieves nothing within radius r: such queries are left out of
+  the precision average at that radius. An average over no query is NaN.
+
+Speed: queries are processed in chunks (bounded memory) on a small thread pool;
+distances come from one float32 matrix product (exact: every partial sum is a
+multiple of 1/2 far below 2**22), the ranking from numpy's radix sort on
+``uint8`` distances, and AP@K for every K from one pass over the positions of
+the relevant items. See ``benchmarks/bench_metrics.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_KS",
+    "evaluate",
+    "mean_average_precision",
+    "pr_curve",
+    "precision_recall_at_k",
+]
+
+DEFAULT_KS: tuple[int, ...] = (1, *range(5, 501, 5))
+"""K = 1, 5, 10, ..., 500: the precision/recall@K curves of the paper (Sec. 5.1.2)."""
+
+_CHUNK_BUDGET_BYTES = 256 * 2**20
+"""Working memory of one query chunk; the default ``chunk_size`` derives from it."""
+_BYTES_PER_PAIR = 32
+"""Approximate peak bytes per (query, database item) pair inside a chunk."""
+_MAX_WORKERS = 4
+
+
+# --------------------------------------------------------------------------- #
+# Public API
+# --------------------------------------------------------------------------- #
+def mean_average_precision(
+    query_codes: Any,
+    query_labels: Any,
+    db_codes: Any,
+    db_labels: Any,
+    topk: int | None = None,
+    *,
+    tie_aware: bool = False,
+    chunk_size: int | None = None,
+    num_workers: int | None = None,
+) -> float:
+    """Mean average precision over the top ``topk`` of the Hamming ranking.
+
+    Parameters
+    ----------
+    query_codes, db_codes : array or tensor, shape (n_queries, q) and (n_db, q)
+        Hash codes of -1/+1 (any dtype).
+    query_labels, db_labels : array or tensor
+        Class indices, shape (n,), or multi-hot 0/1, shape (n, n_classes).
+    topk : int or None
+        K of mAP@K; None (or K >= n_db) ranks the whole database (mAP@ALL).
+    tie_aware : bool
+        If True, the expected AP over random orders within Hamming-distance ties
+        (He et al., CVPR 2018) instead of ties broken by database index.
+    chunk_size : int, optional
+        Queries per chunk; default from a 256 MiB working-memory budget.
+    num_workers : int, optional
+        Threads working on chunks; default ``min(4, os.cpu_count())``.
+
+    Returns
+    -------
+    float
+        mAP@K in [0, 1].
+    """
+    key = _map_key(topk)
+    metrics = evaluate(
+        query_codes, query_labels, db_codes, db_labels,
+        topks=(topk,), ks=(), pr=False, tie_aware=tie_aware,
+        chunk_size=chunk_size, num_workers=num_workers,
+    )
+    return metrics["tie_aware_" + key if tie_aware else key]
+
+
+def precision_recall_at_k(
+    query_codes: Any,
+    query_labels: Any,
+    db_codes: Any,
+    db_labels: Any,
+    ks: Iterable[int] = DEFAULT_KS,
+    *,
+    chunk_size: int | None = None,
+    num_workers: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Precision@K and recall@K of the Hamming ranking, for every K in ``ks``.
+
+    Precision@K is (relevant items in the top K) / K, with K clipped to the
+    database size; every query counts. Recall@K divides by all relevant items
+    in the database; queries without any are left out (NaN if none has one).
+    Arguments as in :func:`mean_average_precision`.
+
+    Returns
+    -------
+    precision, recall : np.ndarray of float64, shape (len(ks),)
+    """
+    metrics = evaluate(
+        query_codes, query_labels, db_codes, db_labels,
+        topks=(), ks=ks, pr=False, chunk_size=chunk_size, num_workers=num_workers,
+    )
+    return metrics["precision@k"], metrics["recall@k"]
+
+
+def pr_curve(
+    query_codes: Any,
+    query_labels: Any,
+    db_codes: Any,
+    db_labels: Any,
+    *,
+    chunk_size: int | None = None,
+    num_workers: int | None = None,
+) -> dict[str, np.ndarray]:
+    """Precision-recall curve of Hamming-radius retrieval, radius 0..q.
+
+    At radius r a query retrieves every item at Hamming distance <= r.
+    Precision is averaged over the queries that retrieve at least one item at
+    that radius, recall over the queries with at least one relevant item in the
+    database (NaN where no query qualifies). Arguments as in
+    :func:`mean_average_precision`.
+
+    Returns
+    -------
+    dict
+        ``"pr_radius"`` (int, 0..q), ``"pr_precision"`` and ``"pr_recall"``
+        (float64), each of shape (q + 1,).
+    """
+    metrics = evaluate(
+        query_codes, query_labels, db_codes, db_labels,
+        topks=(), ks=(), pr=True, chunk_size=chunk_size, num_workers=num_workers,
+    )
+    return {key: metrics[key] for key in ("pr_radius", "pr_precision", "pr_recall")}
+
+
+def evaluate(
+    query_codes: Any,
+    query_labels: Any,
+    db_codes: Any,
+    db_labels: Any,
+    topks: Sequence[int | None] = (100, 1000, None),
+    ks: Iterable[int] = DEFAULT_KS,
+    pr: bool = True,
+    tie_aware: bool = False,
+    *,
+    chunk_size: int | None = None,
+    num_workers: int | None = None,
+) -> dict[str, Any]:
+    """Every retrieval metric of the paper in one pass over query chunks.
+
+    Parameters
+    ----------
+    query_codes, query_labels, db_codes, db_labels
+        As in :func:`mean_average_precision`.
+    topks : sequence of int or None
+        The K of mAP@K; None is the whole database ("ALL").
+    ks : iterable of int
+        The K of precision@K and recall@K (default K = 1, 5, 10, ..., 500).
+    pr : bool
+        Also compute the Hamming-radius PR curve (see :func:`pr_curve`).
+    tie_aware : bool
+        Also compute the tie-aware mAP@K (see :func:`mean_average_precision`).
+    chunk_size, num_workers
+        As in :func:`mean_average_precision`.
+
+    Returns
+    -------
+    dict
+        ``"mAP@<K>"`` (float; ``"mAP@ALL"`` for None) for each K of ``topks``;
+        ``"k"`` (int array), ``"precision@k"``, ``"recall@k"`` (float arrays);
+        if ``pr``: ``"pr_radius"``, ``"pr_precision"``, ``"pr_recall"``;
+        if ``tie_aware``: ``"tie_aware_mAP@<K>"`` for each K of ``topks``.
+    """
+    data = _validate(query_codes, query_labels, db_codes, db_labels)
+    plan = _plan(data, topks, ks, pr, tie_aware)
+    chunk_size = _check_chunk_size(chunk_size, data.n_db)
+    num_workers = _check_num_workers(num_workers)
+
+    starts = range(0, data.n_queries, chunk_size)
+    chunks = [slice(start, min(start + chunk_size, data.n_queries)) for start in starts]
+
+    def work(rows: slice) -> dict[str, np.ndarray]:
+        return _chunk_sums(data, plan, rows)
+
+    num_workers = min(num_workers, len(chunks))
+    if num_workers == 1:
+        sums = [work(rows) for rows in chunks]
+    else:
+        with ThreadPoolExecutor(num_workers) as pool:
+            sums = list(pool.map(work, chunks))  # in chunk order: deterministic
+    total = {name: np.sum([s[name] for s in sums], axis=0) for name in sums[0]}
+    return _finalize(total, data, plan)
+
+
+# --------------------------------------------------------------------------- #
+# Validation
+# --------------------------------------------------------------------------- #
+@dataclass(frozen=True)
+class _Data:
+    """Validated inputs, in the layouts the chunk kernel uses."""
+
+    query_codes: np.ndarray  # (n_queries, q + 1): [-codes / 2, q / 2]
+    db_codes: np.ndarray  # (n_db, q + 1): [codes, 1]; product = Hamming distance
+    query_labels: np.ndarray  # (n_queries,) class ids or (n_queries, C) float32 0/1
+    db_labels: np.ndarray
+    n_bits: int
+
+    @property
+    def n_queries(self) -> int:
+        return self.query_codes.shape[0]
+
+    @property
+    def n_db(self) -> int:
+        return self.db_codes.shape[0]
+
+    @property
+    def single_label(self) -> bool:
+        return self.query_labels.ndim == 1
+
+
+def _to_numpy(x: Any, name: str) -> np.ndarray:
+    """numpy view of an array-like or a (detached, CPU) torch tensor."""
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch.Tensor, without importing torch
+        x = x.detach().cpu()
+        if x.is_floating_point():
+            x = x.float()  # numpy has no bfloat16; -1/+1 and 0/1 are exact in float32
+        x = x.numpy()
+    x = np.asarray(x)
+    if x.dtype == object or not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
+        raise TypeError(f"{name} must be a numeric array or tensor; got dtype {x.dtype}.")
+    return x
+
+
+def _check_codes(codes: Any, name: str) -> np.ndarray:
+    codes = _to_numpy(codes, name)
+    if codes.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D (n_items, n_bits) array of -1/+1; got shape {codes.shape}"
+            " (for a single code use codes[None, :])."
+        )
+    if codes.shape[0] == 0 or codes.shape[1] == 0:
+        raise ValueError(f"{name} is empty (shape {codes.shape}); pass at least one code of at least one bit.")
+    if not np.all((codes == 1) | (codes == -1)):
+        bad = codes[(codes != 1) & (codes != -1)].ravel()[0].item()
+        raise ValueError(
+            f"{name} must contain only -1 and +1; found {bad!r}. Binarise real-valued outputs"
+            " with sign (e.g. np.where(x >= 0, 1, -1)), and map {0, 1} bits with 2 * b - 1."
+        )
+    return codes
+
+
+def _check_labels(labels: Any, name: str, n_items: int, codes_name: str) -> np.ndarray:
+    labels = _to_numpy(labels, name)
+    if labels.ndim not in (1, 2):
+        raise ValueError(
+            f"{name} must be class indices of shape (n,) or multi-hot of shape (n, n_classes);"
+            f" got shape {labels.shape}."
+        )
+    if labels.shape[0] != n_items:
+        raise ValueError(
+            f"{name} has {labels.shape[0]} rows but {codes_name} has {n_items} codes;"
+            " pass one label (row) per code."
+        )
+    if labels.ndim == 1 and not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(
+            f"{name} is 1-D, so it must hold integer class indices; got dtype {labels.dtype}"
+            " (convert with .astype(int) or .long(), or pass multi-hot labels of shape (n, n_classes))."
+        )
+    if labels.ndim == 2 and not np.all((labels == 0) | (labels == 1)):
+        raise ValueError(
+            f"{name} is 2-D, so it must be multi-hot with values 0/1 only; found other values"
+            " (threshold soft labels first, or pass 1-D class indices)."
+        )
+    return labels
+
+
+def _validate(query_codes: Any, query_labels: Any, db_codes: Any, db_labels: Any) -> _Data:
+    qc = _check_codes(query_codes, "query_codes")
+    dc = _check_codes(db_codes, "db_codes")
+    if qc.shape[1] != dc.shape[1]:
+        raise ValueError(
+            f"query_codes have {qc.shape[1]} bits but db_codes have {dc.shape[1]};"
+            " encode queries and database with the same model."
+        )
+    ql = _check_labels(query_labels, "query_labels", qc.shape[0], "query_codes")
+    dl = _check_labels(db_labels, "db_labels", dc.shape[0], "db_codes")
+    if ql.ndim != dl.ndim:
+        raise ValueError(
+            f"query_labels are {'class indices' if ql.ndim == 1 else 'multi-hot'} but db_labels are"
+            f" {'class indices' if dl.ndim == 1 else 'multi-hot'}; use the same label format for both."
+        )
+    if ql.ndim == 2:
+        if ql.shape[1] != dl.shape[1]:
+            raise ValueError(
+                f"query_labels have {ql.shape[1]} classes but db_labels have {dl.shape[1]};"
+                " multi-hot labels must share the same classes (columns)."
+            )
+        if np.all(ql.sum(axis=1) == 1) and np.all(dl.sum(axis=1) == 1):
+            ql, dl = ql.argmax(axis=1), dl.argmax(axis=1)  # one-hot: same relevance, faster
+        else:
+            ql, dl = ql.astype(np.float32), dl.astype(np.float32)
+
+    n_bits = qc.shape[1]
+    dtype = np.float32 if n_bits <= 2**21 else np.float64  # exact half-integer sums
+    # Hamming distance (Eq. 6) as one product: [-a/2, q/2] . [b, 1] = (q - a.b) / 2.
+    query_aug = np.empty((qc.shape[0], n_bits + 1), dtype)
+    np.multiply(qc, -0.5, out=query_aug[:, :n_bits], casting="unsafe")
+    query_aug[:, n_bits] = n_bits / 2
+    db_aug = np.empty((dc.shape[0], n_bits + 1), dtype)
+    db_aug[:, :n_bits] = dc
+    db_aug[:, n_bits] = 1
+    return _Data(query_aug, db_aug, ql, dl, n_bits)
+
+
+def _map_key(topk: int | None) -> str:
+    return "mAP@ALL" if topk is None else f"mAP@{topk}"
+
+
+def _check_k(k: Any, name: str) -> int:
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"{name} must be a positive integer; got {k!r}.")
+    return int(k)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What to compute, with every K already clipped to the database size."""
+
+    topks: tuple[int | None, ...]  # as requested (names the keys)
+    topk_cut: np.ndarray  # (n_topks,) int: K clipped to n_db
+    ks: np.ndarray  # (n_ks,) int as requested
+    k_cut: np.ndarray  # (n_ks,) int: K clipped to n_db
+    pr: bool
+    tie_aware: bool
+
+    @property
+    def needs_ranking(self) -> bool:
+        return len(self.topk_cut) > 0 or len(self.k_cut) > 0
+
+    @property
+    def needs_histograms(self) -> bool:
+        return self.pr or (self.tie_aware and len(self.topk_cut) > 0)
+
+
+def _plan(data: _Data, topks: Sequence[int | None], ks: Iterable[int], pr: bool, tie_aware: bool) -> _Plan:
+    if isinstance(topks, (int, np.integer)) or topks is None:
+        raise ValueError(f"topks must be a sequence such as (100, 1000, None); got {topks!r}.")
+    topks = tuple(None if k is None else _check_k(k, "each topk") for k in topks)
+    if len(set(topks)) != len(topks):
+        raise ValueError(f"topks has duplicates: {topks}; list each K once.")
+    ks = np.array([_check_k(k, "each k in ks") for k in ks], dtype=np.int64)
+    topk_cut = np.array([data.n_db if k is None else min(k, data.n_db) for k in topks], dtype=np.int64)
+    return _Plan(topks, topk_cut, ks, np.minimum(ks, data.n_db), bool(pr), bool(tie_aware))
+
+
+def _check_chunk_size(chunk_size: int | None, n_db: int) -> int:
+    if chunk_size is None:
+        return max(1, _CHUNK_BUDGET_BYTES // (_BYTES_PER_PAIR * n_db))
+    return _check_k(chunk_size, "chunk_size")
+
+
+def _check_num_workers(num_workers: int | None) -> int:
+    if num_workers is None:
+        return min(_MAX_WORKERS, os.cpu_count() or 1)
+    return _check_k(num_workers, "num_workers")
+
+
+# --------------------------------------------------------------------------- #
+# Chunk kernel: per-query metrics of a slice of queries, summed over queries
+# --------------------------------------------------------------------------- #
+def _chunk_sums(data: _Data, plan: _Plan, rows: slice) -> dict[str, np.ndarray]:
+    distances = _hamming_distances(data, rows)
+    relevant = _relevance(data, rows)
+    n_relevant = np.count_nonzero(relevant, axis=1)
+    has_relevant = n_relevant > 0
+    sums = {"n_with_relevant": np.array(np.count_nonzero(has_relevant))}
+
+    if plan.needs_ranking:
+        ap, hits_at_k = _stable_ranking_metrics(distances, relevant, plan)
+        sums["ap"] = ap.sum(axis=0)
+        sums["precision@k"] = (hits_at_k / plan.k_cut).sum(axis=0)
+        sums["recall@k"] = (hits_at_k[has_relevant] / n_relevant[has_relevant, None]).sum(axis=0)
+
+    if plan.needs_histograms:
+        n_at, relevant_at = _distance_histograms(distances, relevant, data.n_bits)
+        if plan.tie_aware and len(plan.topk_cut):
+            sums["tie_aware_ap"] = _tie_aware_average_precision(n_at, relevant_at, plan.topk_cut).sum(axis=0)
+        if plan.pr:
+            retrieved = np.cumsum(n_at, axis=1)  # items within radius r, r = 0..q
+            relevant_retrieved = np.cumsum(relevant_at, axis=1)
+            some = retrieved > 0
+            sums["pr_precision"] = np.where(some, relevant_retrieved / np.maximum(retrieved, 1), 0.0).sum(axis=0)
+            sums["pr_precision_count"] = some.sum(axis=0)
+            sums["pr_recall"] = (relevant_retrieved[has_relevant] / n_relevant[has_relevant, None]).sum(axis=0)
+    return sums
+
+
+def _hamming_distances(data: _Data, rows: slice) -> np.ndarray:
+    """(chunk, n_db) Hamming distances in the smallest unsigned dtype (radix-sortable)."""
+    product = data.query_codes[rows] @ data.db_codes.T  # exact (q - a.b) / 2
+    dtype = np.uint8 if data.n_bits < 2**8 else np.uint16 if data.n_bits < 2**16 else np.uint32
+    return product.astype(dtype)
+
+
+def _relevance(data: _Data, rows: slice) -> np.ndarray:
+    """(chunk, n_db) bool: the query and the item share at least one label."""
+    if data.single_label:
+        return data.query_labels[rows, None] == data.db_labels[None, :]
+    return (data.query_labels[rows] @ data.db_labels.T) > 0  # shared-label counts, exact in float32
+
+
+def _stable_ranking_metrics(
+    distances: np.ndarray, relevant: np.ndarray, plan: _Plan
+) -> tuple[np.ndarray, np.ndarray]:
+    """AP@K per query and topk, and hits@K per query and k, ties broken by index.
+
+    Only the positions of the relevant items in each ranking are needed: the
+    j-th relevant item at (0-based) rank p has precision j / (p + 1), AP@K is
+    the mean of those with p < K, and hits@K is how many have p < K.
+    """
+    n_rows, n_db = distances.shape
+    order = np.argsort(distances, axis=1, kind="stable")  # radix sort: ties keep index order
+    order += np.arange(0, n_rows * n_db, n_db)[:, None]  # flat indices into `relevant`
+    flat = np.flatnonzero(np.take(relevant.ravel(), order))  # relevant (row, rank), row-major
+    row, rank = np.divmod(flat, n_db)
+    first = np.searchsorted(flat, np.arange(n_rows) * n_db)  # where each row's relevant items start
+    precision = (np.arange(1, flat.size + 1) - first[row]) / (rank + 1.0)
+
+    ap = np.zeros((n_rows, len(plan.topk_cut)))
+    for i, cut in enumerate(plan.topk_cut):  # a few K, not a loop over queries
+        top = rank < cut
+        hits = np.bincount(row[top], minlength=n_rows)
+        precision_sum = np.bincount(row[top], weights=precision[top], minlength=n_rows)
+        np.divide(precision_sum, hits, out=ap[:, i], where=hits > 0)
+
+    boundaries = np.arange(n_rows)[:, None] * n_db + plan.k_cut[None, :]
+    hits_at_k = np.searchsorted(flat, boundaries) - first[:, None]
+    return ap, hits_at_k
+
+
+def _distance_histograms(distances: np.ndarray, relevant: np.ndarray, n_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(chunk, q + 1) counts of all items and of relevant items at each Hamming distance."""
+    n_rows = distances.shape[0]
+    n_values = n_bits + 1
+    keys = distances + np.arange(0, n_rows * n_values, n_values)[:, None]  # (row, distance) -> bin
+    size = n_rows * n_values
+    n_at = np.bincount(keys.ravel(), minlength=size).reshape(n_rows, n_values)
+    relevant_at = np.bincount(keys[relevant], minlength=size).reshape(n_rows, n_values)
+    return n_at, relevant_at
+
+
+# --------------------------------------------------------------------------- #
+# Tie-aware AP (He et al., CVPR 2018; McSherry & Najork, ECIR 2008)
+# --------------------------------------------------------------------------- #
+def _tie_aware_average_precision(n_at: np.ndarray, relevant_at: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """(chunk, n_topks) expected AP@K over uniformly random orders within each tie.
+
+    A tie group of n items (r relevant) follows N items (R relevant). If h of
+    its first m positions hold relevant items, position i of the group is
+    relevant with probability h / m and then has (i - 1)(h - 1) / (m - 1)
+    relevant items before it in the group on average, so the expected sum of
+    precisions over those m positions is (``_expected_precision_sum``)
+
+        (h / m) [(R + 1) A + (h - 1) / (m - 1) B],
+        A = sum_i 1 / (N + i),  B = sum_i (i - 1) / (N + i) = m - (N + 1) A.
+
+    Groups inside the top K contribute with m = n, h = r. The group cut by K
+    has a hypergeometric h, which also changes AP@K's denominator (relevant
+    items in the top K), so its expectation is summed over h exactly.
+    """
+    from scipy.special import digamma
+
+    n_at = n_at.astype(np.float64)
+    relevant_at = relevant_at.astype(np.float64)
+    before = np.cumsum(n_at, axis=1) - n_at  # N of each group
+    relevant_before = np.cumsum(relevant_at, axis=1) - relevant_at  # R of each group
+    harmonic = digamma(np.arange(1.0, n_at.sum(axis=1).max() + 2.0)) + np.euler_gamma  # H_0, H_1, ...
+    group_sums = _expected_precision_sum(before, relevant_before, n_at, relevant_at, harmonic)
+
+    ap = np.zeros((n_at.shape[0], len(cuts)))
+    for i, cut in enumerate(cuts):  # a few K, not a loop over queries
+        inside = before + n_at <= cut
+        precision_sum = np.where(inside, group_sums, 0.0).sum(axis=1)
+        hits = np.where(inside, relevant_at, 0.0).sum(axis=1)
+        np.divide(precision_sum, hits, out=ap[:, i], where=hits > 0)
+        split_row, split_group = np.nonzero((before < cut) & (before + n_at > cut))  # <= 1 per row
+        if split_row.size:
+            ap[split_row, i] = _expected_ap_with_split_group(
+                precision_sum[split_row],
+                hits[split_row],
+                before[split_row, split_group],
+                n_at[split_row, split_group],
+                relevant_at[split_row, split_group],
+                cut,
+                harmonic,
+            )
+    return ap
+
+
+def _expected_precision_sum(
+    before: np.ndarray, relevant_before: np.ndarray, m: np.ndarray, h: np.ndarray, harmonic: np.ndarray
+) -> np.ndarray:
+    """Expected sum of precisions over the first m positions of a tie group holding h relevant ones."""
+    start = before.astype(np.int64)
+    a = harmonic[start + m.astype(np.int64)] - harmonic[start]
+    b = m - (before + 1) * a
+    first = np.divide(h, m, out=np.zeros_like(a), where=m > 0)
+    pair = np.divide(h - 1, m - 1, out=np.zeros_like(a), where=m > 1)
+    return first * ((relevant_before + 1) * a + pair * b)
+
+
+def _expected_ap_with_split_group(
+    precision_sum: np.ndarray,
+    hits: np.ndarray,
+    before: np.ndarray,
+    size: np.ndarray,
+    n_relevant: np.ndarray,
+    cut: int,
+    harmonic: np.ndarray,
+) -> np.ndarray:
+    """E[AP@K] for queries whose tie group at rank K is cut: sum over h ~ Hypergeometric."""
+    from scipy.special import gammaln
+
+    m = cut - before  # positions of the cut group inside the top K
+    low = np.maximum(0.0, m - (size - n_relevant))
+    high = np.minimum(n_relevant, m)
+    h = low[:, None] + np.arange(int((high - low).max()) + 1)  # (rows, support)
+    valid = h <= high[:, None]
+    h = np.where(valid, h, low[:, None])
+
+    def log_binomial(n: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+
+    log_pmf = (
+        log_binomial(n_relevant[:, None], h)
+        + log_binomial((size - n_relevant)[:, None], m[:, None] - h)
+        - log_binomial(size, m)[:, None]
+    )
+    pmf = np.where(valid, np.exp(log_pmf), 0.0)
+    before, hits, m = (np.broadcast_to(x[:, None], h.shape) for x in (before, hits, m))
+    split_sum = _expected_precision_sum(before, hits, m, h, harmonic)
+    total_hits = hits + h
+    ap = np.divide(precision_sum[:, None] + split_sum, total_hits, out=np.zeros_like(pmf), where=total_hits > 0)
+    return (pmf * ap).sum(axis=1)
+
+
+# --------------------------------------------------------------------------- #
+# Averages over queries
+# --------------------------------------------------------------------------- #
+def _finalize(total: dict[str, np.ndarray], data: _Data, plan: _Plan) -> dict[str, Any]:
+    def mean(numerator: np.ndarray, count: np.ndarray | int) -> np.ndarray:
+        count = np.asarray(count, dtype=np.float64)
+        return np.divide(numerator, count, out=np.full(np.shape(numerator), np.nan), where=count > 0)
+
+    result: dict[str, Any] = {}
+    for i, topk in enumerate(plan.topks):
+        result[_map_key(topk)] = float(total["ap"][i] / data.n_queries)
+    result["k"] = plan.ks.copy()
+    if len(plan.ks):
+        result["precision@k"] = total["precision@k"] / data.n_queries
+        result["recall@k"] = mean(total["recall@k"], total["n_with_relevant"])
+    else:
+        result["precision@k"] = result["recall@k"] = np.zeros(0)
+    if plan.pr:
+        result["pr_radius"] = np.arange(data.n_bits + 1)
+        result["pr_precision"] = mean(total["pr_precision"], total["pr_precision_count"])
+        result["pr_recall"] = mean(total["pr_recall"], total["n_with_relevant"])
+    if plan.tie_aware:
+        for i, topk in enumerate(plan.topks):
+            result["tie_aware_" + _map_key(topk)] = float(total["tie_aware_ap"][i] / data.n_queries)
+    return result

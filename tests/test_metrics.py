@@ -1,0 +1,403 @@
+"""Tests of shc.metrics against brute-force references written here, hand-computed values and invariants."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from shc.metrics import DEFAULT_KS, evaluate, mean_average_precision, pr_curve, precision_recall_at_k
+
+# --------------------------------------------------------------------------- #
+# Brute-force references: Python loops over queries and ranks, nothing shared with shc.metrics
+# --------------------------------------------------------------------------- #
+
+
+def shares_label(query_label, db_label) -> bool:
+    if np.ndim(query_label) == 0:
+        return bool(query_label == db_label)
+    return bool(np.any(np.logical_and(query_label, db_label)))
+
+
+def ranking(query_code, db_codes):
+    """Database indices by Hamming distance, ties by index, and the distances."""
+    distances = np.array([np.sum(query_code != code) for code in db_codes])
+    return np.argsort(distances, kind="stable"), distances
+
+
+def relevance_in_order(query_code, query_label, db_codes, db_labels):
+    order, _ = ranking(query_code, db_codes)
+    return [shares_label(query_label, db_labels[j]) for j in order]
+
+
+def average_precision(relevance, topk):
+    """DeepHash-pytorch AP@K of one ranked relevance list (no gnd[0:-1] truncation)."""
+    hits, precisions = 0, []
+    for rank, is_relevant in enumerate(relevance[:topk], start=1):
+        if is_relevant:
+            hits += 1
+            precisions.append(hits / rank)
+    return sum(precisions) / len(precisions) if precisions else 0.0
+
+
+def brute_map(qc, ql, dc, dl, topk):
+    n = len(dc) if topk is None else topk
+    return np.mean([average_precision(relevance_in_order(qc[i], ql[i], dc, dl), n) for i in range(len(qc))])
+
+
+def brute_precision_recall(qc, ql, dc, dl, ks):
+    precisions, recalls = [], []
+    for i in range(len(qc)):
+        relevance = relevance_in_order(qc[i], ql[i], dc, dl)
+        total = sum(relevance)
+        precisions.append([sum(relevance[:k]) / min(k, len(dc)) for k in ks])
+        if total:
+            recalls.append([sum(relevance[:k]) / total for k in ks])
+    return np.mean(precisions, axis=0), np.mean(recalls, axis=0)
+
+
+def brute_pr_curve(qc, ql, dc, dl):
+    n_bits = qc.shape[1]
+    precision_lists = [[] for _ in range(n_bits + 1)]
+    recall_lists = [[] for _ in range(n_bits + 1)]
+    for i in range(len(qc)):
+        _, distances = ranking(qc[i], dc)
+        relevant = np.array([shares_label(ql[i], dl[j]) for j in range(len(dc))])
+        for radius in range(n_bits + 1):
+            retrieved = distances <= radius
+            if retrieved.sum():
+                precision_lists[radius].append((relevant & retrieved).sum() / retrieved.sum())
+            if relevant.sum():
+                recall_lists[radius].append((relevant & retrieved).sum() / relevant.sum())
+    return (
+        np.array([np.mean(p) if p else np.nan for p in precision_lists]),
+        np.array([np.mean(r) if r else np.nan for r in recall_lists]),
+    )
+
+
+def brute_tie_aware_map(qc, ql, dc, dl, topk):
+    """Average AP@K over every order within the Hamming-distance ties (exhaustive)."""
+    n = len(dc) if topk is None else topk
+    aps = []
+    for i in range(len(qc)):
+        _, distances = ranking(qc[i], dc)
+        groups = [np.flatnonzero(distances == d) for d in np.unique(distances)]
+        orders = itertools.product(*(itertools.permutations(group) for group in groups))
+        ap_per_order = [
+            average_precision([shares_label(ql[i], dl[j]) for group in order for j in group], n) for order in orders
+        ]
+        aps.append(np.mean(ap_per_order))
+    return np.mean(aps)
+
+
+# --------------------------------------------------------------------------- #
+# Data
+# --------------------------------------------------------------------------- #
+
+
+def random_codes(rng, n, n_bits):
+    return rng.choice([-1, 1], size=(n, n_bits))
+
+
+def clustered_data(rng, n_queries, n_db, n_bits, n_classes, multi_label, flip=0.2):
+    """Codes near class centres (realistic ranks, many ties at few bits) and matching labels."""
+    centres = random_codes(rng, n_classes, n_bits)
+
+    def split(n):
+        if multi_label:
+            # About 1.5 labels per item; some items get none (relevant to nothing).
+            labels = (rng.random((n, n_classes)) < 1.5 / n_classes).astype(np.int64)
+            main = np.where(labels.any(1), labels.argmax(1), rng.integers(0, n_classes, n))
+        else:
+            labels = main = rng.integers(0, n_classes, n)
+        codes = centres[main] * np.where(rng.random((n, n_bits)) < flip, -1, 1)
+        return codes, labels
+
+    return (*split(n_queries), *split(n_db))
+
+
+SETTINGS = [
+    pytest.param(False, 8, id="single-label-8bit"),
+    pytest.param(True, 8, id="multi-label-8bit"),
+    pytest.param(False, 32, id="single-label-32bit"),
+]
+
+
+# --------------------------------------------------------------------------- #
+# Against brute force
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.parametrize("multi_label, n_bits", SETTINGS)
+def test_map_matches_brute_force(multi_label, n_bits):
+    rng = np.random.default_rng(n_bits + multi_label)
+    qc, ql, dc, dl = clustered_data(rng, 23, 150, n_bits, 6, multi_label)
+    topks = (1, 7, 50, 149, 150, 1000, None)
+    result = evaluate(qc, ql, dc, dl, topks=topks, ks=(), pr=False, chunk_size=5, num_workers=2)
+    for topk in topks:
+        key = "mAP@ALL" if topk is None else f"mAP@{topk}"
+        assert result[key] == pytest.approx(brute_map(qc, ql, dc, dl, topk), abs=1e-12), key
+
+
+@pytest.mark.parametrize("multi_label, n_bits", SETTINGS)
+def test_precision_recall_at_k_match_brute_force(multi_label, n_bits):
+    rng = np.random.default_rng(10 + n_bits + multi_label)
+    qc, ql, dc, dl = clustered_data(rng, 17, 120, n_bits, 5, multi_label)
+    ks = (1, 5, 10, 119, 120, 121, 500)
+    precision, recall = precision_recall_at_k(qc, ql, dc, dl, ks, chunk_size=4)
+    expected_precision, expected_recall = brute_precision_recall(qc, ql, dc, dl, ks)
+    np.testing.assert_allclose(precision, expected_precision, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(recall, expected_recall, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("multi_label, n_bits", SETTINGS)
+def test_pr_curve_matches_brute_force(multi_label, n_bits):
+    rng = np.random.default_rng(20 + n_bits + multi_label)
+    qc, ql, dc, dl = clustered_data(rng, 17, 90, n_bits, 5, multi_label, flip=0.3)
+    curve = pr_curve(qc, ql, dc, dl, chunk_size=6)
+    expected_precision, expected_recall = brute_pr_curve(qc, ql, dc, dl)
+    np.testing.assert_array_equal(curve["pr_radius"], np.arange(n_bits + 1))
+    np.testing.assert_allclose(curve["pr_precision"], expected_precision, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(curve["pr_recall"], expected_recall, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_tie_aware_map_equals_mean_over_all_tie_orders(multi_label):
+    rng = np.random.default_rng(30 + multi_label)
+    qc, ql, dc, dl = clustered_data(rng, 6, 7, 3, 3, multi_label, flip=0.3)
+    for topk in (1, 2, 3, 4, 5, 6, None):
+        got = mean_average_precision(qc, ql, dc, dl, topk, tie_aware=True, chunk_size=4)
+        assert got == pytest.approx(brute_tie_aware_map(qc, ql, dc, dl, topk), abs=1e-12), topk
+
+
+def test_tie_aware_map_matches_random_tie_orders_on_large_ties():
+    # Big tie groups (4 bits, 60 items) make the group cut at K hold many relevant items.
+    rng = np.random.default_rng(40)
+    qc, ql, dc, dl = clustered_data(rng, 5, 60, 4, 3, multi_label=False, flip=0.25)
+    n_orders = 3000
+    for topk in (10, 25, None):
+        # A random database permutation randomises the order within ties and nothing else.
+        shuffled = [brute_map_shuffled(qc, ql, dc, dl, topk, rng) for _ in range(n_orders)]
+        expected, spread = np.mean(shuffled), np.std(shuffled) / math.sqrt(n_orders)
+        got = mean_average_precision(qc, ql, dc, dl, topk, tie_aware=True)
+        assert abs(got - expected) < 5 * spread + 1e-12, (topk, got, expected, spread)
+
+
+def brute_map_shuffled(qc, ql, dc, dl, topk, rng):
+    permutation = rng.permutation(len(dc))
+    return mean_average_precision(qc, ql, dc[permutation], dl[permutation], topk)
+
+
+def test_tie_aware_map_equals_stable_map_without_ties():
+    # Database item j differs from the query in exactly j bits: every distance is distinct.
+    n_bits = 10
+    query = np.ones((1, n_bits))
+    db = np.array([[-1] * j + [1] * (n_bits - j) for j in range(n_bits + 1)])
+    db_labels = np.array([0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0])
+    for topk in (1, 4, None):
+        stable = mean_average_precision(query, [0], db, db_labels, topk)
+        assert mean_average_precision(query, [0], db, db_labels, topk, tie_aware=True) == pytest.approx(stable)
+
+
+# --------------------------------------------------------------------------- #
+# Hand-computed values
+# --------------------------------------------------------------------------- #
+
+# One 4-bit query and five database items; the distance is the number of -1 bits.
+HAND_QUERY = np.array([[1, 1, 1, 1]])
+HAND_DB = np.array(
+    [
+        [1, 1, 1, 1],  # item 0: distance 0, relevant
+        [-1, 1, 1, 1],  # item 1: distance 1, irrelevant
+        [1, -1, 1, 1],  # item 2: distance 1, relevant   (tied with item 1)
+        [-1, -1, 1, 1],  # item 3: distance 2, irrelevant
+        [-1, -1, -1, 1],  # item 4: distance 3, relevant
+    ]
+)
+HAND_QUERY_LABELS = np.array([0])
+HAND_DB_LABELS = np.array([0, 1, 0, 2, 0])
+# Ranking with ties by index: 0, 1, 2, 3, 4 -> relevant at ranks 1, 3, 5.
+HAND_AP_ALL = (1 / 1 + 2 / 3 + 3 / 5) / 3  # = 0.7556
+# Item 2 before item 1 (the other order of the tie): relevant at ranks 1, 2, 5.
+HAND_AP_ALL_OTHER_TIE_ORDER = (1 / 1 + 2 / 2 + 3 / 5) / 3  # = 0.8667
+
+
+def test_hand_computed_average_precision():
+    args = (HAND_QUERY, HAND_QUERY_LABELS, HAND_DB, HAND_DB_LABELS)
+    assert mean_average_precision(*args) == pytest.approx(HAND_AP_ALL)
+    assert mean_average_precision(*args, topk=1) == pytest.approx(1.0)
+    assert mean_average_precision(*args, topk=3) == pytest.approx((1 / 1 + 2 / 3) / 2)
+    assert mean_average_precision(*args, topk=99) == pytest.approx(HAND_AP_ALL)
+
+
+def test_ties_are_broken_by_database_index():
+    swapped = [0, 2, 1, 3, 4]  # item 2 (relevant) now comes before item 1 in the database
+    got = mean_average_precision(HAND_QUERY, HAND_QUERY_LABELS, HAND_DB[swapped], HAND_DB_LABELS[swapped])
+    assert got == pytest.approx(HAND_AP_ALL_OTHER_TIE_ORDER)
+    assert not np.isclose(HAND_AP_ALL, HAND_AP_ALL_OTHER_TIE_ORDER)
+
+
+def test_tie_aware_hand_computed():
+    # Both orders of the tie {1, 2} are equally likely.
+    got = mean_average_precision(HAND_QUERY, HAND_QUERY_LABELS, HAND_DB, HAND_DB_LABELS, tie_aware=True)
+    assert got == pytest.approx((HAND_AP_ALL + HAND_AP_ALL_OTHER_TIE_ORDER) / 2)
+
+
+def test_hand_computed_precision_recall_and_pr_curve():
+    result = evaluate(HAND_QUERY, HAND_QUERY_LABELS, HAND_DB, HAND_DB_LABELS, topks=(), ks=(1, 3, 5, 10))
+    # Relevant in the top 1, 3, 5, 10 (clipped to 5): 1, 2, 3, 3 of 3 relevant items.
+    np.testing.assert_allclose(result["precision@k"], [1 / 1, 2 / 3, 3 / 5, 3 / 5])
+    np.testing.assert_allclose(result["recall@k"], [1 / 3, 2 / 3, 3 / 3, 3 / 3])
+    # Within radius 0, 1, 2, 3, 4: items {0}, {0,1,2}, {0..3}, {0..4}, {0..4}.
+    np.testing.assert_array_equal(result["pr_radius"], [0, 1, 2, 3, 4])
+    np.testing.assert_allclose(result["pr_precision"], [1 / 1, 2 / 3, 2 / 4, 3 / 5, 3 / 5])
+    np.testing.assert_allclose(result["pr_recall"], [1 / 3, 2 / 3, 2 / 3, 3 / 3, 3 / 3])
+
+
+def test_query_without_relevant_item_scores_zero_and_counts():
+    queries = np.repeat(HAND_QUERY, 2, axis=0)
+    labels = np.array([0, 7])  # class 7 is nowhere in the database
+    result = evaluate(queries, labels, HAND_DB, HAND_DB_LABELS, topks=(1, None), ks=(1, 5))
+    assert result["mAP@1"] == pytest.approx((1.0 + 0.0) / 2)
+    assert result["mAP@ALL"] == pytest.approx((HAND_AP_ALL + 0.0) / 2)
+    np.testing.assert_allclose(result["precision@k"], [(1 + 0) / 2, (3 / 5 + 0) / 2])
+    # Recall is undefined for query 1: only query 0 is averaged.
+    np.testing.assert_allclose(result["recall@k"], [1 / 3, 1.0])
+    np.testing.assert_allclose(result["pr_recall"], [1 / 3, 2 / 3, 2 / 3, 1.0, 1.0])
+
+
+def test_no_query_with_relevant_items_gives_nan_recall():
+    precision, recall = precision_recall_at_k(HAND_QUERY, [9], HAND_DB, HAND_DB_LABELS, ks=(1, 2))
+    np.testing.assert_array_equal(precision, [0.0, 0.0])
+    assert np.isnan(recall).all()
+
+
+def test_last_database_item_counts_for_map_at_all():
+    n_db = 9
+    db = np.ones((n_db, 6))
+    db[-1] = -1  # the last item is the farthest and the only relevant one: rank n_db
+    labels = np.zeros(n_db, dtype=int)
+    labels[-1] = 1
+    assert mean_average_precision(np.ones((1, 6)), [1], db, labels) == pytest.approx(1 / n_db)
+    assert mean_average_precision(np.ones((1, 6)), [1], db, labels, topk=n_db - 1) == 0.0
+
+
+def test_pr_precision_skips_queries_that_retrieve_nothing():
+    db = np.array([[1, 1, 1, 1], [1, 1, 1, -1]])  # item 0 relevant (class 0), item 1 not
+    queries = np.array([[-1, -1, -1, 1], [1, 1, 1, 1]])  # distances: query 0 -> (3, 4), query 1 -> (0, 1)
+    curve = pr_curve(queries, [0, 0], db, [0, 1])
+    # radius 0:    query 1 retrieves item 0 (precision 1), query 0 nothing (skipped)   -> 1
+    # radius 1, 2: query 1 retrieves both items (1/2), query 0 nothing (skipped)       -> 1/2
+    # radius 3:    query 0 retrieves item 0 (1), query 1 both items (1/2)              -> 3/4
+    # radius 4:    both queries retrieve both items                                    -> 1/2
+    np.testing.assert_allclose(curve["pr_precision"], [1, 1 / 2, 1 / 2, 3 / 4, 1 / 2])
+    nobody = pr_curve(queries[:1], [0], db, [0, 1])
+    assert np.isnan(nobody["pr_precision"][:3]).all()
+    np.testing.assert_allclose(nobody["pr_precision"][3:], [1, 1 / 2])
+
+
+# --------------------------------------------------------------------------- #
+# Invariants: input types, chunking, threads, label formats, keys
+# --------------------------------------------------------------------------- #
+
+
+def small_problem(seed=50, multi_label=False):
+    return clustered_data(np.random.default_rng(seed), 31, 80, 12, 4, multi_label)
+
+
+def assert_same_results(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def test_numpy_and_torch_inputs_give_identical_results():
+    qc, ql, dc, dl = small_problem()
+    expected = evaluate(qc, ql, dc, dl, tie_aware=True)
+    tensors = [torch.tensor(qc, dtype=torch.float32, requires_grad=True), torch.tensor(ql),
+               torch.tensor(dc, dtype=torch.bfloat16), torch.tensor(dl)]
+    assert_same_results(evaluate(*tensors, tie_aware=True), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.float16, np.float32, np.float64])
+def test_code_dtypes_give_identical_results(dtype):
+    qc, ql, dc, dl = small_problem()
+    expected = evaluate(qc, ql, dc, dl)
+    assert_same_results(evaluate(qc.astype(dtype), ql, dc.astype(dtype), dl), expected)
+
+
+def test_results_do_not_depend_on_chunks_or_threads():
+    qc, ql, dc, dl = small_problem(multi_label=True)
+    expected = evaluate(qc, ql, dc, dl, tie_aware=True, chunk_size=1000, num_workers=1)
+    for chunk_size, num_workers in [(1, 1), (7, 2), (10, 3), (None, None)]:
+        got = evaluate(qc, ql, dc, dl, tie_aware=True, chunk_size=chunk_size, num_workers=num_workers)
+        assert got.keys() == expected.keys()
+        for key in got:
+            np.testing.assert_allclose(got[key], expected[key], rtol=1e-13, atol=1e-15, err_msg=key)
+
+
+def test_one_hot_labels_equal_class_indices():
+    qc, ql, dc, dl = small_problem()
+    one_hot = np.eye(4, dtype=np.float32)
+    assert_same_results(evaluate(qc, one_hot[ql], dc, one_hot[dl]), evaluate(qc, ql, dc, dl))
+
+
+def test_evaluate_keys_and_shapes():
+    qc, ql, dc, dl = small_problem()
+    result = evaluate(qc, ql, dc, dl, tie_aware=True)
+    assert set(result) == {
+        "mAP@100", "mAP@1000", "mAP@ALL", "k", "precision@k", "recall@k",
+        "pr_radius", "pr_precision", "pr_recall",
+        "tie_aware_mAP@100", "tie_aware_mAP@1000", "tie_aware_mAP@ALL",
+    }  # fmt: skip
+    np.testing.assert_array_equal(result["k"], DEFAULT_KS)
+    assert DEFAULT_KS[:4] == (1, 5, 10, 15) and DEFAULT_KS[-1] == 500 and len(DEFAULT_KS) == 101
+    assert result["precision@k"].shape == result["recall@k"].shape == (101,)
+    assert result["pr_precision"].shape == (13,)
+    assert all(isinstance(result[key], float) for key in result if "mAP" in key)
+    # The database has 80 items: K = 100 and K = 1000 both mean the whole database.
+    assert result["mAP@100"] == result["mAP@1000"] == result["mAP@ALL"]
+    assert set(evaluate(qc, ql, dc, dl, pr=False)) == {"mAP@100", "mAP@1000", "mAP@ALL", "k", "precision@k", "recall@k"}
+
+
+# --------------------------------------------------------------------------- #
+# Bad inputs
+# --------------------------------------------------------------------------- #
+
+CODES = np.array([[1, -1, 1], [-1, -1, 1]])
+LABELS = np.array([0, 1])
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, match",
+    [
+        ((np.array([[1, 0, 1]]), [0], CODES, LABELS), {}, r"only -1 and \+1; found 0.*2 \* b - 1"),
+        ((np.array([[0.3, -1, 1]]), [0], CODES, LABELS), {}, "only -1 and"),
+        ((np.array([1, -1, 1]), [0], CODES, LABELS), {}, r"2-D \(n_items, n_bits\).*codes\[None, :\]"),
+        ((np.ones((1, 4)), [0], CODES, LABELS), {}, "4 bits but db_codes have 3"),
+        ((CODES, [0], CODES, LABELS), {}, "query_labels has 1 rows but query_codes has 2"),
+        ((CODES, LABELS, CODES, [0, 1, 2]), {}, "db_labels has 3 rows but db_codes has 2"),
+        ((CODES, np.eye(2), CODES, LABELS), {}, "query_labels are multi-hot but db_labels are class indices"),
+        ((CODES, np.eye(2), CODES, np.eye(2, 3)), {}, "2 classes but db_labels have 3"),
+        ((CODES, [0.0, 1.0], CODES, LABELS), {}, r"integer class indices.*astype\(int\)"),
+        ((CODES, np.eye(2) * 2, CODES, np.eye(2)), {}, "multi-hot with values 0/1"),
+        ((CODES[:0], [], CODES, LABELS), {}, "query_codes is empty"),
+        ((CODES, LABELS, CODES, LABELS), {"topks": (0,)}, "each topk must be a positive integer; got 0"),
+        ((CODES, LABELS, CODES, LABELS), {"topks": (5, 5)}, "duplicates"),
+        ((CODES, LABELS, CODES, LABELS), {"topks": 100}, r"sequence such as \(100, 1000, None\)"),
+        ((CODES, LABELS, CODES, LABELS), {"ks": (1, -5)}, "each k in ks must be a positive integer; got -5"),
+        ((CODES, LABELS, CODES, LABELS), {"chunk_size": 0}, "chunk_size must be a positive integer"),
+        ((CODES, LABELS, CODES, LABELS), {"num_workers": 1.5}, "num_workers must be a positive integer"),
+    ],
+)
+def test_bad_inputs_raise_clear_errors(args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        evaluate(*args, **kwargs)
+
+
+def test_non_numeric_input_raises():
+    with pytest.raises(TypeError, match="numeric array"):
+        mean_average_precision([["a", "b"]], [0], CODES[:, :2], LABELS)
