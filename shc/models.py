@@ -1,0 +1,319 @@
+"""Backbones and heads: the stage-1 classifier and the stage-3 hashing network (paper Sec. 3.3).
+
+A backbone maps images to a flat feature vector; :class:`HashingNetwork` adds the hash layer (a linear
+layer to ``q`` bits followed by tanh) and :class:`Classifier` a linear layer to ``C`` logits.
+
+Backbones (:func:`available_backbones`): ``resnet34`` (the paper's), ``resnet18``, ``resnet50`` from
+torchvision with the final FC removed, and ``small_cnn``, a three-block CNN for the small grey composite
+images used in quick experiments and CI.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from shc._compat import torchvision
+
+__all__ = [
+    "Classifier",
+    "HashingNetwork",
+    "SmallCNN",
+    "available_backbones",
+    "build_backbone",
+    "build_classifier",
+    "build_hashing_network",
+    "hash_codes",
+]
+
+
+class _ResNetSpec(NamedTuple):
+    weights_enum: str  # torchvision.models.<weights_enum>.IMAGENET1K_V1
+    feature_dim: int
+
+
+_RESNETS = {
+    "resnet18": _ResNetSpec("ResNet18_Weights", 512),
+    "resnet34": _ResNetSpec("ResNet34_Weights", 512),
+    "resnet50": _ResNetSpec("ResNet50_Weights", 2048),
+}
+_SMALL_CNN = "small_cnn"
+
+
+def available_backbones() -> list[str]:
+    """Names accepted by :func:`build_backbone`."""
+    return sorted([*_RESNETS, _SMALL_CNN])
+
+
+# ----------------------------------------------------------------------------------------------
+# backbones
+# ----------------------------------------------------------------------------------------------
+class SmallCNN(nn.Module):
+    """Three conv-BN-ReLU blocks (32, 64, 128 channels), 2x2 max-pooling between them, global average pool.
+
+    Sized for 8x16 .. 28x56 grey composites on a CPU; any input of at least 1x1 pixels works
+    (the pools use ``ceil_mode``).
+    """
+
+    def __init__(self, in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128)) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        channels = in_channels
+        for position, width in enumerate(widths):
+            layers += [
+                nn.Conv2d(channels, width, 3, padding=1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+            ]
+            if position < len(widths) - 1:
+                layers.append(nn.MaxPool2d(2, ceil_mode=True))
+            channels = width
+        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+        self.layers = nn.Sequential(*layers)
+        self.feature_dim = channels
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.layers(images)
+
+
+def _read_state_dict(path: str | os.PathLike) -> Mapping[str, torch.Tensor]:
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"weights file {path} does not exist; pass the path of a saved state_dict (.pth).")
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, Mapping) or not all(isinstance(value, torch.Tensor) for value in state.values()):
+        raise ValueError(
+            f"{path} does not hold a state_dict (a mapping of parameter names to tensors); save one with "
+            "torch.save(model.state_dict(), path)."
+        )
+    return state
+
+
+def _download_imagenet_weights(name: str) -> Mapping[str, torch.Tensor]:
+    """torchvision's ImageNet weights (IMAGENET1K_V1) for ``name``, from the torch hub cache or the web."""
+    url = getattr(torchvision.models, _RESNETS[name].weights_enum).IMAGENET1K_V1.url
+    try:
+        return torch.hub.load_state_dict_from_url(
+            url, map_location="cpu", progress=False, check_hash=True, weights_only=True
+        )
+    except (OSError, http.client.HTTPException) as error:
+        file_name = url.rsplit("/", 1)[-1]
+        raise RuntimeError(
+            f"pretrained=True needs torchvision's ImageNet weights for {name}, the file {file_name}, which "
+            f"could not be downloaded from {url} ({error}). Fetch that file where the internet is reachable "
+            f"and pass it with build_backbone({name!r}, pretrained=True, weights='/path/to/{file_name}') "
+            f"(or copy it into {Path(torch.hub.get_dir()) / 'checkpoints'}). shc never falls back to random "
+            "weights silently."
+        ) from error
+
+
+def _load_weights(
+    module: nn.Module, state: Mapping[str, torch.Tensor], optional_prefixes: tuple[str, ...] = ()
+) -> None:
+    """Load ``state`` into ``module``; only keys starting with ``optional_prefixes`` may be missing."""
+    try:
+        missing, unexpected = module.load_state_dict(state, strict=False)
+    except RuntimeError as error:  # shape mismatch
+        raise ValueError(f"the weights do not fit this backbone: {error}") from error
+    missing = [key for key in missing if not key.startswith(optional_prefixes)]
+    if missing or unexpected:
+        raise ValueError(
+            f"the weights do not fit this backbone: missing keys {missing[:5]}, unexpected keys {unexpected[:5]}; "
+            "pass a state_dict saved from the same architecture."
+        )
+
+
+def _first_conv_for(conv: nn.Conv2d, in_channels: int, pretrained: bool) -> nn.Conv2d:
+    """ResNet's first convolution for ``in_channels`` inputs.
+
+    Pretrained RGB kernels are averaged over colour and spread over the new channels (scaled by
+    ``3 / in_channels``), so an image whose channels are all equal gives the activations the RGB network
+    gives its grey version. Otherwise the new convolution gets torchvision's ResNet initialisation.
+    """
+    new_conv = nn.Conv2d(in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding, bias=False)
+    if pretrained:
+        with torch.no_grad():
+            grey_kernel = conv.weight.mean(dim=1, keepdim=True)
+            new_conv.weight.copy_(grey_kernel.repeat(1, in_channels, 1, 1) * 3 / in_channels)
+    else:
+        nn.init.kaiming_normal_(new_conv.weight, mode="fan_out", nonlinearity="relu")
+    return new_conv
+
+
+def build_backbone(
+    name: str,
+    pretrained: bool = False,
+    weights: str | os.PathLike | None = None,
+    in_channels: int = 3,
+) -> tuple[nn.Module, int]:
+    """Build a feature extractor by name.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`available_backbones`.
+    pretrained : bool
+        ResNets only: start from torchvision's ImageNet weights (``IMAGENET1K_V1``, the classic ones used
+        by the hashing literature), taken from the torch hub cache or downloaded. Offline without a cached
+        copy this raises a RuntimeError naming the file, its URL and how to pass it with ``weights=``.
+    weights : path, optional
+        A local state_dict file (.pth) to start from instead of downloading; implies ``pretrained``. For
+        ResNets the torchvision ImageNet file itself (its ``fc.*`` entries are dropped); for ``small_cnn``
+        a state_dict saved from a :class:`SmallCNN` with the same ``in_channels``.
+    in_channels : int
+        Image channels (1 for grey images). A ResNet's first convolution is rebuilt for it (see
+        :func:`_first_conv_for`); pretrained weights are loaded before that.
+
+    Returns
+    -------
+    backbone : torch.nn.Module
+        Maps (B, in_channels, H, W) images to (B, feature_dim) features.
+    feature_dim : int
+        512 (resnet18/34), 2048 (resnet50) or 128 (small_cnn).
+    """
+    if name not in available_backbones():
+        raise ValueError(f"unknown backbone {name!r}; choose one of {available_backbones()}.")
+    if int(in_channels) != in_channels or in_channels < 1:
+        raise ValueError(f"in_channels must be a positive integer, got {in_channels}.")
+    pretrained = pretrained or weights is not None
+
+    if name == _SMALL_CNN:
+        backbone = SmallCNN(in_channels)
+        if weights is not None:
+            _load_weights(backbone, _read_state_dict(weights))
+        elif pretrained:
+            raise ValueError(
+                "small_cnn has no published pretrained weights; use pretrained=False, or pass your own "
+                "state_dict file with weights=."
+            )
+        return backbone, backbone.feature_dim
+
+    spec = _RESNETS[name]
+    backbone = getattr(torchvision.models, name)(weights=None)
+    if pretrained:
+        state = _read_state_dict(weights) if weights is not None else _download_imagenet_weights(name)
+        _load_weights(backbone, state, optional_prefixes=("fc.",))
+    if in_channels != 3:
+        backbone.conv1 = _first_conv_for(backbone.conv1, in_channels, pretrained)
+    backbone.fc = nn.Identity()
+    return backbone, spec.feature_dim
+
+
+# ----------------------------------------------------------------------------------------------
+# heads
+# ----------------------------------------------------------------------------------------------
+def hash_codes(u: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
+    """Binary codes ``b = sign(u)`` in {-1, +1} as int8, with ``sign(0) = +1`` (paper Eq. 39).
+
+    Parameters
+    ----------
+    u : torch.Tensor or numpy.ndarray
+        Continuous codes, any shape (typically (N, q) outputs of :class:`HashingNetwork`).
+
+    Returns
+    -------
+    Same type as ``u``, dtype int8.
+    """
+    if isinstance(u, torch.Tensor):
+        if torch.isnan(u).any():
+            raise ValueError("u contains NaN; the network diverged (lower the learning rate).")
+        return torch.where(u >= 0, 1, -1).to(torch.int8)
+    u = np.asarray(u)
+    if np.isnan(u).any():
+        raise ValueError("u contains NaN; the network diverged (lower the learning rate).")
+    return np.where(u >= 0, 1, -1).astype(np.int8)
+
+
+def _positive_int(value: int, name: str) -> int:
+    if int(value) != value or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value}.")
+    return int(value)
+
+
+class HashingNetwork(nn.Module):
+    """Backbone, then the hash layer: ``u = tanh(W f(x) + b)`` in (-1, 1)^q (paper Sec. 3.3).
+
+    Parameters
+    ----------
+    backbone : torch.nn.Module
+        Maps images to (B, feature_dim) features.
+    feature_dim : int
+        Width of the backbone's features.
+    num_bits : int
+        Code length ``q``.
+    batch_norm : bool
+        Put a BatchNorm1d between the hash layer and tanh (OrthoHash's code layer).
+    """
+
+    def __init__(self, backbone: nn.Module, feature_dim: int, num_bits: int, batch_norm: bool = False) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.feature_dim = _positive_int(feature_dim, "feature_dim")
+        self.num_bits = _positive_int(num_bits, "num_bits")
+        self.hash_layer = nn.Linear(self.feature_dim, self.num_bits)
+        self.code_norm = nn.BatchNorm1d(self.num_bits) if batch_norm else nn.Identity()
+
+    def features(self, images: torch.Tensor) -> torch.Tensor:
+        """Backbone features, shape (B, feature_dim)."""
+        return self.backbone(images).flatten(1)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """Continuous codes ``u``, shape (B, q), values in (-1, 1)."""
+        return torch.tanh(self.code_norm(self.hash_layer(self.features(images))))
+
+    @torch.no_grad()
+    def codes(self, images: torch.Tensor) -> torch.Tensor:
+        """Binary codes ``sign(u)`` as int8 (B, q); call ``.eval()`` first for inference."""
+        return hash_codes(self(images))
+
+
+class Classifier(nn.Module):
+    """Backbone, then a linear layer to ``C`` logits (the stage-1 network, Eq. 2)."""
+
+    def __init__(self, backbone: nn.Module, feature_dim: int, num_classes: int) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.feature_dim = _positive_int(feature_dim, "feature_dim")
+        self.num_classes = _positive_int(num_classes, "num_classes")
+        self.head = nn.Linear(self.feature_dim, self.num_classes)
+
+    def features(self, images: torch.Tensor) -> torch.Tensor:
+        """Backbone features, shape (B, feature_dim)."""
+        return self.backbone(images).flatten(1)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """Logits, shape (B, C)."""
+        return self.head(self.features(images))
+
+
+def build_hashing_network(
+    backbone_name: str,
+    num_bits: int,
+    pretrained: bool = False,
+    weights: str | os.PathLike | None = None,
+    in_channels: int = 3,
+    batch_norm: bool = False,
+) -> HashingNetwork:
+    """:class:`HashingNetwork` on ``build_backbone(backbone_name, pretrained, weights, in_channels)``."""
+    backbone, feature_dim = build_backbone(backbone_name, pretrained, weights, in_channels)
+    return HashingNetwork(backbone, feature_dim, num_bits, batch_norm=batch_norm)
+
+
+def build_classifier(
+    backbone_name: str,
+    num_classes: int,
+    pretrained: bool = False,
+    weights: str | os.PathLike | None = None,
+    in_channels: int = 3,
+) -> Classifier:
+    """:class:`Classifier` on ``build_backbone(backbone_name, pretrained, weights, in_channels)``."""
+    backbone, feature_dim = build_backbone(backbone_name, pretrained, weights, in_channels)
+    return Classifier(backbone, feature_dim, num_classes)
+

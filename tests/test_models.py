@@ -1,0 +1,165 @@
+"""Backbones and heads (shc.models): shapes, ranges, codes, weights loading and its failures."""
+
+from __future__ import annotations
+
+import urllib.error
+
+import numpy as np
+import pytest
+import torch
+
+from shc._compat import torchvision
+from shc.models import (
+    Classifier,
+    HashingNetwork,
+    available_backbones,
+    build_backbone,
+    build_classifier,
+    build_hashing_network,
+    hash_codes,
+)
+
+
+def test_available_backbones():
+    assert available_backbones() == ["resnet18", "resnet34", "resnet50", "small_cnn"]
+
+
+def test_unknown_backbone_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown backbone 'vgg16'.*resnet34.*small_cnn"):
+        build_backbone("vgg16")
+
+
+@pytest.mark.parametrize(("size", "channels"), [((8, 16), 1), ((28, 56), 1), ((5, 7), 3), ((1, 1), 1)])
+def test_small_cnn_feature_shape(size, channels):
+    backbone, feature_dim = build_backbone("small_cnn", in_channels=channels)
+    assert feature_dim == 128
+    assert backbone(torch.randn(3, channels, *size)).shape == (3, 128)
+
+
+@pytest.mark.parametrize(("name", "feature_dim"), [("resnet18", 512), ("resnet34", 512), ("resnet50", 2048)])
+def test_resnet_feature_dims(name, feature_dim):
+    backbone, dim = build_backbone(name)
+    assert dim == feature_dim
+    backbone.eval()
+    with torch.no_grad():
+        assert backbone(torch.randn(1, 3, 32, 32)).shape == (1, feature_dim)
+
+
+def test_hashing_network_range_codes_and_features():
+    torch.manual_seed(0)
+    network = build_hashing_network("small_cnn", num_bits=16, in_channels=1)
+    images = torch.randn(6, 1, 8, 16)
+    u = network(images)
+    assert u.shape == (6, 16)
+    assert torch.all(u.abs() < 1)
+    assert network.features(images).shape == (6, 128)
+    codes = network.codes(images)
+    assert codes.dtype == torch.int8
+    assert not codes.requires_grad
+    np.testing.assert_array_equal(codes.numpy(), np.where(u.detach().numpy() >= 0, 1, -1))
+
+
+def test_hashing_network_with_batch_norm_on_the_code_layer():
+    network = HashingNetwork(*build_backbone("small_cnn", in_channels=1), num_bits=8, batch_norm=True)
+    assert isinstance(network.code_norm, torch.nn.BatchNorm1d)
+    u = network(torch.randn(4, 1, 8, 16))
+    # In training mode BN standardises each bit over the batch, so no bit can be constant across it.
+    assert torch.all(u.std(dim=0) > 0)
+
+
+def test_hash_codes_sign_of_zero_is_plus_one_for_torch_and_numpy():
+    u = [[-0.3, 0.0, 0.2], [-0.0, -1.0, 1e-30]]
+    expected = np.array([[-1, 1, 1], [1, -1, 1]], dtype=np.int8)
+    torch_codes = hash_codes(torch.tensor(u))
+    numpy_codes = hash_codes(np.array(u))
+    assert torch_codes.dtype == torch.int8 and numpy_codes.dtype == np.int8
+    np.testing.assert_array_equal(torch_codes.numpy(), expected)
+    np.testing.assert_array_equal(numpy_codes, expected)
+    with pytest.raises(ValueError, match="NaN"):
+        hash_codes(torch.tensor([0.5, float("nan")]))
+
+
+def test_classifier_logits_shape():
+    classifier = build_classifier("small_cnn", num_classes=10, in_channels=1)
+    assert isinstance(classifier, Classifier)
+    assert classifier(torch.randn(2, 1, 8, 16)).shape == (2, 10)
+
+
+def test_heads_reject_bad_sizes():
+    backbone, dim = build_backbone("small_cnn")
+    with pytest.raises(ValueError, match="num_bits must be a positive integer"):
+        HashingNetwork(backbone, dim, 0)
+    with pytest.raises(ValueError, match="num_classes must be a positive integer"):
+        Classifier(backbone, dim, -3)
+
+
+# ----------------------------------------------------------------------------------------------
+def _imagenet_like_state_dict(name):
+    """A full torchvision ResNet state_dict (with fc, as in the ImageNet files), random but seeded."""
+    torch.manual_seed(123)
+    return getattr(torchvision.models, name)(weights=None).state_dict()
+
+
+def test_pretrained_from_local_file_gives_exactly_those_weights(tmp_path):
+    state = _imagenet_like_state_dict("resnet18")
+    path = tmp_path / "resnet18-imagenet.pth"
+    torch.save(state, path)
+    backbone, _ = build_backbone("resnet18", pretrained=True, weights=path)
+    loaded = backbone.state_dict()
+    assert set(loaded) == {key for key in state if not key.startswith("fc.")}
+    for key, value in loaded.items():
+        torch.testing.assert_close(value, state[key], rtol=0, atol=0)
+
+
+def test_weights_file_for_grey_input_sums_the_rgb_kernels(tmp_path):
+    state = _imagenet_like_state_dict("resnet18")
+    torch.save(state, tmp_path / "w.pth")
+    backbone, _ = build_backbone("resnet18", weights=tmp_path / "w.pth", in_channels=1)
+    torch.testing.assert_close(backbone.conv1.weight, state["conv1.weight"].sum(dim=1, keepdim=True))
+    torch.testing.assert_close(backbone.layer1[0].conv1.weight, state["layer1.0.conv1.weight"], rtol=0, atol=0)
+
+
+def test_weights_of_another_architecture_are_rejected(tmp_path):
+    torch.save(_imagenet_like_state_dict("resnet18"), tmp_path / "r18.pth")
+    with pytest.raises(ValueError, match="do not fit this backbone"):
+        build_backbone("resnet50", weights=tmp_path / "r18.pth")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        build_backbone("resnet18", weights=tmp_path / "missing.pth")
+
+
+def test_small_cnn_round_trips_its_own_state_dict(tmp_path):
+    torch.manual_seed(1)
+    original, _ = build_backbone("small_cnn", in_channels=1)
+    torch.save(original.state_dict(), tmp_path / "cnn.pth")
+    restored, _ = build_backbone("small_cnn", weights=tmp_path / "cnn.pth", in_channels=1)
+    for key, value in original.state_dict().items():
+        torch.testing.assert_close(restored.state_dict()[key], value, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="no published pretrained weights"):
+        build_backbone("small_cnn", pretrained=True)
+
+
+def test_offline_pretrained_without_weights_raises_a_clear_error(monkeypatch):
+    def no_network(*args, **kwargs):
+        raise urllib.error.URLError("simulated: network unreachable")
+
+    monkeypatch.setattr(torch.hub, "load_state_dict_from_url", no_network)
+    with pytest.raises(RuntimeError) as raised:
+        build_backbone("resnet34", pretrained=True)
+    message = str(raised.value)
+    assert "resnet34-b627a593.pth" in message
+    assert "https://download.pytorch.org/models/resnet34-b627a593.pth" in message
+    assert "weights=" in message
+
+
+def test_pretrained_uses_torchvision_imagenet_v1_weights(monkeypatch):
+    state = _imagenet_like_state_dict("resnet18")
+    requested = []
+
+    def fake_download(url, **kwargs):
+        requested.append(url)
+        return state
+
+    monkeypatch.setattr(torch.hub, "load_state_dict_from_url", fake_download)
+    backbone, _ = build_backbone("resnet18", pretrained=True)
+    assert requested == ["https://download.pytorch.org/models/resnet18-f37072fd.pth"]
+    torch.testing.assert_close(backbone.conv1.weight, state["conv1.weight"], rtol=0, atol=0)
