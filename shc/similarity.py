@@ -68,7 +68,7 @@ def _as_class_indices(labels: Any, num_samples: int, num_classes: int) -> np.nda
         )
     if labels.dtype.kind == "f":
         if not np.all(np.isfinite(labels)) or np.any(labels != np.round(labels)):
-            raise ValueError("labels must be integer class indices; got non-integer values. Pass labels.astype(int).")
+            raise ValueError("labels must be integer class indices; pass labels.astype(int).")
     elif labels.dtype.kind not in "iub":
         raise TypeError(f"labels must be integer class indices, got dtype {labels.dtype}.")
     labels = labels.astype(np.int64)
