@@ -24,6 +24,7 @@ import torch
 
 __all__ = [
     "collect_logits",
+    "planted_similarity",
     "similarity_from_labels",
     "similarity_from_logits",
     "similarity_from_text",
@@ -439,3 +440,31 @@ def similarity_from_labels(
     S = np.where(same_coarse, float(within), float(between))
     np.fill_diagonal(S, 1.0)
     return S
+
+
+# ----------------------------------------------------------------------------------------------
+# synthetic similarity with a known structure (tests, benchmarks, teaching notebooks)
+# ----------------------------------------------------------------------------------------------
+def planted_similarity(
+    num_classes: int,
+    num_groups: int = 10,
+    noise: float = 0.3,
+    dim: int = 32,
+    seed: int = 0,
+) -> np.ndarray:
+    """A class similarity with a planted group structure, on the scale of the data-dependent S.
+
+    Class ``c`` belongs to group ``c % num_groups``; its prototype is its group's random direction
+    plus ``noise`` times a random vector (``dim`` dimensions). S is the cosine matrix of the
+    prototypes put through the same row normalisation, symmetrisation and unit diagonal as stage 1
+    (Eq. 8-12), so classes of one group are clearly similar and the rest scatter around 0.
+    """
+    if int(num_groups) != num_groups or not 1 <= num_groups <= num_classes:
+        raise ValueError(f"num_groups must be an integer in [1, num_classes={num_classes}], got {num_groups}.")
+    if noise < 0:
+        raise ValueError(f"noise must be >= 0, got {noise}.")
+    rng = np.random.default_rng(seed)
+    groups = np.arange(int(num_classes)) % int(num_groups)
+    prototypes = rng.standard_normal((int(num_groups), dim))[groups] + noise * rng.standard_normal((num_classes, dim))
+    prototypes /= np.linalg.norm(prototypes, axis=1, keepdims=True)
+    return _symmetric_unit_diagonal(_center_rows(prototypes @ prototypes.T, ignore_diagonal=True))

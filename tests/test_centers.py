@@ -1,0 +1,226 @@
+"""Stage 2: hash-center generators and their quality, against independent expectations."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy.linalg import hadamard
+
+from shc.centers import (
+    CENTER_METHODS,
+    center_quality,
+    csq_centers,
+    generate_centers,
+    gv_min_distance,
+    hamming_distances,
+    max_codes_upper_bound,
+    optimize_semantic_centers,
+)
+from shc.similarity import planted_similarity
+
+PAPER_GRID = [(C, q) for C in (100, 196, 555) for q in (16, 32, 64)]
+
+
+def brute_force_distances(H: np.ndarray) -> np.ndarray:
+    return np.array([[int(np.sum(a != b)) for b in H] for a in H])
+
+
+def brute_force_d_min(H: np.ndarray) -> int:
+    return min(int(np.sum(H[i] != H[j])) for i, j in itertools.combinations(range(len(H)), 2))
+
+
+# ---------------------------------------------------------------------------------- GV bound
+@pytest.mark.parametrize(
+    "num_classes, num_bits, expected",
+    [(100, 16, 4), (100, 32, 10), (100, 64, 24), (555, 16, 3), (555, 32, 9), (555, 64, 21)],
+)
+def test_gv_min_distance_paper_values(num_classes, num_bits, expected):
+    assert gv_min_distance(num_classes, num_bits) == expected
+
+
+@pytest.mark.parametrize("num_classes", [2, 10, 100, 196, 1000])
+@pytest.mark.parametrize("num_bits", [10, 12, 16, 48])
+def test_gv_min_distance_is_smallest_d_meeting_the_bound(num_classes, num_bits):
+    d = gv_min_distance(num_classes, num_bits)
+    partial_sum = lambda upto: sum(math.comb(num_bits, i) for i in range(upto))  # noqa: E731
+    assert partial_sum(d) * num_classes >= 2**num_bits
+    assert partial_sum(d - 1) * num_classes < 2**num_bits
+
+
+def test_max_codes_upper_bound_known_values():
+    assert max_codes_upper_bound(7, 3) == 16  # the Hamming code is perfect: A(7,3) = 16
+    assert max_codes_upper_bound(8, 5) == 4  # Plotkin: A(8,5) = 4
+    assert max_codes_upper_bound(16, 9) == 8  # Plotkin: 2 * floor(9 / 2)
+
+
+# ---------------------------------------------------------------------------------- baselines
+@pytest.mark.parametrize("num_classes, num_bits", [(10, 16), (16, 16), (32, 16), (100, 64)])
+def test_csq_equals_hadamard_rows_up_to_2q(num_classes, num_bits):
+    reference = hadamard(num_bits)
+    expected = np.concatenate([reference, -reference])[:num_classes]
+    np.testing.assert_array_equal(csq_centers(num_classes, num_bits), expected)
+
+
+def test_csq_fills_rows_past_2q_with_half_negative_vectors():
+    H = generate_centers("csq", 100, 32, seed=3)
+    assert H.dtype == np.int8 and H.shape == (100, 32)
+    np.testing.assert_array_equal(H[:64], np.concatenate([hadamard(32), -hadamard(32)]))
+    assert np.all((H[64:] == -1).sum(axis=1) == 16)
+
+
+def test_csq_refuses_bits_that_are_not_a_power_of_two():
+    with pytest.raises(ValueError, match="power of two"):
+        generate_centers("csq", 10, 24)
+
+
+def test_random_centers_are_signs_and_roughly_balanced():
+    H = generate_centers("random", 500, 64, seed=1)
+    assert set(np.unique(H)) == {-1, 1} and H.dtype == np.int8
+    assert abs(H.mean()) < 0.02  # 32,000 fair coins: standard deviation of the mean is 0.0056
+
+
+# ---------------------------------------------------------------------------------- distance
+def test_hamming_distances_match_brute_force():
+    H = generate_centers("random", 30, 24, seed=0)
+    np.testing.assert_array_equal(hamming_distances(H), brute_force_distances(H))
+
+
+def test_center_quality_hand_computed():
+    H = np.array([[1, 1, 1, 1], [1, 1, -1, -1], [-1, -1, -1, -1]])
+    # Distances: d(0,1) = 2, d(0,2) = 4, d(1,2) = 2 -> d_min 2 (two pairs), mean 8/3.
+    # Gram / q: off-diagonal (0,1) = 0, (0,2) = -1, (1,2) = 0; with S = identity the squared errors are
+    # 0 on the diagonal and [0, 1, 0] twice off it: s_loss = 2 / 9.
+    quality = center_quality(H, np.eye(3))
+    assert quality["d_min"] == 2 and quality["num_at_d_min"] == 2
+    assert quality["mean_distance"] == pytest.approx(8 / 3)
+    assert quality["s_loss"] == pytest.approx(2 / 9)
+    # S agreeing with the Gram ordering exactly gives Spearman 1.
+    S = np.array([[1, 0.5, -0.5], [0.5, 1, 0.5], [-0.5, 0.5, 1]])
+    assert center_quality(H, S)["spearman"] == pytest.approx(1.0)
+
+
+@pytest.fixture(scope="module")
+def paper_grid_centers():
+    """MDS and SHC centers for the paper's nine (C, q) pairs, on a planted-structure S."""
+    results = {}
+    for C, q in PAPER_GRID:
+        S = planted_similarity(C, num_groups=10, seed=0)
+        mds = generate_centers("mds", C, q, seed=0)
+        shc = optimize_semantic_centers(S, q, init=mds, seed=0)
+        results[C, q] = (S, mds, shc)
+    return results
+
+
+@pytest.mark.parametrize("num_classes, num_bits", PAPER_GRID)
+def test_mds_and_shc_reach_the_gv_distance(paper_grid_centers, num_classes, num_bits):
+    S, mds, shc = paper_grid_centers[num_classes, num_bits]
+    d = gv_min_distance(num_classes, num_bits)
+    assert brute_force_d_min(mds) >= d
+    assert brute_force_d_min(shc.centers) >= d
+    assert all(record["violation"] == 0 for record in shc.history)
+    assert shc.centers.dtype == np.int8 and set(np.unique(shc.centers)) == {-1, 1}
+
+
+def test_mds_keeps_hadamard_where_it_meets_the_bound():
+    H = generate_centers("mds", 100, 64)
+    np.testing.assert_array_equal(H, csq_centers(100, 64))
+    assert center_quality(H)["d_min"] == 32  # the paper's Table 2, CIFAR-100 at 64 bits
+
+
+def test_mds_works_without_a_hadamard_matrix():
+    H = generate_centers("mds", 40, 20, seed=0)
+    assert brute_force_d_min(H) >= gv_min_distance(40, 20)
+
+
+def test_mds_pushes_distances_beyond_random():
+    random = center_quality(generate_centers("random", 196, 32, seed=0))
+    mds = center_quality(generate_centers("mds", 196, 32, seed=0))
+    assert mds["d_min"] > random["d_min"]
+    assert mds["mean_distance"] >= random["mean_distance"] - 0.1
+
+
+@pytest.mark.parametrize("num_classes, num_bits", [(100, 32), (100, 64), (196, 32), (196, 64), (555, 64)])
+def test_shc_follows_planted_semantics_better_than_mds(paper_grid_centers, num_classes, num_bits):
+    S, mds, shc = paper_grid_centers[num_classes, num_bits]
+    before, after = center_quality(mds, S), center_quality(shc.centers, S)
+    # The paper reports 40-60% lower S_loss at 32/64 bits on real data; we require a clear 20%.
+    assert after["s_loss"] < 0.8 * before["s_loss"]
+    assert after["spearman"] > before["spearman"] + 0.2
+
+
+def test_shc_best_h_is_the_lowest_objective_in_its_history(paper_grid_centers):
+    _, _, shc = paper_grid_centers[100, 32]
+    objectives = [record["objective"] for record in shc.history]
+    assert shc.history[0]["cycle"] == 0 and len(shc.history) == 21
+    assert objectives[shc.best_cycle] == min(objectives)
+
+
+def test_shc_without_backtracking_still_feasible():
+    S = planted_similarity(100, num_groups=10, seed=1)
+    result = optimize_semantic_centers(S, 32, backtrack=False, cycles=5)
+    assert brute_force_d_min(result.centers) >= 10
+
+
+def test_semantic_only_ablation_lowers_s_loss_without_distance_guarantee():
+    S = planted_similarity(196, num_groups=14, seed=0)
+    mds = generate_centers("mds", 196, 16, seed=0)
+    semantic = generate_centers("semantic", 196, 16, similarity=S, init=mds)
+    assert center_quality(semantic, S)["s_loss"] < 0.8 * center_quality(mds, S)["s_loss"]
+
+
+@pytest.mark.parametrize("method", CENTER_METHODS)
+def test_same_seed_same_centers(method):
+    S = planted_similarity(150, num_groups=10, seed=0)
+    first = generate_centers(method, 150, 32, similarity=S, seed=7)
+    second = generate_centers(method, 150, 32, similarity=S, seed=7)
+    np.testing.assert_array_equal(first, second)
+    if method in ("random", "csq", "mds"):  # these depend on the seed for C > 2q
+        assert not np.array_equal(first, generate_centers(method, 150, 32, similarity=S, seed=8))
+
+
+# ---------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "similarity, message",
+    [
+        (np.ones((4, 3)), "square"),
+        (np.full((4, 4), np.nan), "NaN"),
+        (np.full((4, 4), 2.0), r"\[-1, 1\]"),
+        (np.triu(np.full((4, 4), 0.5)), "symmetric"),
+        (np.eye(5), "num_classes=4"),
+    ],
+)
+def test_bad_similarity_is_refused(similarity, message):
+    with pytest.raises(ValueError, match=message):
+        generate_centers("shc", 4, 16, similarity=similarity)
+
+
+@pytest.mark.parametrize(
+    "num_classes, num_bits, message",
+    [(1, 16, "num_classes must be >= 2"), (10, 1, "num_bits must be >= 2"), (20, 4, "at most 2\\^4")],
+)
+def test_bad_sizes_are_refused(num_classes, num_bits, message):
+    with pytest.raises(ValueError, match=message):
+        generate_centers("random", num_classes, num_bits)
+
+
+def test_infeasible_min_distance_is_refused():
+    with pytest.raises(ValueError, match="No 100 codes of length 16 .* at most 8"):
+        generate_centers("mds", 100, 16, min_distance=9)
+
+
+def test_unknown_method_lists_the_known_ones():
+    with pytest.raises(ValueError, match="random, csq, mds, shc, semantic"):
+        generate_centers("hadamard", 10, 16)
+
+
+def test_semantic_methods_need_a_similarity():
+    with pytest.raises(ValueError, match="needs a similarity matrix"):
+        generate_centers("shc", 10, 16)
+
+
+def test_unknown_option_is_refused():
+    with pytest.raises(TypeError, match="allowed: min_distance"):
+        generate_centers("mds", 10, 16, eta=0.5)
