@@ -1,0 +1,694 @@
+"""Figures and tables for the reports: one style, one colour per method, atomic saving.
+
+Every plot function is pure: it takes arrays or data frames, builds a new
+:class:`matplotlib.figure.Figure` (never through ``pyplot``, so batch runs leak no
+open figures) and returns it. Notebooks call :func:`use_style` once, show the
+returned figure and pass it to :func:`save_figure`, which writes PNG and SVG next to
+each other; tables go through :func:`save_table` (CSV). Files are written atomically
+(a temporary file in the same folder, then :func:`os.replace`), so an interrupted
+run never leaves a half-written figure behind.
+
+Colours: :data:`METHOD_COLORS` fixes one colour per center generator and per
+baseline, so "shc" looks the same in every figure of every report;
+:func:`method_color` extends that to unknown names deterministically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+__all__ = [
+    "METHOD_COLORS",
+    "STYLE_RC",
+    "atomic_path",
+    "method_color",
+    "plot_center_embedding",
+    "plot_curves",
+    "plot_distance_histograms",
+    "plot_example_queries",
+    "plot_gv_bound",
+    "plot_pr_curves",
+    "plot_similarity_heatmap",
+    "plot_similarity_vs_gram",
+    "plot_training_history",
+    "save_figure",
+    "save_table",
+    "similarity_order",
+    "use_style",
+]
+
+#: One colour per method, the same in every figure. Center generators use the
+#: Okabe-Ito colour-blind-safe colours (SHC gets the strongest one); the deep-hashing
+#: baselines use the remaining distinct hues.
+METHOD_COLORS: dict[str, str] = {
+    "shc": "#D55E00",  # vermillion
+    "semantic": "#CC79A7",  # reddish purple
+    "mds": "#0072B2",  # blue
+    "csq": "#009E73",  # bluish green
+    "random": "#7F7F7F",  # grey
+    "dpsh": "#E69F00",  # orange
+    "dtsh": "#56B4E9",  # sky blue
+    "hashnet": "#8C564B",  # brown
+    "greedyhash": "#9467BD",  # purple
+    "idhn": "#17BECF",  # cyan
+    "lth": "#BCBD22",  # olive
+    "orthohash": "#393B79",  # navy
+}
+
+# Colours handed to unknown method names, chosen by a stable hash of the name.
+_FALLBACK_COLORS = (
+    "#1B9E77", "#7570B3", "#E7298A", "#66A61E", "#A6761D",
+    "#E6AB02", "#6A3D9A", "#B15928", "#FB9A99", "#33A02C",
+)  # fmt: skip
+
+#: Matplotlib settings applied on top of seaborn's "whitegrid" theme by :func:`use_style`.
+STYLE_RC: dict[str, object] = {
+    "figure.dpi": 110,
+    "savefig.dpi": 150,
+    "savefig.bbox": "tight",
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "legend.framealpha": 0.85,
+    "grid.linestyle": ":",
+    "svg.fonttype": "none",  # text stays text in SVG: smaller, searchable, editable
+    "svg.hashsalt": "shc",  # stable element ids, so re-saved SVGs diff cleanly
+    "image.interpolation": "nearest",
+}
+
+_DIVERGING_CMAP = "RdBu_r"  # similarities in [-1, 1]: blue = dissimilar, red = similar
+
+
+def use_style(context: str = "notebook") -> None:
+    """Apply the report style (seaborn "whitegrid" theme plus :data:`STYLE_RC`) globally.
+
+    Parameters
+    ----------
+    context : str
+        Seaborn plotting context ("paper", "notebook", "talk", "poster") that scales fonts and lines.
+    """
+    import seaborn as sns
+
+    sns.set_theme(context=context, style="whitegrid", palette="colorblind", rc=STYLE_RC)
+
+
+def method_color(name: str) -> str:
+    """Return the hex colour of a method, the same in every figure.
+
+    Known names (case-insensitive) come from :data:`METHOD_COLORS`; any other name gets a
+    colour picked by a stable hash of the name (identical across processes and runs).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"method name must be a str, got {type(name).__name__}; pass e.g. 'shc'.")
+    key = name.strip().lower()
+    if key in METHOD_COLORS:
+        return METHOD_COLORS[key]
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
+    return _FALLBACK_COLORS[int.from_bytes(digest[:4], "big") % len(_FALLBACK_COLORS)]
+
+
+# --------------------------------------------------------------------------------------
+# Saving
+# --------------------------------------------------------------------------------------
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; move what the block writes there onto ``path``.
+
+    The temporary file is named ``.<name>.<random><suffix>`` in the same folder (so
+    :func:`os.replace` is atomic and readers never see a half-written ``path``); it is created by
+    the caller's writer, so it gets the usual permissions. If the block raises, the temporary file
+    is deleted and ``path`` is left as it was; if the block writes nothing, nothing is replaced.
+    Parent folders are created.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}{suffix}")
+    try:
+        yield temporary
+        if temporary.exists():
+            os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def save_figure(fig: Figure, path_stem: str | os.PathLike) -> list[Path]:
+    """Save ``fig`` as ``<path_stem>.png`` and ``<path_stem>.svg`` (atomically); return both paths.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure to save.
+    path_stem : str or PathLike
+        Destination without extension, e.g. ``output_dir / "figures" / "gv_bound"``; a
+        ``.png``/``.svg`` suffix is ignored. Parent folders are created.
+    """
+    if not isinstance(fig, Figure):
+        raise TypeError(f"save_figure expects a matplotlib Figure, got {type(fig).__name__}.")
+    stem = _strip_suffix(Path(path_stem), (".png", ".svg"))
+    paths = []
+    for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None})):
+        path = stem.with_name(f"{stem.name}.{fmt}")
+        with atomic_path(path) as temporary:
+            fig.savefig(temporary, format=fmt, metadata=metadata)
+        paths.append(path)
+    return paths
+
+
+def save_table(table, path_stem: str | os.PathLike) -> Path:
+    """Save a pandas DataFrame as ``<path_stem>.csv`` (atomically) and return the path.
+
+    The index is written only when it carries information (i.e. it is not the default
+    0..n-1 :class:`pandas.RangeIndex`).
+    """
+    import pandas as pd
+
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(
+            f"save_table expects a pandas DataFrame, got {type(table).__name__}; wrap it with pd.DataFrame(...)."
+        )
+    stem = _strip_suffix(Path(path_stem), (".csv",))
+    path = stem.with_name(f"{stem.name}.csv")
+    with atomic_path(path) as temporary:
+        table.to_csv(temporary, index=not isinstance(table.index, pd.RangeIndex))
+    return path
+
+
+def _strip_suffix(path: Path, suffixes: tuple[str, ...]) -> Path:
+    return path.with_suffix("") if path.suffix.lower() in suffixes else path
+
+
+# --------------------------------------------------------------------------------------
+# Input checks shared by the plot functions
+# --------------------------------------------------------------------------------------
+
+
+def _as_centers(centers, name: str = "centers") -> np.ndarray:
+    array = np.asarray(centers)
+    if array.ndim != 2 or array.size == 0:
+        raise ValueError(f"{name} must be a non-empty (C, q) array of +-1 codes, got shape {array.shape}.")
+    if not np.isin(array, (-1, 1)).all():
+        raise ValueError(f"{name} must contain only -1 and +1; binarise with np.where(x >= 0, 1, -1) first.")
+    return array.astype(np.int64)
+
+
+def _centers_mapping(centers) -> dict[str, np.ndarray]:
+    """Accept one (C, q) array or a mapping method -> (C, q) array with a common shape."""
+    if isinstance(centers, Mapping):
+        if not centers:
+            raise ValueError("centers mapping is empty; pass at least one method -> (C, q) array.")
+        mapping = {str(method): _as_centers(array, f"centers[{method!r}]") for method, array in centers.items()}
+    else:
+        mapping = {"": _as_centers(centers)}
+    shapes = {array.shape for array in mapping.values()}
+    if len(shapes) != 1:
+        raise ValueError(f"all center sets must have the same (C, q) shape, got {sorted(shapes)}.")
+    return mapping
+
+
+def _as_similarity(similarity, num_classes: int | None = None) -> np.ndarray:
+    matrix = np.asarray(similarity, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"S must be a square (C, C) matrix, got shape {matrix.shape}.")
+    if num_classes is not None and matrix.shape[0] != num_classes:
+        raise ValueError(f"S is {matrix.shape[0]}x{matrix.shape[0]} but there are {num_classes} classes/centers.")
+    if not np.isfinite(matrix).all():
+        raise ValueError("S contains NaN or inf; rebuild it with shc.similarity.")
+    return matrix
+
+
+def _as_order(order, num_classes: int) -> np.ndarray:
+    permutation = np.asarray(order)
+    if permutation.shape != (num_classes,) or not np.array_equal(np.sort(permutation), np.arange(num_classes)):
+        raise ValueError(
+            f"order must be a permutation of 0..{num_classes - 1}, e.g. np.argsort(coarse_labels, kind='stable')."
+        )
+    return permutation
+
+
+def similarity_order(similarity) -> np.ndarray:
+    """Class order from an average-linkage hierarchical clustering of ``S`` (distance ``1 - S``).
+
+    Optimal leaf ordering puts similar classes next to each other, so block structure in a
+    heatmap of ``S`` (and of ``H H^T / q`` in the same order) becomes visible.
+    """
+    from scipy.cluster.hierarchy import leaves_list, linkage
+    from scipy.spatial.distance import squareform
+
+    matrix = _as_similarity(similarity)
+    if matrix.shape[0] < 3:
+        return np.arange(matrix.shape[0])
+    distance = np.clip(1.0 - (matrix + matrix.T) / 2.0, 0.0, None)
+    np.fill_diagonal(distance, 0.0)
+    tree = linkage(squareform(distance, checks=False), method="average", optimal_ordering=True)
+    return leaves_list(tree)
+
+
+def _legend_outside(fig: Figure, axes, title: str | None = None) -> None:
+    handles, labels = axes.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside right upper", title=title)
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+# --------------------------------------------------------------------------------------
+# Center geometry (notebook 00 and the center-generation reports)
+# --------------------------------------------------------------------------------------
+
+
+def plot_gv_bound(num_classes_list: Sequence[int], bits_list: Sequence[int]) -> Figure:
+    """Minimum distance ``d`` guaranteed by the Gilbert-Varshamov bound (Theorem 1) as a function of C and q.
+
+    Left: ``d`` in bits, one line per code length ``q``; dashed segments mark the distance
+    ``q/2`` that Hadamard centers (CSQ) reach, available only while ``C <= 2q``. Right: the
+    same bound relative to the code length, ``d / q``.
+
+    Parameters
+    ----------
+    num_classes_list : sequence of int
+        Numbers of classes ``C`` (x axis, log scale), each >= 2.
+    bits_list : sequence of int
+        Code lengths ``q``.
+    """
+    from shc.centers import gv_min_distance
+
+    classes = np.unique(np.asarray(num_classes_list, dtype=np.int64))
+    bits = np.unique(np.asarray(bits_list, dtype=np.int64))
+    if classes.size == 0 or bits.size == 0 or classes.min() < 2 or bits.min() < 1:
+        raise ValueError("num_classes_list needs values >= 2 and bits_list values >= 1 (both non-empty).")
+    distance = np.array([[gv_min_distance(int(c), int(q)) for c in classes] for q in bits])
+
+    fig = _new_figure(10.0, 4.0)
+    absolute, relative = fig.subplots(1, 2)
+    palette = _sequential_colors(bits.size)
+    for row, (q, color) in enumerate(zip(bits, palette)):
+        absolute.plot(classes, distance[row], marker="o", color=color, label=f"q = {q}")
+        relative.plot(classes, distance[row] / q, marker="o", color=color)
+        if 2 * q >= classes[0]:  # Hadamard rows and their negations: C <= 2q centers at distance >= q/2
+            absolute.plot([classes[0], min(2 * q, classes[-1])], [q / 2, q / 2], linestyle="--", color=color)
+    absolute.plot([], [], linestyle="--", color="0.3", label="Hadamard (C <= 2q)")
+    for axes in (absolute, relative):
+        axes.set_xscale("log")
+        axes.set_xlabel("number of classes C (log scale)")
+    absolute.set_ylabel("minimum distance d (bits)")
+    relative.set_ylabel("relative minimum distance d / q")
+    absolute.set_title("Gilbert-Varshamov bound: d as a function of C and q")
+    relative.set_title("the same bound relative to the code length")
+    _legend_outside(fig, absolute)
+    return fig
+
+
+def plot_distance_histograms(centers_by_method: Mapping[str, np.ndarray], num_bits: int) -> Figure:
+    """Histogram of the pairwise Hamming distances between centers, one panel per method.
+
+    Each panel marks the method's minimum distance ``d_min`` (the criterion of the paper's
+    center-quality table), the Gilbert-Varshamov distance ``d`` (Theorem 1, Eq. 12) and ``q/2``.
+
+    Parameters
+    ----------
+    centers_by_method : mapping str -> (C, q) array of +-1
+        Center sets to compare, all of the same shape.
+    num_bits : int
+        Code length ``q`` (must match the centers' second dimension).
+    """
+    from shc.centers import gv_min_distance, hamming_distances
+
+    mapping = _centers_mapping(centers_by_method)
+    num_classes, q = next(iter(mapping.values())).shape
+    if q != num_bits:
+        raise ValueError(f"num_bits={num_bits} but the centers have q={q} bits; pass num_bits={q}.")
+    if num_classes < 2:
+        raise ValueError("at least 2 centers are needed for pairwise distances.")
+    upper = np.triu_indices(num_classes, k=1)
+    gv_distance = gv_min_distance(num_classes, q)
+    bins = np.arange(q + 2) - 0.5
+
+    fig = _new_figure(7.5, 1.7 * len(mapping) + 0.8)
+    axes_list = np.atleast_1d(fig.subplots(len(mapping), 1, sharex=True, squeeze=False)[:, 0])
+    for axes, (method, centers) in zip(axes_list, mapping.items()):
+        distances = np.asarray(hamming_distances(centers))[upper]
+        axes.hist(distances, bins=bins, color=method_color(method), alpha=0.85)
+        axes.axvline(distances.min(), color="black", linewidth=1.5, label="d_min of these centers")
+        axes.axvline(gv_distance, color="black", linestyle="--", linewidth=1, label=f"GV bound d = {gv_distance}")
+        axes.axvline(q / 2, color="0.5", linestyle=":", linewidth=1, label="q / 2")
+        axes.set_title(f"{method}: d_min = {distances.min()}", loc="left")
+        axes.set_ylabel("center pairs")
+    axes_list[-1].set_xlabel(f"Hamming distance between two centers (bits, q = {q})")
+    axes_list[-1].set_xlim(-0.5, q + 0.5)
+    _legend_outside(fig, axes_list[0])
+    return fig
+
+
+def plot_center_embedding(
+    centers,
+    coarse_labels,
+    coarse_names: Sequence[str] | None = None,
+    class_names: Sequence[str] | None = None,
+) -> Figure:
+    """2-D classical-MDS embedding of the centers, coloured by coarse class.
+
+    Classical MDS of the Hamming distances equals PCA of the +-1 codes (``||h_i - h_j||^2 =
+    4 D(h_i, h_j)``, Theorem 2, Eq. 15), so the embedding is the top-2 principal coordinates of the
+    centred codes. Semantic centers put classes of one coarse group close together; random
+    ones do not.
+
+    Parameters
+    ----------
+    centers : (C, q) array of +-1, or mapping method -> (C, q) array (one panel per method)
+    coarse_labels : (C,) int array
+        Coarse class of each class (e.g. ``DatasetSplits.coarse_labels``).
+    coarse_names : sequence of str, optional
+        Names of the coarse classes for the legend.
+    class_names : sequence of str, optional
+        When given (and C <= 40), each point is labelled with its class name.
+    """
+    mapping = _centers_mapping(centers)
+    num_classes = next(iter(mapping.values())).shape[0]
+    coarse = np.asarray(coarse_labels)
+    if coarse.shape != (num_classes,):
+        raise ValueError(f"coarse_labels must have shape ({num_classes},), one per center; got {coarse.shape}.")
+    groups, coarse_index = np.unique(coarse, return_inverse=True)
+    if coarse_names is not None and len(coarse_names) <= groups.max(initial=0):
+        raise ValueError(f"coarse_names has {len(coarse_names)} names but coarse label {groups.max()} occurs.")
+    if class_names is not None and len(class_names) != num_classes:
+        raise ValueError(f"class_names has {len(class_names)} names for {num_classes} centers.")
+    colors = _categorical_colors(groups.size)
+
+    fig = _new_figure(4.2 * len(mapping) + 1.6, 4.2)
+    axes_list = np.atleast_1d(fig.subplots(1, len(mapping), squeeze=False)[0])
+    for axes, (method, codes) in zip(axes_list, mapping.items()):
+        coordinates, explained = _principal_coordinates(codes)
+        for group, (label, color) in enumerate(zip(groups, colors)):
+            members = coarse_index == group
+            name = coarse_names[label] if coarse_names is not None else f"coarse {label}"
+            axes.scatter(*coordinates[members].T, color=color, s=36, edgecolor="white", linewidth=0.5, label=name)
+        if class_names is not None and num_classes <= 40:
+            for (x, y), text in zip(coordinates, class_names):
+                axes.annotate(text, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        axes.set_xlabel(f"principal coordinate 1 ({explained[0]:.0%} of variance)")
+        axes.set_ylabel(f"principal coordinate 2 ({explained[1]:.0%} of variance)")
+        axes.set_title(f"{method} centers" if method else "centers", loc="left")
+        axes.set_aspect("equal", adjustable="datalim")
+    _legend_outside(fig, axes_list[0], title="coarse class")
+    return fig
+
+
+def _principal_coordinates(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    centred = codes - codes.mean(axis=0)
+    left, singular, _ = np.linalg.svd(centred, full_matrices=False)
+    singular = np.pad(singular, (0, max(0, 2 - singular.size)))
+    left = np.pad(left, ((0, 0), (0, max(0, 2 - left.shape[1]))))
+    total = float(np.sum(singular**2)) or 1.0
+    return left[:, :2] * singular[:2], singular[:2] ** 2 / total
+
+
+def plot_similarity_vs_gram(similarity, centers, order=None) -> Figure:
+    """Heatmaps of the target similarity ``S`` next to ``H H^T / q`` of each center set, same class order.
+
+    ``L_semantic = ||S - H H^T / q||_F^2`` (Eq. 13) is small when the two pictures agree.
+
+    Parameters
+    ----------
+    similarity : (C, C) array in [-1, 1]
+        Class similarity ``S``.
+    centers : (C, q) array of +-1, or mapping method -> (C, q) array
+        One heatmap per center set.
+    order : (C,) permutation, optional
+        Class order of rows and columns, e.g. ``np.argsort(coarse_labels, kind="stable")``; by
+        default the order of a hierarchical clustering of ``S`` (:func:`similarity_order`).
+    """
+    mapping = _centers_mapping(centers)
+    num_classes, q = next(iter(mapping.values())).shape
+    matrix = _as_similarity(similarity, num_classes)
+    permutation = similarity_order(matrix) if order is None else _as_order(order, num_classes)
+    panels = {"target similarity $S$": matrix}
+    panels |= {f"{method or 'centers'}: $HH^\\top/q$": (codes @ codes.T) / q for method, codes in mapping.items()}
+
+    fig = _new_figure(2.7 * len(panels) + 1.2, 3.3)
+    axes_list = np.atleast_1d(fig.subplots(1, len(panels), squeeze=False)[0])
+    for axes, (title, values) in zip(axes_list, panels.items()):
+        image = axes.imshow(values[np.ix_(permutation, permutation)], cmap=_DIVERGING_CMAP, vmin=-1, vmax=1)
+        axes.set_title(title, fontsize=10)
+        axes.set_xlabel(f"{num_classes} classes (same order)")
+        axes.set_xticks([])
+        axes.set_yticks([])
+        axes.grid(False)
+    axes_list[0].set_ylabel(f"{num_classes} classes (same order)")
+    fig.colorbar(image, ax=list(axes_list), shrink=0.85, label="similarity / cosine (unitless)")
+    return fig
+
+
+def plot_similarity_heatmap(similarity, class_names: Sequence[str] | None = None, cluster: bool = True) -> Figure:
+    """Heatmap of a class-similarity matrix ``S`` (values in [-1, 1]).
+
+    Parameters
+    ----------
+    similarity : (C, C) array
+    class_names : sequence of str, optional
+        Tick labels (shown when C <= 50).
+    cluster : bool
+        Reorder classes by a hierarchical clustering of ``S`` (:func:`similarity_order`).
+    """
+    matrix = _as_similarity(similarity)
+    num_classes = matrix.shape[0]
+    if class_names is not None and len(class_names) != num_classes:
+        raise ValueError(f"class_names has {len(class_names)} names but S is {num_classes}x{num_classes}.")
+    permutation = similarity_order(matrix) if cluster else np.arange(num_classes)
+
+    size = float(np.clip(num_classes * 0.18, 4.0, 10.0))
+    fig = _new_figure(size + 1.2, size)
+    axes = fig.subplots()
+    image = axes.imshow(matrix[np.ix_(permutation, permutation)], cmap=_DIVERGING_CMAP, vmin=-1, vmax=1)
+    if class_names is not None and num_classes <= 50:
+        names = [class_names[i] for i in permutation]
+        axes.set_xticks(np.arange(num_classes), names, rotation=90, fontsize=7)
+        axes.set_yticks(np.arange(num_classes), names, fontsize=7)
+    else:
+        axes.set_xticks([])
+        axes.set_yticks([])
+    order_name = "clustered order" if cluster else "given order"
+    axes.set_xlabel(f"{num_classes} classes ({order_name})")
+    axes.set_ylabel(f"{num_classes} classes ({order_name})")
+    axes.set_title("class similarity S")
+    axes.grid(False)
+    fig.colorbar(image, ax=axes, shrink=0.85, label="similarity (unitless, -1 to 1)")
+    return fig
+
+
+# --------------------------------------------------------------------------------------
+# Retrieval and training curves
+# --------------------------------------------------------------------------------------
+
+
+def plot_curves(
+    x,
+    ys_by_method: Mapping[str, np.ndarray],
+    xlabel: str,
+    ylabel: str,
+    title: str | None = None,
+) -> Figure:
+    """Line per method on a shared x axis (e.g. precision@K or recall@K against K).
+
+    Parameters
+    ----------
+    x : (n,) array
+        Shared x values.
+    ys_by_method : mapping str -> (n,) or (runs, n) array
+        A 2-D array holds several runs (e.g. seeds): drawn as the mean with a +-1 std band.
+    xlabel, ylabel : str
+        Axis labels; include units (e.g. "K (retrieved items)").
+    title : str, optional
+    """
+    x_values = np.asarray(x, dtype=np.float64)
+    if x_values.ndim != 1 or x_values.size == 0:
+        raise ValueError(f"x must be a non-empty 1-D array, got shape {x_values.shape}.")
+    if not ys_by_method:
+        raise ValueError("ys_by_method is empty; pass at least one method -> values.")
+    fig = _new_figure(7.0, 4.2)
+    axes = fig.subplots()
+    for method, values in ys_by_method.items():
+        runs = np.atleast_2d(np.asarray(values, dtype=np.float64))
+        if runs.ndim != 2 or runs.shape[1] != x_values.size:
+            raise ValueError(
+                f"ys_by_method[{method!r}] has shape {np.shape(values)}; expected ({x_values.size},) or "
+                f"(runs, {x_values.size}) to match x."
+            )
+        mean = runs.mean(axis=0)
+        color = method_color(method)
+        axes.plot(x_values, mean, color=color, marker="o", markersize=3, label=method)
+        if runs.shape[0] > 1:
+            spread = runs.std(axis=0)
+            axes.fill_between(x_values, mean - spread, mean + spread, color=color, alpha=0.2, linewidth=0)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    if title:
+        axes.set_title(title)
+    _legend_outside(fig, axes, title="method")
+    return fig
+
+
+def plot_pr_curves(pr_by_method: Mapping[str, Mapping[str, np.ndarray]], title: str | None = None) -> Figure:
+    """Precision-recall curves (Hamming radius 0..q), one per method.
+
+    Parameters
+    ----------
+    pr_by_method : mapping str -> mapping
+        Per method, the precision and recall arrays under the keys ``"pr_precision"`` /
+        ``"pr_recall"`` (the dict of ``shc.metrics.evaluate``) or ``"precision"`` / ``"recall"``.
+    title : str, optional
+    """
+    if not pr_by_method:
+        raise ValueError("pr_by_method is empty; pass at least one method -> {'precision', 'recall'}.")
+    fig = _new_figure(6.0, 4.5)
+    axes = fig.subplots()
+    for method, curve in pr_by_method.items():
+        precision, recall = (np.asarray(_pr_entry(curve, key, method), dtype=np.float64) for key in ("precision", "recall"))
+        if precision.shape != recall.shape or precision.ndim != 1:
+            raise ValueError(f"{method!r}: precision {precision.shape} and recall {recall.shape} must be equal 1-D.")
+        axes.plot(recall, precision, color=method_color(method), marker="o", markersize=3, label=method)
+    axes.set_xlabel("recall (fraction of relevant items retrieved)")
+    axes.set_ylabel("precision (fraction of retrieved items relevant)")
+    axes.set_xlim(0, 1.02)
+    axes.set_ylim(0, 1.02)
+    axes.set_title(title or "precision-recall within Hamming radius r = 0..q")
+    _legend_outside(fig, axes, title="method")
+    return fig
+
+
+def _pr_entry(curve: Mapping[str, np.ndarray], key: str, method: str) -> np.ndarray:
+    for candidate in (f"pr_{key}", key):
+        if candidate in curve:
+            return curve[candidate]
+    raise KeyError(f"pr_by_method[{method!r}] has no '{key}' (or 'pr_{key}') entry; pass the dict of evaluate().")
+
+
+def plot_training_history(history_frame, metrics: Sequence[str] | None = None) -> Figure:
+    """Training loss and validation metrics against the epoch.
+
+    Parameters
+    ----------
+    history_frame : pandas.DataFrame
+        One row per epoch with columns ``epoch`` and ``loss`` (as ``History.to_frame()`` /
+        ``history.csv`` of :mod:`shc.train`), metric columns such as ``mAP@ALL``, and optionally a
+        ``method`` column (one line per method).
+    metrics : sequence of str, optional
+        Metric columns for the right panel; by default every column whose name starts with "mAP".
+    """
+    import pandas as pd
+
+    if not isinstance(history_frame, pd.DataFrame) or not {"epoch", "loss"} <= set(history_frame.columns):
+        raise ValueError("history_frame must be a DataFrame with 'epoch' and 'loss' columns (History.to_frame()).")
+    metric_columns = list(metrics) if metrics is not None else [c for c in history_frame.columns if str(c).startswith("mAP")]
+    missing = [c for c in metric_columns if c not in history_frame.columns]
+    if missing:
+        raise ValueError(f"metric columns {missing} are not in the history (columns: {list(history_frame.columns)}).")
+    groups = history_frame.groupby("method", sort=False) if "method" in history_frame.columns else [("", history_frame)]
+    line_styles = ("-", "--", ":", "-.")
+
+    fig = _new_figure(10.0, 4.0)
+    loss_axes, metric_axes = fig.subplots(1, 2)
+    for method, frame in groups:
+        color = method_color(method) if method else None
+        prefix = f"{method} " if method else ""
+        loss_axes.plot(frame["epoch"], frame["loss"], color=color, marker="o", markersize=3, label=f"{prefix}loss")
+        for metric, style in zip(metric_columns, line_styles * len(metric_columns)):
+            rows = frame[frame[metric].notna()]
+            metric_axes.plot(rows["epoch"], rows[metric], color=color, linestyle=style, marker="o", markersize=3,
+                             label=f"{prefix}{metric}")  # fmt: skip
+    loss_axes.set_xlabel("epoch")
+    loss_axes.set_ylabel("training loss (unitless)")
+    loss_axes.set_title("training loss")
+    metric_axes.set_xlabel("epoch")
+    metric_axes.set_ylabel("validation metric (0 to 1)")
+    metric_axes.set_title("validation retrieval quality")
+    _legend_outside(fig, metric_axes if metric_columns else loss_axes)
+    return fig
+
+
+def plot_example_queries(
+    query_images: Sequence[np.ndarray],
+    result_images: Sequence[Sequence[np.ndarray]],
+    correct_mask,
+    query_titles: Sequence[str] | None = None,
+) -> Figure:
+    """Grid of query images (first column) and their top-K retrieved images; wrong results outlined in red.
+
+    Parameters
+    ----------
+    query_images : sequence of (H, W) or (H, W, 3) arrays
+        One image per query (``HashingSplit.raw_image``); sizes may differ.
+    result_images : sequence (per query) of sequences of images
+        The top-K retrieved images of each query, K equal for all queries.
+    correct_mask : (Q, K) bool array
+        Whether each retrieved image is relevant (green outline) or not (red outline).
+    query_titles : sequence of str, optional
+        Caption per query (e.g. its class name).
+    """
+    mask = np.asarray(correct_mask, dtype=bool)
+    num_queries = len(query_images)
+    if mask.ndim != 2 or mask.shape[0] != num_queries or len(result_images) != num_queries:
+        raise ValueError(
+            f"correct_mask must be (Q, K) with Q = {num_queries} queries, got {mask.shape}; result_images needs "
+            f"one list per query (got {len(result_images)})."
+        )
+    top_k = mask.shape[1]
+    if any(len(row) != top_k for row in result_images):
+        raise ValueError(f"every query needs exactly K = {top_k} result images, as many as correct_mask columns.")
+    if query_titles is not None and len(query_titles) != num_queries:
+        raise ValueError(f"query_titles has {len(query_titles)} entries for {num_queries} queries.")
+
+    fig = _new_figure(1.1 * (top_k + 1) + 0.4, 1.2 * num_queries + 0.4)
+    grid = fig.subplots(num_queries, top_k + 1, squeeze=False)
+    for row in range(num_queries):
+        _show_image(grid[row, 0], query_images[row], "#0072B2")
+        grid[row, 0].set_title(query_titles[row] if query_titles is not None else "query", fontsize=8)
+        for column in range(top_k):
+            outline = "#009E73" if mask[row, column] else "#D62728"
+            _show_image(grid[row, column + 1], result_images[row][column], outline)
+            if row == 0:
+                grid[row, column + 1].set_title(f"#{column + 1}", fontsize=8)
+    fig.suptitle(f"example queries and their top-{top_k} results (red outline: wrong class)", fontsize=10)
+    return fig
+
+
+def _show_image(axes, image: np.ndarray, outline: str) -> None:
+    pixels = np.asarray(image)
+    axes.imshow(pixels, cmap="gray" if pixels.ndim == 2 else None)
+    axes.set_xticks([])
+    axes.set_yticks([])
+    axes.grid(False)
+    for spine in axes.spines.values():
+        spine.set_visible(True)
+        spine.set_color(outline)
+        spine.set_linewidth(2.5)
+
+
+# --------------------------------------------------------------------------------------
+# Palettes
+# --------------------------------------------------------------------------------------
+
+
+def _sequential_colors(count: int) -> list:
+    from matplotlib import colormaps
+
+    return list(colormaps["viridis"](np.linspace(0.1, 0.85, count)))
+
+
+def _categorical_colors(count: int) -> list:
+    from matplotlib import colormaps
+
+    palette = colormaps["tab10" if count <= 10 else "tab20"]
+    return [palette(i % palette.N) for i in range(count)]

@@ -1,0 +1,310 @@
+"""Tests of shc.plots: every plot function on tiny inputs, saving, atomic writes, colour stability."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.colors import is_color_like, to_hex
+from matplotlib.figure import Figure
+
+from shc import plots
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _check_saved(fig: Figure, tmp_path: Path, stem: str) -> None:
+    """The figure saves as non-empty PNG + SVG, atomically (no temporary file left)."""
+    assert isinstance(fig, Figure)
+    paths = plots.save_figure(fig, tmp_path / "figures" / stem)
+    assert [p.name for p in paths] == [f"{stem}.png", f"{stem}.svg"]
+    assert paths[0].read_bytes().startswith(PNG_MAGIC)
+    assert b"<svg" in paths[1].read_bytes()[:2000]
+    assert all(p.stat().st_size > 1000 for p in paths)
+    assert not [p.name for p in tmp_path.rglob(".*")]  # no temporary file left behind
+
+
+def _random_centers(num_classes: int, num_bits: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).choice(np.array([-1, 1], dtype=np.int8), size=(num_classes, num_bits))
+
+
+def _brute_force_distances(centers: np.ndarray) -> np.ndarray:
+    """Pairwise Hamming distances counted bit by bit (independent of Eq. 15)."""
+    num_classes = centers.shape[0]
+    return np.array([[int(np.sum(centers[i] != centers[j])) for j in range(num_classes)] for i in range(num_classes)])
+
+
+# --------------------------------------------------------------------------------------
+# Colours and style
+# --------------------------------------------------------------------------------------
+
+
+def test_known_methods_have_fixed_distinct_colours():
+    for name in ("random", "csq", "mds", "shc", "semantic", "dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "lth",
+                 "orthohash"):  # fmt: skip
+        assert plots.method_color(name) == plots.METHOD_COLORS[name]
+        assert plots.method_color(name.upper()) == plots.METHOD_COLORS[name]
+    colours = [to_hex(c) for c in plots.METHOD_COLORS.values()]
+    assert len(set(colours)) == len(colours)
+
+
+def test_unknown_method_colour_is_valid_and_stable_across_processes():
+    names = ["my-new-method", "shc (bert)", "x"]
+    here = [plots.method_color(name) for name in names]
+    assert all(is_color_like(colour) for colour in here)
+    assert here == [plots.method_color(name) for name in names]
+    code = f"from shc.plots import method_color; print([method_color(n) for n in {names!r}])"
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(Path(plots.__file__).parent.parent)}
+    other = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert other.stdout.strip() == repr(here)
+
+
+def test_method_color_rejects_non_strings():
+    with pytest.raises(TypeError, match="method name must be a str"):
+        plots.method_color(3)
+
+
+def test_use_style_sets_report_rc():
+    plots.use_style()
+    assert matplotlib.rcParams["svg.fonttype"] == "none"
+    assert matplotlib.rcParams["savefig.bbox"] == "tight"
+
+
+# --------------------------------------------------------------------------------------
+# Saving
+# --------------------------------------------------------------------------------------
+
+
+def test_atomic_path_keeps_old_file_when_the_writer_fails(tmp_path):
+    target = tmp_path / "report.html"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with plots.atomic_path(target) as temporary:
+            temporary.write_text("half-written")
+            raise RuntimeError("interrupted")
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+    with plots.atomic_path(target) as temporary:
+        assert temporary.parent == tmp_path and temporary != target
+        temporary.write_text("new")
+        assert target.read_text() == "old"  # not visible before the block ends
+    assert target.read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+
+
+def test_atomic_path_written_file_has_normal_permissions(tmp_path):
+    with plots.atomic_path(tmp_path / "a.txt") as temporary:
+        temporary.write_text("x")
+    reference = tmp_path / "reference.txt"
+    reference.write_text("x")
+    assert (tmp_path / "a.txt").stat().st_mode == reference.stat().st_mode
+
+
+def test_save_figure_accepts_a_suffix_and_creates_folders(tmp_path):
+    fig = Figure()
+    fig.subplots().plot([0, 1], [1, 0])
+    paths = plots.save_figure(fig, tmp_path / "deep" / "folder" / "line.png")
+    assert [p.name for p in paths] == ["line.png", "line.svg"]
+    assert all(p.is_file() for p in paths)
+    with pytest.raises(TypeError, match="matplotlib Figure"):
+        plots.save_figure("not a figure", tmp_path / "x")
+
+
+def test_save_table_writes_informative_index_only(tmp_path):
+    plain = pd.DataFrame({"a": [1, 2], "b": [0.5, 0.25]})
+    path = plots.save_table(plain, tmp_path / "tables" / "plain")
+    assert path.name == "plain.csv"
+    assert path.read_text().splitlines() == ["a,b", "1,0.5", "2,0.25"]
+    indexed = plain.set_index(pd.Index(["shc", "mds"], name="method"))
+    assert plots.save_table(indexed, tmp_path / "indexed.csv").read_text().splitlines()[:2] == ["method,a,b", "shc,1,0.5"]
+    with pytest.raises(TypeError, match="pd.DataFrame"):
+        plots.save_table({"a": [1]}, tmp_path / "x")
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+# --------------------------------------------------------------------------------------
+# Center geometry plots
+# --------------------------------------------------------------------------------------
+
+
+def test_plot_gv_bound_draws_hand_computed_distances(tmp_path):
+    # q = 16: 2^16 / C against the cumulative sums 1, 17, 137, 697, 2517, 6885 of C(16, i):
+    # C = 10 needs the sum to reach 6553.6 -> d = 6; C = 100 needs 655.36 -> d = 4.
+    fig = plots.plot_gv_bound([100, 10], [16, 32])
+    absolute = fig.axes[0]
+    q16 = absolute.lines[0]
+    np.testing.assert_array_equal(q16.get_xdata(), [10, 100])
+    np.testing.assert_array_equal(q16.get_ydata(), [6, 4])
+    relative = fig.axes[1].lines[0]
+    np.testing.assert_allclose(relative.get_ydata(), [6 / 16, 4 / 16])
+    assert fig.legends and absolute.get_legend() is None  # legend outside the data
+    _check_saved(fig, tmp_path, "gv_bound")
+    with pytest.raises(ValueError, match=">= 2"):
+        plots.plot_gv_bound([1, 10], [16])
+
+
+def test_plot_distance_histograms_counts_every_pair(tmp_path):
+    center_sets = {"random": _random_centers(7, 8, seed=1), "shc": _random_centers(7, 8, seed=2)}
+    fig = plots.plot_distance_histograms(center_sets, 8)
+    for axes, (method, centers) in zip(fig.axes, center_sets.items()):
+        distances = _brute_force_distances(centers)[np.triu_indices(7, k=1)]
+        heights = np.array([patch.get_height() for patch in axes.patches])
+        np.testing.assert_array_equal(heights, np.bincount(distances, minlength=9))
+        assert axes.get_title(loc="left") == f"{method}: d_min = {distances.min()}"
+        assert to_hex(axes.patches[0].get_facecolor(), keep_alpha=False) == plots.method_color(method).lower()
+    _check_saved(fig, tmp_path, "distance_histograms")
+    with pytest.raises(ValueError, match="num_bits=9"):
+        plots.plot_distance_histograms(center_sets, 9)
+    with pytest.raises(ValueError, match="only -1 and \\+1"):
+        plots.plot_distance_histograms({"bad": np.zeros((3, 8))}, 8)
+
+
+def test_plot_center_embedding_preserves_distances_of_three_centers(tmp_path):
+    # Three centred points span at most 2 dimensions, so classical MDS is exact:
+    # Euclidean distance in the plane = ||h_i - h_j|| = 2 sqrt(D_ij).
+    centers = np.array([[1, 1, 1, 1, 1, 1], [1, 1, -1, -1, 1, -1], [-1, -1, -1, 1, 1, 1]])
+    fig = plots.plot_center_embedding(centers, coarse_labels=[0, 1, 2], coarse_names=["a", "b", "c"])
+    points = np.concatenate([collection.get_offsets() for collection in fig.axes[0].collections])
+    planar = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    np.testing.assert_allclose(planar, 2 * np.sqrt(_brute_force_distances(centers)), atol=1e-9)
+    assert [text.get_text() for text in fig.legends[0].get_texts()] == ["a", "b", "c"]
+    _check_saved(fig, tmp_path, "embedding")
+
+
+def test_plot_center_embedding_one_panel_per_method(tmp_path):
+    center_sets = {"random": _random_centers(12, 16), "mds": _random_centers(12, 16, seed=3)}
+    coarse = np.repeat([0, 1, 2], 4)
+    fig = plots.plot_center_embedding(center_sets, coarse, class_names=[str(i) for i in range(12)])
+    titles = [axes.get_title(loc="left") for axes in fig.axes]
+    assert titles == ["random centers", "mds centers"]
+    assert sum(len(collection.get_offsets()) for collection in fig.axes[0].collections) == 12
+    _check_saved(fig, tmp_path, "embeddings")
+    with pytest.raises(ValueError, match=r"shape \(12,\)"):
+        plots.plot_center_embedding(center_sets, coarse[:5])
+
+
+def test_plot_similarity_vs_gram_shows_matrices_in_the_given_order(tmp_path):
+    centers = _random_centers(5, 8, seed=4)
+    similarity = np.eye(5)
+    similarity[0, 1] = similarity[1, 0] = 0.5
+    order = np.array([4, 2, 0, 1, 3])
+    fig = plots.plot_similarity_vs_gram(similarity, {"shc": centers}, order=order)
+    cosine = np.array([[np.dot(centers[i], centers[j]) / 8 for j in range(5)] for i in range(5)])
+    shown_similarity, shown_cosine = (np.asarray(axes.images[0].get_array()) for axes in fig.axes[:2])
+    np.testing.assert_allclose(shown_similarity, similarity[np.ix_(order, order)])
+    np.testing.assert_allclose(shown_cosine, cosine[np.ix_(order, order)])
+    assert fig.axes[0].images[0].get_clim() == (-1, 1)
+    _check_saved(fig, tmp_path, "similarity_vs_gram")
+    with pytest.raises(ValueError, match="permutation"):
+        plots.plot_similarity_vs_gram(similarity, centers, order=[0, 0, 1, 2, 3])
+    with pytest.raises(ValueError, match="5 classes"):
+        plots.plot_similarity_vs_gram(np.eye(4), centers)
+
+
+def test_similarity_order_puts_each_block_together():
+    blocks = np.repeat([0, 1, 2], [3, 4, 2])
+    shuffled = np.random.default_rng(0).permutation(blocks)
+    similarity = np.where(shuffled[:, None] == shuffled[None, :], 0.6, -0.2)
+    np.fill_diagonal(similarity, 1.0)
+    order = plots.similarity_order(similarity)
+    assert sorted(order) == list(range(9))
+    runs = [label for label, _ in itertools.groupby(shuffled[order])]
+    assert len(runs) == 3  # every block is one contiguous run
+
+
+def test_plot_similarity_heatmap_labels_classes_in_clustered_order(tmp_path):
+    similarity = np.array([[1.0, -0.5, 0.8], [-0.5, 1.0, -0.4], [0.8, -0.4, 1.0]])
+    names = ["cat", "truck", "kitten"]
+    fig = plots.plot_similarity_heatmap(similarity, names, cluster=True)
+    labels = [tick.get_text() for tick in fig.axes[0].get_xticklabels()]
+    assert sorted(labels) == sorted(names)
+    assert abs(labels.index("cat") - labels.index("kitten")) == 1  # similar classes are neighbours
+    plain = plots.plot_similarity_heatmap(similarity, names, cluster=False)
+    assert [tick.get_text() for tick in plain.axes[0].get_xticklabels()] == names
+    _check_saved(fig, tmp_path, "similarity")
+    with pytest.raises(ValueError, match="class_names has 2"):
+        plots.plot_similarity_heatmap(similarity, names[:2])
+    with pytest.raises(ValueError, match="square"):
+        plots.plot_similarity_heatmap(np.ones((2, 3)))
+
+
+# --------------------------------------------------------------------------------------
+# Curves, history, example queries
+# --------------------------------------------------------------------------------------
+
+
+def test_plot_curves_draws_mean_and_band_of_several_runs(tmp_path):
+    k = np.array([1, 5, 10])
+    runs = np.array([[0.9, 0.8, 0.7], [0.7, 0.6, 0.5]])
+    fig = plots.plot_curves(k, {"shc": runs, "csq": np.array([0.5, 0.4, 0.3])}, "K (retrieved items)", "precision@K")
+    axes = fig.axes[0]
+    shc_line, csq_line = axes.lines
+    np.testing.assert_allclose(shc_line.get_ydata(), [0.8, 0.7, 0.6])
+    np.testing.assert_allclose(csq_line.get_ydata(), [0.5, 0.4, 0.3])
+    assert to_hex(shc_line.get_color()) == plots.METHOD_COLORS["shc"].lower()
+    assert len(axes.collections) == 1  # the +-std band of the two shc runs only
+    assert axes.get_legend() is None and fig.legends
+    assert axes.get_xlabel() == "K (retrieved items)"
+    _check_saved(fig, tmp_path, "precision_at_k")
+    with pytest.raises(ValueError, match="to match x"):
+        plots.plot_curves(k, {"shc": [1.0, 2.0]}, "K", "P")
+
+
+def test_plot_pr_curves_reads_evaluate_dicts(tmp_path):
+    curves = {
+        "shc": {"pr_precision": np.array([1.0, 0.8, 0.5]), "pr_recall": np.array([0.1, 0.5, 1.0])},
+        "mds": {"precision": [0.9, 0.6, 0.4], "recall": [0.1, 0.4, 1.0]},
+    }
+    fig = plots.plot_pr_curves(curves)
+    shc_line = fig.axes[0].lines[0]
+    np.testing.assert_allclose(shc_line.get_xdata(), [0.1, 0.5, 1.0])
+    np.testing.assert_allclose(shc_line.get_ydata(), [1.0, 0.8, 0.5])
+    _check_saved(fig, tmp_path, "pr")
+    with pytest.raises(KeyError, match="'precision'"):
+        plots.plot_pr_curves({"shc": {"p": [1.0]}})
+
+
+def test_plot_training_history_one_line_per_method(tmp_path):
+    history = pd.DataFrame({
+        "method": ["shc"] * 3 + ["csq"] * 3,
+        "epoch": [1, 2, 3] * 2,
+        "loss": [0.9, 0.5, 0.3, 1.0, 0.7, 0.6],
+        "mAP@ALL": [0.2, np.nan, 0.6, 0.1, np.nan, 0.4],
+    })  # fmt: skip
+    fig = plots.plot_training_history(history)
+    loss_axes, metric_axes = fig.axes[:2]
+    assert [to_hex(line.get_color()) for line in loss_axes.lines] == [plots.METHOD_COLORS["shc"].lower(),
+                                                                       plots.METHOD_COLORS["csq"].lower()]
+    np.testing.assert_array_equal(metric_axes.lines[0].get_xdata(), [1, 3])  # epochs without evaluation skipped
+    _check_saved(fig, tmp_path, "history")
+    with pytest.raises(ValueError, match="not in the history"):
+        plots.plot_training_history(history, metrics=["mAP@100"])
+    with pytest.raises(ValueError, match="'epoch' and 'loss'"):
+        plots.plot_training_history(history.drop(columns="loss"))
+
+
+def test_plot_example_queries_outlines_wrong_results_in_red(tmp_path):
+    rng = np.random.default_rng(0)
+    queries = [rng.integers(0, 255, (8, 16), dtype=np.uint8), rng.integers(0, 255, (6, 6, 3), dtype=np.uint8)]
+    results = [[rng.integers(0, 255, (8, 16), dtype=np.uint8) for _ in range(3)] for _ in range(2)]
+    correct = np.array([[True, False, True], [False, False, True]])
+    fig = plots.plot_example_queries(queries, results, correct, query_titles=["37", "42"])
+    assert len(fig.axes) == 2 * 4
+    grid = np.array(fig.axes).reshape(2, 4)
+    for row, column in itertools.product(range(2), range(3)):
+        spine = to_hex(grid[row, column + 1].spines["top"].get_edgecolor())
+        assert (spine == "#d62728") == (not correct[row, column])
+    assert grid[1, 0].get_title() == "42"
+    _check_saved(fig, tmp_path, "queries")
+    with pytest.raises(ValueError, match="K = 3"):
+        plots.plot_example_queries(queries, [results[0], results[1][:2]], correct)
