@@ -1,0 +1,277 @@
+"""Composite datasets: base images (scikit-learn digits, MNIST, Fashion-MNIST) composed side by side
+into multi-item classes, each split drawn from its own disjoint pool of base images."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from shc.data.formats import default_data_root
+from shc.data.splits import DatasetSplits, HashingSplit, _apportion, _stratified_partition
+
+FASHION_MNIST_NAMES = (
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
+)
+DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
+IDX_FILES = (
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+)
+
+
+@dataclass(frozen=True)
+class _BaseImages:
+    images: np.ndarray  # (N, h, w) uint8
+    labels: np.ndarray  # (N,) int64 in 0..len(names)-1
+    names: tuple[str, ...]
+    description: str
+    item_word: str  # "digit" or "item"
+    separator: str  # joins item names into class names
+
+
+@lru_cache(maxsize=1)
+def _sklearn_digits() -> _BaseImages:
+    """scikit-learn's digits as uint8 (values 0..16 scaled to 0..255).
+
+    Reads the CSV that ``load_digits`` reads straight from the installed wheel, which skips the ~1 s
+    import of ``sklearn.datasets``; falls back to ``load_digits`` if the file ever moves.
+    """
+    spec = importlib.util.find_spec("sklearn")
+    csv = Path(spec.submodule_search_locations[0], "datasets", "data", "digits.csv.gz") if spec else None
+    if csv is not None and csv.is_file():
+        table = np.loadtxt(csv, delimiter=",")  # 64 pixels then the digit, per row
+        pixels, targets = table[:, :-1].reshape(-1, 8, 8), table[:, -1]
+    else:
+        from sklearn.datasets import load_digits
+
+        digits = load_digits()
+        pixels, targets = digits.images, digits.target
+    images = np.rint(pixels * (255.0 / 16.0)).astype(np.uint8)
+    images.flags.writeable = False
+    description = f"scikit-learn's {len(images):,} handwritten 8x8 digits"
+    return _BaseImages(images, targets.astype(np.int64), tuple("0123456789"), description, "digit", "")
+
+
+def _composite_dataset(
+    name: str,
+    base: _BaseImages,
+    num_items: int,
+    num_classes: int | None,
+    per_class: dict[str, int],
+    seed: int,
+) -> DatasetSplits:
+    """Compose ``num_items`` base images side by side into ``len(base.names) ** num_items`` classes.
+
+    The base images are first partitioned (per base class, in proportion to ``per_class``) into one
+    disjoint pool per split; each composite of a split takes, for each position, a random base
+    image of the right base class from that split's pool.
+    """
+    option = f"num_{base.item_word}s"
+    if isinstance(num_items, bool) or not isinstance(num_items, (int, np.integer)) or not 1 <= num_items <= 4:
+        raise ValueError(f"{option} must be 1, 2, 3 or 4, got {num_items}")
+    for split, count in per_class.items():
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+            raise ValueError(f"{split}_per_class must be a non-negative int, got {count!r}")
+    if sum(per_class.values()) == 0:
+        raise ValueError("all *_per_class counts are 0: ask for at least one sample")
+    num_base = len(base.names)
+    total = num_base**num_items
+    if num_classes is None:
+        num_classes = total
+    if isinstance(num_classes, bool) or not 1 <= num_classes <= total:
+        raise ValueError(f"num_classes must lie in [1, {total}] for {option}={num_items}, got {num_classes}")
+    numbers = np.arange(num_classes, dtype=np.int64) * total // num_classes  # evenly spaced subset
+    class_items = np.stack(np.unravel_index(numbers, (num_base,) * num_items), axis=1)  # (C, k)
+
+    rng = np.random.default_rng(seed)
+    pool_sizes = _apportion(len(base.labels), list(per_class.values()))
+    pool_of = _stratified_partition(base.labels, pool_sizes, rng)
+    splits = {}
+    for pool, (split, count) in enumerate(per_class.items()):
+        members = np.flatnonzero(pool_of == pool)
+        members = members[np.argsort(base.labels[members], kind="stable")]  # grouped by base class
+        members_per_class = np.bincount(base.labels[members], minlength=num_base)
+        if count and members_per_class.min() == 0:
+            raise ValueError(
+                f"the {split} pool has no base image of class {base.names[members_per_class.argmin()]}: "
+                f"make {split}_per_class a larger share of the per-class counts"
+            )
+        labels = np.repeat(np.arange(num_classes), count)
+        items = class_items[labels]  # (n, k) base class per position
+        first_member = np.cumsum(members_per_class) - members_per_class
+        offset = (rng.random(items.shape) * members_per_class[items]).astype(np.int64)
+        source_ids = members[first_member[items] + offset]  # (n, k) base image ids
+        height, width = base.images.shape[1:]
+        images = base.images[source_ids].transpose(0, 2, 1, 3).reshape(len(labels), height, num_items * width)
+        splits[split] = HashingSplit(labels, images=images, source_ids=source_ids)
+
+    # coarse class = first item; digits read as number patterns: "3x" = all the numbers starting with 3
+    suffix = "x" * (num_items - 1) if base.item_word == "digit" else ""
+    coarse_names = [name + suffix for name in base.names]
+    counts = " / ".join(f"{split} {count}" for split, count in per_class.items())
+    return DatasetSplits(
+        name=name,
+        **splits,
+        class_names=[base.separator.join(base.names[i] for i in row) for row in class_items],
+        num_classes=num_classes,
+        multi_label=False,
+        coarse_labels=class_items[:, 0].copy(),
+        coarse_names=coarse_names,
+        protocol=(
+            f"{num_items}-{base.item_word} composites of {base.description}: {num_classes} classes, "
+            f"per class {counts}; each split drawn from its own disjoint pool of base images "
+            f"(pools {pool_sizes}); coarse class = first {base.item_word}"
+        ),
+    )
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    """An idx file (MNIST format, optionally gzipped) as a uint8 array."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        content = handle.read()
+    if len(content) < 4 or content[:2] != b"\x00\x00" or content[2] != 0x08:
+        raise ValueError(f"{path} is not an unsigned-byte idx file (bad magic number {content[:4]!r})")
+    ndim = content[3]
+    shape = tuple(np.frombuffer(content, dtype=">i4", count=ndim, offset=4))
+    data = np.frombuffer(content, dtype=np.uint8, offset=4 + 4 * ndim)
+    if data.size != np.prod(shape):
+        raise ValueError(f"{path} is truncated: header says {shape}, found {data.size} values")
+    return data.reshape(shape)
+
+
+def _find_idx_files(folders: Sequence[Path]) -> list[Path] | None:
+    """The four idx files (plain or .gz) from the first folder holding all of them."""
+    for folder in folders:
+        found = []
+        for stem in IDX_FILES:
+            candidates = [folder / stem, folder / f"{stem}.gz"]
+            found.append(next((c for c in candidates if c.is_file()), None))
+        if all(found):
+            return found
+    return None
+
+
+def _idx_base(kind: str, root: Path | None, download: bool) -> _BaseImages:
+    """Fashion-MNIST or MNIST base images (train and t10k pooled) from idx files."""
+    fashion = kind == "fashion"
+    folder_name = "FashionMNIST" if fashion else "MNIST"
+    data_root = root if root is not None else default_data_root()
+    folders = [data_root, data_root / folder_name / "raw"]
+    if fashion and root is None:
+        folders.insert(0, DEBIAN_FASHION_MNIST)
+    files = _find_idx_files(folders)
+    if files is None and download:
+        from shc._compat import torchvision
+
+        dataset_class = torchvision.datasets.FashionMNIST if fashion else torchvision.datasets.MNIST
+        try:
+            dataset_class(str(data_root), train=True, download=True)
+        except Exception as error:  # network errors come in many types: report, never hide
+            raise RuntimeError(
+                f"downloading {folder_name} into {data_root} failed ({error!r}); get the four idx files "
+                f"{', '.join(IDX_FILES)} (optionally .gz) manually and pass their folder as root="
+            ) from error
+        files = _find_idx_files(folders)
+    if files is None:
+        if fashion:
+            how = (
+                "`apt-get install dataset-fashion-mnist` (Debian/Ubuntu: /usr/share/datasets/fashion-mnist), "
+                "https://github.com/zalandoresearch/fashion-mnist"
+            )
+        else:
+            how = "https://ossci-datasets.s3.amazonaws.com/mnist/ (torchvision's MNIST mirror)"
+        raise FileNotFoundError(
+            f"{folder_name} idx files not found. Expected {', '.join(IDX_FILES)} (each optionally .gz) "
+            f"in one of: {', '.join(map(str, folders))}. Get them from {how}, or pass download=True to "
+            "fetch them with torchvision (online), then pass their folder as root="
+        )
+    images = np.concatenate([_read_idx(files[0]), _read_idx(files[2])])
+    labels = np.concatenate([_read_idx(files[1]), _read_idx(files[3])]).astype(np.int64)
+    if images.ndim != 3 or len(images) != len(labels) or labels.max() > 9:
+        raise ValueError(
+            f"inconsistent idx files in {files[0].parent}: {images.shape} images, {labels.shape} labels"
+        )
+    names = FASHION_MNIST_NAMES if fashion else tuple("0123456789")
+    height, width = images.shape[1:]
+    description = f"{len(labels):,} {'Fashion-MNIST' if fashion else 'MNIST'} {height}x{width} images"
+    return _BaseImages(
+        images, labels, names, description, "item" if fashion else "digit", " + " if fashion else ""
+    )
+
+
+def _load_digits_composite(
+    root: Path | None,
+    seed: int,
+    *,
+    num_digits: int = 2,
+    num_classes: int | None = None,
+    train_per_class: int = 50,
+    val_per_class: int = 10,
+    query_per_class: int = 10,
+    database_per_class: int = 50,
+) -> DatasetSplits:
+    """Embedded scikit-learn digits composites (``root`` is unused)."""
+    per_class = dict(
+        train=train_per_class, val=val_per_class, query=query_per_class, database=database_per_class
+    )
+    return _composite_dataset("digits-composite", _sklearn_digits(), num_digits, num_classes, per_class, seed)
+
+
+def _load_mnist_composite(
+    root: Path | None,
+    seed: int,
+    *,
+    num_digits: int = 2,
+    num_classes: int | None = None,
+    train_per_class: int = 50,
+    val_per_class: int = 10,
+    query_per_class: int = 10,
+    database_per_class: int = 50,
+    download: bool = False,
+) -> DatasetSplits:
+    """MNIST digit composites from idx files."""
+    per_class = dict(
+        train=train_per_class, val=val_per_class, query=query_per_class, database=database_per_class
+    )
+    return _composite_dataset(
+        "mnist-composite", _idx_base("mnist", root, download), num_digits, num_classes, per_class, seed
+    )
+
+
+def _load_fashion_composite(
+    root: Path | None,
+    seed: int,
+    *,
+    num_items: int = 2,
+    num_classes: int | None = None,
+    train_per_class: int = 50,
+    val_per_class: int = 10,
+    query_per_class: int = 10,
+    database_per_class: int = 50,
+    download: bool = False,
+) -> DatasetSplits:
+    """Fashion-MNIST item composites ("T-shirt/top + Trouser") from idx files."""
+    per_class = dict(
+        train=train_per_class, val=val_per_class, query=query_per_class, database=database_per_class
+    )
+    return _composite_dataset(
+        "fashion-composite", _idx_base("fashion", root, download), num_items, num_classes, per_class, seed
+    )

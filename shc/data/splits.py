@@ -1,0 +1,320 @@
+"""Split containers and split arithmetic: :class:`HashingSplit`, :class:`DatasetSplits`, and the
+stratified random partitions behind every protocol."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+__all__ = ["DatasetSplits", "HashingSplit"]
+
+
+class HashingSplit(Dataset):
+    """One split (train, val, query or database) of a hashing dataset.
+
+    Items are ``(image, label, index)``: the transformed image (float ``(3, H, W)`` with the
+    default transforms), the label (int64 scalar tensor, or float32 multi-hot ``(C,)``) and the
+    sample's index within this split (for memory-bank losses).
+
+    Parameters
+    ----------
+    labels : np.ndarray
+        ``(n,)`` class indices or ``(n, C)`` multi-hot labels.
+    images : np.ndarray, optional
+        In-memory storage: ``(n, H, W)`` grey or ``(n, H, W, 3)`` RGB uint8 images.
+    paths : sequence of str or Path, optional
+        File storage: ``n`` image files, read lazily with PIL and converted to RGB. Give exactly one
+        of ``images`` and ``paths``.
+    transform : callable, optional
+        Applied to each image (a uint8 array for in-memory storage, a PIL image for files). A
+        transform with a true ``batched`` attribute also maps a ``(B, H, W[, 3])`` uint8 stack to
+        ``(B, 3, H', W')``; in-memory splits then transform whole batches at once.
+    source_ids : np.ndarray, optional
+        Provenance of each sample: ``(n,)`` index in the dataset's full image list, or ``(n, k)``
+        base-image ids of a composite's ``k`` items. Default ``arange(n)``.
+    """
+
+    def __init__(
+        self,
+        labels: np.ndarray,
+        *,
+        images: np.ndarray | None = None,
+        paths: Sequence[str | Path] | None = None,
+        transform: Callable | None = None,
+        source_ids: np.ndarray | None = None,
+    ) -> None:
+        labels = np.asarray(labels)
+        if labels.ndim not in (1, 2):
+            raise ValueError(
+                f"labels must be (n,) class indices or (n, C) multi-hot, got shape {labels.shape}"
+            )
+        self.labels = labels.astype(np.int64 if labels.ndim == 1 else np.float32, copy=False)
+        if (images is None) == (paths is None):
+            raise ValueError("give exactly one of images= (in-memory uint8 array) or paths= (files)")
+        n = len(self.labels)
+        if images is not None:
+            images = np.asarray(images)
+            if images.dtype != np.uint8 or images.ndim not in (3, 4) or len(images) != n:
+                raise ValueError(
+                    f"images must be a uint8 array (n={n}, H, W[, 3]); got {images.dtype} "
+                    f"{images.shape}: convert with .astype(np.uint8) and match the labels"
+                )
+        if paths is not None:
+            paths = np.asarray([str(p) for p in paths], dtype=object)
+            if len(paths) != n:
+                raise ValueError(f"got {len(paths)} paths for {n} labels: give one path per label")
+        self._images = images
+        self._paths = paths
+        self.transform = transform
+        self.source_ids = np.arange(n) if source_ids is None else np.asarray(source_ids)
+        if len(self.source_ids) != n:
+            raise ValueError(f"source_ids has {len(self.source_ids)} rows for {n} samples")
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __repr__(self) -> str:
+        if self._images is not None:
+            storage = "in-memory " + "x".join(map(str, self._images.shape[1:]))
+        else:
+            storage = "image files"
+        return f"HashingSplit(n={len(self)}, {storage}, transform={self.transform!r})"
+
+    @property
+    def in_memory(self) -> bool:
+        """True when the images are held in a uint8 array (no file reads)."""
+        return self._images is not None
+
+    @property
+    def paths(self) -> np.ndarray | None:
+        """The image file of each sample (file-backed splits), else None."""
+        return self._paths
+
+    def _load(self, i: int) -> Any:
+        if self._images is not None:
+            return self._images[i]
+        from PIL import Image
+
+        with Image.open(self._paths[i]) as image:
+            return image.convert("RGB")
+
+    def raw_image(self, i: int) -> np.ndarray:
+        """The stored image ``i`` untransformed: ``H x W x 3`` (or ``H x W`` grey) uint8, for display."""
+        return np.asarray(self._load(i))
+
+    def __getitem__(self, i: int) -> tuple[Any, torch.Tensor, int]:
+        i = int(i)
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"index {i} out of range for a split of {len(self)} samples")
+        i %= len(self)
+        image = self._load(i)
+        if self.transform is not None:
+            image = self.transform(image)
+        return image, torch.tensor(self.labels[i]), i
+
+    def __getitems__(self, indices: Sequence[int]) -> list[tuple[Any, torch.Tensor, int]]:
+        """A batch of items; one vectorised transform call for in-memory batched transforms."""
+        if not (self._images is not None and getattr(self.transform, "batched", False)):
+            return [self[i] for i in indices]
+        indices = [int(i) for i in indices]
+        images = self.transform(self._images[indices])
+        labels = torch.as_tensor(self.labels[indices])
+        return list(zip(images.unbind(0), labels.unbind(0), indices))
+
+    def tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The whole transformed split as ``(images (n, 3, H, W), labels)`` tensors.
+
+        One call for in-memory splits with a batched transform (the composites); otherwise a loop
+        over the items, so mind the memory for large file-backed splits (use a DataLoader there).
+        """
+        if self.transform is None:
+            raise ValueError("tensors() needs a transform: use split.with_transform(...) first")
+        labels = torch.as_tensor(self.labels)
+        if self._images is not None and getattr(self.transform, "batched", False):
+            return self.transform(self._images), labels
+        if len(self) == 0:
+            raise ValueError("tensors() of an empty split with a per-image transform is undefined")
+        return torch.stack([self[i][0] for i in range(len(self))]), labels
+
+    def with_transform(self, transform: Callable | None) -> HashingSplit:
+        """The same split (shared storage) with another transform."""
+        other = copy.copy(self)
+        other.transform = transform
+        return other
+
+    def subset(self, indices: np.ndarray) -> HashingSplit:
+        """A new split of the samples ``indices`` (in that order), same transform."""
+        indices = np.asarray(indices, dtype=np.int64)
+        return HashingSplit(
+            self.labels[indices],
+            images=None if self._images is None else self._images[indices],
+            paths=None if self._paths is None else self._paths[indices],
+            transform=self.transform,
+            source_ids=self.source_ids[indices],
+        )
+
+
+@dataclass(frozen=True)
+class DatasetSplits:
+    """The four splits of a dataset with its class metadata.
+
+    Attributes
+    ----------
+    name : str
+        Registry name.
+    train, val, query, database : HashingSplit
+        ``val`` is for model selection; it never overlaps ``train`` or ``query``.
+    class_names : list of str
+        ``num_classes`` names, in label order.
+    num_classes : int
+    multi_label : bool
+        Whether labels are ``(n, C)`` multi-hot.
+    coarse_labels : np.ndarray or None
+        ``(C,)`` coarse class id of each class (the hierarchy), or None.
+    coarse_names : list of str or None
+        Names of the coarse classes, indexed by ``coarse_labels``.
+    protocol : str
+        One line describing the split protocol and sizes (for reports).
+    """
+
+    name: str
+    train: HashingSplit
+    val: HashingSplit
+    query: HashingSplit
+    database: HashingSplit
+    class_names: list[str] = field(repr=False)
+    num_classes: int
+    multi_label: bool
+    coarse_labels: np.ndarray | None = field(repr=False)
+    coarse_names: list[str] | None = field(repr=False)
+    protocol: str
+
+    def __post_init__(self) -> None:
+        if len(self.class_names) != self.num_classes:
+            raise ValueError(f"{len(self.class_names)} class names for {self.num_classes} classes")
+        if self.coarse_labels is not None:
+            if self.coarse_labels.shape != (self.num_classes,) or self.coarse_names is None:
+                raise ValueError("coarse_labels must be (num_classes,) and come with coarse_names")
+            if self.coarse_labels.min() < 0 or self.coarse_labels.max() >= len(self.coarse_names):
+                raise ValueError("coarse_labels must index coarse_names")
+
+    @property
+    def splits(self) -> dict[str, HashingSplit]:
+        """The four splits by name, in the order train, val, query, database."""
+        return {"train": self.train, "val": self.val, "query": self.query, "database": self.database}
+
+
+# ----------------------------------------------------------------------------------------------
+# Split arithmetic
+# ----------------------------------------------------------------------------------------------
+
+
+def _stratified_partition(labels: np.ndarray, sizes: Sequence[int], rng: np.random.Generator) -> np.ndarray:
+    """Assign each sample to one of ``len(sizes)`` parts of exactly the given sizes, every class
+    divided in proportion to its size (largest remainders, random tie-break), members chosen at
+    random. Samples beyond ``sum(sizes)`` get part id ``len(sizes)``.
+
+    Returns the ``(n,)`` part id of each sample.
+    """
+    n = len(labels)
+    if sum(sizes) > n:
+        raise ValueError(f"split sizes {list(sizes)} add up to more than the {n} samples")
+    _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    remaining, left = counts.astype(np.int64), n
+    quotas = np.zeros((len(sizes), len(counts)), dtype=np.int64)
+    for part, size in enumerate(sizes):
+        if left == 0:
+            break
+        quota, remainder = np.divmod(remaining * size, left)
+        shortfall = size - quota.sum()  # == sum(remainder) / left < number of non-zero remainders
+        largest_first = np.lexsort((rng.random(len(counts)), -remainder))
+        quota[largest_first[:shortfall]] += 1
+        quotas[part] = quota
+        remaining -= quota
+        left -= size
+    order = rng.permutation(n)
+    order = order[np.argsort(inverse[order], kind="stable")]  # grouped by class, random within
+    class_of = inverse[order]
+    rank = np.arange(n) - (np.cumsum(counts) - counts)[class_of]
+    parts = np.empty(n, dtype=np.int64)
+    parts[order] = (rank[None, :] >= np.cumsum(quotas, axis=0)[:, class_of]).sum(axis=0)
+    return parts
+
+
+def _resolve_size(value: int | float, total: int, option: str) -> int:
+    """A count from a count or a fraction of ``total``, validated."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{option} must be an int count or a float fraction, got {value!r}")
+    if isinstance(value, (float, np.floating)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{option}={value} as a fraction must lie in [0, 1]; pass an int for a count")
+        return round(value * total)
+    if not 0 <= value <= total:
+        raise ValueError(f"{option}={value} must lie in [0, {total}] (the images it is drawn from)")
+    return int(value)
+
+
+def _carve_validation(train: np.ndarray, labels: np.ndarray, val_size: int | float, rng: np.random.Generator):
+    """Split the training indices ``train`` into (fit, val), stratified."""
+    size = _resolve_size(val_size, len(train), "val_size")
+    part = _stratified_partition(labels[train], [size], rng)
+    return train[part == 1], train[part == 0]
+
+
+def _random_protocol(
+    labels: np.ndarray,
+    seed: int,
+    train_size: int | float,
+    query_size: int | float,
+    database_size: int | float | None,
+    val_size: int | float,
+) -> dict[str, np.ndarray]:
+    """Disjoint stratified random train / query / database indices (database ``None``: all the
+    rest), then val carved from train."""
+    n = len(labels)
+    sizes = [_resolve_size(train_size, n, "train_size"), _resolve_size(query_size, n, "query_size")]
+    if database_size is not None:
+        sizes.append(_resolve_size(database_size, n, "database_size"))
+    if sum(sizes) > n:
+        raise ValueError(
+            f"train_size + query_size + database_size = {sum(sizes)} exceeds the {n} images; lower them"
+        )
+    rng = np.random.default_rng(seed)
+    parts = _stratified_partition(labels, sizes, rng)
+    fit, val = _carve_validation(np.flatnonzero(parts == 0), labels, val_size, rng)
+    return {
+        "train": fit,
+        "val": val,
+        "query": np.flatnonzero(parts == 1),
+        "database": np.flatnonzero(parts == 2),
+    }
+
+
+def _official_protocol(
+    is_train: np.ndarray, labels: np.ndarray, seed: int, val_size: int | float
+) -> dict[str, np.ndarray]:
+    """Official split: query = test, database = the full official train, fit on train minus val."""
+    official_train = np.flatnonzero(is_train)
+    fit, val = _carve_validation(official_train, labels, val_size, np.random.default_rng(seed))
+    return {"train": fit, "val": val, "query": np.flatnonzero(~is_train), "database": official_train}
+
+
+def _describe_sizes(indices: dict[str, np.ndarray]) -> str:
+    return " / ".join(f"{name} {len(idx):,}" for name, idx in indices.items())
+
+
+def _apportion(total: int, weights: Sequence[float]) -> list[int]:
+    """Integers proportional to ``weights`` summing to ``total`` (largest remainders)."""
+    weights = np.asarray(weights, dtype=np.float64)
+    exact = total * weights / weights.sum()
+    counts = np.floor(exact).astype(np.int64)
+    counts[np.argsort(counts - exact, kind="stable")[: total - counts.sum()]] += 1
+    return counts.tolist()

@@ -1,0 +1,112 @@
+"""Image transforms: the batched grey-composite transform and the paper's natural-image pipeline."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "CompositeTransform", "natural_image_transform"]
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def _random_translate(images: torch.Tensor, max_shift: int) -> torch.Tensor:
+    """Shift each ``(B, H, W)`` image by its own random ``(dy, dx)`` in ``[-max_shift, max_shift]``,
+    filling with zeros (the background)."""
+    batch, height, width = images.shape
+    padded = F.pad(images, (max_shift,) * 4)
+    dy = torch.randint(0, 2 * max_shift + 1, (batch, 1, 1))
+    dx = torch.randint(0, 2 * max_shift + 1, (batch, 1, 1))
+    rows = dy + torch.arange(height).view(1, height, 1)
+    cols = dx + torch.arange(width).view(1, 1, width)
+    return padded[torch.arange(batch).view(batch, 1, 1), rows, cols]
+
+
+class CompositeTransform:
+    """Grey uint8 composites to normalised float ``(3, H, W)`` tensors, one image or a whole batch.
+
+    Scales to [0, 1], optionally shifts each image by up to ``max_shift`` pixels (training
+    augmentation; zero fill), optionally resizes (bilinear), normalises with ``(x - mean) / std``
+    and replicates the grey channel to 3 channels so that every backbone accepts it.
+
+    Parameters
+    ----------
+    mean, std : float
+        Pixel statistics of the base images (on the [0, 1] scale).
+    train : bool
+        Apply the random translation.
+    image_size : int or (int, int), optional
+        Output size: an int sets the height and keeps the aspect ratio (8x16 -> 32x64 for 32), a
+        pair is ``(H, W)``. Default: native size.
+    max_shift : int
+        Largest translation in native pixels (default 1).
+    """
+
+    batched = True  # accepts (B, H, W) stacks: see HashingSplit
+
+    def __init__(
+        self,
+        mean: float,
+        std: float,
+        train: bool = False,
+        image_size: int | tuple[int, int] | None = None,
+        max_shift: int = 1,
+    ) -> None:
+        if std <= 0:
+            raise ValueError(f"std must be positive, got {std}")
+        if max_shift < 0:
+            raise ValueError(f"max_shift must be >= 0 pixels, got {max_shift}")
+        if image_size is not None and np.min(image_size) < 1:
+            raise ValueError(f"image_size must be positive, got {image_size}")
+        self.mean, self.std, self.train = float(mean), float(std), bool(train)
+        self.image_size, self.max_shift = image_size, int(max_shift)
+
+    def __repr__(self) -> str:
+        mode = f"train, max_shift={self.max_shift}" if self.train else "eval"
+        return f"CompositeTransform({mode}, image_size={self.image_size})"
+
+    def _output_size(self, height: int, width: int) -> tuple[int, int] | None:
+        if self.image_size is None:
+            return None
+        if isinstance(self.image_size, int):
+            return self.image_size, max(1, round(width * self.image_size / height))
+        return tuple(self.image_size)
+
+    def __call__(self, images: np.ndarray | torch.Tensor) -> torch.Tensor:
+        x = images if torch.is_tensor(images) else torch.tensor(np.asarray(images))
+        single = x.ndim == 2
+        if single:
+            x = x.unsqueeze(0)
+        if x.ndim != 3:
+            raise ValueError(f"expected a grey (H, W) image or (B, H, W) stack, got {tuple(x.shape)}")
+        x = x.to(torch.float32) / 255.0
+        if self.train and self.max_shift:
+            x = _random_translate(x, self.max_shift)
+        x = x.unsqueeze(1)
+        size = self._output_size(*x.shape[-2:])
+        if size is not None and size != tuple(x.shape[-2:]):
+            x = F.interpolate(x, size=size, mode="bilinear", align_corners=False)
+        x = ((x - self.mean) / self.std).expand(-1, 3, -1, -1).contiguous()
+        return x[0] if single else x
+
+
+def natural_image_transform(train: bool, image_size: int = 224) -> Callable:
+    """The paper's transform for natural images (PIL image, HWC uint8 array or CHW tensor in).
+
+    Train: resize the shorter side to ``256/224 * image_size``, random crop ``image_size``, random
+    horizontal flip; eval: same resize, center crop. Then ImageNet normalisation.
+    """
+    from shc._compat import torchvision  # noqa: F401 (repairs the import before the submodule loads)
+
+    v2 = importlib.import_module("torchvision.transforms.v2")
+    crop = v2.RandomCrop(image_size) if train else v2.CenterCrop(image_size)
+    steps = [v2.ToImage(), v2.Resize(round(image_size * 256 / 224)), crop]
+    if train:
+        steps.append(v2.RandomHorizontalFlip())
+    steps += [v2.ToDtype(torch.float32, scale=True), v2.Normalize(IMAGENET_MEAN, IMAGENET_STD)]
+    return v2.Compose(steps)
