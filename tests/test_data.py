@@ -42,23 +42,16 @@ def assert_composites_match(
     source, and no base image is used by two splits (brute-force lookup by pixel content)."""
     lookup = {image.tobytes(): index for index, image in enumerate(base_images)}
     assert len(lookup) == len(base_images), "test needs distinct base images"
-    width = base_images.shape[2]
+    num_columns = base_images.shape[2]
+
+    def base_ids(composite: np.ndarray) -> list[int]:
+        items = np.split(composite, composite.shape[1] // num_columns, axis=1)
+        return [lookup[np.ascontiguousarray(item).tobytes()] for item in items]
+
     used = {}
     for name, split in splits.splits.items():
-        images = stored_images(split)
-        num_items = images.shape[2] // width
-        matched = np.array(
-            [
-                [
-                    lookup[np.ascontiguousarray(img[:, k * width : (k + 1) * width]).tobytes()]
-                    for k in range(num_items)
-                ]
-                for img in images
-            ]
-        ).reshape(len(images), num_items)
-        expected_items = np.array([item_of_name(splits.class_names[y]) for y in split.labels]).reshape(
-            len(images), -1
-        )
+        matched = np.array([base_ids(image) for image in stored_images(split)])
+        expected_items = np.array([item_of_name(splits.class_names[y]) for y in split.labels])
         np.testing.assert_array_equal(base_labels[matched], expected_items)
         np.testing.assert_array_equal(matched, split.source_ids)
         used[name] = set(matched.ravel().tolist())
@@ -598,3 +591,12 @@ def test_seed_and_size_validation(tmp_path):
     write_tiny_cifar(tmp_path)
     with pytest.raises(ValueError, match=r"val_size=1.5.*\[0, 1\]"):
         load_dataset("cifar100", root=tmp_path, train_size=30, query_size=20, val_size=1.5)
+
+
+def test_multi_hot_labels_are_float_vectors():
+    labels = np.array([[1, 0, 1], [0, 1, 0]])
+    split = HashingSplit(labels, images=np.zeros((2, 4, 4), np.uint8))
+    _, label, index = split[1]
+    assert label.dtype == torch.float32 and label.tolist() == [0.0, 1.0, 0.0] and index == 1
+    with pytest.raises(ValueError, match="exactly one of images"):
+        HashingSplit(labels)

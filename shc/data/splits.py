@@ -133,6 +133,7 @@ class HashingSplit(Dataset):
 
         One call for in-memory splits with a batched transform (the composites); otherwise a loop
         over the items, so mind the memory for large file-backed splits (use a DataLoader there).
+        With an augmenting (train) transform this is one random draw of the augmentation.
         """
         if self.transform is None:
             raise ValueError("tensors() needs a transform: use split.with_transform(...) first")
