@@ -1,0 +1,184 @@
+"""Speed and memory of ``shc.metrics`` against DeepHash-pytorch's ``CalcTopMap``.
+
+The paper's CIFAR-100 protocol: 5,000 queries, 45,000 database items, 64 bits,
+100 classes, single-label. Codes are class centres with random bit flips, so
+ranks are realistic. ``CalcTopMap`` (copied below, as widely copied from
+DeepHash-pytorch ``utils/tools.py``) computes one topk per call with a Python
+loop over queries; it is timed on a subset of queries and extrapolated
+linearly to all of them. Peak memory is the tracemalloc peak of numpy
+allocations during the call (a separate, untimed run).
+
+Run: ``PYTHONPATH=. python benchmarks/bench_metrics.py [--quick]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import tracemalloc
+from collections.abc import Callable
+
+import numpy as np
+
+from shc.metrics import evaluate
+
+TOPKS = (100, 1000, None)
+
+
+# --------------------------------------------------------------------------- #
+# DeepHash-pytorch reference (utils/tools.py), verbatim but for tqdm and the sort kind
+# --------------------------------------------------------------------------- #
+def CalcHammingDist(B1, B2):  # noqa: N802, N803 - reference names kept
+    q = B2.shape[1]
+    distH = 0.5 * (q - np.dot(B1, B2.transpose()))  # noqa: N806
+    return distH
+
+
+def CalcTopMap(rB, qB, retrievalL, queryL, topk, sort_kind=None):  # noqa: N802, N803
+    """``sort_kind=None`` is the original (np.argsort's default, unstable quicksort)."""
+    num_query = queryL.shape[0]
+    topkmap = 0
+    for iter in range(num_query):  # noqa: A001
+        gnd = (np.dot(queryL[iter, :], retrievalL.transpose()) > 0).astype(np.float32)
+        hamm = CalcHammingDist(qB[iter, :], rB)
+        ind = np.argsort(hamm, kind=sort_kind)
+        gnd = gnd[ind]
+
+        tgnd = gnd[0:topk]
+        tsum = np.sum(tgnd).astype(int)
+        if tsum == 0:
+            continue
+        count = np.linspace(1, tsum, tsum)
+
+        tindex = np.asarray(np.where(tgnd == 1)) + 1.0
+        topkmap_ = np.mean(count / (tindex))
+        topkmap = topkmap + topkmap_
+    topkmap = topkmap / num_query
+    return topkmap
+
+
+# --------------------------------------------------------------------------- #
+# Data and measurement
+# --------------------------------------------------------------------------- #
+def cifar100_like(n_queries: int, n_db: int, n_bits: int, n_classes: int, flip: float = 0.2, seed: int = 0):
+    """float32 -1/+1 codes near per-class centres and float32 one-hot labels (DeepHash's format)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.choice(np.float32([-1, 1]), size=(n_classes, n_bits))
+    one_hot = np.eye(n_classes, dtype=np.float32)
+
+    def split(n: int):
+        classes = np.arange(n) % n_classes
+        codes = centres[classes] * np.where(rng.random((n, n_bits)) < flip, np.float32(-1), np.float32(1))
+        return codes, one_hot[classes]
+
+    return (*split(n_queries), *split(n_db))
+
+
+def seconds(fn: Callable[[], object], repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def peak_mb(fn: Callable[[], object]) -> float:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        fn()
+        return (tracemalloc.get_traced_memory()[1] - base) / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def run(quick: bool = False) -> list[dict]:
+    """Time our metrics and CalcTopMap on the CIFAR-100 protocol; one dict per table row.
+
+    Timed rows have implementation, queries, db, bits, seconds, speed-up (CalcTopMap x3
+    time / this time; None for the reference rows) and peak MB. Check rows have
+    implementation, topk, ours, abs_diff_stable and abs_diff_quicksort: |our mAP -
+    CalcTopMap's| on the reference subset, with a stable argsort in the copy (ties by
+    index, as ours: equal to rounding) and with its original unstable quicksort.
+    """
+    n_queries, n_db, n_bits, n_classes = (500, 4500, 64, 100) if quick else (5000, 45000, 64, 100)
+    n_reference = 50 if quick else 300  # CalcTopMap queries actually run; time is extrapolated
+    qB, queryL, rB, retrievalL = cifar100_like(n_queries, n_db, n_bits, n_classes)  # noqa: N806
+    sizes = {"queries": n_queries, "db": n_db, "bits": n_bits}
+
+    def ours_map():
+        return evaluate(qB, queryL, rB, retrievalL, topks=TOPKS, ks=(), pr=False)
+
+    def ours_everything():
+        return evaluate(qB, queryL, rB, retrievalL, topks=TOPKS, pr=True)
+
+    def reference(topks, n=n_reference, sort_kind=None):
+        return [CalcTopMap(rB, qB[:n], retrievalL, queryL[:n], n_db if k is None else k, sort_kind) for k in topks]
+
+    scale = n_queries / n_reference
+    reference(TOPKS, n=10)  # warm-up
+    reference_three = seconds(lambda: reference(TOPKS), 1) * scale
+    reference_one = seconds(lambda: reference((1000,)), 1) * scale
+    repeats = 1 if quick else 3
+    rows = [
+        {"implementation": "shc.metrics.evaluate: mAP@100, @1000, @ALL",
+         "seconds": seconds(ours_map, repeats), "peak MB": peak_mb(ours_map)},
+        {"implementation": "shc.metrics.evaluate: + P@K, R@K (101 K), PR curve",
+         "seconds": seconds(ours_everything, repeats), "peak MB": peak_mb(ours_everything)},
+        {"implementation": f"CalcTopMap x3 (topk 100, 1000, ALL; {n_reference} queries, extrapolated)",
+         "seconds": reference_three, "peak MB": peak_mb(lambda: reference(TOPKS, n=10))},
+        {"implementation": f"CalcTopMap x1 (topk 1000 only; {n_reference} queries, extrapolated)",
+         "seconds": reference_one, "peak MB": peak_mb(lambda: reference((1000,), n=10))},
+    ]  # fmt: skip
+    for row in rows:
+        speed_up = None if row["implementation"].startswith("CalcTopMap") else round(reference_three / row["seconds"], 1)
+        row.update(sizes, seconds=round(row["seconds"], 3), **{"speed-up": speed_up, "peak MB": round(row["peak MB"], 1)})
+
+    ours = evaluate(qB[:n_reference], queryL[:n_reference], rB, retrievalL, topks=TOPKS, ks=(), pr=False)
+    stable = reference(TOPKS, sort_kind="stable")
+    original = reference(TOPKS)
+    for topk, ref_stable, ref_original in zip(TOPKS, stable, original):
+        key = "mAP@ALL" if topk is None else f"mAP@{topk}"
+        rows.append({"implementation": f"{key} on {n_reference} queries", "topk": topk, "ours": ours[key],
+                     "abs_diff_stable": abs(ours[key] - ref_stable), "abs_diff_quicksort": abs(ours[key] - ref_original)})  # fmt: skip
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    timed = [row for row in rows if "seconds" in row]
+    checks = [row for row in rows if "ours" in row]
+    width = max(len(row["implementation"]) for row in timed)
+    lines = [f"{'implementation':<{width}} {'queries':>7} {'db':>6} {'bits':>4} {'seconds':>8} {'speed-up':>8} {'peak MB':>8}"]
+    for row in timed:
+        speed_up = "-" if row["speed-up"] is None else f"{row['speed-up']:.1f}x"
+        lines.append(
+            f"{row['implementation']:<{width}} {row['queries']:>7} {row['db']:>6} {row['bits']:>4}"
+            f" {row['seconds']:>8.3f} {speed_up:>8} {row['peak MB']:>8.1f}"
+        )
+    reference_one = next(row["seconds"] for row in timed if row["implementation"].startswith("CalcTopMap x1"))
+    lines += [
+        "",
+        "speed-up: CalcTopMap x3 seconds / this row's seconds (our one call computes the three topk);"
+        f" against one CalcTopMap call: {reference_one / timed[0]['seconds']:.1f}x.",
+        "peak MB: tracemalloc peak of numpy allocations during the call, inputs excluded.",
+        f"threads: up to {min(4, len(os.sched_getaffinity(0)))}; load average at the end: "
+        + ", ".join(f"{load:.1f}" for load in os.getloadavg())
+        + " (other processes on the machine slow every row).",
+        "",
+        "mAP equality with CalcTopMap on the same queries (|ours - reference|):",
+    ]
+    for row in checks:
+        lines.append(
+            f"  {row['implementation']}: ours {row['ours']:.6f}; stable-argsort copy {row['abs_diff_stable']:.1e};"
+            f" original (quicksort, ties in arbitrary order) {row['abs_diff_quicksort']:.1e}"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a 10x smaller problem (smoke test)")
+    print(format_table(run(quick=parser.parse_args().quick)))
