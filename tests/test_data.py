@@ -121,8 +121,7 @@ def test_digits_deterministic_per_seed(digits):
 def test_digits_three_digit_subset_of_555(base_digits):
     splits = load_dataset(
         "digits-composite",
-        num_digits=3,
-        num_classes=555,
+        num_classes=555,  # picks num_digits=3
         train_per_class=2,
         val_per_class=1,
         query_per_class=1,
@@ -140,11 +139,11 @@ def test_digits_three_digit_subset_of_555(base_digits):
 
 
 def test_digits_option_errors():
-    with pytest.raises(ValueError, match="num_classes"):
-        load_dataset("digits-composite", num_classes=101)
+    with pytest.raises(ValueError, match=r"num_classes must lie in \[1, 100\] for num_digits=2"):
+        load_dataset("digits-composite", num_digits=2, num_classes=101)
     with pytest.raises(ValueError, match="num_digits"):
         load_dataset("digits-composite", num_digits=5)
-    with pytest.raises(ValueError, match=r"unknown option.*num_items.*num_digits=2"):
+    with pytest.raises(ValueError, match=r"unknown option.*num_items.*num_digits=None"):
         load_dataset("digits-composite", num_items=2)
 
 

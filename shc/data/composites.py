@@ -72,18 +72,29 @@ def _sklearn_digits() -> _BaseImages:
 def _composite_dataset(
     name: str,
     base: _BaseImages,
-    num_items: int,
+    num_items: int | None,
     num_classes: int | None,
     per_class: dict[str, int],
     seed: int,
 ) -> DatasetSplits:
-    """Compose ``num_items`` base images side by side into ``len(base.names) ** num_items`` classes.
+    """Compose ``num_items`` base images side by side into ``len(base.names) ** num_items`` classes
+    (``num_items=None``: 2, or the fewest items that give ``num_classes``), or an evenly spaced
+    subset of ``num_classes`` of them.
 
     The base images are first partitioned (per base class, in proportion to ``per_class``) into one
     disjoint pool per split; each composite of a split takes, for each position, a random base
     image of the right base class from that split's pool.
     """
-    option = f"num_{base.item_word}s"
+    option, num_base = f"num_{base.item_word}s", len(base.names)
+    hint = (
+        f"leave {option}=None for the fewest {base.item_word}s that fit"
+        if num_items
+        else f"at most 4 {base.item_word}s"
+    )
+    if num_items is None:
+        num_items = 2
+        while num_classes is not None and num_base**num_items < num_classes and num_items < 4:
+            num_items += 1
     if isinstance(num_items, bool) or not isinstance(num_items, (int, np.integer)) or not 1 <= num_items <= 4:
         raise ValueError(f"{option} must be 1, 2, 3 or 4, got {num_items}")
     for split, count in per_class.items():
@@ -91,12 +102,13 @@ def _composite_dataset(
             raise ValueError(f"{split}_per_class must be a non-negative int, got {count!r}")
     if sum(per_class.values()) == 0:
         raise ValueError("all *_per_class counts are 0: ask for at least one sample")
-    num_base = len(base.names)
     total = num_base**num_items
     if num_classes is None:
         num_classes = total
     if isinstance(num_classes, bool) or not 1 <= num_classes <= total:
-        raise ValueError(f"num_classes must lie in [1, {total}] for {option}={num_items}, got {num_classes}")
+        raise ValueError(
+            f"num_classes must lie in [1, {total}] for {option}={num_items}, got {num_classes} ({hint})"
+        )
     numbers = np.arange(num_classes, dtype=np.int64) * total // num_classes  # evenly spaced subset
     class_items = np.stack(np.unravel_index(numbers, (num_base,) * num_items), axis=1)  # (C, k)
 
@@ -221,7 +233,7 @@ def _load_digits_composite(
     root: Path | None,
     seed: int,
     *,
-    num_digits: int = 2,
+    num_digits: int | None = None,
     num_classes: int | None = None,
     train_per_class: int = 50,
     val_per_class: int = 10,
@@ -239,7 +251,7 @@ def _load_mnist_composite(
     root: Path | None,
     seed: int,
     *,
-    num_digits: int = 2,
+    num_digits: int | None = None,
     num_classes: int | None = None,
     train_per_class: int = 50,
     val_per_class: int = 10,
@@ -260,7 +272,7 @@ def _load_fashion_composite(
     root: Path | None,
     seed: int,
     *,
-    num_items: int = 2,
+    num_items: int | None = None,
     num_classes: int | None = None,
     train_per_class: int = 50,
     val_per_class: int = 10,

@@ -82,7 +82,7 @@ class CompositeTransform:
         return tuple(self.image_size)
 
     def __call__(self, images: np.ndarray | torch.Tensor) -> torch.Tensor:
-        """``(H, W)`` or ``(B, H, W)`` uint8 (numpy or CPU tensor) to ``(3, H', W')`` or ``(B, 3, H', W')``."""
+        """``(H, W)`` or ``(B, H, W)`` uint8 (numpy or CPU tensor) to ``(3, H', W')`` / ``(B, 3, H', W')``."""
         x = np.asarray(images)
         single = x.ndim == 2
         if single:
