@@ -1,0 +1,88 @@
+"""Committed notebooks are clean, parameterised papermill inputs wired into the report table.
+
+Fix a failure with ``python -m shc.reports --strip-notebooks`` (outputs, execution counts) or by
+editing the notebook's first code cell / ``shc.reports.NOTEBOOK_PARAMETERS``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from papermill.translators import PythonTranslator
+
+from shc import reports
+
+NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, f"no notebooks found in {NOTEBOOKS_DIR}"
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def notebook(request):
+    path = request.param
+    return path, nbformat.read(str(path), as_version=4)
+
+
+def _parameters_cell(notebook):
+    return next(cell for cell in notebook.cells if cell.cell_type == "code")
+
+
+def test_notebook_is_valid_and_titled(notebook):
+    path, content = notebook
+    nbformat.validate(content)
+    first = content.cells[0]
+    assert first.cell_type == "markdown" and first.source.startswith("# "), f"{path.name}: start with a '# Title' cell"
+    assert content.metadata.get("kernelspec", {}).get("language") == "python"
+
+
+def test_first_code_cell_is_tagged_parameters(notebook):
+    path, content = notebook
+    assert "parameters" in _parameters_cell(content).metadata.get("tags", []), path.name
+
+
+def test_no_outputs_and_no_execution_counts(notebook):
+    path, content = notebook
+    for index, cell in enumerate(content.cells):
+        if cell.cell_type == "code":
+            assert cell.outputs == [], f"{path.name} cell {index} has outputs"
+            assert cell.execution_count is None, f"{path.name} cell {index} has an execution count"
+    assert "papermill" not in content.metadata, f"{path.name} keeps papermill run metadata"
+
+
+def test_parameters_parse_and_include_runner_parameters(notebook):
+    path, content = notebook
+    cell = _parameters_cell(content)
+    parsed = {parameter.name for parameter in PythonTranslator.inspect(cell)}
+    assigned = {line.split("=")[0].split(":")[0].strip() for line in cell.source.splitlines()
+                if "=" in line and not line.lstrip().startswith("#")}  # fmt: skip
+    assert assigned <= parsed, f"{path.name}: papermill cannot parse {sorted(assigned - parsed)}"
+    assert {"output_dir", "run_dir"} <= parsed
+
+
+def test_notebook_is_in_the_report_table_for_every_preset(notebook):
+    path, content = notebook
+    assert path.stem in reports.NOTEBOOK_PARAMETERS, f"add {path.stem} to shc.reports.NOTEBOOK_PARAMETERS"
+    presets = reports.NOTEBOOK_PARAMETERS[path.stem]
+    assert set(presets) == set(reports.PRESETS)
+    declared = {parameter.name for parameter in PythonTranslator.inspect(_parameters_cell(content))}
+    for preset, parameter_sets in presets.items():
+        assert parameter_sets, f"{path.stem}: preset {preset} has no parameter set"
+        for parameters in parameter_sets:
+            unknown = set(parameters) - declared
+            assert not unknown, f"{path.stem} preset {preset}: parameters {sorted(unknown)} are not declared"
+            assert not set(parameters) & {"output_dir", "run_dir"}, "the runner sets output_dir and run_dir"
+
+
+def test_report_table_names_existing_notebooks():
+    missing = [stem for stem in reports.NOTEBOOK_PARAMETERS if not (NOTEBOOKS_DIR / f"{stem}.ipynb").is_file()]
+    assert missing == []
+
+
+def test_check_notebook_agrees(notebook):
+    path, _ = notebook
+    assert reports.check_notebook(path) == []

@@ -1,0 +1,306 @@
+"""Tests of the papermill report runner (shc.reports).
+
+One end-to-end run (module fixture, ~30-40 s on 2 cores) executes notebook 00 twice through
+``python -m shc.reports`` semantics: ``--bits 12 16`` gives a failing parameter set first (CSQ's
+Hadamard centers need q a power of two) and a working one after it. The run happens in a hostile
+environment on purpose: a bogus "python3" kernelspec on JUPYTER_PATH, no PYTHONPATH and
+MPLBACKEND=Agg; the runner must still use this interpreter, import this shc and embed PNG figures.
+The other tests are fast unit tests of planning, summaries, the index and notebook hygiene.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+
+from shc import reports
+
+FIGURES = ("gv_bound", "similarity", "distance_histograms", "center_embedding", "similarity_vs_gram", "shc_history")
+TABLES = ("gv_bound", "hadamard_capacity", "center_quality", "shc_history")
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    root = tmp_path_factory.mktemp("batch")
+    bogus_kernels = root / "jupyter" / "kernels" / "python3"
+    bogus_kernels.mkdir(parents=True)
+    (bogus_kernels / "kernel.json").write_text(json.dumps(
+        {"argv": ["/nonexistent/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+         "display_name": "broken", "language": "python"}
+    ))  # fmt: skip
+    console = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(console):
+        patch.setenv("JUPYTER_PATH", str(root / "jupyter"))
+        patch.setenv("MPLBACKEND", "Agg")
+        patch.delenv("PYTHONPATH", raising=False)
+        resolved_by_jupyter = KernelSpecManager().get_kernel_spec("python3").argv[0]
+        status = reports.main([
+            "--preset", "tiny", "--only", "00", "--bits", "12", "16",
+            "--output", str(root / "reports"), "--runs", str(root / "runs"),
+        ])  # fmt: skip
+    preset_dir = root / "reports" / "tiny"
+    return {
+        "status": status,
+        "resolved_by_jupyter": resolved_by_jupyter,
+        "console": console.getvalue(),
+        "root": root,
+        "preset_dir": preset_dir,
+        "failed": preset_dir / "00_center_geometry" / "bits-12",
+        "ok": preset_dir / "00_center_geometry" / "bits-16",
+    }
+
+
+def test_failing_parameter_set_gives_nonzero_exit_but_the_next_one_runs(batch):
+    assert batch["status"] != 0
+    assert json.loads((batch["failed"] / "run.json").read_text())["status"] == "failed"
+    assert json.loads((batch["ok"] / "run.json").read_text())["status"] == "ok"
+
+
+def test_console_reports_progress_and_the_failure(batch):
+    lines = batch["console"].splitlines()
+    assert any(re.search(r"^\[1/2\] 00_center_geometry/bits-12: FAILED after \d+\.\d s: ValueError in cell In \[\d+\]", line)
+               for line in lines), lines  # fmt: skip
+    assert any(re.search(r"^\[2/2\] 00_center_geometry/bits-16: ok in \d+\.\d s", line) for line in lines), lines
+    assert any(line.startswith("1/2 reports ok") for line in lines)
+    assert any(line.startswith("FAILED 00_center_geometry/bits-12: ValueError") for line in lines)
+
+
+def test_report_figures_and_tables_are_written(batch):
+    for stem in FIGURES:
+        for suffix in (".png", ".svg"):
+            path = batch["ok"] / "figures" / f"{stem}{suffix}"
+            assert path.is_file() and path.stat().st_size > 1000, path
+    for stem in TABLES:
+        assert (batch["ok"] / "tables" / f"{stem}.csv").stat().st_size > 0
+
+
+def test_report_tables_hold_correct_numbers(batch):
+    quality = np.genfromtxt(batch["ok"] / "tables" / "center_quality.csv", delimiter=",", names=True, dtype=None,
+                            encoding="utf-8")  # fmt: skip
+    # Tiny parameters: C = 20 classes, q = 16 bits. GV (Eq. 12): 2^16 / 20 = 3276.8; the cumulative sums of
+    # C(16, i) are 1, 17, 137, 697, 2517, 6885, so the sum first reaches it with 6 terms: d = 6.
+    assert set(quality["GV_distance_d"]) == {6}
+    rows = {str(row["method"]): row for row in quality}
+    assert set(rows) == {"random", "csq", "mds", "shc"}
+    assert rows["mds"]["d_min"] >= 6 and rows["shc"]["d_min"] >= 6
+    assert rows["csq"]["d_min"] == 8  # C = 20 <= 2q: Hadamard rows and negations, pairwise distance >= q/2
+    summary = json.loads((batch["ok"] / reports.SUMMARY_FILE).read_text())
+    assert summary["GV d"] == 6 and summary["C"] == 20 and summary["q"] == 16
+    assert math.isclose(summary["S_loss shc"], float(rows["shc"]["s_loss"]), abs_tol=1e-4)
+
+
+def test_html_versions_embed_png_figures_and_the_reading_version_hides_code(batch):
+    full = (batch["ok"] / "00_center_geometry.html").read_text(encoding="utf-8")
+    reading = (batch["ok"] / "00_center_geometry-report.html").read_text(encoding="utf-8")
+    for page in (full, reading):
+        images = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=\s]+)", page)
+        assert len(images) >= len(FIGURES)  # MPLBACKEND=Agg in the runner did not stop inline figures
+        assert base64.b64decode(images[0]).startswith(b"\x89PNG")
+    assert "generate_centers" in full and "generate_centers" not in reading  # only code cells call it
+    assert 'class="highlight hl-ipython3"' in full and 'class="highlight hl-ipython3"' not in reading
+    assert "Parameters: <code>num_classes=20</code>, <code>bits=16</code>" in reading  # header of the reading version
+
+
+def test_kernel_ignores_installed_kernelspecs(batch):
+    # Jupyter itself resolved "python3" to the bogus kernelspec, which cannot start; the report ran
+    # anyway, in a kernel of this interpreter that imported this checkout's shc without PYTHONPATH.
+    assert batch["resolved_by_jupyter"] == "/nonexistent/python"
+    executed = nbformat.read(batch["ok"] / "00_center_geometry.ipynb", as_version=4)
+    assert executed.metadata["language_info"]["version"].startswith(f"{sys.version_info.major}.{sys.version_info.minor}")
+    assert (batch["ok"] / reports.KERNEL_LOG_FILE).is_file()
+
+
+def test_failure_record_names_cell_type_and_message_and_keeps_the_partial_notebook(batch):
+    record = json.loads((batch["failed"] / "run.json").read_text())
+    error = record["error"]
+    assert error["type"] == "ValueError"
+    assert "power of two" in error["message"]
+    assert isinstance(error["execution_count"], int) and isinstance(error["cell_index"], int)
+    partial = nbformat.read(batch["failed"] / record["files"]["notebook"], as_version=4)
+    failing_cell = partial.cells[error["cell_index"] + 2]  # papermill inserts 2 error-marker cells before it
+    assert failing_cell.execution_count == error["execution_count"]
+    assert any(output.output_type == "error" for output in failing_cell.outputs)
+    earlier_images = [o for cell in partial.cells[: error["cell_index"]] if cell.cell_type == "code"
+                      for o in cell.outputs if "image/png" in o.get("data", {})]  # fmt: skip
+    assert earlier_images  # the cells before the failure ran and kept their figures
+    assert (batch["failed"] / record["files"]["report"]).is_file()  # the partial run is rendered too
+    assert not (batch["failed"] / reports.SUMMARY_FILE).exists()
+
+
+def test_index_lists_both_runs_with_status_summary_and_working_links(batch):
+    index = batch["preset_dir"] / "index.html"
+    page = index.read_text(encoding="utf-8")
+    assert "2 reports, 1 failed" in page
+    assert page.count('<span class="failed">failed</span>') == 1 and page.count('<span class="ok">ok</span>') == 1
+    assert "ValueError in cell In [" in page and "power of two" in page
+    assert "GV d 6" in page  # the published summary of the working run
+    links = re.findall(r'href="([^"]+)"', page)
+    assert "00_center_geometry/bits-12/00_center_geometry.ipynb" in links  # link to the partial notebook
+    for link in links:
+        assert (index.parent / link).is_file(), link
+
+
+def test_writes_are_atomic_no_temporary_files_left(batch):
+    leftovers = [p for p in batch["root"].rglob("*") if p.name.startswith(".") or ".tmp" in p.name]
+    assert leftovers == []
+
+
+def test_skip_existing_skips_an_up_to_date_report(batch):
+    job = reports.ReportJob("00_center_geometry", "tiny", {**reports.NOTEBOOK_PARAMETERS["00_center_geometry"]["tiny"][0],
+                                                           "bits": 16}, "bits-16")  # fmt: skip
+    result = reports.execute_report(job, output_root=batch["root"] / "reports", run_root=batch["root"] / "runs",
+                                    skip_existing=True)  # fmt: skip
+    assert result.status == "skipped" and result.ok
+    assert result.summary["GV d"] == 6
+    changed = reports.ReportJob(job.notebook, job.preset, {**job.parameters, "seed": 1}, job.variant)
+    assert not reports._is_up_to_date(result.output_dir, reports._report_files(changed),
+                                      reports.default_notebooks_dir() / "00_center_geometry.ipynb",
+                                      {**changed.parameters, "output_dir": str(result.output_dir),
+                                       "run_dir": str((batch["root"] / "runs" / "tiny").resolve())})  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------
+# Fast unit tests
+# --------------------------------------------------------------------------------------
+
+DECLARED = {"bits": {"default": "32"}, "methods": {"default": '["shc", "csq"]'}, "seed": {"default": "0"}}
+
+
+def test_scalar_override_multiplies_sets_and_list_override_replaces():
+    sets = [{"bits": 32, "seed": 0}]
+    result = reports.apply_overrides(sets, {"bits": [16, 64], "methods": ["mds"], "seeds": [3]}, DECLARED)
+    assert result == [{"bits": 16, "seed": 3, "methods": ["mds"]}, {"bits": 64, "seed": 3, "methods": ["mds"]}]
+    assert sets == [{"bits": 32, "seed": 0}]  # the preset table is not modified
+
+
+def test_overrides_not_declared_are_ignored_and_duplicates_merged():
+    sets = [{"bits": 16}, {"bits": 32}]
+    assert reports.apply_overrides(sets, {"epochs": [3], "dataset": ["cifar100"]}, DECLARED) == sets
+    assert reports.apply_overrides(sets, {"bits": [64]}, DECLARED) == [{"bits": 64}]
+    with pytest.raises(ValueError, match="unknown override 'lr'"):
+        reports.apply_overrides(sets, {"lr": [0.1]}, DECLARED)
+
+
+def test_variant_names_use_the_differing_parameters():
+    assert reports.variant_names([{"bits": 16}]) == [""]
+    names = reports.variant_names([{"bits": 16, "seed": 0, "methods": ["a", "b"]}, {"bits": 32, "seed": 0, "methods": ["c"]}])
+    assert names == ["bits-16_methods-a-b", "bits-32_methods-c"]
+    with pytest.raises(ValueError, match="identical parameter sets"):
+        reports.variant_names([{"bits": 16}, {"bits": 16}])
+
+
+def test_plan_jobs_selects_notebooks_and_rejects_bad_requests(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    for stem in ("01_a", "02_b"):
+        _write_notebook(notebooks / f"{stem}.ipynb", "x = 1\noutput_dir = ''\nrun_dir = ''")
+    table = {"01_a": {"tiny": [{"x": 1}], "quick": [{"x": 2}]}, "02_b": {"quick": [{"x": 1}, {"x": 3}]}}
+    jobs = reports.plan_jobs("quick", notebooks_dir=notebooks, table=table)
+    assert [(job.name, job.parameters) for job in jobs] == [("01_a", {"x": 2}), ("02_b/x-1", {"x": 1}), ("02_b/x-3", {"x": 3})]
+    assert jobs[1].output_dir(tmp_path / "r") == tmp_path / "r" / "quick" / "02_b" / "x-1"
+    assert [job.name for job in reports.plan_jobs("tiny", notebooks_dir=notebooks, table=table)] == ["01_a"]
+    assert [job.name for job in reports.plan_jobs("quick", only=["02"], notebooks_dir=notebooks, table=table)] == [
+        "02_b/x-1", "02_b/x-3"]  # fmt: skip
+    assert reports.plan_jobs("quick", overrides={"epochs": [2]}, notebooks_dir=notebooks, table=table)[0].ignored_overrides == ("epochs",)
+    with pytest.raises(ValueError, match="unknown preset 'fast'"):
+        reports.plan_jobs("fast", notebooks_dir=notebooks, table=table)
+    with pytest.raises(ValueError, match="'0' is ambiguous"):
+        reports.plan_jobs("quick", only=["0"], notebooks_dir=notebooks, table=table)
+    with pytest.raises(ValueError, match="'9' matches none"):
+        reports.plan_jobs("quick", only=["9"], notebooks_dir=notebooks, table=table)
+    with pytest.raises(FileNotFoundError, match="03_c.ipynb"):
+        reports.plan_jobs("quick", notebooks_dir=notebooks, table={**table, "03_c": {"quick": [{}]}})
+
+
+def test_publish_summary_round_trips_and_validates(tmp_path):
+    path = reports.publish_summary(tmp_path, {"mAP@ALL shc": np.float32(0.8125), "d_min": np.int64(4), "note": "ok",
+                                              "broken": float("nan")})  # fmt: skip
+    assert path == tmp_path / reports.SUMMARY_FILE
+    summary = reports.read_summary(tmp_path)
+    assert summary == {"mAP@ALL shc": 0.8125, "d_min": 4, "note": "ok", "broken": "nan"}
+    assert list(summary) == ["mAP@ALL shc", "d_min", "note", "broken"]
+    assert reports.format_summary({"mAP": 0.812345, "d": 4}) == "mAP 0.8123 · d 4"
+    assert reports.read_summary(tmp_path / "nowhere") is None
+    with pytest.raises(ValueError, match="non-empty mapping"):
+        reports.publish_summary(tmp_path, {})
+    with pytest.raises(TypeError, match=r"summary\['curve'\]"):
+        reports.publish_summary(tmp_path, {"curve": [0.1, 0.2]})
+
+
+def test_index_escapes_error_messages(tmp_path):
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    record = {"notebook": "nb", "title": "A <b>title</b>", "status": "failed", "seconds": 1.0, "parameters": {"x": 1},
+              "error": {"type": "ValueError", "message": "<script>alert(1)</script>", "execution_count": 3,
+                        "cell_index": 4, "cell_source": "f(x)"}, "files": {}}  # fmt: skip
+    (folder / reports.RECORD_FILE).write_text(json.dumps(record))
+    page = reports.write_index(tmp_path).read_text()
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "A &lt;b&gt;title&lt;/b&gt;" in page and "ValueError in cell In [3]: &lt;script&gt;" in page
+
+
+def test_kernel_spec_is_this_interpreter_with_this_package_on_the_path():
+    spec = reports.current_interpreter_kernel_spec()
+    assert spec.argv[0] == sys.executable
+    assert spec.env["PYTHONPATH"].split(os.pathsep)[0] == str(Path(reports.__file__).resolve().parent.parent)
+    assert "inline" in spec.env["MPLBACKEND"]
+
+
+def _write_notebook(path: Path, parameters: str, tagged: bool = True, outputs: bool = False) -> None:
+    cell = nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]} if tagged else {})
+    body = nbformat.v4.new_code_cell("print(x)")
+    if outputs:
+        body.execution_count = 7
+        body.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+        cell.execution_count = 6
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Title"), cell, body])
+    if outputs:
+        notebook.metadata["papermill"] = {"parameters": {"x": 1}}
+    nbformat.write(notebook, str(path))
+
+
+def test_strip_notebook_clears_outputs_counts_and_run_metadata(tmp_path):
+    path = tmp_path / "dirty.ipynb"
+    _write_notebook(path, "x = 1\noutput_dir = ''\nrun_dir = ''", outputs=True)
+    assert reports.check_notebook(path) == [
+        "cells [2] have outputs (run python -m shc.reports --strip-notebooks)",
+        "cells [1, 2] have execution counts (run python -m shc.reports --strip-notebooks)",
+    ]
+    assert reports.strip_notebook(path) is True
+    clean = nbformat.read(str(path), as_version=4)
+    assert all(cell.get("outputs", []) == [] and cell.get("execution_count") is None for cell in clean.cells)
+    assert "papermill" not in clean.metadata and clean.cells[1].metadata["tags"] == ["parameters"]
+    assert reports.check_notebook(path) == []
+    assert reports.strip_notebook(path) is False  # already clean: file untouched
+
+
+def test_check_notebook_finds_untagged_unparseable_and_incomplete_parameters(tmp_path):
+    untagged = tmp_path / "untagged.ipynb"
+    _write_notebook(untagged, "x = 1", tagged=False)
+    assert reports.check_notebook(untagged) == ["the first code cell must be tagged 'parameters'"]
+    unparseable = tmp_path / "unparseable.ipynb"
+    _write_notebook(unparseable, "x = 1  # C = number of classes\noutput_dir = ''")
+    assert reports.check_notebook(unparseable) == [
+        "papermill cannot parse the parameters ['x'] (keep '=' out of their comments)",
+        "the parameters cell must declare ['run_dir']",
+    ]
+
+
+def test_main_strip_and_check_notebooks(tmp_path, capsys):
+    _write_notebook(tmp_path / "a.ipynb", "x = 1\noutput_dir = ''\nrun_dir = ''", outputs=True)
+    assert reports.main(["--check-notebooks", "--notebooks", str(tmp_path)]) == 1
+    assert reports.main(["--strip-notebooks", "--notebooks", str(tmp_path)]) == 0
+    assert reports.main(["--check-notebooks", "--notebooks", str(tmp_path)]) == 0
+    assert "a.ipynb: stripped" in capsys.readouterr().out
