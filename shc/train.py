@@ -4,7 +4,8 @@
 ``nn.Module`` with any loss of the interface ``criterion(outputs, labels,
 indices) -> scalar`` on any dataset whose items are ``(input, label, index)``.
 It is the same loop for the stage-1 classifier (cross-entropy) and the stage-3
-hashing network (paper Eq. 12-14) and for every baseline.
+hashing network (``L = L_C + gamma L_Q``, paper Eq. 41-43) and for every
+baseline.
 
 What it guarantees:
 
@@ -645,7 +646,7 @@ def fit(
         the final epoch without ``evaluate``) and is in eval mode.
     criterion : callable
         ``criterion(outputs, labels, indices) -> scalar tensor``, a mean over
-        the batch (e.g. ``shc.losses.CenterLoss``, paper Eq. 14). Runs in
+        the batch (e.g. ``shc.losses.CenterLoss``, paper Eq. 41-43). Runs in
         float32 outside autocast. If it is an ``nn.Module`` it is moved to the
         device, its trainable parameters (if any) are optimised with the
         model's, and its state is checkpointed.
@@ -813,6 +814,42 @@ def _fit(
     return history
 
 
+def _train_step(
+    trained: nn.Module,
+    criterion: Callable,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    indices: torch.Tensor,
+    weight: float,
+    device: torch.device,
+    precision: str,
+    channels_last: bool,
+    grad_clip_norm: float | None,
+) -> torch.Tensor:
+    """Forward (autocast), float32 loss, backward, step. Returns the detached, unweighted loss.
+
+    ``weight`` multiplies the loss before backward: under DDP it is
+    ``world_size * local_share`` so that DDP's average over ranks is the
+    gradient of the global batch mean.
+    """
+    inputs = _move_inputs(inputs, device, channels_last)
+    labels = labels.to(device, non_blocking=True)
+    indices = indices.to(device, non_blocking=True)
+    with _autocast(device, precision):
+        outputs = trained(inputs)
+    loss = criterion(_to_float32(outputs), labels, indices)
+    optimizer.zero_grad(set_to_none=True)
+    scaler.scale(loss * weight if weight != 1.0 else loss).backward()
+    if grad_clip_norm is not None:
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]], grad_clip_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.detach()
+
+
 def _train_epoch(
     trained: nn.Module,
     criterion: Callable,
@@ -848,23 +885,12 @@ def _train_epoch(
     bar = tqdm(loader, desc=f"epoch {epoch}/{config.epochs}", disable=not show, leave=False)
     for step, (batch, (indices, global_size)) in enumerate(zip(bar, batches), start=1):
         inputs, labels, sample_indices = _unpack_batch(batch)
-        inputs = _move_inputs(inputs, device, config.channels_last)
-        labels = labels.to(device, non_blocking=True)
-        sample_indices = sample_indices.to(device, non_blocking=True)
-        with _autocast(device, precision):
-            outputs = trained(inputs)
-        loss = criterion(_to_float32(outputs), labels, sample_indices)
         share = len(indices) / global_size  # this rank's fraction of the global batch
-        weight = share * ranks.world_size  # DDP averages over ranks: this makes it the batch mean
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(loss * weight if weight != 1.0 else loss).backward()
-        if config.grad_clip_norm is not None:
-            scaler.unscale_(optimizer)
-            nn.utils.clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]],
-                                     config.grad_clip_norm)
-        scaler.step(optimizer)
-        scaler.update()
-        batch_loss = loss.detach()
+        batch_loss = _train_step(
+            trained, criterion, optimizer, scaler, inputs, labels, sample_indices,
+            weight=share * ranks.world_size, device=device, precision=precision,
+            channels_last=config.channels_last, grad_clip_norm=config.grad_clip_norm,
+        )
         if ranks.distributed:
             batch_loss = batch_loss * share
             dist.all_reduce(batch_loss)

@@ -1,0 +1,129 @@
+"""Training throughput: images/second of one training step, and the DataLoader worker default.
+
+Two tables in one:
+
+- ``step``: forward + float32 CenterLoss + backward + RMSprop step (``shc.train._train_step``, exactly
+  what ``fit`` runs per batch) of a 64-bit ``HashingNetwork`` on ``small_cnn`` and ``resnet18``, batch 64,
+  32x32 and 224x224 random images, channels-last, fp32 vs bf16 autocast.
+- ``epoch``: one ``fit`` epoch of ``small_cnn`` on the default ``digits-composite`` training split
+  (5,000 8x16 images, train augmentation, the batched ``__getitems__`` path), fp32 vs bf16 and
+  ``num_workers`` 0 vs 2: the measurement behind ``TrainConfig.num_workers=None`` meaning 0 on a CPU.
+
+The cases are *interleaved* (fp32, bf16, fp32, ...) so that load from other processes hits them alike.
+``images/s`` is at the median repetition, ``best images/s`` at the fastest: on a shared machine the two
+intra-op threads of a step stall whenever one is descheduled, and the best repetition is the closer
+estimate of an unloaded machine.
+
+Run: ``python benchmarks/run.py --only train`` (``--quick``: fewer steps, no 224x224 resnet18).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+
+import torch
+
+from shc.data import load_dataset
+from shc.losses import CenterLoss
+from shc.models import build_hashing_network
+from shc.train import TrainConfig, _train_step, fit
+
+BATCH_SIZE = 64
+NUM_BITS = 64
+NUM_CLASSES = 100
+CPU = torch.device("cpu")
+
+
+def _step_runner(backbone: str, image_size: int, precision: str):
+    """A closure running one training step of a fresh network on a fixed random batch."""
+    torch.manual_seed(0)
+    model = build_hashing_network(backbone, NUM_BITS).to(memory_format=torch.channels_last).train()
+    criterion = CenterLoss(torch.randint(0, 2, (NUM_CLASSES, NUM_BITS)) * 2 - 1)
+    optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-4, weight_decay=1e-5)
+    scaler = torch.amp.GradScaler("cpu", enabled=False)
+    images = torch.randn(BATCH_SIZE, 3, image_size, image_size)
+    labels = torch.randint(0, NUM_CLASSES, (BATCH_SIZE,))
+    indices = torch.arange(BATCH_SIZE)
+
+    def step() -> float:
+        started = time.perf_counter()
+        _train_step(model, criterion, optimizer, scaler, images, labels, indices, weight=1.0, device=CPU,
+                    precision=precision, channels_last=True, grad_clip_norm=None)
+        return time.perf_counter() - started
+
+    return step
+
+
+def _speeds(seconds: list[float], images: int) -> dict[str, float]:
+    """Images/s at the median and at the fastest repetition (the latter estimates an unloaded machine)."""
+    return {"images/s": round(images / statistics.median(seconds), 1), "best images/s": round(images / min(seconds), 1)}
+
+
+def step_rows(quick: bool) -> list[dict]:
+    cases = [("small_cnn", 32), ("resnet18", 32), ("small_cnn", 224), ("resnet18", 224)]
+    if quick:
+        cases = cases[:2]
+    warmup, timed = (2, 5) if quick else (3, 10)
+    precisions = ("fp32", "bf16")
+    rows = []
+    for backbone, size in cases:
+        runners = {precision: _step_runner(backbone, size, precision) for precision in precisions}
+        seconds: dict[str, list[float]] = {precision: [] for precision in precisions}
+        for _ in range(warmup):
+            for runner in runners.values():
+                runner()
+        for _ in range(timed):  # interleaved: fp32, bf16, fp32, bf16, ...
+            for precision, runner in runners.items():
+                seconds[precision].append(runner())
+        fp32_median = statistics.median(seconds["fp32"])
+        for precision in precisions:
+            rows.append({
+                "table": "step", "model": backbone, "input": f"{size}x{size}", "precision": precision,
+                **_speeds(seconds[precision], BATCH_SIZE),
+                "median vs fp32": f"{fp32_median / statistics.median(seconds[precision]):.2f}x",
+                "repeats": f"{timed} steps",
+            })
+    return rows
+
+
+def epoch_rows(quick: bool) -> list[dict]:
+    splits = load_dataset("digits-composite")
+    signs = torch.randint(0, 2, (splits.num_classes, NUM_BITS), generator=torch.Generator().manual_seed(0))
+    criterion = CenterLoss(signs * 2 - 1)
+    cases = [(0, "fp32"), (0, "bf16"), (2, "bf16")]  # (num_workers, precision)
+    repeats = 1 if quick else 3
+    seconds: dict[tuple[int, str], list[float]] = {case: [] for case in cases}
+    with tempfile.TemporaryDirectory() as scratch:
+        for repeat in range(repeats):
+            for workers, precision in cases:  # interleaved, as above
+                torch.manual_seed(0)
+                model = build_hashing_network("small_cnn", NUM_BITS)
+                config = TrainConfig(epochs=1, device="cpu", precision=precision, num_workers=workers,
+                                     deterministic=False)
+                history = fit(model, criterion, splits.train, config, f"{scratch}/{workers}{precision}{repeat}",
+                              progress=False)
+                seconds[workers, precision].append(history.rows[0]["seconds"])
+    return [
+        {
+            "table": "epoch", "model": "small_cnn", "input": "8x16 digits", "precision": precision,
+            "num_workers": workers, **_speeds(values, len(splits.train)), "repeats": f"{repeats} epochs",
+        }
+        for (workers, precision), values in seconds.items()
+    ]
+
+
+def run(quick: bool = False) -> list[dict]:
+    """Rows of the two tables (see the module docstring)."""
+    return step_rows(quick) + epoch_rows(quick)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    from run import print_table  # benchmarks/ is on sys.path when this file is run directly
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer steps, no 224x224 cases")
+    print_table("train", run(quick=parser.parse_args().quick))
