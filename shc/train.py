@@ -59,6 +59,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import datetime
 import io
 import json
 import math
@@ -94,6 +95,7 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 SELECT_MODES = ("max", "min")
 SGD_MOMENTUM = 0.9
 CHECKPOINT_VERSION = 1
+DDP_TIMEOUT = datetime.timedelta(hours=2)  # the other ranks wait in a collective while rank 0 runs evaluate
 _AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 _ROW_KEYS = ("epoch", "loss", "lr", "seconds", "eval_seconds")
 
@@ -407,7 +409,7 @@ def _process_group(device: str) -> Iterator[_Ranks]:
     if not dist.is_available():
         raise RuntimeError(f"WORLD_SIZE={world_size} asks for distributed training but torch.distributed is unavailable.")
     use_cuda = device != "cpu" and torch.cuda.is_available()
-    dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    dist.init_process_group(backend="nccl" if use_cuda else "gloo", timeout=DDP_TIMEOUT)
     try:
         yield _Ranks(dist.get_rank(), dist.get_world_size(), local_rank)
     finally:
@@ -669,6 +671,14 @@ def fit(
     History
         Per-epoch rows and the selected epoch; also in ``run_dir/history.*``.
 
+    Notes
+    -----
+    Seeds python's, numpy's and torch's global generators with
+    ``config.seed`` (plus the rank) before training, or restores them from
+    ``last.pt`` when resuming. A process group that ``fit`` creates from
+    torchrun's environment gets a timeout of ``DDP_TIMEOUT`` (2 h) and is
+    destroyed on return.
+
     Raises
     ------
     FloatingPointError
@@ -800,8 +810,10 @@ def _fit(
                 summary = ", ".join(f"{key}={value:.4g}" for key, value in row.items() if key != "epoch")
                 tqdm.write(f"epoch {epoch}/{config.epochs}: {summary}")
 
-    if ranks.distributed:
-        dist.barrier()  # rank 0 has written best.pt
+    if ranks.distributed:  # only rank 0 evaluated: share its history (and so the selection); best.pt is written
+        shared = [history]
+        dist.broadcast_object_list(shared, src=0)
+        history = shared[0]
     if evaluate is not None and history.best_epoch is not None:
         best = torch.load(best_path, map_location="cpu", weights_only=True)
         model.load_state_dict(best["model"])

@@ -3,7 +3,8 @@
     python -m torch.distributed.run --standalone --nproc_per_node=2 tests/ddp_worker.py OUT_DIR
 
 Each rank trains the shared tiny problem with shc.train.fit (which joins the process group from torchrun's
-environment) and saves its final weights to OUT_DIR/rank{RANK}.pt. The model has no BatchNorm, so the DDP run
+environment) with a scripted validation metric, and saves the weights fit selected and the best epoch it
+reports to OUT_DIR/rank{RANK}.pt. The model has no BatchNorm, so the DDP run
 must match a single-process run over the same global batches up to float summation order.
 """
 
@@ -21,8 +22,9 @@ from shc.train import TrainConfig, fit
 
 # batch 7 over 2 ranks gives uneven 4/3 shares, and 30 = 4 x 7 + 2 ends with a partial batch (split 1/1):
 # both exercise the per-rank loss weighting.
-CONFIG = TrainConfig(epochs=2, batch_size=7, lr=1e-2, device="cpu", precision="fp32", num_workers=0)
+CONFIG = TrainConfig(epochs=3, batch_size=7, lr=1e-2, device="cpu", precision="fp32", num_workers=0)
 NUM_SAMPLES = 30
+VALIDATION_MAP = (0.2, 0.5, 0.3)  # scripted evaluate: epoch 2 is the best
 
 
 class IndexedTensors(torch.utils.data.Dataset):
@@ -51,10 +53,21 @@ def problem() -> tuple[nn.Module, IndexedTensors]:
     return model, IndexedTensors(inputs, labels)
 
 
+def scripted_evaluate():
+    """A fake validation: returns VALIDATION_MAP[k] at its k-th call (fit calls it on rank 0 only)."""
+    calls = []
+
+    def evaluate(model: nn.Module) -> dict[str, float]:
+        calls.append(len(calls))
+        return {"mAP@ALL": VALIDATION_MAP[len(calls) - 1]}
+
+    return evaluate
+
+
 def main(out_dir: Path) -> None:
     model, dataset = problem()
-    fit(model, CrossEntropy(), dataset, CONFIG, out_dir / "run", progress=False)
-    torch.save(model.state_dict(), out_dir / f"rank{os.environ['RANK']}.pt")
+    history = fit(model, CrossEntropy(), dataset, CONFIG, out_dir / "run", evaluate=scripted_evaluate(), progress=False)
+    torch.save({"model": model.state_dict(), "best_epoch": history.best_epoch}, out_dir / f"rank{os.environ['RANK']}.pt")
 
 
 if __name__ == "__main__":

@@ -34,12 +34,16 @@ def test_two_ranks_match_each_other_and_a_single_process_run(tmp_path):
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180, cwd=REPO)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
-    rank0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
-    rank1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
+    rank0, rank1 = (torch.load(tmp_path / f"rank{rank}.pt", weights_only=True) for rank in (0, 1))
     worker = load_worker()
     model, dataset = worker.problem()
-    history = fit(model, worker.CrossEntropy(), dataset, worker.CONFIG, tmp_path / "single", progress=False)
+    history = fit(model, worker.CrossEntropy(), dataset, worker.CONFIG, tmp_path / "single",
+                  evaluate=worker.scripted_evaluate(), progress=False)
     single = model.state_dict()
+
+    # rank 0 alone evaluates, yet both ranks must report and load the selected epoch
+    assert rank0["best_epoch"] == rank1["best_epoch"] == history.best_epoch == 2
+    rank0, rank1 = rank0["model"], rank1["model"]
 
     for name in single:
         assert torch.equal(rank0[name], rank1[name]), name  # DDP keeps the replicas identical
