@@ -162,7 +162,7 @@ class HashingSplit(Dataset):
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity equality: the fields hold arrays
 class DatasetSplits:
     """The four splits of a dataset with its class metadata.
 
