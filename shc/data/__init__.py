@@ -23,6 +23,9 @@
     training images (the devkit has 8,144) and NABirds-A lists 24,633 train / 23,929 query (the
     official split has 23,929 train / 24,633 test; ``train_on_official_test=True`` reproduces the
     paper's counts). NABirds-B's three sizes add up to more than the dataset: its database is the rest.
+    Hierarchies: CIFAR-100's 20 superclasses; for NABirds the 555 leaf classes that hold images are
+    numbered 0..554 in class-id order and their parent in ``hierarchy.txt`` is the coarse class;
+    Stanford Cars has none.
 ``imagefolder``
     A user's own ``root/<class>/<image>`` tree with a seeded, stratified, disjoint random split.
 
@@ -56,8 +59,10 @@ imagefolder          ``train_size`` = 0.5, ``query_size`` = 0.1, ``database_size
                      ``val_size`` = 0.1, ``extensions`` = common image suffixes.
 ==================== ==========================================================================
 
-Sizes are counts (int) or fractions (float in [0, 1]) of the images they are drawn from;
-``val_size=0`` gives an empty validation split (fit on the whole training split).
+Sizes are counts (int) or fractions (float in [0, 1]) of the images they are drawn from. Since the
+validation split comes out of the paper's training split, the default ``val_size=0.1`` fits on 10%
+fewer images than the paper; ``val_size=0`` fits on all of them (and leaves the validation split
+empty, so no model selection).
 
 Modules: :mod:`~shc.data.splits` (containers, stratified partitions), :mod:`~shc.data.transforms`,
 :mod:`~shc.data.composites`, :mod:`~shc.data.formats` (paper datasets, image folders).
