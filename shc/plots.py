@@ -555,7 +555,8 @@ def plot_pr_curves(pr_by_method: Mapping[str, Mapping[str, np.ndarray]], title: 
     fig = _new_figure(6.0, 4.5)
     axes = fig.subplots()
     for method, curve in pr_by_method.items():
-        precision, recall = (np.asarray(_pr_entry(curve, key, method), dtype=np.float64) for key in ("precision", "recall"))
+        precision = np.asarray(_pr_entry(curve, "precision", method), dtype=np.float64)
+        recall = np.asarray(_pr_entry(curve, "recall", method), dtype=np.float64)
         if precision.shape != recall.shape or precision.ndim != 1:
             raise ValueError(f"{method!r}: precision {precision.shape} and recall {recall.shape} must be equal 1-D.")
         axes.plot(recall, precision, color=method_color(method), marker="o", markersize=3, label=method)
@@ -591,11 +592,12 @@ def plot_training_history(history_frame, metrics: Sequence[str] | None = None) -
 
     if not isinstance(history_frame, pd.DataFrame) or not {"epoch", "loss"} <= set(history_frame.columns):
         raise ValueError("history_frame must be a DataFrame with 'epoch' and 'loss' columns (History.to_frame()).")
-    metric_columns = list(metrics) if metrics is not None else [c for c in history_frame.columns if str(c).startswith("mAP")]
-    missing = [c for c in metric_columns if c not in history_frame.columns]
+    columns = history_frame.columns
+    metric_columns = list(metrics) if metrics is not None else [c for c in columns if str(c).startswith("mAP")]
+    missing = [c for c in metric_columns if c not in columns]
     if missing:
-        raise ValueError(f"metric columns {missing} are not in the history (columns: {list(history_frame.columns)}).")
-    groups = history_frame.groupby("method", sort=False) if "method" in history_frame.columns else [("", history_frame)]
+        raise ValueError(f"metric columns {missing} are not in the history (columns: {list(columns)}).")
+    groups = history_frame.groupby("method", sort=False) if "method" in columns else [("", history_frame)]
     line_styles = ("-", "--", ":", "-.")
 
     fig = _new_figure(10.0, 4.0)

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from shc.plots import atomic_path
 
@@ -142,7 +143,8 @@ def publish_summary(output_dir: str | os.PathLike, summary: Mapping[str, Any]) -
     for name, value in summary.items():
         if not isinstance(name, str):
             raise TypeError(f"summary names must be strings, got {name!r}.")
-        value = value.item() if hasattr(value, "item") and callable(value.item) else value
+        if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):  # numpy / torch scalars
+            value = value.item()
         if not isinstance(value, (bool, int, float, str)):
             raise TypeError(f"summary[{name!r}] must be a number or string, got {type(value).__name__}.")
         if isinstance(value, float) and not math.isfinite(value):
@@ -457,13 +459,14 @@ def execute_report(
         return ReportResult(job, "skipped", 0.0, output_dir, summary=summary)
 
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / SUMMARY_FILE).unlink(missing_ok=True)  # a failed run must not show an old summary
     started, started_wall = time.perf_counter(), time.time()
     error, written = _execute_notebook(notebook_path, output_dir / files["notebook"], parameters, output_dir, timeout)
     if written:  # render the partial notebook of a failed run too: it shows the traceback in context
         render_error = _render_both(output_dir, files, job)
         error = error or render_error
     seconds = time.perf_counter() - started
+    if not _modified_since(output_dir / SUMMARY_FILE, started_wall):  # not published by this run
+        (output_dir / SUMMARY_FILE).unlink(missing_ok=True)
     result = ReportResult(job, "failed" if error else "ok", seconds, output_dir, error, read_summary(output_dir))
     current = {key: name for key, name in files.items() if _modified_since(output_dir / name, started_wall)}
     _write_record(result, parameters, current, notebook_path)
@@ -700,7 +703,10 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
 def _index_row(folder: Path, record: dict, summary: dict | None) -> str:
     def link(key: str, text: str) -> str:
         name = record.get("files", {}).get(key)
-        return f'<a href="{html.escape((folder / name).as_posix())}">{text}</a>' if name else ""
+        return f'<a href="{html.escape(quote((folder / name).as_posix()))}">{text}</a>' if name else ""
+
+    def links(*keys_and_texts: tuple[str, str]) -> str:
+        return " · ".join(filter(None, (link(key, text) for key, text in keys_and_texts)))
 
     title = html.escape(record.get("title") or record.get("notebook", str(folder)))
     name = html.escape(folder.as_posix())
@@ -711,15 +717,13 @@ def _index_row(folder: Path, record: dict, summary: dict | None) -> str:
     status_cell = f'<span class="{html.escape(status)}">{html.escape(status)}</span>'
     error = record.get("error")
     if error:
-        cell = error.get("execution_count")
-        where = f" in cell In [{cell}]" if cell is not None else ""
         first_line = f"\n{error['cell_source']}" if error.get("cell_source") else ""
-        detail = f"{error.get('type')}{where}: {error.get('message')}{first_line}"
+        detail = _describe_error(error, full_message=True) + first_line
         status_cell += f'<div class="error">{html.escape(detail)}</div>'
-        partial = " · ".join(filter(None, [link("report", "report"), link("notebook", "ipynb"), link("kernel_log", "kernel log")]))
+        partial = links(("report", "report"), ("notebook", "ipynb"), ("kernel_log", "kernel log"))
         if partial:
             status_cell += f'<div class="muted">partial run: {partial}</div>'
-    files = " · ".join(filter(None, [link("report", "report"), link("html", "with code"), link("notebook", "ipynb")]))
+    files = links(("report", "report"), ("html", "with code"), ("notebook", "ipynb"))
     return (
         f"<tr><td>{heading}<div class='muted'><code>{name}</code></div><div class='params'>{shown}</div></td>"
         f"<td>{status_cell}</td><td>{html.escape(format_summary(summary))}</td>"
@@ -787,12 +791,15 @@ def _describe(result: ReportResult) -> str:
     return f"ok in {result.seconds:.1f} s" + (f"  [{summary}]" if summary else "")
 
 
-def _describe_error(error: dict | None) -> str:
+def _describe_error(error: dict | None, full_message: bool = False) -> str:
+    """``ValueError in cell In [7]: message`` (the last line of the message unless ``full_message``)."""
     if not error:
         return ""
     cell = f" in cell In [{error['execution_count']}]" if error.get("execution_count") is not None else ""
-    message = (error.get("message") or "").strip().splitlines()
-    return f"{error.get('type')}{cell}: {message[-1] if message else ''}"
+    message = (error.get("message") or "").strip()
+    if not full_message:
+        message = message.splitlines()[-1] if message else ""
+    return f"{error.get('type')}{cell}: {message}"
 
 
 # --------------------------------------------------------------------------------------
@@ -873,8 +880,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--preset", default="quick", help=f"parameter preset: {', '.join(PRESETS)} (default quick)")
     parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="notebook stems or prefixes, e.g. 00")
-    parser.add_argument("--output", default="reports", help="report root; reports go to OUTPUT/PRESET/ (default reports)")
-    parser.add_argument("--runs", default="runs", help="pipeline artifact root; notebooks get RUNS/PRESET (default runs)")
+    parser.add_argument("--output", default="reports", help="report root: reports go to OUTPUT/PRESET/")
+    parser.add_argument("--runs", default="runs", help="pipeline artifact root: notebooks get run_dir=RUNS/PRESET")
     parser.add_argument("--notebooks", default=None, help="notebook folder (default: the repository's notebooks/)")
     parser.add_argument("--dataset", nargs="+", help="override the dataset (several: one report each)")
     parser.add_argument("--bits", nargs="+", type=int, help="override the code lengths")

@@ -70,8 +70,8 @@ def test_failing_parameter_set_gives_nonzero_exit_but_the_next_one_runs(batch):
 
 def test_console_reports_progress_and_the_failure(batch):
     lines = batch["console"].splitlines()
-    assert any(re.search(r"^\[1/2\] 00_center_geometry/bits-12: FAILED after \d+\.\d s: ValueError in cell In \[\d+\]", line)
-               for line in lines), lines  # fmt: skip
+    failed = r"^\[1/2\] 00_center_geometry/bits-12: FAILED after \d+\.\d s: ValueError in cell In \[\d+\]"
+    assert any(re.search(failed, line) for line in lines), lines
     assert any(re.search(r"^\[2/2\] 00_center_geometry/bits-16: ok in \d+\.\d s", line) for line in lines), lines
     assert any(line.startswith("1/2 reports ok") for line in lines)
     assert any(line.startswith("FAILED 00_center_geometry/bits-12: ValueError") for line in lines)
@@ -118,7 +118,8 @@ def test_kernel_ignores_installed_kernelspecs(batch):
     # anyway, in a kernel of this interpreter that imported this checkout's shc without PYTHONPATH.
     assert batch["resolved_by_jupyter"] == "/nonexistent/python"
     executed = nbformat.read(batch["ok"] / "00_center_geometry.ipynb", as_version=4)
-    assert executed.metadata["language_info"]["version"].startswith(f"{sys.version_info.major}.{sys.version_info.minor}")
+    version = executed.metadata["language_info"]["version"]
+    assert version.startswith(f"{sys.version_info.major}.{sys.version_info.minor}")
     assert (batch["ok"] / reports.KERNEL_LOG_FILE).is_file()
 
 
@@ -158,8 +159,8 @@ def test_writes_are_atomic_no_temporary_files_left(batch):
 
 
 def test_skip_existing_skips_an_up_to_date_report(batch):
-    job = reports.ReportJob("00_center_geometry", "tiny", {**reports.NOTEBOOK_PARAMETERS["00_center_geometry"]["tiny"][0],
-                                                           "bits": 16}, "bits-16")  # fmt: skip
+    tiny = reports.NOTEBOOK_PARAMETERS["00_center_geometry"]["tiny"][0]
+    job = reports.ReportJob("00_center_geometry", "tiny", {**tiny, "bits": 16}, "bits-16")
     result = reports.execute_report(job, output_root=batch["root"] / "reports", run_root=batch["root"] / "runs",
                                     skip_existing=True)  # fmt: skip
     assert result.status == "skipped" and result.ok
@@ -195,7 +196,8 @@ def test_overrides_not_declared_are_ignored_and_duplicates_merged():
 
 def test_variant_names_use_the_differing_parameters():
     assert reports.variant_names([{"bits": 16}]) == [""]
-    names = reports.variant_names([{"bits": 16, "seed": 0, "methods": ["a", "b"]}, {"bits": 32, "seed": 0, "methods": ["c"]}])
+    names = reports.variant_names([{"bits": 16, "seed": 0, "methods": ["a", "b"]},
+                                   {"bits": 32, "seed": 0, "methods": ["c"]}])  # fmt: skip
     assert names == ["bits-16_methods-a-b", "bits-32_methods-c"]
     with pytest.raises(ValueError, match="identical parameter sets"):
         reports.variant_names([{"bits": 16}, {"bits": 16}])
@@ -208,12 +210,14 @@ def test_plan_jobs_selects_notebooks_and_rejects_bad_requests(tmp_path):
         _write_notebook(notebooks / f"{stem}.ipynb", "x = 1\noutput_dir = ''\nrun_dir = ''")
     table = {"01_a": {"tiny": [{"x": 1}], "quick": [{"x": 2}]}, "02_b": {"quick": [{"x": 1}, {"x": 3}]}}
     jobs = reports.plan_jobs("quick", notebooks_dir=notebooks, table=table)
-    assert [(job.name, job.parameters) for job in jobs] == [("01_a", {"x": 2}), ("02_b/x-1", {"x": 1}), ("02_b/x-3", {"x": 3})]
+    assert [(job.name, job.parameters) for job in jobs] == [
+        ("01_a", {"x": 2}), ("02_b/x-1", {"x": 1}), ("02_b/x-3", {"x": 3})]  # fmt: skip
     assert jobs[1].output_dir(tmp_path / "r") == tmp_path / "r" / "quick" / "02_b" / "x-1"
     assert [job.name for job in reports.plan_jobs("tiny", notebooks_dir=notebooks, table=table)] == ["01_a"]
     assert [job.name for job in reports.plan_jobs("quick", only=["02"], notebooks_dir=notebooks, table=table)] == [
         "02_b/x-1", "02_b/x-3"]  # fmt: skip
-    assert reports.plan_jobs("quick", overrides={"epochs": [2]}, notebooks_dir=notebooks, table=table)[0].ignored_overrides == ("epochs",)
+    with_epochs = reports.plan_jobs("quick", overrides={"epochs": [2]}, notebooks_dir=notebooks, table=table)
+    assert with_epochs[0].ignored_overrides == ("epochs",)
     with pytest.raises(ValueError, match="unknown preset 'fast'"):
         reports.plan_jobs("fast", notebooks_dir=notebooks, table=table)
     with pytest.raises(ValueError, match="'0' is ambiguous"):
