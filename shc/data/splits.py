@@ -85,7 +85,10 @@ class HashingSplit(Dataset):
             storage = "in-memory " + "x".join(map(str, self._images.shape[1:]))
         else:
             storage = "image files"
-        return f"HashingSplit(n={len(self)}, {storage}, transform={self.transform!r})"
+        transform = repr(self.transform)
+        if "\n" in transform:  # e.g. a torchvision Compose: keep the repr on one line
+            transform = f"{type(self.transform).__name__}(...)"
+        return f"HashingSplit(n={len(self)}, {storage}, transform={transform})"
 
     @property
     def in_memory(self) -> bool:
