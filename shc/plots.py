@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 __all__ = [
     "METHOD_COLORS",
@@ -270,11 +271,12 @@ def _new_figure(width: float, height: float) -> Figure:
 
 
 def plot_gv_bound(num_classes_list: Sequence[int], bits_list: Sequence[int]) -> Figure:
-    """Minimum distance ``d`` guaranteed by the Gilbert-Varshamov bound (Theorem 1) as a function of C and q.
+    """The paper's Gilbert-Varshamov minimum distance ``d`` as a function of C and q.
 
-    Left: ``d`` in bits, one line per code length ``q``; dashed segments mark the distance
-    ``q/2`` that Hadamard centers (CSQ) reach, available only while ``C <= 2q``. Right: the
-    same bound relative to the code length, ``d / q``.
+    ``d`` is the smallest distance with ``2^q / C <= sum_{i<d} binom(q, i)`` (Theorem 1, Eq. 12;
+    :func:`shc.centers.gv_min_distance`), the constraint of MDS and SHC. Left: ``d`` in bits, one
+    line per code length ``q``; dashed segments mark the distance ``q/2`` that Hadamard centers
+    (CSQ) reach, available only while ``C <= 2q``. Right: ``d / q``.
 
     Parameters
     ----------
@@ -305,7 +307,7 @@ def plot_gv_bound(num_classes_list: Sequence[int], bits_list: Sequence[int]) -> 
         axes.set_xlabel("number of classes C (log scale)")
     absolute.set_ylabel("minimum distance d (bits)")
     relative.set_ylabel("relative minimum distance d / q")
-    absolute.set_title("Gilbert-Varshamov bound: d as a function of C and q")
+    absolute.set_title("Gilbert-Varshamov distance d (Eq. 12)")
     relative.set_title("the same bound relative to the code length")
     _legend_outside(fig, absolute)
     return fig
@@ -532,6 +534,8 @@ def plot_curves(
         if runs.shape[0] > 1:
             spread = runs.std(axis=0)
             axes.fill_between(x_values, mean - spread, mean + spread, color=color, alpha=0.2, linewidth=0)
+    if np.array_equal(x_values, np.round(x_values)):
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # K, epochs, cycles: no 2.5 ticks
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
     if title:
