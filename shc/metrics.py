@@ -17,8 +17,9 @@ Conventions (the same in every function of this module):
   within each tie (He et al., "Hashing as Tie-Aware Learning to Rank", CVPR 2018).
 - **AP@K** of one query is the mean, over the relevant items in its top K, of the
   precision at their rank; a query with no relevant item in its top K scores 0
-  and still counts in the mean. ``topk=None`` is the whole database (mAP@ALL);
-  a K larger than the database means the whole database.
+  and still counts in the mean. ``topk=None`` is the whole database (mAP@ALL,
+  last item included, unlike the ``gnd[0:-1]`` slicing of some copies of this
+  protocol); a K larger than the database means the whole database.
 - **Recall** is undefined for a query that has no relevant item in the whole
   database: such queries are left out of every recall average (and precision
   still counts them). **PR-curve precision** at radius r is undefined for a
@@ -386,10 +387,6 @@ class _Plan:
     tie_aware: bool
 
     @property
-    def needs_ranking(self) -> bool:
-        return len(self.topk_cut) > 0 or len(self.k_cut) > 0
-
-    @property
     def needs_histograms(self) -> bool:
         return self.pr or (self.tie_aware and len(self.topk_cut) > 0)
 
@@ -423,19 +420,28 @@ def _check_num_workers(num_workers: int | None) -> int:
 # --------------------------------------------------------------------------- #
 def _chunk_sums(data: _Data, plan: _Plan, rows: slice) -> dict[str, np.ndarray]:
     distances = _hamming_distances(data, rows)
-    relevant = _relevance(data, rows)
-    n_relevant = np.count_nonzero(relevant, axis=1)
+    n_rows, n_db = distances.shape
+    order = np.argsort(distances, axis=1, kind="stable")  # radix sort: ties keep index order
+    order += np.arange(0, n_rows * n_db, n_db)[:, None]  # flat indices into the chunk
+    # Everything below needs only where the relevant items land in each ranking.
+    ranked = np.flatnonzero(np.take(_relevance(data, rows).ravel(), order))  # flat (row, rank), row-major
+    row, rank = np.divmod(ranked, n_db)
+    first = np.searchsorted(ranked, np.arange(n_rows + 1) * n_db)  # row r: ranked[first[r]:first[r + 1]]
+    n_relevant = np.diff(first)
     has_relevant = n_relevant > 0
     sums = {"n_with_relevant": np.array(np.count_nonzero(has_relevant))}
 
-    if plan.needs_ranking:
-        ap, hits_at_k = _stable_ranking_metrics(distances, relevant, plan)
-        sums["ap"] = ap.sum(axis=0)
+    if len(plan.topk_cut):
+        sums["ap"] = _average_precision(row, rank, first, plan.topk_cut).sum(axis=0)
+    if len(plan.k_cut):
+        rank_k = np.arange(n_rows)[:, None] * n_db + plan.k_cut  # flat position of rank K in each row
+        hits_at_k = np.searchsorted(ranked, rank_k) - first[:-1, None]
         sums["precision@k"] = (hits_at_k / plan.k_cut).sum(axis=0)
         sums["recall@k"] = (hits_at_k[has_relevant] / n_relevant[has_relevant, None]).sum(axis=0)
 
     if plan.needs_histograms:
-        n_at, relevant_at = _distance_histograms(distances, relevant, data.n_bits)
+        ranked_distances = np.take(distances.ravel(), order).reshape(n_rows, n_db)
+        n_at, relevant_at = _distance_histograms(ranked_distances, row, ranked, data.n_bits)
         if plan.tie_aware and len(plan.topk_cut):
             sums["tie_aware_ap"] = _tie_aware_average_precision(n_at, relevant_at, plan.topk_cut).sum(axis=0)
         if plan.pr:
@@ -470,43 +476,42 @@ def _relevance(data: _Data, rows: slice) -> np.ndarray:
     return (data.query_labels[rows] @ data.db_labels.T) > 0  # shared-label counts, exact in float32
 
 
-def _stable_ranking_metrics(
-    distances: np.ndarray, relevant: np.ndarray, plan: _Plan
-) -> tuple[np.ndarray, np.ndarray]:
-    """AP@K per query and topk, and hits@K per query and k, ties broken by index.
+def _average_precision(row: np.ndarray, rank: np.ndarray, first: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """(chunk, n_topks) AP@K from the 0-based ranks of the relevant items, row by row.
 
-    Only the positions of the relevant items in each ranking are needed: the
-    j-th relevant item at (0-based) rank p has precision j / (p + 1), AP@K is
-    the mean of those with p < K, and hits@K is how many have p < K.
+    The j-th relevant item of a row, at rank p, has precision j / (p + 1); AP@K
+    is the mean of these precisions over the relevant items with p < K.
     """
-    n_rows, n_db = distances.shape
-    order = np.argsort(distances, axis=1, kind="stable")  # radix sort: ties keep index order
-    order += np.arange(0, n_rows * n_db, n_db)[:, None]  # flat indices into `relevant`
-    flat = np.flatnonzero(np.take(relevant.ravel(), order))  # relevant (row, rank), row-major
-    row, rank = np.divmod(flat, n_db)
-    first = np.searchsorted(flat, np.arange(n_rows) * n_db)  # where each row's relevant items start
-    precision = (np.arange(1, flat.size + 1) - first[row]) / (rank + 1.0)
-
-    ap = np.zeros((n_rows, len(plan.topk_cut)))
-    for i, cut in enumerate(plan.topk_cut):  # a few K, not a loop over queries
+    n_rows = len(first) - 1
+    precision = (np.arange(1, row.size + 1) - first[row]) / (rank + 1.0)
+    ap = np.zeros((n_rows, len(cuts)))
+    for i, cut in enumerate(cuts):  # a few K, not a loop over queries
         top = rank < cut
         hits = np.bincount(row[top], minlength=n_rows)
         precision_sum = np.bincount(row[top], weights=precision[top], minlength=n_rows)
         np.divide(precision_sum, hits, out=ap[:, i], where=hits > 0)
-
-    boundaries = np.arange(n_rows)[:, None] * n_db + plan.k_cut[None, :]
-    hits_at_k = np.searchsorted(flat, boundaries) - first[:, None]
-    return ap, hits_at_k
+    return ap
 
 
-def _distance_histograms(distances: np.ndarray, relevant: np.ndarray, n_bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """(chunk, q + 1) counts of all items and of relevant items at each Hamming distance."""
-    n_rows = distances.shape[0]
+def _distance_histograms(
+    ranked_distances: np.ndarray, row: np.ndarray, ranked: np.ndarray, n_bits: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(chunk, q + 1) counts of all items and of relevant items at each Hamming distance.
+
+    ``ranked_distances`` are each row's distances in ranking order (non-decreasing),
+    ``row`` and ``ranked`` the rows and flat ranked positions of the relevant items.
+    """
+    n_rows, n_db = ranked_distances.shape
     n_values = n_bits + 1
-    keys = distances + np.arange(0, n_rows * n_values, n_values)[:, None]  # (row, distance) -> bin
-    size = n_rows * n_values
-    n_at = np.bincount(keys.ravel(), minlength=size).reshape(n_rows, n_values)
-    relevant_at = np.bincount(keys[relevant], minlength=size).reshape(n_rows, n_values)
+    # Items within distance r: a run of equal distances ends where the next one differs and at the row's end.
+    run_row, run_end = np.divmod(np.flatnonzero(ranked_distances[:, 1:] != ranked_distances[:, :-1]), max(n_db - 1, 1))
+    within = np.zeros((n_rows, n_values), np.int64)
+    within[run_row, ranked_distances[run_row, run_end]] = run_end + 1
+    within[np.arange(n_rows), ranked_distances[:, -1]] = n_db
+    np.maximum.accumulate(within, axis=1, out=within)  # fill in the distances no item has
+    n_at = np.diff(within, axis=1, prepend=0)
+    relevant_keys = row * n_values + ranked_distances.ravel()[ranked]
+    relevant_at = np.bincount(relevant_keys, minlength=n_rows * n_values).reshape(n_rows, n_values)
     return n_at, relevant_at
 
 

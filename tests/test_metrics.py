@@ -310,6 +310,17 @@ def test_last_database_item_counts_for_map_at_all():
     assert mean_average_precision(np.ones((1, 6)), [1], db, labels, topk=n_db - 1) == 0.0
 
 
+def test_database_of_one_item():
+    queries = np.array([[1, 1, 1], [-1, 1, 1]])
+    result = evaluate(queries, [0, 1], np.array([[1, -1, 1]]), [0], topks=(1, None), ks=(1, 5), tie_aware=True)
+    assert result["mAP@1"] == result["mAP@ALL"] == result["tie_aware_mAP@ALL"] == pytest.approx(0.5)
+    np.testing.assert_allclose(result["precision@k"], [0.5, 0.5])
+    np.testing.assert_allclose(result["recall@k"], [1.0, 1.0])  # query 1 has nothing relevant: left out
+    # Query 0 is at distance 1 from the item (relevant); query 1 at distance 2 (irrelevant).
+    np.testing.assert_allclose(result["pr_precision"], [np.nan, 1.0, 0.5, 0.5])
+    np.testing.assert_allclose(result["pr_recall"], [0.0, 1.0, 1.0, 1.0])
+
+
 def test_pr_precision_skips_queries_that_retrieve_nothing():
     db = np.array([[1, 1, 1, 1], [1, 1, 1, -1]])  # item 0 relevant (class 0), item 1 not
     queries = np.array([[-1, -1, -1, 1], [1, 1, 1, 1]])  # distances: query 0 -> (3, 4), query 1 -> (0, 1)
