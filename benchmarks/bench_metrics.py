@@ -2,11 +2,13 @@
 
 The paper's CIFAR-100 protocol: 5,000 queries, 45,000 database items, 64 bits,
 100 classes, single-label. Codes are class centres with random bit flips, so
-ranks are realistic. ``CalcTopMap`` (copied below, as widely copied from
-DeepHash-pytorch ``utils/tools.py``) computes one topk per call with a Python
-loop over queries; it is timed on a subset of queries and extrapolated
-linearly to all of them. Peak memory is the tracemalloc peak of numpy
-allocations during the call (a separate, untimed run).
+ranks are realistic. Both sides get the same float32 -1/+1 codes and float32
+one-hot labels. ``CalcTopMap`` (DeepHash-pytorch ``utils/tools.py``, copied
+into many hashing repositories; re-implemented below with the same numpy calls
+per query) computes one topk per call with a Python loop over queries; it is
+timed on a subset of queries and extrapolated linearly to all of them. Peak
+memory is the tracemalloc peak of numpy allocations during a separate,
+untimed call.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_metrics.py [--quick]``
 """
@@ -27,35 +29,31 @@ TOPKS = (100, 1000, None)
 
 
 # --------------------------------------------------------------------------- #
-# DeepHash-pytorch reference (utils/tools.py), verbatim but for tqdm and the sort kind
+# The DeepHash-pytorch CalcTopMap loop, re-implemented step for step (same numpy calls per query)
 # --------------------------------------------------------------------------- #
-def CalcHammingDist(B1, B2):  # noqa: N802, N803 - reference names kept
-    q = B2.shape[1]
-    distH = 0.5 * (q - np.dot(B1, B2.transpose()))  # noqa: N806
-    return distH
+def calc_top_map(db_codes, query_codes, db_labels, query_labels, topk, sort_kind=None):
+    """mAP@topk the CalcTopMap way: a Python loop over queries, one topk per call.
 
-
-def CalcTopMap(rB, qB, retrievalL, queryL, topk, sort_kind=None):  # noqa: N802, N803
-    """``sort_kind=None`` is the original (np.argsort's default, unstable quicksort)."""
-    num_query = queryL.shape[0]
-    topkmap = 0
-    for iter in range(num_query):  # noqa: A001
-        gnd = (np.dot(queryL[iter, :], retrievalL.transpose()) > 0).astype(np.float32)
-        hamm = CalcHammingDist(qB[iter, :], rB)
-        ind = np.argsort(hamm, kind=sort_kind)
-        gnd = gnd[ind]
-
-        tgnd = gnd[0:topk]
-        tsum = np.sum(tgnd).astype(int)
-        if tsum == 0:
+    Per query: relevance = (labels dot product > 0) as float32, distance =
+    0.5 * (q - code . db_codes^T), ``np.argsort`` of the distances, relevance
+    reordered and cut to ``[:topk]``, AP = mean(count / rank) over its relevant
+    ranks (0 if none); mean over all queries. ``sort_kind=None`` is the
+    original's np.argsort default (quicksort, unstable: ties in arbitrary order);
+    ``"stable"`` breaks ties by database index, as ``shc.metrics`` does.
+    """
+    n_bits = db_codes.shape[1]
+    total = 0.0
+    for i in range(query_labels.shape[0]):
+        relevance = (np.dot(query_labels[i, :], db_labels.transpose()) > 0).astype(np.float32)
+        distance = 0.5 * (n_bits - np.dot(query_codes[i, :], db_codes.transpose()))
+        relevance = relevance[np.argsort(distance, kind=sort_kind)][0:topk]
+        n_hits = np.sum(relevance).astype(int)
+        if n_hits == 0:
             continue
-        count = np.linspace(1, tsum, tsum)
-
-        tindex = np.asarray(np.where(tgnd == 1)) + 1.0
-        topkmap_ = np.mean(count / (tindex))
-        topkmap = topkmap + topkmap_
-    topkmap = topkmap / num_query
-    return topkmap
+        count = np.linspace(1, n_hits, n_hits)
+        rank = np.asarray(np.where(relevance == 1)) + 1.0
+        total += np.mean(count / rank)
+    return total / query_labels.shape[0]
 
 
 # --------------------------------------------------------------------------- #
@@ -103,19 +101,20 @@ def run(quick: bool = False) -> list[dict]:
     Timed rows have implementation, queries, db, bits, seconds, speed-up (CalcTopMap x3
     time / this time; None for the reference rows) and peak MB. Check rows have
     implementation, topk, ours, abs_diff_stable and abs_diff_quicksort: |our mAP -
-    CalcTopMap's| on the reference subset, with a stable argsort in the copy (ties by
-    index, as ours: equal to rounding) and with its original unstable quicksort.
+    CalcTopMap's| on the reference subset, with a stable argsort in the re-implementation
+    (ties by index, as ours: equal to rounding) and with the original unstable quicksort.
     """
     n_queries, n_db, n_bits, n_classes = (500, 4500, 64, 100) if quick else (5000, 45000, 64, 100)
     n_reference = 50 if quick else 300  # CalcTopMap queries actually run; time is extrapolated
-    qB, queryL, rB, retrievalL = cifar100_like(n_queries, n_db, n_bits, n_classes)  # noqa: N806
+    query_codes, query_labels, db_codes, db_labels = cifar100_like(n_queries, n_db, n_bits, n_classes)
     sizes = {"queries": n_queries, "db": n_db, "bits": n_bits}
 
     def ours(topks=TOPKS, ks=(), pr=False, n=n_queries):
-        return evaluate(qB[:n], queryL[:n], rB, retrievalL, topks=topks, ks=ks, pr=pr)
+        return evaluate(query_codes[:n], query_labels[:n], db_codes, db_labels, topks=topks, ks=ks, pr=pr)
 
     def reference(topk, n=n_reference, sort_kind=None):
-        return CalcTopMap(rB, qB[:n], retrievalL, queryL[:n], n_db if topk is None else topk, sort_kind)
+        topk = n_db if topk is None else topk
+        return calc_top_map(db_codes, query_codes[:n], db_labels, query_labels[:n], topk, sort_kind)
 
     repeats = 1 if quick else 3
     ours(n=10)  # warm-up
@@ -127,30 +126,27 @@ def run(quick: bool = False) -> list[dict]:
     reference_three = [scale * sum(run[i] for run in per_topk.values()) for i in (0, 1)]
     reference_one = [scale * per_topk[1000][i] for i in (0, 1)]
     reference_peak = peak_mb(lambda: reference(None, n=10))
+
+    def row(implementation, wall, cpu, peak, ours_row=True):
+        return {"implementation": implementation, **sizes, "seconds": round(wall, 3),
+                "speed-up": round(reference_three[0] / wall, 1) if ours_row else None,
+                "peak MB": round(peak, 1), "cpu seconds": round(cpu, 3)}  # fmt: skip
+
     rows = [
-        {"implementation": "shc.metrics.evaluate: mAP@100, @1000, @ALL", "seconds": ours_map[0],
-         "cpu seconds": ours_map[1], "peak MB": peak_mb(ours)},
-        {"implementation": "shc.metrics.evaluate: + P@K, R@K (101 K), PR curve", "seconds": ours_all[0],
-         "cpu seconds": ours_all[1], "peak MB": peak_mb(lambda: ours(ks=DEFAULT_KS, pr=True))},
-        {"implementation": f"CalcTopMap x3 (topk 100, 1000, ALL; {n_reference} queries, extrapolated)",
-         "seconds": reference_three[0], "cpu seconds": reference_three[1], "peak MB": reference_peak},
-        {"implementation": f"CalcTopMap x1 (topk 1000 only; {n_reference} queries, extrapolated)",
-         "seconds": reference_one[0], "cpu seconds": reference_one[1], "peak MB": reference_peak},
+        row("shc.metrics.evaluate: mAP@100, @1000, @ALL", *ours_map[:2], peak_mb(ours)),
+        row("shc.metrics.evaluate: + P@K, R@K (101 K), PR curve", *ours_all[:2],
+            peak_mb(lambda: ours(ks=DEFAULT_KS, pr=True))),
+        row(f"CalcTopMap x3 (topk 100, 1000, ALL; {n_reference} queries, extrapolated)", *reference_three,
+            reference_peak, ours_row=False),
+        row(f"CalcTopMap x1 (topk 1000 only; {n_reference} queries, extrapolated)", *reference_one,
+            reference_peak, ours_row=False),
     ]  # fmt: skip
-    for row in rows:
-        ours_row = not row["implementation"].startswith("CalcTopMap")
-        row.update(sizes, **{
-            "seconds": round(row["seconds"], 3),
-            "cpu seconds": round(row["cpu seconds"], 3),
-            "speed-up": round(reference_three[0] / row["seconds"], 1) if ours_row else None,
-            "peak MB": round(row["peak MB"], 1),
-        })  # fmt: skip
 
     subset = ours(n=n_reference)
     for topk in TOPKS:
         key = "mAP@ALL" if topk is None else f"mAP@{topk}"
         rows.append({
-            "implementation": f"{key} on {n_reference} queries", "topk": topk, "ours": subset[key],
+            "implementation": f"{key} on {n_reference} queries", "topk": topk, "ours": round(subset[key], 6),
             "abs_diff_stable": abs(subset[key] - reference(topk, sort_kind="stable")),
             "abs_diff_quicksort": abs(subset[key] - per_topk[topk][2]),
         })  # fmt: skip
@@ -178,7 +174,8 @@ def format_table(rows: list[dict]) -> str:
         f" and {reference_one['cpu seconds'] / timed[0]['cpu seconds']:.1f}x.",
         "cpu s: process CPU time of the timed run (all threads); wall seconds = cpu s / cores actually had.",
         "peak MB: tracemalloc peak of numpy allocations during the call, inputs excluded.",
-        f"threads: up to {min(4, len(os.sched_getaffinity(0)))}; load average at the end: "
+        f"CPUs usable: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()};"
+        " load average at the end: "
         + ", ".join(f"{load:.1f}" for load in os.getloadavg())
         + " (other processes on the machine slow every row).",
         "",
@@ -186,7 +183,7 @@ def format_table(rows: list[dict]) -> str:
     ]
     for row in checks:
         lines.append(
-            f"  {row['implementation']}: ours {row['ours']:.6f}; stable-argsort copy {row['abs_diff_stable']:.1e};"
+            f"  {row['implementation']}: ours {row['ours']:.6f}; stable argsort {row['abs_diff_stable']:.1e};"
             f" original (quicksort, ties in arbitrary order) {row['abs_diff_quicksort']:.1e}"
         )
     return "\n".join(lines)
