@@ -1,6 +1,6 @@
 """Worker for tests/test_ddp.py: one rank of a 2-process gloo run, launched by torchrun.
 
-    python -m torch.distributed.run --standalone --nproc_per_node=2 tests/ddp_worker.py OUT_DIR
+    python -m torch.distributed.run --standalone --nproc_per_node=2 tests/ddp_worker.py OUT_DIR [options]
 
 Each rank trains the shared tiny problem with shc.train.fit (which joins the process group from torchrun's
 environment) with a scripted validation metric, and saves the weights fit selected and the best epoch it
@@ -10,8 +10,8 @@ must match a single-process run over the same global batches up to float summati
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 from pathlib import Path
 
 import torch
@@ -43,32 +43,57 @@ class CrossEntropy(nn.Module):
         return F.cross_entropy(outputs, labels)
 
 
-def problem() -> tuple[nn.Module, IndexedTensors]:
+class FailingCrossEntropy(CrossEntropy):
+    """Raises at the given 1-based step, like a run killed mid-epoch."""
+
+    def __init__(self, at_step: int) -> None:
+        super().__init__()
+        self.at_step, self.calls = at_step, 0
+
+    def forward(self, outputs, labels, indices):
+        self.calls += 1
+        if self.calls == self.at_step:
+            raise RuntimeError("simulated interruption")
+        return super().forward(outputs, labels, indices)
+
+
+def problem(dropout: float = 0.0) -> tuple[nn.Module, IndexedTensors]:
     """The same model (seeded init, no BatchNorm) and data on every rank."""
     generator = torch.Generator().manual_seed(0)
     labels = torch.arange(NUM_SAMPLES) % 3
     inputs = 3.0 * torch.randn(3, 4, generator=generator)[labels] + torch.randn(NUM_SAMPLES, 4, generator=generator)
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Dropout(dropout), nn.Linear(16, 3))
     return model, IndexedTensors(inputs, labels)
 
 
-def scripted_evaluate():
-    """A fake validation: returns VALIDATION_MAP[k] at its k-th call (fit calls it on rank 0 only)."""
-    calls = []
+def scripted_evaluate(first_epoch: int = 1):
+    """A fake validation returning VALIDATION_MAP[epoch - 1] (fit calls it on rank 0 only, once per epoch).
+
+    ``first_epoch``: the epoch a resumed run starts at.
+    """
+    epochs = iter(range(first_epoch, CONFIG.epochs + 1))
 
     def evaluate(model: nn.Module) -> dict[str, float]:
-        calls.append(len(calls))
-        return {"mAP@ALL": VALIDATION_MAP[len(calls) - 1]}
+        return {"mAP@ALL": VALIDATION_MAP[next(epochs) - 1]}
 
     return evaluate
 
 
-def main(out_dir: Path) -> None:
-    model, dataset = problem()
-    history = fit(model, CrossEntropy(), dataset, CONFIG, out_dir / "run", evaluate=scripted_evaluate(), progress=False)
-    torch.save({"model": model.state_dict(), "best_epoch": history.best_epoch}, out_dir / f"rank{os.environ['RANK']}.pt")
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="One rank of the DDP test run (launch with torchrun).")
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("--dropout", type=float, default=0.0)
+    parser.add_argument("--fail-at-step", type=int, default=0, help="raise at this 1-based step (0: never)")
+    parser.add_argument("--first-epoch", type=int, default=1, help="the epoch a resumed run starts at")
+    args = parser.parse_args(argv)
+    model, dataset = problem(args.dropout)
+    criterion = FailingCrossEntropy(args.fail_at_step) if args.fail_at_step else CrossEntropy()
+    history = fit(model, criterion, dataset, CONFIG, args.out_dir / "run", evaluate=scripted_evaluate(args.first_epoch),
+                  progress=False)
+    rank_file = args.out_dir / f"rank{os.environ['RANK']}.pt"
+    torch.save({"model": model.state_dict(), "best_epoch": history.best_epoch}, rank_file)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main()

@@ -25,16 +25,33 @@ def load_worker():
     return module
 
 
-@pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs torch.distributed + gloo")
-def test_two_ranks_match_each_other_and_a_single_process_run(tmp_path):
+needs_gloo = pytest.mark.skipif(
+    not dist.is_available() or not dist.is_gloo_available(), reason="needs torch.distributed with gloo"
+)
+
+
+def torchrun(out_dir: Path, *worker_args: str) -> subprocess.CompletedProcess:
+    """Two CPU ranks of tests/ddp_worker.py on 127.0.0.1 (torchrun --standalone picks a free port)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-           "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1"}
+           "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(WORKER),
-               str(tmp_path)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180, cwd=REPO)
+               str(out_dir), *worker_args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=180, cwd=REPO)
+
+
+def check_ok(result: subprocess.CompletedProcess) -> None:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
-    rank0, rank1 = (torch.load(tmp_path / f"rank{rank}.pt", weights_only=True) for rank in (0, 1))
+
+def load_ranks(out_dir: Path) -> list[dict]:
+    return [torch.load(out_dir / f"rank{rank}.pt", weights_only=True) for rank in (0, 1)]
+
+
+@needs_gloo
+def test_two_ranks_match_each_other_and_a_single_process_run(tmp_path):
+    check_ok(torchrun(tmp_path))
+
+    rank0, rank1 = load_ranks(tmp_path)
     worker = load_worker()
     model, dataset = worker.problem()
     history = fit(model, worker.CrossEntropy(), dataset, worker.CONFIG, tmp_path / "single",
@@ -52,3 +69,20 @@ def test_two_ranks_match_each_other_and_a_single_process_run(tmp_path):
     # only rank 0 wrote the run files, with the same epoch losses as the single-process run
     ddp_losses = [row["loss"] for row in torch.load(tmp_path / "run" / "last.pt", weights_only=True)["history"]["rows"]]
     assert ddp_losses == pytest.approx([row["loss"] for row in history.rows], rel=1e-5)
+
+
+@pytest.mark.slow
+@needs_gloo
+def test_interrupted_ddp_run_resumes_exactly(tmp_path):
+    # Dropout draws from each rank's own random stream, so this needs the per-rank states in last.pt.
+    check_ok(torchrun(tmp_path / "uninterrupted", "--dropout=0.3"))
+    failed = torchrun(tmp_path / "interrupted", "--dropout=0.3", "--fail-at-step=7")  # 5 steps/epoch: epoch 2
+    assert failed.returncode != 0 and "simulated interruption" in failed.stdout + failed.stderr
+    assert torch.load(tmp_path / "interrupted" / "run" / "last.pt", weights_only=True)["epoch"] == 1
+    check_ok(torchrun(tmp_path / "interrupted", "--dropout=0.3", "--first-epoch=2"))
+
+    expected = load_ranks(tmp_path / "uninterrupted")
+    for resumed, reference in zip(load_ranks(tmp_path / "interrupted"), expected):
+        assert resumed["best_epoch"] == reference["best_epoch"] == 2
+        for name, value in reference["model"].items():
+            assert torch.equal(resumed["model"][name], value), name

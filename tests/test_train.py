@@ -324,3 +324,10 @@ def test_gradient_clipping_bounds_the_update(tmp_path):
     after = torch.cat([p.detach().flatten() for p in model.parameters()])
     assert 0 < torch.linalg.vector_norm(after - before) <= 1e-3 * (1 + 1e-5)
 
+
+
+def test_progress_prints_one_summary_line_per_epoch(tmp_path, capsys):
+    fit(mlp(), CrossEntropy(), IndexedTensors(*blobs()), config(epochs=2), tmp_path, progress=True)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ")]
+    assert [line.split(":")[0] for line in lines] == ["epoch 1/2", "epoch 2/2"]
+    assert all("loss=" in line and "lr=" in line for line in lines)
