@@ -18,6 +18,7 @@ import math
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -161,6 +162,8 @@ def test_writes_are_atomic_no_temporary_files_left(batch):
 def test_skip_existing_skips_an_up_to_date_report(batch):
     tiny = reports.NOTEBOOK_PARAMETERS["00_center_geometry"]["tiny"][0]
     job = reports.ReportJob("00_center_geometry", "tiny", {**tiny, "bits": 16}, "bits-16")
+    future = time.time() + 3600  # newer than any source file, even if the package is edited meanwhile
+    os.utime(batch["ok"] / "00_center_geometry-report.html", (future, future))
     result = reports.execute_report(job, output_root=batch["root"] / "reports", run_root=batch["root"] / "runs",
                                     skip_existing=True)  # fmt: skip
     assert result.status == "skipped" and result.ok
