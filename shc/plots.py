@@ -218,14 +218,9 @@ def _centers_mapping(centers) -> dict[str, np.ndarray]:
 
 
 def _as_similarity(similarity, num_classes: int | None = None) -> np.ndarray:
-    matrix = np.asarray(similarity, dtype=np.float64)
-    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
-        raise ValueError(f"S must be a square (C, C) matrix, got shape {matrix.shape}.")
-    if num_classes is not None and matrix.shape[0] != num_classes:
-        raise ValueError(f"S is {matrix.shape[0]}x{matrix.shape[0]} but there are {num_classes} classes/centers.")
-    if not np.isfinite(matrix).all():
-        raise ValueError("S contains NaN or inf; rebuild it with shc.similarity.")
-    return matrix
+    from shc.similarity import validate_similarity  # square, finite, in [-1, 1], symmetric
+
+    return validate_similarity(similarity, num_classes=num_classes)
 
 
 def _as_order(order, num_classes: int) -> np.ndarray:
@@ -249,7 +244,7 @@ def similarity_order(similarity) -> np.ndarray:
     matrix = _as_similarity(similarity)
     if matrix.shape[0] < 3:
         return np.arange(matrix.shape[0])
-    distance = np.clip(1.0 - (matrix + matrix.T) / 2.0, 0.0, None)
+    distance = 1.0 - matrix
     np.fill_diagonal(distance, 0.0)
     tree = linkage(squareform(distance, checks=False), method="average", optimal_ordering=True)
     return leaves_list(tree)

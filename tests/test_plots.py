@@ -208,7 +208,7 @@ def test_plot_similarity_vs_gram_shows_matrices_in_the_given_order(tmp_path):
     _check_saved(fig, tmp_path, "similarity_vs_gram")
     with pytest.raises(ValueError, match="permutation"):
         plots.plot_similarity_vs_gram(similarity, centers, order=[0, 0, 1, 2, 3])
-    with pytest.raises(ValueError, match="5 classes"):
+    with pytest.raises(ValueError, match="num_classes=5"):
         plots.plot_similarity_vs_gram(np.eye(4), centers)
 
 
