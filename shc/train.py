@@ -45,9 +45,10 @@ What it guarantees:
   ``batch_size`` samples across the ranks. Each rank's loss is weighted by its
   share of the batch, so the averaged gradient equals the single-process
   gradient of the batch mean whatever the split. Only rank 0 writes files and
-  shows progress. Two caveats: BatchNorm statistics are per rank (each sees
-  ``batch_size / world_size`` samples), and pairwise/listwise losses only see
-  pairs within their rank's share of the batch.
+  shows progress. Caveats: BatchNorm statistics are per rank (each sees
+  ``batch_size / world_size`` samples); pairwise/listwise losses only see
+  pairs within their rank's share of the batch; a loss with a memory bank
+  updates each rank's copy with that rank's samples only.
 
 Files in ``run_dir``: ``last.pt``, ``best.pt`` (when ``evaluate`` is given),
 ``history.csv`` and ``history.json``. Checkpoints hold only tensors and plain
@@ -629,6 +630,102 @@ def _unpack_batch(batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     return batch[0], batch[1], batch[2]
 
 
+@dataclass
+class _TrainingState:
+    """Everything an epoch changes, apart from the random states and the history."""
+
+    model: nn.Module
+    criterion: nn.Module | None  # the criterion if it is a module (it may hold buffers such as memory banks)
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    scaler: torch.amp.GradScaler
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.state_dict(),
+            "criterion": self.criterion.state_dict() if self.criterion is not None else {},
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+        }
+
+    def load_state_dict(self, checkpoint: Mapping[str, Any]) -> None:
+        self.model.load_state_dict(checkpoint["model"])
+        if self.criterion is not None:
+            self.criterion.load_state_dict(checkpoint["criterion"])
+        self.optimizer.load_state_dict(checkpoint["optimizer"])
+        self.scheduler.load_state_dict(checkpoint["scheduler"])
+        self.scaler.load_state_dict(checkpoint["scaler"])
+
+
+def _prepare(
+    model: nn.Module, criterion: Callable, config: TrainConfig, device: torch.device, precision: str, ranks: _Ranks
+) -> _TrainingState:
+    """Move model and criterion to the device and build optimizer, scheduler and grad scaler."""
+    model.to(device)
+    if config.channels_last:
+        model.to(memory_format=torch.channels_last)
+    criterion_module = criterion if isinstance(criterion, nn.Module) else None
+    criterion_parameters: list[nn.Parameter] = []
+    if criterion_module is not None:
+        criterion_module.to(device)
+        criterion_parameters = [p for p in criterion_module.parameters() if p.requires_grad]
+        if criterion_parameters and ranks.distributed:
+            raise ValueError(
+                "The criterion has trainable parameters, which DistributedDataParallel would not synchronise; "
+                "move them into the model."
+            )
+    parameters = [p for p in model.parameters() if p.requires_grad] + criterion_parameters
+    _require(len(parameters) > 0, "The model has no trainable parameters (all have requires_grad=False).")
+    optimizer = _build_optimizer(parameters, config)
+    return _TrainingState(
+        model, criterion_module, optimizer, _build_scheduler(optimizer, config),
+        torch.amp.GradScaler(device.type, enabled=precision == "fp16"),
+    )
+
+
+def _resume(state: _TrainingState, last_path: Path, identity: dict[str, Any], config: TrainConfig,
+            ranks: _Ranks) -> tuple[int, History | None]:
+    """Load ``last.pt`` if it exists (refusing another run's); returns (completed epochs, its history)."""
+    if not last_path.exists():
+        return 0, None
+    checkpoint = torch.load(last_path, map_location="cpu", weights_only=True)
+    _check_same_run(checkpoint["identity"], identity, last_path)
+    state.load_state_dict(checkpoint)
+    epoch, rng_states = checkpoint["epoch"], checkpoint["rng"]
+    if len(rng_states) == ranks.world_size:
+        _restore_rng(rng_states[ranks.rank])
+    else:
+        warnings.warn(
+            f"{last_path} was written by {len(rng_states)} rank(s), this run has {ranks.world_size}: the random "
+            "streams of augmentation/dropout restart from the seed, so the resume is not bit-exact.",
+            stacklevel=4,
+        )
+        set_seed(_derived_seed(config.seed, epoch, ranks.rank) % 2**32)
+    return epoch, History(**checkpoint["history"])
+
+
+def _evaluate_and_select(
+    model: nn.Module, evaluate: Callable, epoch: int, row: dict[str, float], history: History,
+    config: TrainConfig, best_path: Path,
+) -> None:
+    """Run ``evaluate`` (eval mode), add its scalars to ``row``, and save ``best.pt`` on improvement."""
+    started = time.perf_counter()
+    model.eval()
+    metrics = _scalar_metrics(evaluate(model), _ROW_KEYS)
+    model.train()
+    row["eval_seconds"] = time.perf_counter() - started
+    row.update(metrics)
+    if config.select_metric not in metrics:
+        raise KeyError(
+            f"evaluate(model) returned {sorted(metrics)} but TrainConfig.select_metric is "
+            f"{config.select_metric!r}; set select_metric to one of those keys."
+        )
+    if _is_better(metrics[config.select_metric], history.best_metric, config.select_mode):
+        history.best_epoch, history.best_metric = epoch, metrics[config.select_metric]
+        _save_torch({"model": model.state_dict(), "epoch": epoch, "metric": history.best_metric}, best_path)
+
+
 def fit(
     model: nn.Module,
     criterion: Callable[[Any, torch.Tensor, torch.Tensor], torch.Tensor],
@@ -720,48 +817,12 @@ def _fit(
         run_dir.mkdir(parents=True, exist_ok=True)
 
     set_seed(config.seed + ranks.rank)
-    model.to(device)
-    if config.channels_last:
-        model.to(memory_format=torch.channels_last)
-    criterion_module = criterion if isinstance(criterion, nn.Module) else None
-    criterion_parameters: list[nn.Parameter] = []
-    if criterion_module is not None:
-        criterion_module.to(device)
-        criterion_parameters = [p for p in criterion_module.parameters() if p.requires_grad]
-        if criterion_parameters and ranks.distributed:
-            raise ValueError(
-                "The criterion has trainable parameters, which DistributedDataParallel would not synchronise; "
-                "move them into the model."
-            )
-    parameters = [p for p in model.parameters() if p.requires_grad] + criterion_parameters
-    _require(len(parameters) > 0, "The model has no trainable parameters (all have requires_grad=False).")
-    optimizer = _build_optimizer(parameters, config)
-    scheduler = _build_scheduler(optimizer, config)
-    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
-
-    history = History(select_metric=config.select_metric if evaluate is not None else None)
-    start_epoch, rng_states = 0, None
-    if last_path.exists():
-        checkpoint = torch.load(last_path, map_location="cpu", weights_only=True)
-        _check_same_run(checkpoint["identity"], identity, last_path)
-        model.load_state_dict(checkpoint["model"])
-        if criterion_module is not None:
-            criterion_module.load_state_dict(checkpoint["criterion"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        scheduler.load_state_dict(checkpoint["scheduler"])
-        scaler.load_state_dict(checkpoint["scaler"])
-        history = History(**checkpoint["history"])
-        start_epoch, rng_states = checkpoint["epoch"], checkpoint["rng"]
-    if rng_states is not None:
-        if len(rng_states) == ranks.world_size:
-            _restore_rng(rng_states[ranks.rank])
-        else:
-            warnings.warn(
-                f"{last_path} was written by {len(rng_states)} rank(s), this run has {ranks.world_size}: the random "
-                "streams of augmentation/dropout restart from the seed, so the resume is not bit-exact.",
-                stacklevel=3,
-            )
-            set_seed(_derived_seed(config.seed, start_epoch, ranks.rank) % 2**32)
+    state = _prepare(model, criterion, config, device, precision, ranks)
+    start_epoch, history = _resume(state, last_path, identity, config, ranks)
+    if history is None:
+        history = History()
+    if evaluate is not None:
+        history.select_metric = config.select_metric
 
     trained = model
     if ranks.distributed:
@@ -771,39 +832,16 @@ def _fit(
 
     for epoch in range(start_epoch + 1, config.epochs + 1):
         row = _train_epoch(
-            trained, criterion, optimizer, scaler, train_set, config, epoch, ranks, device, precision, num_workers, show
+            trained, criterion, state, train_set, config, epoch, ranks, device, precision, num_workers, show
         )
-        scheduler.step()
+        state.scheduler.step()
         if evaluate is not None and ranks.is_main and (epoch % config.eval_every == 0 or epoch == config.epochs):
-            started = time.perf_counter()
-            model.eval()
-            metrics = _scalar_metrics(evaluate(model), _ROW_KEYS)
-            model.train()
-            row["eval_seconds"] = time.perf_counter() - started
-            row.update(metrics)
-            if config.select_metric not in metrics:
-                raise KeyError(
-                    f"evaluate(model) returned {sorted(metrics)} but TrainConfig.select_metric is "
-                    f"{config.select_metric!r}; set select_metric to one of those keys."
-                )
-            if _is_better(metrics[config.select_metric], history.best_metric, config.select_mode):
-                history.best_epoch, history.best_metric = epoch, metrics[config.select_metric]
-                _save_torch({"model": model.state_dict(), "epoch": epoch, "metric": history.best_metric}, best_path)
+            _evaluate_and_select(model, evaluate, epoch, row, history, config, best_path)
         history.rows.append(row)
-        rng_states = _gather_rng(ranks)
+        rng_states = _gather_rng(ranks)  # collective: every rank's state goes into rank 0's checkpoint
         if ranks.is_main:
-            checkpoint = {
-                "version": CHECKPOINT_VERSION,
-                "identity": identity,
-                "epoch": epoch,
-                "model": model.state_dict(),
-                "criterion": criterion_module.state_dict() if criterion_module is not None else {},
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "scaler": scaler.state_dict(),
-                "history": history.to_dict(),
-                "rng": rng_states,
-            }
+            checkpoint = {"version": CHECKPOINT_VERSION, "identity": identity, "epoch": epoch,
+                          **state.state_dict(), "history": history.to_dict(), "rng": rng_states}
             _save_torch(checkpoint, last_path)
             _write_history(history, run_dir)
             if show:
@@ -865,8 +903,7 @@ def _train_step(
 def _train_epoch(
     trained: nn.Module,
     criterion: Callable,
-    optimizer: torch.optim.Optimizer,
-    scaler: torch.amp.GradScaler,
+    state: _TrainingState,
     train_set: Dataset,
     config: TrainConfig,
     epoch: int,
@@ -890,7 +927,7 @@ def _train_epoch(
         pin_memory=device.type == "cuda",
         generator=_generator(_derived_seed(config.seed, epoch, 1 + ranks.rank)),  # worker seeds only
     )
-    lr = optimizer.param_groups[0]["lr"]
+    lr = state.optimizer.param_groups[0]["lr"]
     meter = _LossMeter(epoch)
     trained.train()
     started = time.perf_counter()
@@ -899,7 +936,7 @@ def _train_epoch(
         inputs, labels, sample_indices = _unpack_batch(batch)
         share = len(indices) / global_size  # this rank's fraction of the global batch
         batch_loss = _train_step(
-            trained, criterion, optimizer, scaler, inputs, labels, sample_indices,
+            trained, criterion, state.optimizer, state.scaler, inputs, labels, sample_indices,
             weight=share * ranks.world_size, device=device, precision=precision,
             channels_last=config.channels_last, grad_clip_norm=config.grad_clip_norm,
         )
