@@ -115,7 +115,9 @@ def gv_min_distance(num_classes: int, num_bits: int) -> int:
     """The Gilbert-Varshamov minimum distance used by MDS and SHC (Theorem 1, Eq. 12).
 
     The smallest ``d`` with ``sum_{i<d} C(q, i) >= 2^q / C``, computed in exact integer arithmetic
-    (``C * sum >= 2^q``). Codes of ``C`` words with pairwise distance >= d always exist.
+    (``C * sum >= 2^q``): the distance MDS and SHC require. Strictly, the Gilbert-Varshamov argument
+    guarantees C codes at distance ``d - 1`` (at ``d`` when the sum equals 2^q / C); reaching ``d`` is
+    what the search has to achieve, and :func:`mds_centers` does on every (C, q) of the paper.
 
     Examples: C=100 gives 4, 10, 24 at q=16, 32, 64; C=555 gives 3, 9, 21.
     """
@@ -157,8 +159,8 @@ def _resolve_min_distance(num_classes: int, num_bits: int, min_distance: int | N
     if num_classes > bound:
         raise ValueError(
             f"No {num_classes} codes of length {num_bits} can have pairwise Hamming distance >= {d}: "
-            f"the Hamming/Plotkin bounds allow at most {bound}. Lower min_distance (the GV value "
-            f"{gv_min_distance(num_classes, num_bits)} is always feasible) or use more bits."
+            f"the Hamming/Plotkin bounds allow at most {bound}. Lower min_distance (the GV value is "
+            f"{gv_min_distance(num_classes, num_bits)}) or use more bits."
         )
     return d
 
