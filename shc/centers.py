@@ -1,18 +1,19 @@
 """Stage 2: hash centers (paper Sec. 3.2, Algorithm 1) and their quality.
 
-Conventions used throughout (the paper writes ``H`` as q x C columns; we store rows):
+Conventions used throughout (the paper writes ``H`` as q x C columns; we store rows). Equation
+numbers count the paper's numbered equations in order (GV bound Eq. 13, objective Eq. 22):
 
 - ``centers`` / ``H``: an (C, q) array of +-1 (int8 on output), row ``i`` is the center of class ``i``.
-- Hamming distance and inner product are related by ``D(h_i, h_j) = (q - h_i . h_j) / 2`` (Theorem 2, Eq. 15).
+- Hamming distance and inner product are related by ``D(h_i, h_j) = (q - h_i . h_j) / 2`` (Theorem 2, Eq. 17).
 - ``S``: a (C, C) class-similarity matrix with entries in [-1, 1] (stage 1).
 
 Generators, all through :func:`generate_centers`:
 
 ``"random"``   Bernoulli(0.5) signs (CSQ's random centers).
 ``"csq"``      Hadamard rows, then rows of ``-H``, then random rows with exactly q/2 entries of -1 (CSQ).
-``"mds"``      every pairwise distance >= d (Gilbert-Varshamov, Eq. 12), pushed apart beyond that by a
+``"mds"``      every pairwise distance >= d (Gilbert-Varshamov, Eq. 13), pushed apart beyond that by a
                vectorised greedy bit-flip search (our algorithm; Wang et al.'s goal).
-``"shc"``      the paper's semantic hash centers (Eq. 16-29, Algorithm 1), initialised by ``"mds"``.
+``"shc"``      the paper's semantic hash centers (Eq. 22-38, Algorithm 1), initialised by ``"mds"``.
 ``"semantic"`` the ablation without the distance term (appendix M/H alternation, Table 9 "S only").
 """
 
@@ -87,7 +88,7 @@ def _as_sign_matrix(centers: Any) -> np.ndarray:
 
 
 def hamming_distances(centers: Any) -> np.ndarray:
-    """Pairwise Hamming distances (C, C) of +-1 centers, via Eq. 15: D = (q - H H^T) / 2."""
+    """Pairwise Hamming distances (C, C) of +-1 centers, via Eq. 17: D = (q - H H^T) / 2."""
     H = _as_sign_matrix(centers)
     q = H.shape[1]
     return ((q - H @ H.T) / 2).round().astype(np.int64)
@@ -112,7 +113,7 @@ def _is_power_of_two(value: int) -> bool:
 # Minimum distance (Theorem 1) and feasibility bounds
 # --------------------------------------------------------------------------------------------
 def gv_min_distance(num_classes: int, num_bits: int) -> int:
-    """The Gilbert-Varshamov minimum distance used by MDS and SHC (Theorem 1, Eq. 12).
+    """The Gilbert-Varshamov minimum distance used by MDS and SHC (Theorem 1, Eq. 13).
 
     The smallest ``d`` with ``sum_{i<d} C(q, i) >= 2^q / C``, computed in exact integer arithmetic
     (``C * sum >= 2^q``): the distance MDS and SHC require. Strictly, the Gilbert-Varshamov argument
@@ -174,11 +175,11 @@ def center_quality(centers: Any, similarity: Any | None = None) -> dict[str, flo
     Returns
     -------
     dict with
-        ``d_min``            minimum pairwise Hamming distance (Eq. 30),
+        ``d_min``            minimum pairwise Hamming distance (Eq. 44),
         ``num_at_d_min``     number of unordered pairs at that distance,
         ``mean_distance``    mean pairwise Hamming distance,
         and, when ``similarity`` is given,
-        ``s_loss``           per-entry mean of (S - H H^T / q)^2 (Eq. 31 divided by C^2, as the paper's
+        ``s_loss``           per-entry mean of (S - H H^T / q)^2 (Eq. 45 divided by C^2, as the paper's
                              table values are; e.g. about 0.11 for random 16-bit centers on CIFAR-100),
         ``spearman``         Spearman correlation between the off-diagonal entries of S and H H^T / q
                              (how well the centers' geometry follows the semantics); NaN when either
@@ -321,7 +322,7 @@ class CenterOptimisation:
 
 
 def shc_objective(H: np.ndarray, S: np.ndarray, mu: float) -> float:
-    """Eq. 16 (with the distance term as it enters the update): ||S - H H^T / q||_F^2 + mu sum_{i!=j} h_i.h_j."""
+    """Eq. 22 (with the distance term as it enters the update): ||S - H H^T / q||_F^2 + mu sum_{i!=j} h_i.h_j."""
     q = H.shape[1]
     gram = H @ H.T
     column_sum = H.sum(axis=0)
@@ -349,7 +350,7 @@ def _shc_record(cycle, H, M, K, S, d, objective_mu, accepted, rejected) -> dict[
 def _projected_step(
     H: np.ndarray, i: int, gradient: np.ndarray, eta: float, min_distance: int, backtrack: bool
 ) -> np.ndarray | None:
-    """One guarded projected-gradient step for center i (Eq. 28).
+    """One guarded projected-gradient step for center i (Eq. 36).
 
     Returns the new h_i, ``H[i]`` itself when the step changes nothing, or None when no feasible step
     exists. The full step ``sign(h_i - g / eta)`` flips the bits where ``h_ik g_ik > eta / 2``; a smaller
@@ -401,25 +402,25 @@ def optimize_semantic_centers(
     distance_scale: float = 1e-4,
     backtrack: bool = True,
 ) -> CenterOptimisation:
-    """Semantic hash centers by the paper's Algorithm 1 (Eq. 16-29).
+    """Semantic hash centers by the paper's Algorithm 1 (Eq. 22-38).
 
     Minimises ``||S - H H^T / q||_F^2 + mu sum_{i != j} h_i . h_j`` subject to ``D(h_i, h_j) >= d`` with
-    the augmented Lagrangian of Eq. 19 (proxy ``M = H``, slack ``k_ij >= 0``, multipliers ``Lambda``
+    the augmented Lagrangian of Eq. 26 (proxy ``M = H``, slack ``k_ij >= 0``, multipliers ``Lambda``
     and ``alpha``), alternating for ``cycles`` outer cycles:
 
-    1. ``M`` in closed form (Eq. 23): ``M = (2/q S H + Lambda + rho H)(2/q^2 H^T H + rho I)^{-1}``.
-    2. ``K = max(q - 2d - H H^T + alpha / beta, 0)`` (Eq. 25).
+    1. ``M`` in closed form (Eq. 29): ``M = (2/q S H + Lambda + rho H)(2/q^2 H^T H + rho I)^{-1}``.
+    2. ``K = max(q - 2d - H H^T + alpha / beta, 0)`` (Eq. 33).
     3. For each center i, ``inner_steps`` projected gradient steps
-       ``h_i <- sign(h_i - dL/dh_i / eta)`` (Eq. 27-28); a step is accepted only if h_i keeps
+       ``h_i <- sign(h_i - dL/dh_i / eta)`` (Eq. 35-36); a step is accepted only if h_i keeps
        distance >= d to every other center (the guard of the authors' release), a zero keeps the bit.
        With ``backtrack`` (default) an infeasible step is shrunk to the largest feasible step size
        rather than dropped (the release drops it, and then about 95% of the steps are lost).
-    4. ``Lambda += rho (H - M)`` (Eq. 29) and ``alpha_ij += beta (q - 2d - h_i.h_j - k_ij)`` for every
-       pair (Eq. 30). Multipliers are floats (the release made alpha an integer tensor, so it never
+    4. ``Lambda += rho (H - M)`` (Eq. 37) and ``alpha_ij += beta (q - 2d - h_i.h_j - k_ij)`` for every
+       pair (Eq. 38). Multipliers are floats (the release made alpha an integer tensor, so it never
        moved, and updated one pair per row).
 
     The pairwise part of dL/dh_i (mu, alpha, beta terms) is multiplied by ``distance_scale`` (1e-4,
-    the authors' release); set 1.0 for the literal Eq. 27. Initialised by :func:`mds_centers` unless
+    the authors' release); set 1.0 for the literal Eq. 35. Initialised by :func:`mds_centers` unless
     ``init`` is given. Returns the best feasible H met, by the objective evaluated with the same
     scaled mu.
     """
@@ -443,7 +444,7 @@ def optimize_semantic_centers(
     np.fill_diagonal(alpha, 0.0)
     eye_q = np.eye(q)
     off = ~np.eye(C, dtype=bool)
-    bound = q - 2 * d  # the constraint h_i . h_j <= q - 2d (Eq. 17)
+    bound = q - 2 * d  # the constraint h_i . h_j <= q - 2d (Eq. 22)
 
     history = [_shc_record(0, H, None, None, S, d, objective_mu, 0, 0)]
     best_H, best_objective, best_cycle = H.copy(), history[0]["objective"], 0
@@ -494,12 +495,12 @@ def semantic_only_centers(
     mu: float | None = None,
     cycles: int = 20,
 ) -> CenterOptimisation:
-    """SHC without the distance term (the paper's ablation, Sec. 4.6.1, Eq. 34-36).
+    """SHC without the distance term (the paper's ablation, Sec. 4.6.1, Eq. 46-49).
 
     Minimises ``||S - H M^T / q||_F^2 + mu ||H - M||_F^2`` by alternating, in row form,
     ``M = (S/q + mu I) H (H^T H / q^2 + mu I)^{-1}`` (the paper prints this without the inverse; the
     inverse is what setting the gradient to zero gives) and ``H = sign((S/q + mu I) M (M^T M)^+)``
-    (Eq. 36; a zero keeps the bit). Initialised by :func:`mds_centers`; returns the H of lowest
+    (Eq. 49; a zero keeps the bit). Initialised by :func:`mds_centers`; returns the H of lowest
     s_loss met. No minimum distance is enforced, so d_min may drop (that is the point of the ablation).
 
     The paper gives no mu for this ablation. The default ``mu = 1/q`` puts the proxy coupling on the

@@ -268,7 +268,7 @@ def _new_figure(width: float, height: float) -> Figure:
 def plot_gv_bound(num_classes_list: Sequence[int], bits_list: Sequence[int]) -> Figure:
     """The paper's Gilbert-Varshamov minimum distance ``d`` as a function of C and q.
 
-    ``d`` is the smallest distance with ``2^q / C <= sum_{i<d} binom(q, i)`` (Theorem 1, Eq. 12;
+    ``d`` is the smallest distance with ``2^q / C <= sum_{i<d} binom(q, i)`` (Theorem 1, Eq. 13;
     :func:`shc.centers.gv_min_distance`), the constraint of MDS and SHC. Left: ``d`` in bits, one
     line per code length ``q``; dashed segments mark the distance ``q/2`` that Hadamard centers
     (CSQ) reach, available only while ``C <= 2q``. Right: ``d / q``.
@@ -302,7 +302,7 @@ def plot_gv_bound(num_classes_list: Sequence[int], bits_list: Sequence[int]) -> 
         axes.set_xlabel("number of classes C (log scale)")
     absolute.set_ylabel("minimum distance d (bits)")
     relative.set_ylabel("relative minimum distance d / q")
-    absolute.set_title("Gilbert-Varshamov distance d (Eq. 12)")
+    absolute.set_title("Gilbert-Varshamov distance d (Eq. 13)")
     relative.set_title("the same bound relative to the code length")
     _legend_outside(fig, absolute)
     return fig
@@ -312,7 +312,7 @@ def plot_distance_histograms(centers_by_method: Mapping[str, np.ndarray], num_bi
     """Histogram of the pairwise Hamming distances between centers, one panel per method.
 
     Each panel marks the method's minimum distance ``d_min`` (the criterion of the paper's
-    center-quality table), the Gilbert-Varshamov distance ``d`` (Theorem 1, Eq. 12) and ``q/2``.
+    center-quality table), the Gilbert-Varshamov distance ``d`` (Theorem 1, Eq. 13) and ``q/2``.
 
     Parameters
     ----------
@@ -358,7 +358,7 @@ def plot_center_embedding(
     """2-D classical-MDS embedding of the centers, coloured by coarse class.
 
     Classical MDS of the Hamming distances equals PCA of the +-1 codes (``||h_i - h_j||^2 =
-    4 D(h_i, h_j)``, Theorem 2, Eq. 15), so the embedding is the top-2 principal coordinates of the
+    4 D(h_i, h_j)``, Theorem 2, Eq. 17), so the embedding is the top-2 principal coordinates of the
     centred codes. Semantic centers put classes of one coarse group close together; random
     ones do not.
 
@@ -415,7 +415,7 @@ def _principal_coordinates(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def plot_similarity_vs_gram(similarity, centers, order=None) -> Figure:
     """Heatmaps of the target similarity ``S`` next to ``H H^T / q`` of each center set, same class order.
 
-    ``L_semantic = ||S - H H^T / q||_F^2`` (Eq. 13) is small when the two pictures agree.
+    ``L_semantic = ||S - H H^T / q||_F^2`` (Eq. 14) is small when the two pictures agree.
 
     Parameters
     ----------
