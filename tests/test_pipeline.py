@@ -1,0 +1,109 @@
+"""The cached three-stage pipeline on the embedded default, end to end on a reduced grid."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from shc.centers import gv_min_distance
+from shc.metrics import mean_average_precision
+from shc.pipeline import MAP_KEYS, RunConfig, preset, run, run_grid, stage_directories, summarize
+
+FAST = dict(epochs=2, classifier_epochs=2, eval_every=1, bits=16)
+
+
+@pytest.fixture(scope="module")
+def shc_run(tmp_path_factory):
+    config = RunConfig(method="shc", run_dir=str(tmp_path_factory.mktemp("runs")), **FAST)
+    return config, run(config)
+
+
+def test_all_stage_artifacts_are_written(shc_run):
+    config, result = shc_run
+    directories = stage_directories(config)
+    for name in ("similarity.npy", "metrics.json", "config.json"):
+        assert (directories["stage1"] / name).exists()
+    for name in ("centers.npy", "quality.json", "history.json"):
+        assert (directories["stage2"] / name).exists()
+    for name in ("codes.npz", "metrics.json", "train/history.csv", "train/best.pt"):
+        assert (directories["stage3"] / name).exists()
+    S = np.load(directories["stage1"] / "similarity.npy")
+    assert S.shape == (100, 100) and np.allclose(S, S.T) and np.all(np.diag(S) == 1)
+    assert result.centers.shape == (100, 16)
+    assert json.loads((directories["stage2"] / "quality.json").read_text())["d_min"] >= gv_min_distance(100, 16)
+
+
+def test_reported_map_is_the_metric_of_the_stored_codes_and_beats_random_codes(shc_run):
+    config, result = shc_run
+    codes = np.load(stage_directories(config)["stage3"] / "codes.npz")
+    args = codes["query_codes"], codes["query_labels"], codes["database_codes"], codes["database_labels"]
+    assert result.metrics["mAP@ALL"] == pytest.approx(mean_average_precision(*args))
+    assert result.metrics["mAP@100"] == pytest.approx(mean_average_precision(*args, topk=100))
+    rng = np.random.default_rng(0)
+    random_codes = [rng.choice([-1, 1], size=c.shape) for c in (args[0], args[2])]
+    chance = mean_average_precision(random_codes[0], args[1], random_codes[1], args[3])
+    assert result.metrics["mAP@ALL"] > chance + 0.1
+    assert len(result.metrics["precision@k"]) == len(result.metrics["k"])
+
+
+def test_rerun_skips_cached_stages(shc_run):
+    config, result = shc_run
+    stage3 = stage_directories(config)["stage3"]
+    before = (stage3 / "codes.npz").stat().st_mtime_ns
+    again = run(config)
+    assert (stage3 / "codes.npz").stat().st_mtime_ns == before
+    assert again.metrics == result.metrics
+    np.testing.assert_array_equal(again.centers, result.centers)
+
+
+def test_mismatching_config_is_refused_not_mixed(shc_run):
+    config, _ = shc_run
+    with pytest.raises(ValueError, match="different configuration .*epochs"):
+        run(config.replace(epochs=3))
+
+
+def test_methods_without_similarity_skip_stage1(tmp_path):
+    config = RunConfig(method="csq", run_dir=str(tmp_path), **FAST)
+    rows = run_grid([config], progress=False)
+    assert not stage_directories(config)["stage1"].exists()
+    assert set(MAP_KEYS) <= set(rows[0])
+
+
+def test_quick_preset_grid_and_summary():
+    configs = preset("quick")
+    assert len(configs) == 4 * 3 * 3
+    assert {c.method for c in configs} == {"random", "csq", "mds", "shc"}
+    assert {c.bits for c in configs} == {16, 32, 64} and {c.seed for c in configs} == {0, 1, 2}
+    rows = [{"dataset": "d", "method": "shc", "bits": 16, "seed": s, "mAP@ALL": v} for s, v in ((0, 0.5), (1, 0.7))]
+    assert summarize(rows).loc[("d", "shc"), "16 bits"] == "0.6000 ± 0.1414"
+
+
+def test_paper_preset_uses_paper_hyperparameters():
+    configs = preset("paper", methods=["shc"], bits=[32])
+    cifar = next(c for c in configs if c.dataset == "cifar100")
+    cars = next(c for c in configs if c.dataset == "stanford-cars-a")
+    assert (cifar.backbone, cifar.pretrained, cifar.epochs, cifar.batch_size) == ("resnet34", True, 300, 64)
+    assert cifar.lr == 7e-5 and cars.lr == 1e-4
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"method": "lsh"}, "Unknown method 'lsh'; known methods: .*shc"),
+        ({"similarity": "bert"}, "known sources: logits, text, labels, hierarchy"),
+        ({"bits": 4}, r"bits must be an integer in \[8, 1024\]"),
+        ({"epochs": 0}, "epochs must be a positive integer"),
+    ],
+)
+def test_bad_config_is_refused(changes, message):
+    with pytest.raises(ValueError, match=message):
+        RunConfig(**changes)
+
+
+def test_unknown_preset_and_dataset_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="known presets: quick, paper"):
+        preset("huge")
+    with pytest.raises(ValueError, match="digits-composite"):
+        run(RunConfig(dataset="imagenet", method="csq", run_dir=str(tmp_path), **FAST))
