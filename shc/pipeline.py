@@ -375,8 +375,8 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
     def validate(network) -> dict[str, float]:
         scores = evaluate(encode(network, data.val, config), data.val.labels,
                           encode(network, data.database, config), data.database.labels,
-                          topks=(None,), ks=(), pr=False)
-        return {"mAP@ALL": scores["mAP@ALL"]}
+                          ks=(), pr=False)
+        return {key: scores[key] for key in MAP_KEYS}
 
     started = time.perf_counter()
     history = fit(model, criterion, data.train,
