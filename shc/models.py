@@ -1,7 +1,10 @@
 """Backbones and heads: the stage-1 classifier and the stage-3 hashing network (paper Sec. 3.3).
 
 A backbone maps images to a flat feature vector; :class:`HashingNetwork` adds the hash layer (a linear
-layer to ``q`` bits followed by tanh) and :class:`Classifier` a linear layer to ``C`` logits.
+layer to ``q`` bits followed by tanh) and :class:`Classifier` a linear layer to ``C`` logits. The hash
+head has the options the baselines of ``shc.methods`` need: a BatchNorm on the code layer (OrthoHash,
+MDS), no output activation (``activation="identity"``: DPSH, DTSH, HashNet, GreedyHash, IDHN, OrthoHash)
+and LTH's dynamic meta-embedding (``memory_slots``, :class:`MetaEmbedding`).
 
 Backbones (:func:`available_backbones`): ``resnet34`` (the paper's), ``resnet18``, ``resnet50`` from
 torchvision with the final FC removed, and ``small_cnn``, a three-block CNN for the small grey composite
@@ -24,7 +27,9 @@ from shc._compat import torchvision
 
 __all__ = [
     "Classifier",
+    "HASH_ACTIVATIONS",
     "HashingNetwork",
+    "MetaEmbedding",
     "SmallCNN",
     "available_backbones",
     "build_backbone",
@@ -237,6 +242,45 @@ def _positive_int(value: int, name: str) -> int:
     return int(value)
 
 
+HASH_ACTIVATIONS = ("tanh", "identity")
+"""Output activations of the hash layer: ``tanh`` (the paper's) or ``identity`` (raw pre-activations, for
+losses that apply their own squashing or sign; the codes ``sign(u)`` are the same either way)."""
+
+
+class MetaEmbedding(nn.Module):
+    """LTH's dynamic meta-embedding (Chen et al., "Long-Tail Hashing", SIGIR 2021, Sec. 3.2).
+
+    ``v = f + tanh(W_s f) * (softmax(W_h f) @ M)``: the direct feature ``f`` plus a memory feature, an
+    attention-weighted mix of ``num_slots`` memory rows ``M`` (the "hallucinator" ``W_h`` attends, the
+    "concept selector" ``W_s`` gates it per dimension). It sits between the backbone and the hash layer,
+    so the memory shapes the retrieval codes too, as in LTH.
+
+    One simplification: LTH recomputes ``M`` as the class means of the direct features with a pass over
+    the training set before every epoch; here ``M`` is a parameter learned with the rest of the network
+    (zero at the start, so training starts from the plain network). That keeps the training loop generic
+    (the network never sees labels) and leaves the architecture at retrieval time unchanged.
+
+    Parameters
+    ----------
+    feature_dim : int
+        Width of the features ``f``.
+    num_slots : int
+        Rows of the memory (LTH uses one per class: ``num_prototypes = num_classes``).
+    """
+
+    def __init__(self, feature_dim: int, num_slots: int) -> None:
+        super().__init__()
+        feature_dim = _positive_int(feature_dim, "feature_dim")
+        num_slots = _positive_int(num_slots, "memory_slots")
+        self.hallucinator = nn.Linear(feature_dim, num_slots)
+        self.selector = nn.Linear(feature_dim, feature_dim)
+        self.memory = nn.Parameter(torch.zeros(num_slots, feature_dim))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        attention = torch.softmax(self.hallucinator(features), dim=1)
+        return features + torch.tanh(self.selector(features)) * (attention @ self.memory)
+
+
 class HashingNetwork(nn.Module):
     """Backbone, then the hash layer: ``u = tanh(W f(x) + b)`` in (-1, 1)^q (paper Sec. 3.3).
 
@@ -249,14 +293,34 @@ class HashingNetwork(nn.Module):
     num_bits : int
         Code length ``q``.
     batch_norm : bool
-        Put a BatchNorm1d between the hash layer and tanh (OrthoHash's code layer).
+        Put a BatchNorm1d between the hash layer and the activation (OrthoHash's and MDS's code layer).
+    activation : {"tanh", "identity"}
+        Output activation; ``"identity"`` returns the pre-activations ``z`` (unbounded), for losses that
+        squash or binarise themselves (HashNet's ``tanh(beta z)``, GreedyHash's sign, ...).
+    memory_slots : int
+        If positive, LTH's :class:`MetaEmbedding` with that many memory rows between the backbone and
+        the hash layer; 0 (default) for none.
     """
 
-    def __init__(self, backbone: nn.Module, feature_dim: int, num_bits: int, batch_norm: bool = False) -> None:
+    def __init__(
+        self,
+        backbone: nn.Module,
+        feature_dim: int,
+        num_bits: int,
+        batch_norm: bool = False,
+        activation: str = "tanh",
+        memory_slots: int = 0,
+    ) -> None:
         super().__init__()
+        if activation not in HASH_ACTIVATIONS:
+            raise ValueError(f"activation={activation!r} is unknown; use one of {HASH_ACTIVATIONS}.")
+        if int(memory_slots) != memory_slots or memory_slots < 0:
+            raise ValueError(f"memory_slots must be a non-negative integer (0: no meta-embedding), got {memory_slots}.")
         self.backbone = backbone
         self.feature_dim = _positive_int(feature_dim, "feature_dim")
         self.num_bits = _positive_int(num_bits, "num_bits")
+        self.activation = activation
+        self.meta_embedding = MetaEmbedding(self.feature_dim, int(memory_slots)) if memory_slots else nn.Identity()
         self.hash_layer = nn.Linear(self.feature_dim, self.num_bits)
         self.code_norm = nn.BatchNorm1d(self.num_bits) if batch_norm else nn.Identity()
 
@@ -265,13 +329,17 @@ class HashingNetwork(nn.Module):
         return self.backbone(images).flatten(1)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        """Continuous codes ``u``, shape (B, q), values in (-1, 1)."""
-        return torch.tanh(self.code_norm(self.hash_layer(self.features(images))))
+        """Continuous codes ``u``, shape (B, q): in (-1, 1) with tanh, unbounded with identity."""
+        codes = self.code_norm(self.hash_layer(self.meta_embedding(self.features(images))))
+        return torch.tanh(codes) if self.activation == "tanh" else codes
 
     @torch.no_grad()
     def codes(self, images: torch.Tensor) -> torch.Tensor:
         """Binary codes ``sign(u)`` as int8 (B, q); call ``.eval()`` first for inference."""
         return hash_codes(self(images))
+
+    def extra_repr(self) -> str:
+        return f"num_bits={self.num_bits}, activation={self.activation!r}"
 
 
 class Classifier(nn.Module):
@@ -300,10 +368,18 @@ def build_hashing_network(
     weights: str | os.PathLike | None = None,
     in_channels: int = 3,
     batch_norm: bool = False,
+    activation: str = "tanh",
+    memory_slots: int = 0,
 ) -> HashingNetwork:
-    """:class:`HashingNetwork` on ``build_backbone(backbone_name, pretrained, weights, in_channels)``."""
+    """:class:`HashingNetwork` on ``build_backbone(backbone_name, pretrained, weights, in_channels)``.
+
+    ``batch_norm``, ``activation`` and ``memory_slots`` are the head options of :class:`HashingNetwork`
+    (a method's ``shc.methods.get_method(name).head``).
+    """
     backbone, feature_dim = build_backbone(backbone_name, pretrained, weights, in_channels)
-    return HashingNetwork(backbone, feature_dim, num_bits, batch_norm=batch_norm)
+    return HashingNetwork(
+        backbone, feature_dim, num_bits, batch_norm=batch_norm, activation=activation, memory_slots=memory_slots
+    )
 
 
 def build_classifier(

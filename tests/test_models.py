@@ -67,6 +67,44 @@ def test_hashing_network_with_batch_norm_on_the_code_layer():
     assert torch.all(u.std(dim=0) > 0)
 
 
+def test_identity_activation_returns_the_pre_activations_of_the_same_head():
+    torch.manual_seed(0)
+    tanh_network = build_hashing_network("small_cnn", num_bits=8, in_channels=1).eval()
+    linear_network = build_hashing_network("small_cnn", num_bits=8, in_channels=1, activation="identity").eval()
+    linear_network.load_state_dict(tanh_network.state_dict())  # same parameter names: heads are interchangeable
+    images = torch.randn(5, 1, 8, 16)
+    with torch.no_grad():
+        z = linear_network(images)
+        torch.testing.assert_close(torch.tanh(z), tanh_network(images))
+    assert (z.abs() > 0).all()
+    with pytest.raises(ValueError, match=r"activation='relu' is unknown.*'tanh', 'identity'"):
+        build_hashing_network("small_cnn", num_bits=8, activation="relu")
+
+
+def test_meta_embedding_mixes_an_attended_memory_into_the_features():
+    torch.manual_seed(0)
+    network = build_hashing_network("small_cnn", num_bits=8, in_channels=1, memory_slots=3).eval()
+    plain = build_hashing_network("small_cnn", num_bits=8, in_channels=1).eval()
+    plain.load_state_dict(network.state_dict(), strict=False)  # everything but the meta-embedding
+    images = torch.randn(4, 1, 8, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(network(images), plain(images))  # the memory starts at zero
+        network.meta_embedding.memory.normal_()
+        meta = network.meta_embedding
+        f = network.features(images)
+        attention = torch.softmax(f @ meta.hallucinator.weight.T + meta.hallucinator.bias, dim=1)
+        gate = torch.tanh(f @ meta.selector.weight.T + meta.selector.bias)
+        infused = f + gate * (attention @ meta.memory)
+        expected = torch.tanh(network.hash_layer(infused))
+        torch.testing.assert_close(network(images), expected)
+        assert not torch.allclose(expected, plain(images))
+    network.train()
+    network(images).sum().backward()
+    assert network.meta_embedding.memory.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="memory_slots must be a non-negative integer"):
+        build_hashing_network("small_cnn", num_bits=8, memory_slots=-1)
+
+
 def test_hash_codes_sign_of_zero_is_plus_one_for_torch_and_numpy():
     u = [[-0.3, 0.0, 0.2], [-0.0, -1.0, 1e-30]]
     expected = np.array([[-1, 1, 1], [1, -1, 1]], dtype=np.int8)
