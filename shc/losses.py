@@ -14,6 +14,7 @@ Register a new method with :func:`register_loss` and build one with :func:`build
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -22,7 +23,25 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["LOSSES", "CenterLoss", "ClassificationLoss", "build_loss", "register_loss"]
+__all__ = [
+    "IDHN_HARD_TOLERANCE",
+    "LOSSES",
+    "CenterLoss",
+    "ClassificationLoss",
+    "CodeBank",
+    "DPSHLoss",
+    "DTSHLoss",
+    "GreedyHashLoss",
+    "HashNetLoss",
+    "IDHNLoss",
+    "LongTailLoss",
+    "MDSLoss",
+    "OrthoHashLoss",
+    "build_loss",
+    "class_balanced_weights",
+    "class_counts",
+    "register_loss",
+]
 
 LOSSES: dict[str, type[nn.Module]] = {}
 _LossClass = TypeVar("_LossClass", bound=type[nn.Module])
@@ -71,6 +90,15 @@ def _check_labels(labels: torch.Tensor, batch_size: int, num_classes: int) -> No
         )
 
 
+def _centers_tensor(centers: Any) -> torch.Tensor:
+    centers = centers.detach() if isinstance(centers, torch.Tensor) else torch.as_tensor(np.asarray(centers))
+    if centers.ndim != 2 or 0 in centers.shape:
+        raise ValueError(f"centers must be a (C, q) matrix, got shape {tuple(centers.shape)}.")
+    if not torch.all((centers == 1) | (centers == -1)):
+        raise ValueError("centers must contain only -1 and +1; binarise them with shc.models.hash_codes.")
+    return centers.float()
+
+
 @register_loss("center")
 class CenterLoss(nn.Module):
     """CSQ's central similarity loss, as SHC trains with it (paper Eq. 41-43).
@@ -102,18 +130,14 @@ class CenterLoss(nn.Module):
 
     def __init__(self, centers: Any, gamma: float = 1e-4, seed: int = 0, eps: float = 1e-6) -> None:
         super().__init__()
-        centers = centers.detach() if isinstance(centers, torch.Tensor) else torch.as_tensor(np.asarray(centers))
-        if centers.ndim != 2 or 0 in centers.shape:
-            raise ValueError(f"centers must be a (C, q) matrix, got shape {tuple(centers.shape)}.")
-        if not torch.all((centers == 1) | (centers == -1)):
-            raise ValueError("centers must contain only -1 and +1; binarise them with shc.models.hash_codes.")
+        centers = _centers_tensor(centers)
         if gamma < 0:
             raise ValueError(f"gamma must be non-negative, got {gamma}.")
         if not 0 < eps < 1:
             raise ValueError(f"eps must lie in (0, 1), got {eps}.")
         generator = torch.Generator().manual_seed(seed)
         tie_signs = torch.randint(0, 2, (centers.shape[1],), generator=generator) * 2 - 1
-        self.register_buffer("centers", centers.float())
+        self.register_buffer("centers", centers)
         self.register_buffer("tie_signs", tie_signs.float())
         self.gamma = float(gamma)
         self.eps = float(eps)
@@ -165,3 +189,605 @@ class ClassificationLoss(nn.Module):
             return F.cross_entropy(outputs, labels)
         targets = labels.to(outputs.dtype)
         return F.cross_entropy(outputs, targets / targets.sum(dim=1, keepdim=True))
+
+
+# ==============================================================================================
+# Baselines (the nine methods the paper compares against, Sec. 5.1.3). One loss per method, each
+# written from its paper and checked against its official code; docs/baselines.md lists what we
+# fixed or chose. All are means over the batch, run in float32 and never loop over samples.
+# ==============================================================================================
+#: IDHN's tolerance for "hard" pairs: label cosine <= 0.01 or >= 0.99 counts as dissimilar / similar.
+IDHN_HARD_TOLERANCE = 0.01
+
+
+def _signs(u: torch.Tensor) -> torch.Tensor:
+    """``sign(u)`` in {-1, +1} with sign(0) = +1 (the convention of ``shc.models.hash_codes``)."""
+    return torch.where(u >= 0, 1.0, -1.0).to(u.dtype)
+
+
+def _quantization_error(u: torch.Tensor, power: float = 2.0) -> torch.Tensor:
+    """``mean(| |u| - 1 |^power)`` over samples and bits; ``power=2`` is ``mean((u - sign u)^2)``."""
+    return (u.abs() - 1).abs().pow(power).mean()
+
+
+def _pair_nll(theta: torch.Tensor, similarity: torch.Tensor) -> torch.Tensor:
+    """``log(1 + e^theta) - s theta``: the negative log-likelihood of ``s`` under ``sigmoid(theta)``
+    (DPSH Eq. 2, HashNet Eq. 4, IDHN), computed with a stable softplus."""
+    return F.softplus(theta) - similarity * theta
+
+
+def _target_matrix(labels: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """(B, C) float targets: one-hot rows for class indices, the multi-hot rows themselves otherwise."""
+    if labels.ndim == 1:
+        return F.one_hot(labels, num_classes).float()
+    return labels.float()
+
+
+def _label_similarity(labels_a: torch.Tensor, labels_b: torch.Tensor) -> torch.Tensor:
+    """(A, B) bool: the two samples share a label (the usual s_ij of deep hashing)."""
+    if labels_a.ndim != labels_b.ndim:
+        raise ValueError(
+            "the batch labels and the training labels have different formats (class indices vs multi-hot); "
+            "pass train_labels in the format the dataset yields."
+        )
+    if labels_a.ndim == 1:
+        return labels_a[:, None] == labels_b[None, :]
+    return (labels_a.float() @ labels_b.float().T) > 0
+
+
+def _label_cosine(labels: torch.Tensor) -> torch.Tensor:
+    """(B, B) cosine of the label vectors in [0, 1] (IDHN's quantified similarity); 0/1 for class indices."""
+    if labels.ndim == 1:
+        return (labels[:, None] == labels[None, :]).float()
+    unit = F.normalize(labels.float(), dim=1)
+    return (unit @ unit.T).clamp(0.0, 1.0)
+
+
+def _off_diagonal(size: int, device: torch.device) -> torch.Tensor:
+    return ~torch.eye(size, dtype=torch.bool, device=device)
+
+
+def _check_codes(outputs: torch.Tensor, num_bits: int) -> None:
+    if outputs.ndim != 2 or outputs.shape[1] != num_bits:
+        raise ValueError(
+            f"outputs must be (B, {num_bits}) codes of the hashing network, got shape {tuple(outputs.shape)}; "
+            "build the loss with the network's num_bits."
+        )
+
+
+def _positive_number(value: float, name: str, allow_zero: bool = False) -> float:
+    """``value`` as a float, checked finite and > 0 (>= 0 with ``allow_zero``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {value!r}.")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}.")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}.")
+    return float(value)
+
+
+def _label_tensor(train_labels: Any, num_classes: int) -> torch.Tensor:
+    """The training split's labels as int64 (N,) class indices or float32 (N, C) multi-hot, validated."""
+    if isinstance(train_labels, torch.Tensor):
+        train_labels = train_labels.detach().cpu().numpy()
+    labels = np.asarray(train_labels)
+    if labels.ndim not in (1, 2) or len(labels) == 0:
+        raise ValueError(
+            f"train_labels must be the training split's (N,) class indices or (N, C) multi-hot rows, "
+            f"got shape {labels.shape}; pass e.g. splits.train.labels."
+        )
+    if labels.ndim == 1:
+        if not np.issubdtype(labels.dtype, np.integer):
+            raise TypeError(f"class-index train_labels must be integers, got {labels.dtype}.")
+        if labels.min() < 0 or labels.max() >= num_classes:
+            raise ValueError(f"train_labels must lie in [0, {num_classes - 1}], got [{labels.min()}, {labels.max()}].")
+        return torch.from_numpy(labels.astype(np.int64))
+    if labels.shape[1] != num_classes or not np.isin(labels, (0, 1)).all():
+        raise ValueError(f"multi-hot train_labels must be 0/1 rows of {num_classes} columns, got shape {labels.shape}.")
+    return torch.from_numpy(labels.astype(np.float32))
+
+
+def class_counts(train_labels: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """Training samples per class (C,) as float64; a multi-label sample counts once for each of its labels."""
+    if train_labels.ndim == 1:
+        return torch.bincount(train_labels, minlength=num_classes).double()
+    return train_labels.double().sum(dim=0)
+
+
+def class_balanced_weights(counts: Any, beta: float) -> torch.Tensor:
+    """Class-balanced weights ``(1 - beta) / (1 - beta^n_c)`` divided by their maximum (Cui et al., CVPR 2019).
+
+    ``(1 - beta^n) / (1 - beta)`` is the "effective number" of ``n`` samples; LTH weights its
+    cross-entropy by its inverse. ``beta = 0`` gives equal weights; classes without samples get weight 1
+    (they never occur as a target).
+
+    Parameters
+    ----------
+    counts : array-like, shape (C,)
+        Samples per class (:func:`class_counts`).
+    beta : float
+        In [0, 1).
+    """
+    if not 0 <= beta < 1:
+        raise ValueError(f"beta must lie in [0, 1), got {beta}.")
+    counts = torch.as_tensor(np.asarray(counts), dtype=torch.float64)
+    weights = (1 - beta) / (1 - beta ** counts.clamp(min=1))
+    weights = torch.where(counts > 0, weights, weights.max())
+    return (weights / weights.max()).float()
+
+
+class CodeBank(nn.Module):
+    """A memory bank of the latest continuous code of every training sample, with its labels.
+
+    DPSH and MDS's pair term compare the batch with the whole training set through it. ``codes`` (N, q)
+    and ``filled`` (N,) are buffers, so checkpoints carry them; the labels are rebuilt from
+    ``train_labels`` and not saved. Rows never written are masked out by ``filled``.
+
+    Parameters
+    ----------
+    train_labels : array-like
+        The training split's labels, (N,) class indices or (N, C) multi-hot, in dataset order.
+    num_classes, num_bits : int
+        C and q.
+    """
+
+    def __init__(self, train_labels: Any, num_classes: int, num_bits: int) -> None:
+        super().__init__()
+        labels = _label_tensor(train_labels, num_classes)
+        self.register_buffer("labels", labels, persistent=False)
+        self.register_buffer("codes", torch.zeros(len(labels), num_bits))
+        self.register_buffer("filled", torch.zeros(len(labels), dtype=torch.bool))
+
+    @torch.no_grad()
+    def update(self, codes: torch.Tensor, labels: torch.Tensor, indices: torch.Tensor | None) -> None:
+        """Store the batch's codes (detached) at ``indices``, checking that the labels there match."""
+        if indices is None:
+            raise ValueError("this loss keeps a memory bank and needs the samples' dataset indices; pass indices.")
+        indices = indices.long()
+        if indices.ndim != 1 or len(indices) != len(codes):
+            raise ValueError(f"indices must be (B,) = ({len(codes)},), got shape {tuple(indices.shape)}.")
+        if indices.min() < 0 or indices.max() >= len(self.codes):
+            raise ValueError(
+                f"indices must lie in [0, {len(self.codes) - 1}] (the training split the bank was built for), "
+                f"got [{indices.min()}, {indices.max()}]."
+            )
+        if not torch.equal(self.labels[indices].to(labels.dtype), labels):
+            raise ValueError(
+                "the batch labels differ from train_labels at the batch's indices; build the loss with the labels "
+                "of the split you train on, in dataset order."
+            )
+        self.codes[indices] = codes.detach().to(self.codes.dtype)
+        self.filled[indices] = True
+
+    def similarity(self, labels: torch.Tensor) -> torch.Tensor:
+        """(B, N) bool: batch sample i shares a label with training sample j."""
+        return _label_similarity(labels, self.labels)
+
+    def extra_repr(self) -> str:
+        return f"num_samples={self.codes.shape[0]}, num_bits={self.codes.shape[1]}"
+
+
+@register_loss("dpsh")
+class DPSHLoss(nn.Module):
+    """DPSH: pairwise likelihood against every training sample (Li, Wang & Kang, IJCAI 2016, Eq. 2-5).
+
+    ``L = mean_{i in batch, j in train} [log(1 + e^Theta_ij) - s_ij Theta_ij] + eta mean((u - sign u)^2)``
+    with ``Theta_ij = u_i . U_j / 2``, ``s_ij = 1`` when i and j share a label. ``U`` is a bank of the
+    latest output of every training sample, updated with the batch (detached) before the loss, as in the
+    official code (DPSH_PyTorch) and DeepHash-pytorch; rows not yet seen are left out of the mean
+    (DeepHash-pytorch averages their constant log 2 in). The network output is linear (DPSH's
+    ``u = W^T phi(x) + v``): use the head option ``activation="identity"``.
+
+    Parameters
+    ----------
+    train_labels : array-like
+        The training split's labels in dataset order (sizes the bank).
+    num_classes, num_bits : int
+    quantization_weight : float
+        ``eta``; 0.1 as DeepHash-pytorch's config (the same means over pairs and over code entries).
+    """
+
+    def __init__(self, train_labels: Any, num_classes: int, num_bits: int, quantization_weight: float = 0.1) -> None:
+        super().__init__()
+        self.bank = CodeBank(train_labels, num_classes, num_bits)
+        self.num_classes, self.num_bits = int(num_classes), int(num_bits)
+        self.quantization_weight = _positive_number(quantization_weight, "quantization_weight", allow_zero=True)
+
+    def forward(self, outputs: torch.Tensor, labels: torch.Tensor, indices: torch.Tensor | None = None) -> torch.Tensor:
+        _check_codes(outputs, self.num_bits)
+        _check_labels(labels, outputs.shape[0], self.num_classes)
+        self.bank.update(outputs, labels, indices)
+        theta = outputs @ self.bank.codes.T / 2
+        nll = _pair_nll(theta, self.bank.similarity(labels).float())
+        filled = self.bank.filled.float()
+        likelihood = (nll * filled).sum() / (outputs.shape[0] * filled.sum())
+        return likelihood + self.quantization_weight * _quantization_error(outputs)
+
+    def extra_repr(self) -> str:
+        return f"quantization_weight={self.quantization_weight}"
+
+
+@register_loss("dtsh")
+class DTSHLoss(nn.Module):
+    """DTSH: triplet likelihood with a margin (Wang, Shi & Kitani, ACCV 2016, Eq. 3-6).
+
+    For every triplet of the batch with anchor a, positive p != a (shares a label with a) and negative n
+    (shares none), ``Theta = (u_a . u_p - u_a . u_n) / 2 - margin`` and the triplet costs
+    ``-log sigmoid(Theta) = log(1 + e^-Theta)``. The loss averages the triplets of each anchor, then the
+    anchors that have any (the official code's and DeepHash-pytorch's weighting), and adds
+    ``lambda mean((u - sign u)^2)``. All triplets are used at once through a (B, B, B) tensor: memory
+    grows as B^3 (16 M entries at B = 256). Head option ``activation="identity"`` (linear outputs).
+
+    Parameters
+    ----------
+    num_classes, num_bits : int
+    margin : float, optional
+        ``alpha``; default ``q / 2``, what the official code passes (``DTSH(codelens)`` -> margin
+        ``codelens / 2``).
+    quantization_weight : float
+        ``lambda``; 1.0 as DeepHash-pytorch (the official code's eta = 100 multiplies a sum over its
+        sampled triplets, so it has no fixed value under means).
+    """
+
+    def __init__(
+        self, num_classes: int, num_bits: int, margin: float | None = None, quantization_weight: float = 1.0
+    ) -> None:
+        super().__init__()
+        self.num_classes, self.num_bits = int(num_classes), int(num_bits)
+        self.margin = num_bits / 2 if margin is None else _positive_number(margin, "margin", allow_zero=True)
+        self.quantization_weight = _positive_number(quantization_weight, "quantization_weight", allow_zero=True)
+
+    def forward(self, outputs: torch.Tensor, labels: torch.Tensor, indices: torch.Tensor | None = None) -> torch.Tensor:
+        _check_codes(outputs, self.num_bits)
+        _check_labels(labels, outputs.shape[0], self.num_classes)
+        similar = _label_similarity(labels, labels)
+        positive = similar & _off_diagonal(len(outputs), outputs.device)
+        valid = positive[:, :, None] & ~similar[:, None, :]  # [a, p, n]
+        inner = outputs @ outputs.T
+        theta = (inner[:, :, None] - inner[:, None, :]) / 2 - self.margin
+        per_triplet = F.softplus(-theta) * valid
+        triplets = valid.sum(dim=(1, 2))
+        has_triplets = triplets > 0
+        per_anchor = per_triplet.sum(dim=(1, 2))[has_triplets] / triplets[has_triplets]
+        likelihood = per_anchor.mean() if has_triplets.any() else outputs.sum() * 0.0
+        return likelihood + self.quantization_weight * _quantization_error(outputs)
+
+    def extra_repr(self) -> str:
+        return f"margin={self.margin}, quantization_weight={self.quantization_weight}"
+
+
+@register_loss("hashnet")
+class HashNetLoss(nn.Module):
+    """HashNet: weighted pairwise cross-entropy with continuation (Cao et al., ICCV 2017, Eq. 4-6).
+
+    The network gives pre-activations ``z`` (head option ``activation="identity"``); the loss takes
+    ``h = tanh(beta z)`` and, over the pairs i != j of the batch,
+    ``L = sum_ij w_ij [log(1 + e^{alpha h_i.h_j}) - s_ij alpha h_i.h_j] / |S|`` with the paper's balancing
+    weights ``w_ij = |S| / |S_1|`` for similar and ``|S| / |S_0|`` for dissimilar pairs (so L is the mean
+    over similar pairs plus the mean over dissimilar pairs). The continuation follows the official code:
+    every ``step_size`` training steps ``beta = (1 + gamma * step)^power``; the step counter is a buffer
+    (checkpointed) that advances on every call with gradients enabled while the loss is in training mode.
+
+    Parameters
+    ----------
+    num_classes, num_bits : int
+    alpha : float, optional
+        Sigmoid scale of the inner product; default ``10 / q`` (the official ``sigmoid_param``).
+    step_size, gamma, power : int, float, float
+        Continuation schedule, official values 200, 0.005, 0.5.
+    """
+
+    def __init__(
+        self,
+        num_classes: int,
+        num_bits: int,
+        alpha: float | None = None,
+        step_size: int = 200,
+        gamma: float = 0.005,
+        power: float = 0.5,
+    ) -> None:
+        super().__init__()
+        self.num_classes, self.num_bits = int(num_classes), int(num_bits)
+        self.alpha = 10.0 / num_bits if alpha is None else _positive_number(alpha, "alpha")
+        if int(step_size) != step_size or step_size < 1:
+            raise ValueError(f"step_size must be a positive integer, got {step_size}.")
+        self.step_size = int(step_size)
+        self.gamma = _positive_number(gamma, "gamma", allow_zero=True)
+        self.power = _positive_number(power, "power", allow_zero=True)
+        self.register_buffer("step", torch.zeros((), dtype=torch.long))
+
+    @property
+    def beta(self) -> float:
+        """The current continuation scale: ``(1 + gamma * s)^power``, ``s`` the last multiple of step_size."""
+        completed = int(self.step) // self.step_size * self.step_size
+        return (1.0 + self.gamma * completed) ** self.power
+
+    def forward(self, outputs: torch.Tensor, labels: torch.Tensor, indices: torch.Tensor | None = None) -> torch.Tensor:
+        _check_codes(outputs, self.num_bits)
+        _check_labels(labels, outputs.shape[0], self.num_classes)
+        if self.training and torch.is_grad_enabled():
+            self.step += 1
+        codes = torch.tanh(self.beta * outputs)
+        pairs = _off_diagonal(len(outputs), outputs.device)
+        similar = _label_similarity(labels, labels)
+        nll = _pair_nll(self.alpha * codes @ codes.T, similar.float())
+        num_similar = (similar & pairs).sum()
+        num_pairs = pairs.sum()
+        weights = torch.where(
+            similar,
+            num_pairs / num_similar.clamp(min=1),
+            num_pairs / (num_pairs - num_similar).clamp(min=1),
+        )
+        return (weights * nll * pairs).sum() / num_pairs.clamp(min=1)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha:.4g}, step={int(self.step)}, beta={self.beta:.4g}"
+
+
+@register_loss("greedyhash")
+class GreedyHashLoss(nn.Module):
+    """GreedyHash: classification of the binary codes with a straight-through sign (Su et al., NeurIPS 2018).
+
+    ``b = sign(z)`` in the forward pass with the identity gradient (Eq. 7-8: ``b = z + (sign(z) - z)``
+    detached), a linear classifier without bias on ``b`` (owned by the loss, trained with the network),
+    cross-entropy on class indices or BCE on multi-hot rows, plus the penalty ``alpha mean(| |z| - 1 |^3)``
+    (Eq. 9 with p = 3). Head option ``activation="identity"``.
+
+    Parameters
+    ----------
+    num_classes, num_bits : int
+    quantization_weight : float
+        ``alpha``; 0.1, the official code's weight (``loss1 + 0.1 * loss2``).
+    """
+
+    def __init__(self, num_classes: int, num_bits: int, quantization_weight: float = 0.1) -> None:
+        super().__init__()
+        self.num_classes, self.num_bits = int(num_classes), int(num_bits)
+        self.classifier = nn.Linear(self.num_bits, self.num_classes, bias=False)
+        self.quantization_weight = _positive_number(quantization_weight, "quantization_weight", allow_zero=True)
+
+    def forward(self, outputs: torch.Tensor, labels: torch.Tensor, indices: torch.Tensor | None = None) -> torch.Tensor:
+        _check_codes(outputs, self.num_bits)
+        _check_labels(labels, outputs.shape[0], self.num_classes)
+        binary = outputs + (_signs(outputs) - outputs).detach()
+        logits = self.classifier(binary)
+        if labels.ndim == 1:
+            classification = F.cross_entropy(logits, labels)
+        else:
+            classification = F.binary_cross_entropy_with_logits(logits, labels.float())
+        return classification + self.quantization_weight * _quantization_error(outputs, power=3)
+
+    def extra_repr(self) -> str:
+        return f"quantization_weight={self.quantization_weight}"
+
+
+@register_loss("idhn")
+class IDHNLoss(nn.Module):
+    """IDHN: soft pairwise similarity for multi-label data (Zhang, Lai & Feng, TMM 2019, Eq. 4-9).
+
+    The network gives ``z`` (head option ``activation="identity"``); the loss takes IDHN's softsign
+    ``u = z / (1 + |z|)``. Over the pairs i != j of the batch, with ``s_ij`` the cosine of the two label
+    vectors (the quantified similarity, in [0, 1]):
+
+    - hard pairs (``s <= 0.01`` or ``s >= 0.99``): cross-entropy ``log(1 + e^Theta) - s Theta`` with
+      ``Theta = scale * u_i.u_j / q``;
+    - soft pairs: squared error ``soft_weight * q * ((u_i.u_j / q + 1) / 2 - s)^2``;
+
+    averaged over the pairs, plus ``lambda mean(| |u| - 1 |)``. Constants as the official TensorFlow
+    code (``belta = 5``, ``gama = 0.1``, ``alpha = 0.1``). On single-label data every pair is hard, so
+    IDHN reduces to the pairwise likelihood (DPSH-like, within the batch).
+
+    Parameters
+    ----------
+    num_classes, num_bits : int
+    scale, soft_weight, quantization_weight : float
+    """
+
+    def __init__(
+        self,
+        num_classes: int,
+        num_bits: int,
+        scale: float = 5.0,
+        soft_weight: float = 0.1,
+        quantization_weight: float = 0.1,
+    ) -> None:
+        super().__init__()
+        self.num_classes, self.num_bits = int(num_classes), int(num_bits)
+        self.scale = _positive_number(scale, "scale")
+        self.soft_weight = _positive_number(soft_weight, "soft_weight", allow_zero=True)
+        self.quantization_weight = _positive_number(quantization_weight, "quantization_weight", allow_zero=True)
+
+    def forward(self, outputs: torch.Tensor, labels: torch.Tensor, indices: torch.Tensor | None = None) -> torch.Tensor:
+        _check_codes(outputs, self.num_bits)
+        _check_labels(labels, outputs.shape[0], self.num_classes)
+        codes = outputs / (1 + outputs.abs())
+        inner = codes @ codes.T / self.num_bits
+        similarity = _label_cosine(labels)
+        hard = (similarity <= IDHN_HARD_TOLERANCE) | (similarity >= 1 - IDHN_HARD_TOLERANCE)
+        cross_entropy = _pair_nll(self.scale * inner, similarity)
+        squared = self.soft_weight * self.num_bits * ((inner + 1) / 2 - similarity).pow(2)
+        pairs = _off_diagonal(len(outputs), outputs.device)
+        pair_loss = torch.where(hard, cross_entropy, squared)[pairs].mean() if len(outputs) > 1 else outputs.sum() * 0.0
+        return pair_loss + self.quantization_weight * _quantization_error(codes, power=1)
+
+    def extra_repr(self) -> str:
+        return f"scale={self.scale}, soft_weight={self.soft_weight}, quantization_weight={self.quantization_weight}"
+
+
+def _log1m_softmax(logits: torch.Tensor) -> torch.Tensor:
+    """``log(1 - softmax(logits))`` without cancellation, also where a probability rounds to 1.
+
+    ``1 - p_k = sum_{j != k} e^{z_j} / sum_j e^{z_j}``. For every k but the row's arg-max the sum of the
+    others is ``total - e^{z_k}``, which keeps the maximal term (no cancellation); for the arg-max it is
+    summed directly.
+    """
+    shifted = (logits - logits.max(dim=1, keepdim=True).values).exp()
+    total = shifted.sum(dim=1, keepdim=True)
+    top = shifted.argmax(dim=1, keepdim=True)
+    others_of_top = shifted.scatter(1, top, 0.0).sum(dim=1, keepdim=True)
+    others = (total - shifted).scatter(1, top, others_of_top)
+    return others.clamp(min=torch.finfo(logits.dtype).tiny).log() - total.log()
+
+
+@register_loss("mds")
+class MDSLoss(nn.Module):
+    """MDS's center loss (Wang et al., "Hash centers with minimal distance separation", CVPR 2023).
+
+    As the official code (Wangld5/Center-Hashing, ``OurLoss.cos_eps_loss``): ``p = softmax(s cos(u, h_c))``
+    over all C centers, a binary cross-entropy of every ``p_c`` against ``y_c`` (1 for the sample's classes)
+    averaged over samples and classes, plus ``lambda mean((|u| - 1)^2)``. The code layer is
+    Linear-BatchNorm-tanh (head option ``batch_norm=True``).
+
+    The optional pair term (``pair_weight > 0``; the official code uses 1.0 from its 10th epoch) adds
+    ``pair_weight * mean over similar pairs (i in batch, j in train) of log(1 + e^{(1 - cos(u_i, U_j)) / 2})``
+    with ``U`` a bank of the training samples' latest outputs (the official code fills it from a momentum
+    encoder; here from the network itself).
+
+    Parameters
+    ----------
+    centers : array-like, shape (C, q)
+        +-1 hash centers (``shc.centers.generate_centers("mds", ...)``).
+    train_labels : array-like, optional
+        The training split's labels; needed only with the pair term.
+    scale : float, optional
+        ``s``; default ``sqrt(q)``, the official value.
+    quantization_weight : float
+        ``lambda``; 1e-4, the official value.
+    pair_weight : float
+        Weight of the pair term; 0 (off) by default.
+    """
+
+    def __init__(
+        self,
+        centers: Any,
+        train_labels: Any | None = None,
+        scale: float | None = None,
+        quantization_weight: float = 1e-4,
+        pair_weight: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.register_buffer("centers", _centers_tensor(centers))
+        num_classes, num_bits = self.centers.shape
+        self.scale = math.sqrt(num_bits) if scale is None else _positive_number(scale, "scale")
+        self.quantization_weight = _positive_number(quantization_weight, "quantization_weight", allow_zero=True)
+        self.pair_weight = _positive_number(pair_weight, "pair_weight", allow_zero=True)
+        self.bank = None
+        if self.pair_weight > 0:
+            if train_labels is None:
+                raise ValueError(
+                    "pair_weight > 0 needs the memory bank: pass train_labels (the training split's labels)."
+                )
+            self.bank = CodeBank(train_labels, num_classes, num_bits)
+
+    def forward(self, outputs: torch.Tensor, labels: torch.Tensor, indices: torch.Tensor | None = None) -> torch.Tensor:
+        num_classes, num_bits = self.centers.shape
+        _check_codes(outputs, num_bits)
+        _check_labels(labels, outputs.shape[0], num_classes)
+        unit = F.normalize(outputs, dim=1)
+        logits = self.scale * unit @ F.normalize(self.centers, dim=1).T
+        targets = _target_matrix(labels, num_classes)
+        log_p = F.log_softmax(logits, dim=1)
+        center_loss = -(targets * log_p + (1 - targets) * _log1m_softmax(logits)).mean()
+        loss = center_loss + self.quantization_weight * _quantization_error(outputs)
+        if self.bank is not None:
+            self.bank.update(outputs, labels, indices)
+            positive = (self.bank.similarity(labels) & self.bank.filled).float()
+            cosine = unit @ F.normalize(self.bank.codes, dim=1).T
+            loss = loss + self.pair_weight * (F.softplus((1 - cosine) / 2) * positive).sum() / positive.sum()
+        return loss
+
+    def extra_repr(self) -> str:
+        return (
+            f"num_classes={self.centers.shape[0]}, num_bits={self.centers.shape[1]}, scale={self.scale:.4g}, "
+            f"quantization_weight={self.quantization_weight}, pair_weight={self.pair_weight}"
+        )
+
+
+@register_loss("lth")
+class LongTailLoss(nn.Module):
+    """LTH's class-balanced cross-entropy on the codes (Chen et al., "Long-Tail Hashing", SIGIR 2021).
+
+    A linear classifier (owned by the loss) maps the codes ``u`` to class scores; the loss is
+    ``-sum_c w_c y_c log softmax(W u + b)_c`` averaged over the batch, with the class-balanced weights
+    :func:`class_balanced_weights` of the training labels (multi-hot rows sum over their classes, as the
+    official code's ``targets`` product does). The other half of LTH, the dynamic meta-embedding, is in
+    the network: head option ``memory_slots`` (``shc.models.MetaEmbedding``).
+
+    Parameters
+    ----------
+    train_labels : array-like
+        The training split's labels (for the class counts).
+    num_classes, num_bits : int
+    beta : float
+        Class-balance factor in [0, 1); 0.99, the default documented by the official code's options
+        (its script runs with 0, plain cross-entropy; the paper finds the weights matter little). On a
+        balanced training set every weight is 1.
+    """
+
+    def __init__(self, train_labels: Any, num_classes: int, num_bits: int, beta: float = 0.99) -> None:
+        super().__init__()
+        self.num_classes, self.num_bits, self.beta = int(num_classes), int(num_bits), float(beta)
+        counts = class_counts(_label_tensor(train_labels, num_classes), num_classes)
+        self.register_buffer("class_weights", class_balanced_weights(counts, beta), persistent=False)
+        self.classifier = nn.Linear(self.num_bits, self.num_classes)
+
+    def forward(self, outputs: torch.Tensor, labels: torch.Tensor, indices: torch.Tensor | None = None) -> torch.Tensor:
+        _check_codes(outputs, self.num_bits)
+        _check_labels(labels, outputs.shape[0], self.num_classes)
+        log_p = F.log_softmax(self.classifier(outputs), dim=1)
+        targets = _target_matrix(labels, self.num_classes)
+        return -(targets * self.class_weights * log_p).sum() / outputs.shape[0]
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}"
+
+
+@register_loss("orthohash")
+class OrthoHashLoss(nn.Module):
+    """OrthoHash: cosine-margin cross-entropy against a fixed +-1 codebook (Hoe et al., NeurIPS 2021, Eq. 8-10).
+
+    ``logits_k = s (cos(u, c_k) - m 1[k in y])`` and cross-entropy on them; multi-hot rows use the
+    official "label smoothing" form (soft targets ``y / |y|``, margin on every positive class). The
+    codebook has one random +-1 code per class (Bernoulli(0.5), the official ``codebook_method='B'``;
+    ``shc.centers.generate_centers("random", ...)``). The code layer is Linear-BatchNorm with no
+    activation (head options ``batch_norm=True, activation="identity"``). The optional quantisation
+    term is the official cosine one, ``1 - cos(u, sign(u))`` with ``sign(u)`` detached.
+
+    Parameters
+    ----------
+    centers : array-like, shape (C, q)
+        The codebook.
+    scale, margin : float
+        ``s = 8`` and ``m = 0.2``, the official defaults.
+    quantization_weight : float
+        0, the official default.
+    """
+
+    def __init__(
+        self, centers: Any, scale: float = 8.0, margin: float = 0.2, quantization_weight: float = 0.0
+    ) -> None:
+        super().__init__()
+        self.register_buffer("codebook", _centers_tensor(centers))
+        self.scale = _positive_number(scale, "scale")
+        self.margin = _positive_number(margin, "margin", allow_zero=True)
+        self.quantization_weight = _positive_number(quantization_weight, "quantization_weight", allow_zero=True)
+
+    def forward(self, outputs: torch.Tensor, labels: torch.Tensor, indices: torch.Tensor | None = None) -> torch.Tensor:
+        num_classes, num_bits = self.codebook.shape
+        _check_codes(outputs, num_bits)
+        _check_labels(labels, outputs.shape[0], num_classes)
+        cosine = F.normalize(outputs, dim=1) @ F.normalize(self.codebook, dim=1).T
+        targets = _target_matrix(labels, num_classes)
+        logits = self.scale * (cosine - self.margin * targets)
+        soft_targets = targets / targets.sum(dim=1, keepdim=True)
+        loss = -(soft_targets * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
+        if self.quantization_weight:
+            quantization = 1 - F.cosine_similarity(outputs, _signs(outputs).detach(), dim=1)
+            loss = loss + self.quantization_weight * quantization.mean()
+        return loss
+
+    def extra_repr(self) -> str:
+        return (
+            f"num_classes={self.codebook.shape[0]}, num_bits={self.codebook.shape[1]}, scale={self.scale}, "
+            f"margin={self.margin}, quantization_weight={self.quantization_weight}"
+        )

@@ -1,0 +1,240 @@
+"""The hashing methods as configurations of one training loop: SHC, its ablations and the nine baselines.
+
+Each method is a :class:`MethodSpec`: which loss of :mod:`shc.losses` it trains with, which hash
+centers of :mod:`shc.centers` it needs (if any), the options of its hash head
+(:func:`shc.models.build_hashing_network`) and its published hyper-parameters. Switching methods is
+switching the name; the network, the data, the loop (:func:`shc.train.fit`) and the metrics stay the
+same. A pipeline runs any method as::
+
+    spec = get_method(name)
+    centers = None
+    if spec.centers is not None:  # S: the stage-1 class similarity, needed when spec.needs_similarity
+        centers = generate_centers(spec.centers, C, q, similarity=S if spec.needs_similarity else None)
+    model = build_hashing_network(backbone, q, **spec.head)
+    criterion = build_criterion(name, C, q, splits.train.labels, centers=centers)
+    fit(model, criterion, splits.train, config, run_dir)   # codes: sign(model outputs)
+
+``docs/baselines.md`` relates every implementation to its official code.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+from torch import nn
+
+from shc.centers import CENTER_METHODS, SEMANTIC_METHODS, generate_centers
+from shc.losses import LOSSES, _label_tensor
+
+__all__ = ["METHODS", "MethodSpec", "available_methods", "build_criterion", "get_method"]
+
+_CONTEXT_ARGUMENTS = ("num_classes", "num_bits", "train_labels", "centers", "seed")
+"""What :func:`build_criterion` knows besides the hyper-parameters; a loss receives those its
+constructor names."""
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One hashing method (immutable).
+
+    Attributes
+    ----------
+    name : str
+        Registry name.
+    loss : str
+        Name of its loss in ``shc.losses.LOSSES``.
+    centers : str or None
+        The ``shc.centers`` generator of its hash centers (or codebook), None for methods without.
+    needs_similarity : bool
+        Its centers need the stage-1 similarity matrix S.
+    head : mapping
+        Keyword options of :func:`shc.models.build_hashing_network` (``batch_norm``, ``activation``,
+        ``memory_slots``).
+    defaults : mapping
+        The published hyper-parameters, keyword arguments of the loss; :func:`build_criterion`
+        accepts exactly these names as overrides.
+    reference : str
+        Paper, venue and official code.
+    """
+
+    name: str
+    loss: str
+    centers: str | None
+    needs_similarity: bool
+    head: Mapping[str, Any]
+    defaults: Mapping[str, Any]
+    reference: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "head", MappingProxyType(dict(self.head)))
+        object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
+        if self.loss not in LOSSES:
+            raise ValueError(f"method {self.name!r}: loss {self.loss!r} is not registered in shc.losses.LOSSES.")
+        if self.centers is not None and self.centers not in CENTER_METHODS:
+            raise ValueError(f"method {self.name!r}: centers {self.centers!r} is not one of {CENTER_METHODS}.")
+        if self.needs_similarity != (self.centers in SEMANTIC_METHODS):
+            raise ValueError(f"method {self.name!r}: needs_similarity must be True exactly for {SEMANTIC_METHODS}.")
+
+
+_LINEAR_HEAD = {"activation": "identity"}
+_CENTER_DEFAULTS = {"gamma": 1e-4}  # CSQ's lambda, kept by SHC (paper Sec. 4.4)
+
+METHODS: Mapping[str, MethodSpec] = MappingProxyType(
+    {
+        spec.name: spec
+        for spec in (
+            MethodSpec(
+                "shc", "center", "shc", True, {}, _CENTER_DEFAULTS,
+                "Chen et al., Deep Hashing with Semantic Hash Centers for Image Retrieval, ACM TOIS 2025.",
+            ),
+            MethodSpec(
+                "csq", "center", "csq", False, {}, _CENTER_DEFAULTS,
+                "Yuan et al., Central Similarity Quantization, CVPR 2020; "
+                "https://github.com/yuanli2333/Hadamard-Matrix-for-hashing",
+            ),
+            MethodSpec(
+                "mds", "mds", "mds", False, {"batch_norm": True},
+                {"scale": None, "quantization_weight": 1e-4, "pair_weight": 0.0},
+                "Wang et al., Hash Centers with Minimal Distance Separation, CVPR 2023; "
+                "https://github.com/Wangld5/Center-Hashing",
+            ),
+            MethodSpec(
+                "random", "center", "random", False, {}, _CENTER_DEFAULTS,
+                "Random (Bernoulli) centers with the CSQ/SHC loss: CSQ's random-center variant (CVPR 2020).",
+            ),
+            MethodSpec(
+                "semantic", "center", "semantic", True, {}, _CENTER_DEFAULTS,
+                "SHC ablation: centers from the semantic term alone, no distance constraint (TOIS 2025, Table 9).",
+            ),
+            MethodSpec(
+                "dpsh", "dpsh", None, False, _LINEAR_HEAD, {"quantization_weight": 0.1},
+                "Li, Wang & Kang, Feature Learning based Deep Supervised Hashing with Pairwise Labels, IJCAI 2016; "
+                "https://github.com/TreezzZ/DPSH_PyTorch",
+            ),
+            MethodSpec(
+                "dtsh", "dtsh", None, False, _LINEAR_HEAD, {"margin": None, "quantization_weight": 1.0},
+                "Wang, Shi & Kitani, Deep Supervised Hashing with Triplet Labels, ACCV 2016; "
+                "https://github.com/Minione/DTSH",
+            ),
+            MethodSpec(
+                "hashnet", "hashnet", None, False, _LINEAR_HEAD,
+                {"alpha": None, "step_size": 200, "gamma": 0.005, "power": 0.5},
+                "Cao et al., HashNet: Deep Learning to Hash by Continuation, ICCV 2017; "
+                "https://github.com/thuml/HashNet",
+            ),
+            MethodSpec(
+                "greedyhash", "greedyhash", None, False, _LINEAR_HEAD, {"quantization_weight": 0.1},
+                "Su et al., Greedy Hash: Towards Fast Optimization for Accurate Hash Coding in CNN, NeurIPS 2018; "
+                "https://github.com/ssppp/GreedyHash",
+            ),
+            MethodSpec(
+                "idhn", "idhn", None, False, _LINEAR_HEAD,
+                {"scale": 5.0, "soft_weight": 0.1, "quantization_weight": 0.1},
+                "Zhang, Lai & Feng, Improved Deep Hashing with Soft Pairwise Similarity for Multi-label Image "
+                "Retrieval, IEEE TMM 2019; https://github.com/pectinid16/IDHN",
+            ),
+            MethodSpec(
+                "lth", "lth", None, False, {"memory_slots": 100}, {"beta": 0.99},
+                "Chen et al., Long-Tail Hashing, SIGIR 2021; https://github.com/butterfly-chinese/long-tail-hashing",
+            ),
+            MethodSpec(
+                "orthohash", "orthohash", "random", False, {"batch_norm": True, "activation": "identity"},
+                {"scale": 8.0, "margin": 0.2, "quantization_weight": 0.0},
+                "Hoe et al., One Loss for All: Deep Hashing with a Single Cosine Similarity based Learning "
+                "Objective, NeurIPS 2021; https://github.com/kamwoh/orthohash",
+            ),
+        )
+    }
+)
+"""Every method by name, in the order of :func:`available_methods`."""
+
+
+def available_methods() -> list[str]:
+    """Names accepted by :func:`get_method`: SHC, the center methods and ablations, then the other baselines."""
+    return list(METHODS)
+
+
+def get_method(name: str) -> MethodSpec:
+    """The :class:`MethodSpec` of ``name``; a ValueError lists the known names."""
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; choose one of {available_methods()}.")
+    return METHODS[name]
+
+
+def _check_centers(centers: Any, num_classes: int, num_bits: int, name: str) -> np.ndarray:
+    if hasattr(centers, "detach"):
+        centers = centers.detach().cpu().numpy()
+    centers = np.asarray(centers)
+    if centers.shape != (num_classes, num_bits):
+        raise ValueError(
+            f"method {name!r} needs ({num_classes}, {num_bits}) centers (num_classes, num_bits), got shape "
+            f"{centers.shape}."
+        )
+    return centers
+
+
+def build_criterion(
+    name: str,
+    num_classes: int,
+    num_bits: int,
+    train_labels: Any,
+    centers: Any | None = None,
+    seed: int = 0,
+    **overrides: Any,
+) -> nn.Module:
+    """The training loss of method ``name`` with its published hyper-parameters.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`available_methods`.
+    num_classes, num_bits : int
+        C and q (the network's code length).
+    train_labels : array-like
+        The labels of the training split given to ``fit``, in dataset order: (N,) class indices or
+        (N, C) multi-hot rows. Memory-bank losses (DPSH, MDS's pair term) size their bank with it and
+        LTH counts classes in it.
+    centers : array-like, optional
+        (C, q) +-1 centers for methods with ``spec.centers``, from
+        ``shc.centers.generate_centers(spec.centers, ...)``. If omitted, centers that need no similarity
+        matrix (``random``, ``csq``, ``mds``) are generated here with ``seed``; ``shc`` and ``semantic``
+        require them.
+    seed : int
+        Seed of generated centers and of the center loss's multi-label tie-break signs.
+    **overrides
+        Hyper-parameters replacing ``spec.defaults`` (only those names are accepted).
+
+    Returns
+    -------
+    torch.nn.Module
+        ``criterion(outputs, labels, indices) -> scalar``; it may own trainable parameters (classifiers),
+        which ``shc.train.fit`` optimises with the network.
+    """
+    spec = get_method(name)
+    unknown = sorted(set(overrides) - set(spec.defaults))
+    if unknown:
+        allowed = ", ".join(f"{key}={value!r}" for key, value in spec.defaults.items())
+        raise TypeError(f"unknown hyper-parameter(s) {unknown} for method {name!r}; allowed: {allowed}.")
+    labels = _label_tensor(train_labels, num_classes)  # validated once for every method
+    if spec.centers is None:
+        if centers is not None:
+            raise ValueError(f"method {name!r} uses no hash centers; drop centers=.")
+    elif centers is None:
+        if spec.needs_similarity:
+            raise ValueError(
+                f"method {name!r} needs centers built from the stage-1 similarity S: pass centers="
+                f"shc.centers.generate_centers({spec.centers!r}, {num_classes}, {num_bits}, similarity=S)."
+            )
+        centers = generate_centers(spec.centers, num_classes, num_bits, seed=seed)
+    else:
+        centers = _check_centers(centers, num_classes, num_bits, name)
+    context = dict(zip(_CONTEXT_ARGUMENTS, (num_classes, num_bits, labels, centers, seed)))
+    loss_class = LOSSES[spec.loss]
+    accepted = inspect.signature(loss_class).parameters
+    arguments = {key: value for key, value in context.items() if key in accepted}
+    return loss_class(**arguments, **{**spec.defaults, **overrides})
