@@ -112,6 +112,11 @@ METHODS: Mapping[str, MethodSpec] = MappingProxyType(
                 "SHC ablation: centers from the semantic term alone, no distance constraint (TOIS 2025, Table 9).",
             ),
             MethodSpec(
+                "distance", "center", "mds", False, {}, _CENTER_DEFAULTS,
+                "SHC ablation: minimum-distance (MDS) centers with SHC's center loss, no semantic term "
+                "(TOIS 2025, Table 9 'd only'); compare 'mds', the MDS method with its own loss.",
+            ),
+            MethodSpec(
                 "dpsh", "dpsh", None, False, _LINEAR_HEAD, {"quantization_weight": 0.1},
                 "Li, Wang & Kang, Feature Learning based Deep Supervised Hashing with Pairwise Labels, IJCAI 2016; "
                 "https://github.com/TreezzZ/DPSH_PyTorch",

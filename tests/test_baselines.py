@@ -33,7 +33,7 @@ from shc.methods import available_methods, build_criterion, get_method
 from shc.models import build_hashing_network
 
 PAPER_METHODS = [
-    "shc", "csq", "mds", "random", "semantic", "dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "lth", "orthohash",
+    "shc", "csq", "mds", "random", "semantic", "distance", "dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "lth", "orthohash",
 ]
 
 
