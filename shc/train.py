@@ -931,23 +931,22 @@ def _train_epoch(
     meter = _LossMeter(epoch)
     trained.train()
     started = time.perf_counter()
-    bar = tqdm(loader, desc=f"epoch {epoch}/{config.epochs}", disable=not show, leave=False)
-    for step, (batch, (indices, global_size)) in enumerate(zip(bar, batches), start=1):
-        inputs, labels, sample_indices = _unpack_batch(batch)
-        share = len(indices) / global_size  # this rank's fraction of the global batch
-        batch_loss = _train_step(
-            trained, criterion, state.optimizer, state.scaler, inputs, labels, sample_indices,
-            weight=share * ranks.world_size, device=device, precision=precision,
-            channels_last=config.channels_last, grad_clip_norm=config.grad_clip_norm,
-        )
-        if ranks.distributed:
-            batch_loss = batch_loss * share
-            dist.all_reduce(batch_loss)
-        meter.add(step, batch_loss, global_size)
-        if show and step % 10 == 0:
-            bar.set_postfix(loss=f"{meter.last:.4g}", refresh=False)
-    mean_loss = meter.mean()
-    bar.close()
+    with tqdm(loader, desc=f"epoch {epoch}/{config.epochs}", disable=not show, leave=False) as bar:
+        for step, (batch, (indices, global_size)) in enumerate(zip(bar, batches), start=1):
+            inputs, labels, sample_indices = _unpack_batch(batch)
+            share = len(indices) / global_size  # this rank's fraction of the global batch
+            batch_loss = _train_step(
+                trained, criterion, state.optimizer, state.scaler, inputs, labels, sample_indices,
+                weight=share * ranks.world_size, device=device, precision=precision,
+                channels_last=config.channels_last, grad_clip_norm=config.grad_clip_norm,
+            )
+            if ranks.distributed:
+                batch_loss = batch_loss * share
+                dist.all_reduce(batch_loss)
+            meter.add(step, batch_loss, global_size)
+            if show and step % 10 == 0:
+                bar.set_postfix(loss=f"{meter.last:.4g}", refresh=False)
+        mean_loss = meter.mean()
     return {"epoch": epoch, "loss": mean_loss, "lr": lr, "seconds": time.perf_counter() - started}
 
 
