@@ -32,11 +32,15 @@ __all__ = [
     "atomic_path",
     "method_color",
     "plot_center_embedding",
+    "plot_center_history",
+    "plot_convergence",
     "plot_curves",
     "plot_distance_histograms",
     "plot_example_queries",
     "plot_gv_bound",
     "plot_pr_curves",
+    "plot_similarity_by_group",
+    "plot_similarity_comparison",
     "plot_similarity_heatmap",
     "plot_similarity_vs_gram",
     "plot_training_history",
@@ -53,6 +57,7 @@ METHOD_COLORS: dict[str, str] = {
     "shc": "#D55E00",  # vermillion
     "semantic": "#CC79A7",  # reddish purple
     "mds": "#0072B2",  # blue
+    "distance": "#003F6B",  # dark blue: MDS centers under SHC's loss (ablation)
     "csq": "#009E73",  # bluish green
     "random": "#7F7F7F",  # grey
     "dpsh": "#E69F00",  # orange
@@ -433,7 +438,12 @@ def plot_similarity_vs_gram(similarity, centers, order=None) -> Figure:
     permutation = similarity_order(matrix) if order is None else _as_order(order, num_classes)
     panels = {"target similarity $S$": matrix}
     panels |= {f"{method or 'centers'}: $HH^\\top/q$": (codes @ codes.T) / q for method, codes in mapping.items()}
+    return _heatmap_row(panels, permutation, "similarity / cosine (unitless)")
 
+
+def _heatmap_row(panels: Mapping[str, np.ndarray], permutation: np.ndarray, colorbar_label: str) -> Figure:
+    """One heatmap per panel, side by side, rows and columns in the same class order, values in [-1, 1]."""
+    num_classes = permutation.size
     fig = _new_figure(2.7 * len(panels) + 1.2, 3.3)
     axes_list = np.atleast_1d(fig.subplots(1, len(panels), squeeze=False)[0])
     for axes, (title, values) in zip(axes_list, panels.items()):
@@ -444,7 +454,7 @@ def plot_similarity_vs_gram(similarity, centers, order=None) -> Figure:
         axes.set_yticks([])
         axes.grid(False)
     axes_list[0].set_ylabel(f"{num_classes} classes (same order)")
-    fig.colorbar(image, ax=list(axes_list), shrink=0.85, label="similarity / cosine (unitless)")
+    fig.colorbar(image, ax=list(axes_list), shrink=0.85, label=colorbar_label)
     return fig
 
 
@@ -482,6 +492,71 @@ def plot_similarity_heatmap(similarity, class_names: Sequence[str] | None = None
     axes.set_title("class similarity S")
     axes.grid(False)
     fig.colorbar(image, ax=axes, shrink=0.85, label="similarity (unitless, -1 to 1)")
+    return fig
+
+
+def _similarity_mapping(matrices) -> dict[str, np.ndarray]:
+    if not isinstance(matrices, Mapping) or not matrices:
+        raise ValueError("matrices must be a non-empty mapping name -> (C, C) similarity matrix.")
+    checked = {str(name): _as_similarity(S) for name, S in matrices.items()}
+    sizes = {S.shape[0] for S in checked.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"all matrices must describe the same classes, got sizes {sorted(sizes)}.")
+    return checked
+
+
+def plot_similarity_comparison(matrices: Mapping[str, np.ndarray], order=None) -> Figure:
+    """Several class-similarity matrices side by side, rows and columns in one class order.
+
+    Parameters
+    ----------
+    matrices : mapping name -> (C, C) array in [-1, 1]
+        E.g. the data-dependent S (Eq. 2-12), the text-embedding S (Eq. 1) and the hierarchy's S.
+    order : (C,) permutation, optional
+        Class order, by default the hierarchical clustering of the first matrix
+        (:func:`similarity_order`), so the others are read in its block structure.
+    """
+    mapping = _similarity_mapping(matrices)
+    first = next(iter(mapping.values()))
+    permutation = similarity_order(first) if order is None else _as_order(order, first.shape[0])
+    return _heatmap_row(mapping, permutation, "similarity (unitless, -1 to 1)")
+
+
+def plot_similarity_by_group(matrices: Mapping[str, np.ndarray], coarse_labels) -> Figure:
+    """Distribution of S over pairs of different classes: same coarse class vs the rest, one panel per S.
+
+    A similarity that recovers the hierarchy separates the two histograms; each panel's title gives the
+    ROC-AUC of that separation (:func:`shc.similarity.hierarchy_agreement`).
+
+    Parameters
+    ----------
+    matrices : mapping name -> (C, C) array in [-1, 1]
+    coarse_labels : (C,) int array
+        Coarse class of each class.
+    """
+    from shc.similarity import hierarchy_agreement
+
+    mapping = _similarity_mapping(matrices)
+    num_classes = next(iter(mapping.values())).shape[0]
+    coarse = np.asarray(coarse_labels)
+    if coarse.shape != (num_classes,):
+        raise ValueError(f"coarse_labels must have shape ({num_classes},), one per class; got {coarse.shape}.")
+    rows, columns = np.triu_indices(num_classes, k=1)
+    same = coarse[rows] == coarse[columns]
+    bins = np.linspace(-1.0, 1.0, 41)
+
+    fig = _new_figure(3.2 * len(mapping) + 1.6, 3.0)
+    axes_list = np.atleast_1d(fig.subplots(1, len(mapping), squeeze=False)[0])
+    for axes, (name, matrix) in zip(axes_list, mapping.items()):
+        values = matrix[rows, columns]
+        for mask, label, color in ((same, "same coarse class", "#D55E00"), (~same, "other pairs", "#0072B2")):
+            if mask.any():
+                axes.hist(values[mask], bins=bins, density=True, alpha=0.55, color=color, label=label)
+        auc = hierarchy_agreement(matrix, coarse)["roc_auc"]
+        axes.set_title(f"{name}: ROC-AUC {auc:.3f}", loc="left", fontsize=10)
+        axes.set_xlabel("similarity of two classes (unitless)")
+    axes_list[0].set_ylabel("density of class pairs")
+    _legend_outside(fig, axes_list[0])
     return fig
 
 
@@ -616,6 +691,116 @@ def plot_training_history(history_frame, metrics: Sequence[str] | None = None) -
     metric_axes.set_ylabel("validation metric (0 to 1)")
     metric_axes.set_title("validation retrieval quality")
     _legend_outside(fig, metric_axes if metric_columns else loss_axes)
+    return fig
+
+
+def _mean_and_spread(frame, x: str, y: str):
+    """Per ``x`` value, the mean and standard deviation (0 for one run) of ``y`` over the rows (seeds)."""
+    stats = frame.dropna(subset=[y]).groupby(x)[y].agg(["mean", "std"])
+    return stats.index.to_numpy(), stats["mean"].to_numpy(), stats["std"].fillna(0.0).to_numpy()
+
+
+def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group: str = "label") -> Figure:
+    """The paper's convergence figure: training loss and validation mAP against the epoch, per code length.
+
+    One row of panels per code length (column ``bits``), one panel for the loss and one per metric, one
+    line per ``group`` value (method); several runs of a group (seeds) are drawn as their mean with a
+    +-1 std band.
+
+    Parameters
+    ----------
+    history_frame : pandas.DataFrame
+        Stacked training histories with columns ``bits``, ``epoch``, ``loss``, ``group`` and the metrics
+        (``shc.pipeline.history_rows``); metrics are NaN on epochs without evaluation.
+    metrics : sequence of str, optional
+        Metric columns, by default those starting with "mAP".
+    group : str
+        The column naming a line (its colour is :func:`method_color` of the value).
+    """
+    import pandas as pd
+
+    if not isinstance(history_frame, pd.DataFrame):
+        raise TypeError("history_frame must be a pandas DataFrame (shc.pipeline.history_rows(configs)).")
+    columns = history_frame.columns
+    metric_columns = list(metrics) if metrics is not None else [c for c in columns if str(c).startswith("mAP")]
+    missing = [c for c in ("bits", "epoch", "loss", group, *metric_columns) if c not in columns]
+    if missing or history_frame.empty:
+        raise ValueError(f"history_frame needs rows and the columns {missing or ['bits', 'epoch', 'loss']} "
+                         f"(shc.pipeline.history_rows gives them); it has {list(columns)}.")  # fmt: skip
+    bits_values = sorted(history_frame["bits"].unique())
+    panels = ["loss", *metric_columns]
+
+    fig = _new_figure(3.1 * len(panels) + 1.6, 2.5 * len(bits_values) + 0.4)
+    grid = fig.subplots(len(bits_values), len(panels), sharex=True, squeeze=False)
+    for row, q in enumerate(bits_values):
+        for name, frame in history_frame[history_frame["bits"] == q].groupby(group, sort=False):
+            color = method_color(str(name))
+            for column, panel in enumerate(panels):
+                x, mean, spread = _mean_and_spread(frame, "epoch", panel)
+                axes = grid[row, column]
+                axes.plot(x, mean, color=color, marker="o", markersize=3, label=str(name))
+                axes.fill_between(x, mean - spread, mean + spread, color=color, alpha=0.2, linewidth=0)
+        for column, panel in enumerate(panels):
+            axes = grid[row, column]
+            axes.set_title(f"{q} bits: {'training loss' if panel == 'loss' else 'validation ' + panel}", fontsize=10)
+            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        grid[row, 0].set_ylabel("loss (unitless)")
+    for axes in grid[-1]:
+        axes.set_xlabel("epoch")
+    _legend_outside(fig, grid[0, 0], title=group)
+    return fig
+
+
+_CENTER_HISTORY_PANELS = (
+    ("objective", "objective of Eq. 22"),
+    ("s_loss", "S_loss (mean squared error)"),
+    ("d_min", "d_min (bits)"),
+    ("violation", "pairs closer than d"),
+    ("proxy_residual", "proxy residual RMS(H - M)"),
+    ("slack_residual", "slack residual mean |q - 2d - HH^T - K|"),
+)
+
+
+def plot_center_history(history_frame, group: str = "bits") -> Figure:
+    """Algorithm 1 cycle by cycle: objective, S_loss, d_min, violations and the constraint residuals.
+
+    Parameters
+    ----------
+    history_frame : pandas.DataFrame
+        One row per outer cycle (column ``cycle``; cycle 0 is the start) with the columns of
+        ``shc.centers.optimize_semantic_centers``' history (``shc.pipeline.center_history_rows``). Several
+        runs of one ``group`` value (seeds) are averaged per cycle. A ``gv_distance`` column adds the
+        target distance d (Eq. 13) to the d_min panel as a dashed line.
+    group : str
+        Column telling the lines apart (default the code length).
+    """
+    import pandas as pd
+
+    if not isinstance(history_frame, pd.DataFrame) or history_frame.empty:
+        raise ValueError("history_frame must be a non-empty DataFrame (shc.pipeline.center_history_rows).")
+    missing = [c for c in ("cycle", group, *(name for name, _ in _CENTER_HISTORY_PANELS)) if c not in history_frame]
+    if missing:
+        raise ValueError(f"history_frame lacks the columns {missing}; it has {list(history_frame.columns)}.")
+    groups = list(dict.fromkeys(history_frame[group]))
+    colors = _sequential_colors(len(groups))
+
+    fig = _new_figure(11.0, 5.6)
+    grid = fig.subplots(2, 3, sharex=True)
+    for value, color in zip(groups, colors):
+        frame = history_frame[history_frame[group] == value]
+        label = f"{value} bits" if group == "bits" else str(value)
+        for axes, (column, title) in zip(grid.flat, _CENTER_HISTORY_PANELS):
+            x, mean, _ = _mean_and_spread(frame, "cycle", column)
+            axes.plot(x, mean, color=color, marker="o", markersize=3, label=label)
+            axes.set_title(title, fontsize=10)
+        if "gv_distance" in frame:
+            grid[0, 2].axhline(frame["gv_distance"].iloc[0], color=color, linestyle="--", linewidth=1)
+    grid[0, 2].plot([], [], color="0.3", linestyle="--", label="GV distance d")
+    for axes in grid[1]:
+        axes.set_xlabel("outer cycle of Algorithm 1")
+    for axes in grid.flat:
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _legend_outside(fig, grid[0, 2])
     return fig
 
 

@@ -7,6 +7,9 @@ Three sources, all returning a symmetric float64 matrix that stage 2 (``shc.cent
 - :func:`similarity_from_text`: the paper's "BERT" ablation, from sentence embeddings of the class names.
 - :func:`similarity_from_labels`: label-only baselines (identity, or a class hierarchy).
 
+:func:`hierarchy_agreement`, :func:`similarity_correlations` and :func:`most_similar_pairs` compare
+matrices: with a known hierarchy, with each other (seeds, sources), and pair by pair.
+
 Equation numbers refer to the order of the numbered equations in the paper's LaTeX source
 (Eq. 1 is the cosine similarity, Eq. 12 sets the diagonal to 1).
 """
@@ -14,7 +17,7 @@ Equation numbers refer to the order of the numbered equations in the paper's LaT
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,7 +27,10 @@ import torch
 
 __all__ = [
     "collect_logits",
+    "hierarchy_agreement",
+    "most_similar_pairs",
     "planted_similarity",
+    "similarity_correlations",
     "similarity_from_labels",
     "similarity_from_logits",
     "similarity_from_text",
@@ -468,3 +474,150 @@ def planted_similarity(
     prototypes = rng.standard_normal((int(num_groups), dim))[groups] + noise * rng.standard_normal((num_classes, dim))
     prototypes /= np.linalg.norm(prototypes, axis=1, keepdims=True)
     return _symmetric_unit_diagonal(_center_rows(prototypes @ prototypes.T, ignore_diagonal=True))
+
+
+# ----------------------------------------------------------------------------------------------
+# comparing similarity matrices (how well does S recover what we know about the classes?)
+# ----------------------------------------------------------------------------------------------
+def _upper_pairs(num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(num_classes, k=1)
+
+
+def _coarse_vector(coarse_labels: Any, num_classes: int) -> np.ndarray:
+    coarse = _to_numpy(coarse_labels, "coarse_labels")
+    if coarse.shape != (num_classes,):
+        raise ValueError(
+            f"coarse_labels must give one coarse class per class of S, shape ({num_classes},), got {coarse.shape}."
+        )
+    return coarse
+
+
+def hierarchy_agreement(S: Any, coarse_labels: Any) -> dict[str, float]:
+    """How well a class similarity recovers a known class hierarchy.
+
+    Two different classes form a *same-coarse* pair when they share a coarse class (e.g. the tens digit
+    of a digits-composite class, a CIFAR-100 superclass). A similarity that knows the hierarchy scores
+    those pairs higher than the others.
+
+    Parameters
+    ----------
+    S : (C, C) array
+        Class similarity (:func:`validate_similarity` rules).
+    coarse_labels : (C,) int array
+        Coarse class of each class.
+
+    Returns
+    -------
+    dict with
+        ``within_mean`` / ``between_mean``  mean off-diagonal S over same-coarse / other pairs,
+        ``gap``                             their difference,
+        ``roc_auc``                         probability that a random same-coarse pair has a higher S than
+                                            a random other pair (ties count 1/2; 0.5 = no recovery,
+                                            1 = perfect separation),
+        ``top1_same_coarse``                fraction of classes whose most similar other class (first on
+                                            ties) shares its coarse class,
+        ``top1_chance``                     the same fraction expected for a random other class.
+        Entries that need both kinds of pairs are NaN when one kind is missing.
+    """
+    from scipy.stats import rankdata
+
+    matrix = validate_similarity(S)
+    num_classes = matrix.shape[0]
+    if num_classes < 2:
+        raise ValueError("hierarchy_agreement needs at least 2 classes.")
+    coarse = _coarse_vector(coarse_labels, num_classes)
+    same = coarse[:, None] == coarse[None, :]
+    rows, columns = _upper_pairs(num_classes)
+    scores, positive = matrix[rows, columns], same[rows, columns]
+    num_positive, num_negative = int(positive.sum()), int((~positive).sum())
+    nan = float("nan")
+    within = float(scores[positive].mean()) if num_positive else nan
+    between = float(scores[~positive].mean()) if num_negative else nan
+    if num_positive and num_negative:  # Mann-Whitney U from mid-ranks
+        ranks = rankdata(scores)
+        roc_auc = (ranks[positive].sum() - num_positive * (num_positive + 1) / 2) / (num_positive * num_negative)
+    else:
+        roc_auc = nan
+    others = np.where(np.eye(num_classes, dtype=bool), -np.inf, matrix)
+    nearest = np.argmax(others, axis=1)
+    group = np.unique(coarse, return_inverse=True)[1]
+    group_sizes = np.bincount(group)[group]  # size of each class's coarse class
+    return {
+        "within_mean": within,
+        "between_mean": between,
+        "gap": within - between,
+        "roc_auc": float(roc_auc),
+        "top1_same_coarse": float(same[np.arange(num_classes), nearest].mean()),
+        "top1_chance": float(((group_sizes - 1) / (num_classes - 1)).mean()),
+    }
+
+
+def similarity_correlations(matrices: Mapping[str, Any], method: Literal["spearman", "pearson"] = "spearman"):
+    """Pairwise correlation between similarity matrices over their off-diagonal class pairs.
+
+    Parameters
+    ----------
+    matrices : mapping name -> (C, C) array
+        At least two matrices of the same classes (e.g. data-dependent S of two seeds, text S, hierarchy S).
+    method : {"spearman", "pearson"}
+        Rank (monotone agreement, the default) or linear correlation.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Symmetric (names x names) matrix with unit diagonal; NaN where a matrix is constant off the diagonal.
+    """
+    import pandas as pd
+
+    if len(matrices) < 2:
+        raise ValueError("pass at least two similarity matrices (name -> (C, C) array) to correlate.")
+    checked = {name: validate_similarity(S) for name, S in matrices.items()}
+    sizes = {S.shape[0] for S in checked.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"all matrices must describe the same classes, got sizes {sorted(sizes)}.")
+    if method not in ("spearman", "pearson"):
+        raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}.")
+    rows, columns = _upper_pairs(sizes.pop())
+    pairs = pd.DataFrame({name: S[rows, columns] for name, S in checked.items()})
+    return pairs.corr(method=method)
+
+
+def most_similar_pairs(S: Any, n: int = 10, class_names: Sequence[str] | None = None,
+                       coarse_labels: Any | None = None):
+    """The ``n`` most similar pairs of different classes, most similar first (ties in class order).
+
+    Parameters
+    ----------
+    S : (C, C) array
+    n : int
+        Number of pairs (at most C (C - 1) / 2).
+    class_names : sequence of str, optional
+        Names shown next to the class indices.
+    coarse_labels : (C,) array, optional
+        Adds a column saying whether the pair shares a coarse class.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``class_a``, ``class_b`` (indices, a < b), ``name_a``, ``name_b`` (with class_names),
+        ``similarity``, ``same_coarse`` (with coarse_labels).
+    """
+    import pandas as pd
+
+    matrix = validate_similarity(S)
+    num_classes = matrix.shape[0]
+    rows, columns = _upper_pairs(num_classes)
+    if not (isinstance(n, (int, np.integer)) and 1 <= n <= rows.size):
+        raise ValueError(f"n must be an integer in [1, {rows.size}] (the number of class pairs), got {n!r}.")
+    top = np.argsort(-matrix[rows, columns], kind="stable")[:n]
+    table = pd.DataFrame({"class_a": rows[top], "class_b": columns[top]})
+    if class_names is not None:
+        if len(class_names) != num_classes:
+            raise ValueError(f"class_names has {len(class_names)} names for {num_classes} classes.")
+        names = np.asarray(class_names, dtype=object)
+        table["name_a"], table["name_b"] = names[rows[top]], names[columns[top]]
+    table["similarity"] = matrix[rows[top], columns[top]]
+    if coarse_labels is not None:
+        coarse = _coarse_vector(coarse_labels, num_classes)
+        table["same_coarse"] = coarse[rows[top]] == coarse[columns[top]]
+    return table
