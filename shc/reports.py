@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from shc.pipeline import PAPER_DATASETS
 from shc.plots import atomic_path
 
 __all__ = [
@@ -92,13 +93,64 @@ PRESETS = ("tiny", "quick", "paper")
 #: The report table: notebook stem -> preset -> list of parameter sets (one report per set).
 #: "tiny" is what CI runs (seconds), "quick" a laptop run (minutes), "paper" the paper's grid.
 #: ``output_dir`` and ``run_dir`` are added by the runner.
+#: Notebooks 01-05 share one run directory per preset, so each pipeline stage is computed once per batch;
+#: their parameter sets must agree on the stage configuration (``pipeline_preset``, ``epochs``,
+#: ``config_overrides``), else a stage folder computed by one notebook is refused by the next.
+_TINY_PIPELINE: dict[str, Any] = {  # a 20-class digits composite, 2 epochs, 1 seed: the batch runs in about a minute
+    "pipeline_preset": "quick", "dataset": "digits-composite", "seeds": [0], "epochs": 2,
+    "config_overrides": {"eval_every": 1, "dataset_options": {
+        "num_classes": 20, "train_per_class": 20, "val_per_class": 5, "query_per_class": 5, "database_per_class": 20,
+    }},
+}  # fmt: skip
+_QUICK_PIPELINE: dict[str, Any] = {  # shc.pipeline.preset("quick"): 100-class digits composite, small CNN
+    "pipeline_preset": "quick", "dataset": "digits-composite", "seeds": [0, 1, 2], "epochs": None,
+    "config_overrides": {},
+}  # fmt: skip
+_PAPER_METHODS = ["dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "csq", "mds", "lth", "orthohash", "shc"]  # Table 4
+_CENTER_METHODS = ["random", "csq", "mds", "shc", "semantic"]
+_ABLATION_METHODS = ["distance", "semantic", "shc"]  # Table 7: d only, S only, both (one loss)
+
+
+def _paper(**parameters: Any) -> list[dict[str, Any]]:
+    return [{"pipeline_preset": "paper", "dataset": dataset, "seeds": [0], "epochs": None, "config_overrides": {},
+             **parameters} for dataset in PAPER_DATASETS]  # fmt: skip
+
+
 NOTEBOOK_PARAMETERS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "00_center_geometry": {
         "tiny": [{"num_classes": 20, "bits": 16, "gv_classes": [10, 100, 1000], "gv_bits": [16, 32, 64]}],
         "quick": [{"num_classes": 100, "bits": 32}],
         "paper": [{"num_classes": 100, "bits": bits} for bits in (16, 32, 64)],
     },
-}
+    "01_similarity": {
+        "tiny": [{**_TINY_PIPELINE, "top_pairs": 5}],
+        "quick": [{**_QUICK_PIPELINE, "top_pairs": 15}],
+        "paper": _paper(top_pairs=15),
+    },
+    "02_hash_centers": {
+        "tiny": [{**_TINY_PIPELINE, "bits": [16], "methods": _CENTER_METHODS}],
+        "quick": [{**_QUICK_PIPELINE, "bits": [16, 32, 64], "methods": _CENTER_METHODS}],
+        "paper": _paper(bits=[16, 32, 64], methods=_CENTER_METHODS),
+    },
+    "03_train_hashing": {
+        "tiny": [{**_TINY_PIPELINE, "bits": [16], "methods": ["mds", "shc"]}],
+        "quick": [{**_QUICK_PIPELINE, "bits": [16, 32, 64], "methods": ["random", "csq", "mds", "shc"]}],
+        "paper": _paper(bits=[16, 32, 64], methods=_PAPER_METHODS),
+    },
+    "04_retrieval": {
+        "tiny": [{**_TINY_PIPELINE, "bits": [16], "methods": ["mds", "shc"], "example_methods": ["mds", "shc"],
+                  "example_queries": 3, "example_k": 5}],
+        "quick": [{**_QUICK_PIPELINE, "bits": [16, 32, 64], "methods": ["random", "csq", "mds", "shc"],
+                   "example_methods": ["mds", "shc"], "example_queries": 6, "example_k": 10}],
+        "paper": _paper(bits=[16, 32, 64], methods=_PAPER_METHODS, example_methods=["mds", "shc"], example_queries=6,
+                        example_k=10),
+    },
+    "05_ablations": {
+        "tiny": [{**_TINY_PIPELINE, "bits": [16], "methods": _ABLATION_METHODS}],
+        "quick": [{**_QUICK_PIPELINE, "bits": [16, 32, 64], "methods": _ABLATION_METHODS}],
+        "paper": _paper(bits=[16, 32, 64], methods=_ABLATION_METHODS),
+    },
+}  # fmt: skip
 
 #: Command-line overrides -> the notebook parameter they set: the first name in the tuple
 #: that the notebook declares. A list-valued parameter receives the whole list; a scalar one

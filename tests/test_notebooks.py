@@ -1,0 +1,423 @@
+"""Report notebooks 01-05 and the package functions they call.
+
+One module fixture runs notebooks 01-05 through the batch runner with the "tiny" preset (a 20-class digits
+composite, 2 epochs, one seed; about 1.5 min on a busy 2-core machine): every report must succeed, write its
+figures and tables, and its numbers must agree with independent recomputations from the stored pipeline
+artifacts (brute-force mAP from the stored codes, brute-force d_min and S_loss from the stored centers, pair
+counting for the hierarchy ROC-AUC). The other tests are fast unit tests of the result-reading functions
+(shc.pipeline), the S comparisons (shc.similarity) and the new figures (shc.plots) against hand-computed values.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+from scipy.stats import spearmanr
+
+from shc import pipeline, plots, reports
+from shc.similarity import hierarchy_agreement, most_similar_pairs, similarity_correlations, similarity_from_labels
+
+NOTEBOOKS = ("01_similarity", "02_hash_centers", "03_train_hashing", "04_retrieval", "05_ablations")
+FIGURES = {
+    "01_similarity": ("similarity_heatmap", "similarity_sources", "similarity_by_coarse_class"),
+    "02_hash_centers": ("distance_histograms", "similarity_vs_gram", "shc_history"),
+    "03_train_hashing": ("convergence",),
+    "04_retrieval": ("pr_curve_16bits", "precision_at_k_16bits", "recall_at_k_16bits", "example_queries_mds",
+                     "example_queries_shc"),
+    "05_ablations": (),
+}  # fmt: skip
+TABLES = {
+    "01_similarity": ("classifier_accuracy", "most_similar_pairs", "similarity_correlations", "hierarchy_agreement"),
+    "02_hash_centers": ("center_quality", "center_quality_runs", "shc_history", "generation_seconds"),
+    "03_train_hashing": ("runs", "training_history", "selected_epoch_and_time"),
+    "04_retrieval": ("mAP_at_100", "mAP_at_1000", "mAP_at_ALL"),
+    "05_ablations": ("ablation_terms", "ablation_center_quality", "ablation_similarity_source"),
+}
+
+
+# --------------------------------------------------------------------------------------
+# Independent references
+# --------------------------------------------------------------------------------------
+
+
+def _brute_force_map(query_codes, query_labels, db_codes, db_labels, topk=None) -> float:
+    """AP@K per query from a stable Hamming ranking, one query at a time (no shc.metrics)."""
+    precisions = []
+    for code, label in zip(query_codes, query_labels):
+        distances = np.sum(db_codes != code, axis=1)  # bits that differ
+        ranking = np.argsort(distances, kind="stable")[: topk or len(db_codes)]
+        relevant = db_labels[ranking] == label
+        hits = np.flatnonzero(relevant)
+        precisions.append(np.mean((np.arange(hits.size) + 1) / (hits + 1)) if hits.size else 0.0)
+    return float(np.mean(precisions))
+
+
+def _brute_force_d_min(centers: np.ndarray) -> int:
+    num_classes = len(centers)
+    return min(int(np.sum(centers[i] != centers[j])) for i in range(num_classes) for j in range(i + 1, num_classes))
+
+
+def _csv_rows(path: Path) -> list[list[str]]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+def _cell(path: Path, row_label: str) -> str:
+    """The first value of the CSV row whose last index entry is ``row_label`` (tables with one data column)."""
+    rows = [row for row in _csv_rows(path) if row_label in row]
+    assert len(rows) == 1, (row_label, rows)
+    return rows[0][-1]
+
+
+# --------------------------------------------------------------------------------------
+# The tiny batch (module fixture)
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    root = tmp_path_factory.mktemp("notebooks")
+    log: list[str] = []
+    results = reports.run_reports("tiny", only=list(NOTEBOOKS), output_root=root / "reports", run_root=root / "runs",
+                                  log=log.append)  # fmt: skip
+    tiny = reports.NOTEBOOK_PARAMETERS["04_retrieval"]["tiny"][0]
+    run_dir = str(root / "runs" / "tiny")
+
+    def configs(methods, **changes):
+        return pipeline.report_configs(tiny["pipeline_preset"], tiny["dataset"], methods, tiny["bits"], tiny["seeds"],
+                                       run_dir, epochs=tiny["epochs"], **tiny["config_overrides"], **changes)  # fmt: skip
+
+    return {"results": results, "log": log, "preset_dir": root / "reports" / "tiny", "run_dir": Path(run_dir),
+            "configs": configs}  # fmt: skip
+
+
+def _report(batch, stem: str) -> Path:
+    return batch["preset_dir"] / stem
+
+
+def test_every_notebook_runs_and_the_index_lists_its_headline_numbers(batch):
+    failed = {result.job.name: result.error for result in batch["results"] if result.status != "ok"}
+    assert not failed, failed
+    assert [result.job.notebook for result in batch["results"]] == list(NOTEBOOKS)
+    index = (batch["preset_dir"] / "index.html").read_text(encoding="utf-8")
+    for stem in NOTEBOOKS:
+        summary = json.loads((_report(batch, stem) / reports.SUMMARY_FILE).read_text())
+        assert summary, stem
+        assert f"{stem}/{stem}-report.html" in index
+        assert html.escape(reports.format_summary(summary).split(" · ")[0]) in index
+
+
+def test_every_figure_and_table_is_written(batch):
+    for stem in NOTEBOOKS:
+        for figure in FIGURES[stem]:
+            for suffix in (".png", ".svg"):
+                path = _report(batch, stem) / "figures" / f"{figure}{suffix}"
+                assert path.is_file() and path.stat().st_size > 1000, path
+        for table in TABLES[stem]:
+            assert len(_csv_rows(_report(batch, stem) / "tables" / f"{table}.csv")) > 1, (stem, table)
+
+
+def test_notebooks_share_one_set_of_stage_artifacts(batch):
+    # every stage computed once in the preset's run_dir: logits S once per seed, each center set and run once,
+    # the text-S variant of SHC beside the default one instead of colliding with it
+    folders = {path.name for path in (batch["run_dir"] / "digits-composite" / "seed0").iterdir()}
+    assert folders == {
+        "stage1-logits", "stage1-text", "stage1-hierarchy",
+        *(f"stage2-{m}-16bit" for m in ("random", "csq", "mds", "shc", "semantic", "distance", "shc-text")),
+        *(f"stage3-{m}-16bit" for m in ("mds", "shc", "semantic", "distance", "shc-text")),
+    }  # fmt: skip
+
+
+def test_map_tables_are_the_brute_force_map_of_the_stored_codes(batch):
+    summary = json.loads((_report(batch, "04_retrieval") / reports.SUMMARY_FILE).read_text())
+    for config in batch["configs"](["mds", "shc"]):
+        codes = np.load(pipeline.stage_directories(config)["stage3"] / "codes.npz")
+        args = codes["query_codes"], codes["query_labels"], codes["database_codes"], codes["database_labels"]
+        for metric, topk in (("mAP@ALL", None), ("mAP@100", 100)):
+            expected = _brute_force_map(*args, topk=topk)
+            table = _report(batch, "04_retrieval") / "tables" / f"{metric.replace('@', '_at_')}.csv"
+            assert float(_cell(table, config.method)) == pytest.approx(expected, abs=5e-5)
+        assert summary[f"mAP@ALL {config.method} (16 bits)"] == pytest.approx(_brute_force_map(*args), abs=1e-9)
+
+
+def test_center_quality_is_computed_from_the_stored_centers_and_the_data_dependent_s(batch):
+    runs = pd.read_csv(_report(batch, "02_hash_centers") / "tables" / "center_quality_runs.csv").set_index("method")
+    for config in batch["configs"](["random", "csq", "mds", "shc", "semantic"]):
+        centers = np.load(pipeline.stage_directories(config)["stage2"] / "centers.npy").astype(np.int64)
+        S = np.load(pipeline.stage_directories(config)["stage1"] / "similarity.npy")
+        assert runs.loc[config.method, "d_min"] == _brute_force_d_min(centers)
+        assert runs.loc[config.method, "s_loss"] == pytest.approx(np.mean((S - centers @ centers.T / 16) ** 2))
+    assert runs.loc["shc", "d_min"] >= runs.loc["shc", "gv_distance"]  # SHC keeps the GV distance (Eq. 22)
+    quality = _csv_rows(_report(batch, "02_hash_centers") / "tables" / "center_quality.csv")
+    shc_row = next(row for row in quality if row[1] == "shc")
+    assert float(shc_row[3]) == pytest.approx(runs.loc["shc", "s_loss"], abs=5e-5)  # d_min, S_loss, ...
+
+
+def test_similarity_report_recovers_the_known_hierarchy_consistently(batch):
+    table = pd.read_csv(_report(batch, "01_similarity") / "tables" / "hierarchy_agreement.csv", index_col=0)
+    assert table.loc["hierarchy S", "roc_auc"] == 1.0 and table.loc["hierarchy S", "top1_same_coarse"] == 1.0
+    # Independent ROC-AUC of the stored data-dependent S: count the won and tied (same-coarse, other) pair pairs.
+    # Tiny classes are the numbers 0, 5, ..., 95 (20 evenly spaced of 100); the coarse class is the tens digit.
+    S = np.load(batch["run_dir"] / "digits-composite" / "seed0" / "stage1-logits" / "similarity.npy")
+    coarse = (np.arange(20) * 5) // 10
+    rows, columns = np.triu_indices(20, k=1)
+    same = coarse[rows] == coarse[columns]
+    positive, negative = S[rows, columns][same], S[rows, columns][~same]
+    wins = (positive[:, None] > negative[None, :]).sum() + 0.5 * (positive[:, None] == negative[None, :]).sum()
+    assert table.loc["data-dependent S", "roc_auc"] == pytest.approx(wins / (positive.size * negative.size))
+    text_S = np.load(batch["run_dir"] / "digits-composite" / "seed0" / "stage1-text" / "similarity.npy")
+    correlations = pd.read_csv(_report(batch, "01_similarity") / "tables" / "similarity_correlations.csv", index_col=0)
+    expected = spearmanr(S[rows, columns], text_S[rows, columns]).statistic
+    assert correlations.loc["data-dependent S", "text S"] == pytest.approx(expected)
+
+
+def test_training_history_has_every_epoch_of_every_run(batch):
+    history = pd.read_csv(_report(batch, "03_train_hashing") / "tables" / "training_history.csv")
+    assert sorted(zip(history["method"], history["epoch"])) == [("mds", 1), ("mds", 2), ("shc", 1), ("shc", 2)]
+    assert history[["loss", "mAP@100", "mAP@1000", "mAP@ALL"]].notna().all().all()  # eval_every=1 in "tiny"
+
+
+def test_ablation_tables_read_the_same_runs_as_the_retrieval_tables(batch):
+    terms = _report(batch, "05_ablations") / "tables" / "ablation_terms.csv"
+    rows = [row for row in _csv_rows(terms) if row[0] == "mAP@ALL"]
+    by_variant = {row[1]: row[2] for row in rows}
+    retrieval = _report(batch, "04_retrieval") / "tables" / "mAP_at_ALL.csv"
+    assert by_variant["d + S (SHC)"] == _cell(retrieval, "shc")
+    distance_run = pipeline.load_metrics(batch["configs"](["distance"])[0])  # MDS centers under SHC's loss
+    assert float(by_variant["d only (MDS centers)"]) == pytest.approx(distance_run["mAP@ALL"], abs=5e-5)
+    text_run = pipeline.load_metrics(batch["configs"](["shc"], similarity="text")[0])
+    sources = [row for row in _csv_rows(_report(batch, "05_ablations") / "tables" / "ablation_similarity_source.csv")
+               if row[0] == "mAP@ALL"]  # fmt: skip
+    assert float(dict((row[1], row[2]) for row in sources)["text embedding (BERT in the paper)"]) == pytest.approx(
+        text_run["mAP@ALL"], abs=5e-5)
+
+
+def test_top_results_are_the_hamming_nearest_with_correct_flags(batch):
+    config = batch["configs"](["shc"])[0]
+    examples = pipeline.top_results(config, n_queries=4, k=6)
+    codes = pipeline.load_codes(config)
+    assert examples.query_indices.tolist() == [0, 33, 66, 99]  # evenly spaced over the 100 queries
+    for row, query in enumerate(examples.query_indices):
+        distances = np.sum(codes["database_codes"] != codes["query_codes"][query], axis=1)
+        expected = np.argsort(distances, kind="stable")[:6]
+        np.testing.assert_array_equal(examples.result_indices[row], expected)
+        np.testing.assert_array_equal(examples.correct[row],
+                                      codes["database_labels"][expected] == codes["query_labels"][query])
+    data = pipeline.load_data(config)
+    np.testing.assert_array_equal(examples.result_images[1][0], data.database.raw_image(examples.result_indices[1, 0]))
+    assert examples.query_titles[0] == data.class_names[codes["query_labels"][0]]
+
+
+def test_curves_by_method_stack_the_stored_curves(batch):
+    configs = batch["configs"](["mds", "shc"])
+    k, precision = pipeline.curves_by_method(configs, "precision@k", 16)
+    metrics = pipeline.load_metrics(configs[1])
+    np.testing.assert_array_equal(k, metrics["k"])
+    np.testing.assert_allclose(precision["shc"], [metrics["precision@k"]])
+    pr = pipeline.pr_curves_by_method(configs, 16)
+    np.testing.assert_allclose(pr["shc"]["pr_recall"], np.asarray(metrics["pr_recall"], dtype=float))
+    with pytest.raises(ValueError, match="no config has bits=32"):
+        pipeline.curves_by_method(configs, "recall@k", 32)
+
+
+def test_reading_a_missing_run_names_the_fix(tmp_path):
+    config = pipeline.RunConfig(run_dir=str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=r"run shc.pipeline.run\(config\)"):
+        pipeline.load_metrics(config)
+    with pytest.raises(ValueError, match="no hash centers"):
+        pipeline.load_center_quality(config.replace(method="dpsh"))
+
+
+# --------------------------------------------------------------------------------------
+# Results tables (fast, hand-made rows)
+# --------------------------------------------------------------------------------------
+
+
+def _rows(values: dict[tuple[str, int], list[float]], metric: str = "mAP@ALL") -> list[dict]:
+    return [{"dataset": "d", "label": label, "method": label, "bits": bits, "seed": seed, metric: value}
+            for (label, bits), runs in values.items() for seed, value in enumerate(runs)]  # fmt: skip
+
+
+def test_retrieval_table_cells_are_mean_and_sample_std_over_seeds():
+    table = pipeline.retrieval_table(_rows({("a", 16): [0.5, 0.7], ("b", 16): [0.4], ("a", 32): [0.9, 0.9]}))
+    assert table.cells.loc["a", ("d", "16 bits")] == "0.6000 ± 0.1414"  # std of (0.5, 0.7) with ddof 1: 0.1414
+    assert table.cells.loc["b", ("d", "16 bits")] == "0.4000"  # one seed: no ± part
+    assert table.cells.loc["b", ("d", "32 bits")] == ""  # never run
+    assert table.count.loc["a", ("d", "16 bits")] == 2
+    assert list(table.cells.columns) == [("d", "16 bits"), ("d", "32 bits")]
+
+
+def test_retrieval_table_ranks_dense_on_shown_values_and_marks_best_and_second():
+    rows = _rows({("a", 16): [0.80001], ("b", 16): [0.8], ("c", 16): [0.7], ("d", 16): [0.6]})
+    table = pipeline.retrieval_table(rows, order=["d", "c", "b", "a"])
+    assert list(table.cells.index) == ["d", "c", "b", "a"]
+    # a and b both show 0.8000: both best; c is second (dense ranking), d third
+    assert table.rank[("d", "16 bits")].tolist() == [3.0, 2.0, 1.0, 1.0]
+    html = table.to_html()
+    assert html.count("font-weight: bold") == 1 and html.count("text-decoration: underline") == 1
+    bold_ids = html.split("font-weight: bold")[0].rsplit("}", 1)[-1]
+    assert "row2_col0" in bold_ids and "row3_col0" in bold_ids
+
+
+def test_retrieval_table_lower_is_better_for_times_and_stacks_metrics():
+    rows = [{"dataset": "d", "label": m, "bits": 16, "seed": 0, "mAP@ALL": v, "train_seconds": t}
+            for m, v, t in (("a", 0.5, 10.0), ("b", 0.6, 20.0))]  # fmt: skip
+    table = pipeline.retrieval_table(rows, ["mAP@ALL", "train_seconds"], labels={"a": "A"})
+    assert table.cells.index.tolist() == [("mAP@ALL", "A"), ("mAP@ALL", "b"), ("train seconds", "A"),
+                                          ("train seconds", "b")]  # fmt: skip
+    assert table.rank.iloc[:, 0].tolist() == [2.0, 1.0, 1.0, 2.0]
+    assert table.cells.index.names == ["metric", "method"]
+
+
+def test_retrieval_table_rejects_rows_without_the_columns():
+    with pytest.raises(ValueError, match="lack the column"):
+        pipeline.retrieval_table([{"dataset": "d", "method": "a", "bits": 16, "mAP@ALL": 0.5}])
+    with pytest.raises(ValueError, match="rows is empty"):
+        pipeline.retrieval_table([])
+
+
+def test_hamming_top_k_ranks_by_distance_with_ties_in_database_order():
+    database = np.array([[1, 1, 1, 1], [-1, 1, 1, 1], [1, 1, 1, 1], [-1, -1, -1, -1], [1, -1, 1, 1]])
+    indices, distances = pipeline.hamming_top_k(np.array([[1, 1, 1, 1], [-1, -1, -1, -1]]), database, k=3)
+    np.testing.assert_array_equal(indices, [[0, 2, 1], [3, 1, 4]])
+    np.testing.assert_array_equal(distances, [[0, 0, 1], [0, 3, 3]])
+    with pytest.raises(ValueError, match="k must lie in"):
+        pipeline.hamming_top_k(database[:1], database, k=6)
+
+
+def test_report_configs_epochs_set_both_networks_unless_the_classifier_is_named():
+    configs = pipeline.report_configs("quick", "digits-composite", ["mds", "shc"], [16, 32], [0, 1], "runs", epochs=3)
+    assert len(configs) == 8 and {(c.epochs, c.classifier_epochs) for c in configs} == {(3, 3)}
+    named = pipeline.report_configs("quick", "digits-composite", ["shc"], [16], [0], "runs", epochs=3,
+                                    classifier_epochs=5)  # fmt: skip
+    assert (named[0].epochs, named[0].classifier_epochs) == (3, 5)
+    default = pipeline.report_configs("quick", "digits-composite", ["shc"], [16], [0], "runs")[0]
+    assert (default.epochs, default.classifier_epochs) == (pipeline.RunConfig().epochs, 8)
+
+
+def test_similarity_variants_of_semantic_methods_get_their_own_stage_folders():
+    default = pipeline.RunConfig(method="shc", bits=16, run_dir="r")
+    assert pipeline.stage_directories(default)["stage3"] == Path("r/digits-composite/seed0/stage3-shc-16bit")
+    text = pipeline.stage_directories(default.replace(similarity="text"))
+    assert text["stage2"].name == "stage2-shc-text-16bit" and text["stage1"].name == "stage1-text"
+    # methods that never read S keep one folder whatever the source
+    mds = default.replace(method="mds")
+    assert pipeline.stage_directories(mds.replace(similarity="text"))["stage3"] == pipeline.stage_directories(mds)[
+        "stage3"]
+    assert pipeline.run_label(default.replace(similarity="text")) == "shc (text S)"
+    assert pipeline.run_label(mds.replace(similarity="text")) == "mds"
+
+
+# --------------------------------------------------------------------------------------
+# Comparing similarity matrices (hand-computed)
+# --------------------------------------------------------------------------------------
+
+HAND_S = np.array([[1.0, 0.6, 0.2, -0.1], [0.6, 1.0, 0.6, 0.0], [0.2, 0.6, 1.0, 0.3], [-0.1, 0.0, 0.3, 1.0]])
+HAND_COARSE = np.array([0, 0, 1, 1])
+
+
+def test_hierarchy_agreement_hand_computed():
+    # same-coarse pairs: (0,1)=.6, (2,3)=.3; others: .2, -.1, .6, 0.
+    result = hierarchy_agreement(HAND_S, HAND_COARSE)
+    assert result["within_mean"] == pytest.approx(0.45)
+    assert result["between_mean"] == pytest.approx(0.175)
+    assert result["gap"] == pytest.approx(0.275)
+    # .6 beats .2, -.1, 0 and ties .6 (3.5 of 4); .3 beats .2, -.1, 0 (3 of 4): (3.5 + 3) / 8
+    assert result["roc_auc"] == pytest.approx(6.5 / 8)
+    # nearest other class: 0 -> 1 (same), 1 -> 0 (tie with 2, first wins; same), 2 -> 1 (other), 3 -> 2 (same)
+    assert result["top1_same_coarse"] == pytest.approx(0.75)
+    assert result["top1_chance"] == pytest.approx(1 / 3)  # one of the 3 other classes shares the coarse class
+
+
+def test_hierarchy_agreement_is_undefined_without_both_kinds_of_pairs():
+    flat = hierarchy_agreement(HAND_S, [0, 0, 0, 0])
+    assert np.isnan(flat["roc_auc"]) and np.isnan(flat["between_mean"]) and flat["top1_same_coarse"] == 1.0
+    with pytest.raises(ValueError, match="one coarse class per class"):
+        hierarchy_agreement(HAND_S, [0, 1])
+
+
+def test_similarity_correlations_match_scipy_on_the_off_diagonal_pairs():
+    other = similarity_from_labels(4, HAND_COARSE)
+    table = similarity_correlations({"hand": HAND_S, "labels": other})
+    rows, columns = np.triu_indices(4, k=1)
+    assert table.loc["hand", "labels"] == pytest.approx(spearmanr(HAND_S[rows, columns], other[rows, columns])[0])
+    assert table.loc["hand", "hand"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="at least two"):
+        similarity_correlations({"hand": HAND_S})
+
+
+def test_most_similar_pairs_sorted_with_ties_in_class_order():
+    table = most_similar_pairs(HAND_S, 3, ["a", "b", "c", "d"], HAND_COARSE)
+    assert list(zip(table["class_a"], table["class_b"])) == [(0, 1), (1, 2), (2, 3)]
+    assert table["name_b"].tolist() == ["b", "c", "d"]
+    assert table["similarity"].tolist() == pytest.approx([0.6, 0.6, 0.3])
+    assert table["same_coarse"].tolist() == [True, False, True]
+    with pytest.raises(ValueError, match="n must be an integer in \\[1, 6\\]"):
+        most_similar_pairs(HAND_S, 7)
+
+
+# --------------------------------------------------------------------------------------
+# New figures
+# --------------------------------------------------------------------------------------
+
+
+def _history_frame() -> pd.DataFrame:
+    rows = []
+    for bits in (16, 32):
+        for method in ("mds", "shc"):
+            for seed in (0, 1):
+                for epoch in (1, 2, 3):
+                    evaluated = epoch != 2
+                    rows.append({"label": method, "bits": bits, "seed": seed, "epoch": epoch, "loss": 1.0 / epoch,
+                                 "mAP@100": 0.1 * epoch if evaluated else np.nan,
+                                 "mAP@ALL": 0.05 * epoch + 0.01 * seed if evaluated else np.nan})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_plot_convergence_has_one_row_per_code_length_and_averages_seeds(tmp_path):
+    fig = plots.plot_convergence(_history_frame())
+    axes = [a for a in fig.axes if a.get_title()]
+    assert len(axes) == 2 * 3  # 2 code lengths x (loss, mAP@100, mAP@ALL)
+    panel = next(a for a in axes if a.get_title() == "32 bits: validation mAP@ALL")
+    shc_line = next(line for line in panel.get_lines() if line.get_label() == "shc")
+    np.testing.assert_allclose(shc_line.get_xdata(), [1, 3])  # epoch 2 was not evaluated
+    np.testing.assert_allclose(shc_line.get_ydata(), [0.055, 0.155])  # mean over seeds 0 and 1
+    plots.save_figure(fig, tmp_path / "convergence")
+    with pytest.raises(ValueError, match="columns"):
+        plots.plot_convergence(_history_frame().drop(columns="bits"))
+
+
+def test_plot_center_history_draws_every_record_and_the_target_distance():
+    frame = pd.DataFrame({"cycle": [0, 1, 2], "bits": 16, "objective": [3.0, 2.0, 1.5], "s_loss": [0.3, 0.2, 0.15],
+                          "d_min": [4, 4, 5], "violation": [0, 0, 0], "proxy_residual": [np.nan, 0.5, 0.4],
+                          "slack_residual": [np.nan, 2.0, 1.0], "gv_distance": 4})  # fmt: skip
+    fig = plots.plot_center_history(frame)
+    assert isinstance(fig, Figure)
+    d_min_axes = next(a for a in fig.axes if a.get_title() == "d_min (bits)")
+    ys = [line.get_ydata() for line in d_min_axes.get_lines()]
+    assert any(np.array_equal(y, [4, 4, 5]) for y in ys) and any(np.allclose(y, 4) and len(y) == 2 for y in ys)
+    with pytest.raises(ValueError, match="lacks the columns"):
+        plots.plot_center_history(frame.drop(columns="slack_residual"))
+
+
+def test_similarity_comparison_figures(tmp_path):
+    matrices = {"hand": HAND_S, "labels": similarity_from_labels(4, HAND_COARSE)}
+    fig = plots.plot_similarity_comparison(matrices)
+    assert [a.get_title() for a in fig.axes[:2]] == ["hand", "labels"]
+    grouped = plots.plot_similarity_by_group(matrices, HAND_COARSE)
+    assert grouped.axes[0].get_title(loc="left") == "hand: ROC-AUC 0.812"  # 6.5 / 8 = 0.8125, shown as 0.812
+    assert grouped.axes[1].get_title(loc="left") == "labels: ROC-AUC 1.000"
+    plots.save_figure(grouped, tmp_path / "by_group")
+    with pytest.raises(ValueError, match="same classes"):
+        plots.plot_similarity_comparison({"a": HAND_S, "b": np.eye(3)})
