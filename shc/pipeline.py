@@ -329,7 +329,7 @@ def run_similarity(config: RunConfig, progress: bool = False) -> np.ndarray:
         metrics.update(
             train_seconds=time.perf_counter() - started,
             val_accuracy=_accuracy(classifier, data.val, config),
-            test_accuracy=_accuracy(classifier, data.query, config),  # the paper's Table 3 (query = test set)
+            test_accuracy=_accuracy(classifier, data.query, config),  # the paper's Table 2 (query = test set)
         )
     write_json(directory / "metrics.json", metrics)
     with tempfile.NamedTemporaryFile(dir=directory, suffix=".tmp.npy", delete=False) as handle:

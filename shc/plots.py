@@ -747,7 +747,7 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
         grid[row, 0].set_ylabel("loss (unitless)")
     for axes in grid[-1]:
         axes.set_xlabel("epoch")
-    _legend_outside(fig, grid[0, 0], title=group)
+    _legend_outside(fig, grid[0, 0], title="method" if group in ("label", "method") else group)
     return fig
 
 
