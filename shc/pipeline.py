@@ -317,6 +317,9 @@ def run_similarity(config: RunConfig, progress: bool = False) -> np.ndarray:
         from shc.models import build_classifier
         from shc.train import fit
 
+        from shc.train import set_seed
+
+        set_seed(config.seed)  # the initial weights must not depend on what ran before in this process
         classifier = build_classifier(config.backbone, data.num_classes, pretrained=config.pretrained,
                                       weights=config.weights)
         started = time.perf_counter()
@@ -382,7 +385,7 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
     from shc.methods import build_criterion
     from shc.metrics import evaluate
     from shc.models import build_hashing_network
-    from shc.train import fit
+    from shc.train import fit, set_seed
 
     spec = _method(config)
     directory = _stage_directory(stage_directories(config)["stage3"], _stage3_identity(config))
@@ -391,6 +394,7 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
         return json.loads(metrics_path.read_text())
     data = load_data(config)
     centers = run_centers(config, progress)
+    set_seed(config.seed)  # initial weights (network and any loss parameters) independent of earlier runs
     model = build_hashing_network(config.backbone, config.bits, pretrained=config.pretrained,
                                   weights=config.weights, **dict(spec.head))
     criterion = build_criterion(config.method, data.num_classes, config.bits, data.train.labels,

@@ -107,3 +107,17 @@ def test_unknown_preset_and_dataset_are_refused(tmp_path):
         preset("huge")
     with pytest.raises(ValueError, match="digits-composite"):
         run(RunConfig(dataset="imagenet", method="csq", run_dir=str(tmp_path), **FAST))
+
+
+def test_training_does_not_depend_on_what_ran_before(tmp_path):
+    import torch
+
+    from shc.pipeline import load_history
+
+    config = RunConfig(method="random", epochs=1, eval_every=1, bits=16, precision="fp32")
+    first = config.replace(run_dir=str(tmp_path / "a"))
+    run(first)
+    torch.randn(1000)  # consume random numbers, as an earlier run in the same process would
+    second = config.replace(run_dir=str(tmp_path / "b"))
+    run(second)
+    assert load_history(first)["loss"].tolist() == load_history(second)["loss"].tolist()
