@@ -14,7 +14,7 @@ Generators, all through :func:`generate_centers`:
 ``"mds"``      every pairwise distance >= d (Gilbert-Varshamov, Eq. 13), pushed apart beyond that by a
                vectorised greedy bit-flip search (our algorithm; Wang et al.'s goal).
 ``"shc"``      the paper's semantic hash centers (Eq. 22-38, Algorithm 1), initialised by ``"mds"``.
-``"semantic"`` the ablation without the distance term (appendix M/H alternation, Table 9 "S only").
+``"semantic"`` the ablation without the distance term (appendix M/H alternation, Table 7 "S only").
 """
 
 from __future__ import annotations
@@ -167,10 +167,10 @@ def _resolve_min_distance(num_classes: int, num_bits: int, min_distance: int | N
 
 
 # --------------------------------------------------------------------------------------------
-# Quality (Table 2)
+# Quality (Table 3)
 # --------------------------------------------------------------------------------------------
 def center_quality(centers: Any, similarity: Any | None = None) -> dict[str, float]:
-    """Quality of a set of centers (the paper's Table 2, plus two diagnostics).
+    """Quality of a set of centers (the paper's Table 3, plus two diagnostics).
 
     Returns
     -------
@@ -253,7 +253,7 @@ def mds_centers(
 
     Every pairwise Hamming distance is >= ``min_distance`` (default: :func:`gv_min_distance`), and
     distances are pushed apart beyond that. Where the Hadamard centers already satisfy the bound
-    (C <= 2q, q a power of two) they are returned as they are (d_min = q/2, Table 2, C=100 q=64).
+    (C <= 2q, q a power of two) they are returned as they are (d_min = q/2, Table 3, C=100 q=64).
 
     Otherwise our own algorithm: start from CSQ's centers (balanced random rows where no Hadamard
     matrix exists) and run a greedy single-bit-flip descent on

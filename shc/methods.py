@@ -109,12 +109,12 @@ METHODS: Mapping[str, MethodSpec] = MappingProxyType(
             ),
             MethodSpec(
                 "semantic", "center", "semantic", True, {}, _CENTER_DEFAULTS,
-                "SHC ablation: centers from the semantic term alone, no distance constraint (TOIS 2025, Table 9).",
+                "SHC ablation: centers from the semantic term alone, no distance constraint (TOIS 2025, Table 7).",
             ),
             MethodSpec(
                 "distance", "center", "mds", False, {}, _CENTER_DEFAULTS,
                 "SHC ablation: minimum-distance (MDS) centers with SHC's center loss, no semantic term "
-                "(TOIS 2025, Table 9 'd only'); compare 'mds', the MDS method with its own loss.",
+                "(TOIS 2025, Table 7 'd only'); compare 'mds', the MDS method with its own loss.",
             ),
             MethodSpec(
                 "dpsh", "dpsh", None, False, _LINEAR_HEAD, {"quantization_weight": 0.1},

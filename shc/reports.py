@@ -150,6 +150,11 @@ NOTEBOOK_PARAMETERS: dict[str, dict[str, list[dict[str, Any]]]] = {
         "quick": [{**_QUICK_PIPELINE, "bits": [16, 32, 64], "methods": _ABLATION_METHODS}],
         "paper": _paper(bits=[16, 32, 64], methods=_ABLATION_METHODS),
     },
+    "06_baselines": {
+        "tiny": [{**_TINY_PIPELINE, "bits": [16], "methods": ["dpsh", "greedyhash", "orthohash", "shc"]}],
+        "quick": [{**_QUICK_PIPELINE, "bits": [16, 32, 64], "methods": _PAPER_METHODS}],
+        "paper": _paper(bits=[16, 32, 64], methods=_PAPER_METHODS),
+    },
 }  # fmt: skip
 
 #: Command-line overrides -> the notebook parameter they set: the first name in the tuple

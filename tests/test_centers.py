@@ -127,7 +127,7 @@ def test_mds_and_shc_reach_the_gv_distance(paper_grid_centers, num_classes, num_
 def test_mds_keeps_hadamard_where_it_meets_the_bound():
     H = generate_centers("mds", 100, 64)
     np.testing.assert_array_equal(H, csq_centers(100, 64))
-    assert center_quality(H)["d_min"] == 32  # the paper's Table 2, CIFAR-100 at 64 bits
+    assert center_quality(H)["d_min"] == 32  # the paper's Table 3, CIFAR-100 at 64 bits
 
 
 def test_mds_works_without_a_hadamard_matrix():

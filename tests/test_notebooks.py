@@ -28,7 +28,7 @@ from scipy.stats import spearmanr
 from shc import pipeline, plots, reports
 from shc.similarity import hierarchy_agreement, most_similar_pairs, similarity_correlations, similarity_from_labels
 
-NOTEBOOKS = ("01_similarity", "02_hash_centers", "03_train_hashing", "04_retrieval", "05_ablations")
+NOTEBOOKS = ("01_similarity", "02_hash_centers", "03_train_hashing", "04_retrieval", "05_ablations", "06_baselines")
 FIGURES = {
     "01_similarity": ("similarity_heatmap", "similarity_sources", "similarity_by_coarse_class"),
     "02_hash_centers": ("distance_histograms", "similarity_vs_gram", "shc_history"),
@@ -36,6 +36,7 @@ FIGURES = {
     "04_retrieval": ("pr_curve_16bits", "precision_at_k_16bits", "recall_at_k_16bits", "example_queries_mds",
                      "example_queries_shc"),
     "05_ablations": (),
+    "06_baselines": ("pr_curve_16bits", "precision_at_k_16bits", "recall_at_k_16bits"),
 }  # fmt: skip
 TABLES = {
     "01_similarity": ("classifier_accuracy", "most_similar_pairs", "similarity_correlations", "hierarchy_agreement"),
@@ -43,6 +44,7 @@ TABLES = {
     "03_train_hashing": ("runs", "training_history", "selected_epoch_and_time"),
     "04_retrieval": ("mAP_at_100", "mAP_at_1000", "mAP_at_ALL"),
     "05_ablations": ("ablation_terms", "ablation_center_quality", "ablation_similarity_source"),
+    "06_baselines": ("methods", "mAP_at_100", "mAP_at_1000", "mAP_at_ALL", "train_seconds", "selected_epoch"),
 }
 
 
@@ -134,8 +136,10 @@ def test_notebooks_share_one_set_of_stage_artifacts(batch):
     folders = {path.name for path in (batch["run_dir"] / "digits-composite" / "seed0").iterdir()}
     assert folders == {
         "stage1-logits", "stage1-text", "stage1-hierarchy",
-        *(f"stage2-{m}-16bit" for m in ("random", "csq", "mds", "shc", "semantic", "distance", "shc-text")),
-        *(f"stage3-{m}-16bit" for m in ("mds", "shc", "semantic", "distance", "shc-text")),
+        *(f"stage2-{m}-16bit" for m in ("random", "csq", "mds", "shc", "semantic", "distance", "shc-text",
+                                         "orthohash")),
+        *(f"stage3-{m}-16bit" for m in ("mds", "shc", "semantic", "distance", "shc-text", "dpsh", "greedyhash",
+                                         "orthohash")),
     }  # fmt: skip
 
 
@@ -149,6 +153,20 @@ def test_map_tables_are_the_brute_force_map_of_the_stored_codes(batch):
             table = _report(batch, "04_retrieval") / "tables" / f"{metric.replace('@', '_at_')}.csv"
             assert float(_cell(table, config.method)) == pytest.approx(expected, abs=5e-5)
         assert summary[f"mAP@ALL {config.method} (16 bits)"] == pytest.approx(_brute_force_map(*args), abs=1e-9)
+
+
+def test_baseline_tables_are_the_brute_force_map_of_the_stored_codes(batch):
+    summary = json.loads((_report(batch, "06_baselines") / reports.SUMMARY_FILE).read_text())
+    maps = {}
+    for config in batch["configs"](["dpsh", "greedyhash", "orthohash", "shc"]):
+        codes = np.load(pipeline.stage_directories(config)["stage3"] / "codes.npz")
+        args = codes["query_codes"], codes["query_labels"], codes["database_codes"], codes["database_labels"]
+        maps[config.method] = _brute_force_map(*args)
+        table = _report(batch, "06_baselines") / "tables" / "mAP_at_ALL.csv"
+        assert float(_cell(table, config.method)) == pytest.approx(maps[config.method], abs=5e-5)
+    assert summary["best method (mAP@ALL, 16 bits)"] == max(maps, key=maps.get)
+    seconds = _report(batch, "06_baselines") / "tables" / "train_seconds.csv"
+    assert all(float(_cell(seconds, method)) > 0 for method in maps)
 
 
 def test_center_quality_is_computed_from_the_stored_centers_and_the_data_dependent_s(batch):
