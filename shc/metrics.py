@@ -461,8 +461,11 @@ def _hamming_distances(data: _Data, rows: slice) -> np.ndarray:
     dtype = np.uint8 if data.n_bits < 2**8 else np.uint16 if data.n_bits < 2**16 else np.uint32
     if data.db_codes.dtype != np.uint64:  # numpy < 2.0: one exact float product
         return (query @ data.db_codes).astype(dtype)
-    distances = np.zeros(shape, dtype)
     xor = np.empty(shape, np.uint64)
+    if query.shape[1] == 1:  # q <= 64: one word, the popcount is the distance
+        np.bitwise_xor(query[:, 0, None], data.db_codes[0], out=xor)
+        return np.bitwise_count(xor).astype(dtype, copy=False)
+    distances = np.zeros(shape, dtype)
     for word in range(query.shape[1]):  # ceil(q / 64) words
         np.bitwise_xor(query[:, word, None], data.db_codes[word], out=xor)
         distances += np.bitwise_count(xor)
