@@ -525,14 +525,7 @@ def _trained_map(name: str, epochs: int, tmp_path) -> tuple[float, float]:
     return trained, chance
 
 
-@pytest.mark.parametrize("name", ["csq", "dpsh", "greedyhash"])
-def test_short_training_beats_random_codes_quick(name, tmp_path):
-    trained, chance = _trained_map(name, epochs=4, tmp_path=tmp_path)
-    assert trained > 2 * chance, (name, trained, chance)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", PAPER_METHODS)
+@pytest.mark.parametrize("name", PAPER_METHODS)  # about 0.4 s each on an idle 2-core CPU
 def test_short_training_beats_random_codes(name, tmp_path):
     trained, chance = _trained_map(name, epochs=8, tmp_path=tmp_path)
     assert trained > 2 * chance, (name, trained, chance)
