@@ -71,7 +71,6 @@ def test_two_ranks_match_each_other_and_a_single_process_run(tmp_path):
     assert ddp_losses == pytest.approx([row["loss"] for row in history.rows], rel=1e-5)
 
 
-@pytest.mark.slow
 @needs_gloo
 def test_interrupted_ddp_run_resumes_exactly(tmp_path):
     # Dropout draws from each rank's own random stream, so this needs the per-rank states in last.pt.
