@@ -6,6 +6,7 @@ One module per concept:
 - ``shc.centers``     stage 2: hash-center generators (random, CSQ, MDS, SHC) and their quality
 - ``shc.models``      backbones and hash heads
 - ``shc.losses``      training objectives, one per method, registered by name
+- ``shc.methods``     a method = a loss + its centers/codebook + head options + published defaults
 - ``shc.train``       the single training loop every method plugs into
 - ``shc.metrics``     Hamming-ranking retrieval metrics (mAP@K, P@K, R@K, PR curves)
 - ``shc.data``        dataset registry and loaders
