@@ -10,7 +10,8 @@ One module per concept:
 - ``shc.train``       the single training loop every method plugs into
 - ``shc.metrics``     Hamming-ranking retrieval metrics (mAP@K, P@K, R@K, PR curves)
 - ``shc.data``        dataset registry and loaders
-- ``shc.pipeline``    the three stages as cached, resumable steps
+- ``shc.pipeline``    the three stages as cached, resumable steps, and the presets
+- ``shc.results``     finished runs read into frames, paper-layout tables, curves and example retrievals
 - ``shc.plots``, ``shc.reports``  figures and the papermill batch runner
 
 Submodules are imported on demand so that ``import shc`` stays cheap.

@@ -711,7 +711,7 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
     ----------
     history_frame : pandas.DataFrame
         Stacked training histories with columns ``bits``, ``epoch``, ``loss``, ``group`` and the metrics
-        (``shc.pipeline.history_rows``); metrics are NaN on epochs without evaluation.
+        (``shc.results.history_rows``); metrics are NaN on epochs without evaluation.
     metrics : sequence of str, optional
         Metric columns, by default those starting with "mAP".
     group : str
@@ -720,13 +720,13 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
     import pandas as pd
 
     if not isinstance(history_frame, pd.DataFrame):
-        raise TypeError("history_frame must be a pandas DataFrame (shc.pipeline.history_rows(configs)).")
+        raise TypeError("history_frame must be a pandas DataFrame (shc.results.history_rows(configs)).")
     columns = history_frame.columns
     metric_columns = list(metrics) if metrics is not None else [c for c in columns if str(c).startswith("mAP")]
     missing = [c for c in ("bits", "epoch", "loss", group, *metric_columns) if c not in columns]
     if missing or history_frame.empty:
         raise ValueError(f"history_frame needs rows and the columns {missing or ['bits', 'epoch', 'loss']} "
-                         f"(shc.pipeline.history_rows gives them); it has {list(columns)}.")  # fmt: skip
+                         f"(shc.results.history_rows gives them); it has {list(columns)}.")  # fmt: skip
     bits_values = sorted(history_frame["bits"].unique())
     panels = ["loss", *metric_columns]
 
@@ -768,7 +768,7 @@ def plot_center_history(history_frame, group: str = "bits") -> Figure:
     ----------
     history_frame : pandas.DataFrame
         One row per outer cycle (column ``cycle``; cycle 0 is the start) with the columns of
-        ``shc.centers.optimize_semantic_centers``' history (``shc.pipeline.center_history_rows``). Several
+        ``shc.centers.optimize_semantic_centers``' history (``shc.results.center_history_rows``). Several
         runs of one ``group`` value (seeds) are averaged per cycle. A ``gv_distance`` column adds the
         target distance d (Eq. 13) to the d_min panel as a dashed line.
     group : str
@@ -777,7 +777,7 @@ def plot_center_history(history_frame, group: str = "bits") -> Figure:
     import pandas as pd
 
     if not isinstance(history_frame, pd.DataFrame) or history_frame.empty:
-        raise ValueError("history_frame must be a non-empty DataFrame (shc.pipeline.center_history_rows).")
+        raise ValueError("history_frame must be a non-empty DataFrame (shc.results.center_history_rows).")
     missing = [c for c in ("cycle", group, *(name for name, _ in _CENTER_HISTORY_PANELS)) if c not in history_frame]
     if missing:
         raise ValueError(f"history_frame lacks the columns {missing}; it has {list(history_frame.columns)}.")

@@ -25,7 +25,7 @@ import pytest
 from matplotlib.figure import Figure
 from scipy.stats import spearmanr
 
-from shc import pipeline, plots, reports
+from shc import pipeline, plots, reports, results
 from shc.similarity import hierarchy_agreement, most_similar_pairs, similarity_correlations, similarity_from_labels
 
 NOTEBOOKS = ("01_similarity", "02_hash_centers", "03_train_hashing", "04_retrieval", "05_ablations", "06_baselines")
@@ -91,7 +91,7 @@ def _cell(path: Path, row_label: str) -> str:
 def batch(tmp_path_factory):
     root = tmp_path_factory.mktemp("notebooks")
     log: list[str] = []
-    results = reports.run_reports("tiny", only=list(NOTEBOOKS), output_root=root / "reports", run_root=root / "runs",
+    reports_run = reports.run_reports("tiny", only=list(NOTEBOOKS), output_root=root / "reports", run_root=root / "runs",
                                   log=log.append)  # fmt: skip
     tiny = reports.NOTEBOOK_PARAMETERS["04_retrieval"]["tiny"][0]
     run_dir = str(root / "runs" / "tiny")
@@ -100,7 +100,7 @@ def batch(tmp_path_factory):
         return pipeline.report_configs(tiny["pipeline_preset"], tiny["dataset"], methods, tiny["bits"], tiny["seeds"],
                                        run_dir, epochs=tiny["epochs"], **tiny["config_overrides"], **changes)  # fmt: skip
 
-    return {"results": results, "log": log, "preset_dir": root / "reports" / "tiny", "run_dir": Path(run_dir),
+    return {"results": reports_run, "log": log, "preset_dir": root / "reports" / "tiny", "run_dir": Path(run_dir),
             "configs": configs}  # fmt: skip
 
 
@@ -212,9 +212,9 @@ def test_ablation_tables_read_the_same_runs_as_the_retrieval_tables(batch):
     by_variant = {row[1]: row[2] for row in rows}
     retrieval = _report(batch, "04_retrieval") / "tables" / "mAP_at_ALL.csv"
     assert by_variant["d + S (SHC)"] == _cell(retrieval, "shc")
-    distance_run = pipeline.load_metrics(batch["configs"](["distance"])[0])  # MDS centers under SHC's loss
+    distance_run = results.load_metrics(batch["configs"](["distance"])[0])  # MDS centers under SHC's loss
     assert float(by_variant["d only (MDS centers)"]) == pytest.approx(distance_run["mAP@ALL"], abs=5e-5)
-    text_run = pipeline.load_metrics(batch["configs"](["shc"], similarity="text")[0])
+    text_run = results.load_metrics(batch["configs"](["shc"], similarity="text")[0])
     sources = [row for row in _csv_rows(_report(batch, "05_ablations") / "tables" / "ablation_similarity_source.csv")
                if row[0] == "mAP@ALL"]  # fmt: skip
     assert float(dict((row[1], row[2]) for row in sources)["text embedding (BERT in the paper)"]) == pytest.approx(
@@ -223,8 +223,8 @@ def test_ablation_tables_read_the_same_runs_as_the_retrieval_tables(batch):
 
 def test_top_results_are_the_hamming_nearest_with_correct_flags(batch):
     config = batch["configs"](["shc"])[0]
-    examples = pipeline.top_results(config, n_queries=4, k=6)
-    codes = pipeline.load_codes(config)
+    examples = results.top_results(config, n_queries=4, k=6)
+    codes = results.load_codes(config)
     assert examples.query_indices.tolist() == [0, 33, 66, 99]  # evenly spaced over the 100 queries
     for row, query in enumerate(examples.query_indices):
         distances = np.sum(codes["database_codes"] != codes["query_codes"][query], axis=1)
@@ -239,22 +239,22 @@ def test_top_results_are_the_hamming_nearest_with_correct_flags(batch):
 
 def test_curves_by_method_stack_the_stored_curves(batch):
     configs = batch["configs"](["mds", "shc"])
-    k, precision = pipeline.curves_by_method(configs, "precision@k", 16)
-    metrics = pipeline.load_metrics(configs[1])
+    k, precision = results.curves_by_method(configs, "precision@k", 16)
+    metrics = results.load_metrics(configs[1])
     np.testing.assert_array_equal(k, metrics["k"])
     np.testing.assert_allclose(precision["shc"], [metrics["precision@k"]])
-    pr = pipeline.pr_curves_by_method(configs, 16)
+    pr = results.pr_curves_by_method(configs, 16)
     np.testing.assert_allclose(pr["shc"]["pr_recall"], np.asarray(metrics["pr_recall"], dtype=float))
     with pytest.raises(ValueError, match="no config has bits=32"):
-        pipeline.curves_by_method(configs, "recall@k", 32)
+        results.curves_by_method(configs, "recall@k", 32)
 
 
 def test_reading_a_missing_run_names_the_fix(tmp_path):
     config = pipeline.RunConfig(run_dir=str(tmp_path))
     with pytest.raises(FileNotFoundError, match=r"run shc.pipeline.run\(config\)"):
-        pipeline.load_metrics(config)
+        results.load_metrics(config)
     with pytest.raises(ValueError, match="no hash centers"):
-        pipeline.load_center_quality(config.replace(method="dpsh"))
+        results.load_center_quality(config.replace(method="dpsh"))
 
 
 # --------------------------------------------------------------------------------------
@@ -268,7 +268,7 @@ def _rows(values: dict[tuple[str, int], list[float]], metric: str = "mAP@ALL") -
 
 
 def test_retrieval_table_cells_are_mean_and_sample_std_over_seeds():
-    table = pipeline.retrieval_table(_rows({("a", 16): [0.5, 0.7], ("b", 16): [0.4], ("a", 32): [0.9, 0.9]}))
+    table = results.retrieval_table(_rows({("a", 16): [0.5, 0.7], ("b", 16): [0.4], ("a", 32): [0.9, 0.9]}))
     assert table.cells.loc["a", ("d", "16 bits")] == "0.6000 ± 0.1414"  # std of (0.5, 0.7) with ddof 1: 0.1414
     assert table.cells.loc["b", ("d", "16 bits")] == "0.4000"  # one seed: no ± part
     assert table.cells.loc["b", ("d", "32 bits")] == ""  # never run
@@ -278,7 +278,7 @@ def test_retrieval_table_cells_are_mean_and_sample_std_over_seeds():
 
 def test_retrieval_table_ranks_dense_on_shown_values_and_marks_best_and_second():
     rows = _rows({("a", 16): [0.80001], ("b", 16): [0.8], ("c", 16): [0.7], ("d", 16): [0.6]})
-    table = pipeline.retrieval_table(rows, order=["d", "c", "b", "a"])
+    table = results.retrieval_table(rows, order=["d", "c", "b", "a"])
     assert list(table.cells.index) == ["d", "c", "b", "a"]
     # a and b both show 0.8000: both best; c is second (dense ranking), d third
     assert table.rank[("d", "16 bits")].tolist() == [3.0, 2.0, 1.0, 1.0]
@@ -291,7 +291,7 @@ def test_retrieval_table_ranks_dense_on_shown_values_and_marks_best_and_second()
 def test_retrieval_table_lower_is_better_for_times_and_stacks_metrics():
     rows = [{"dataset": "d", "label": m, "bits": 16, "seed": 0, "mAP@ALL": v, "train_seconds": t}
             for m, v, t in (("a", 0.5, 10.0), ("b", 0.6, 20.0))]  # fmt: skip
-    table = pipeline.retrieval_table(rows, ["mAP@ALL", "train_seconds"], labels={"a": "A"})
+    table = results.retrieval_table(rows, ["mAP@ALL", "train_seconds"], labels={"a": "A"})
     assert table.cells.index.tolist() == [("mAP@ALL", "A"), ("mAP@ALL", "b"), ("train seconds", "A"),
                                           ("train seconds", "b")]  # fmt: skip
     assert table.rank.iloc[:, 0].tolist() == [2.0, 1.0, 1.0, 2.0]
@@ -300,18 +300,18 @@ def test_retrieval_table_lower_is_better_for_times_and_stacks_metrics():
 
 def test_retrieval_table_rejects_rows_without_the_columns():
     with pytest.raises(ValueError, match="lack the column"):
-        pipeline.retrieval_table([{"dataset": "d", "method": "a", "bits": 16, "mAP@ALL": 0.5}])
+        results.retrieval_table([{"dataset": "d", "method": "a", "bits": 16, "mAP@ALL": 0.5}])
     with pytest.raises(ValueError, match="rows is empty"):
-        pipeline.retrieval_table([])
+        results.retrieval_table([])
 
 
 def test_hamming_top_k_ranks_by_distance_with_ties_in_database_order():
     database = np.array([[1, 1, 1, 1], [-1, 1, 1, 1], [1, 1, 1, 1], [-1, -1, -1, -1], [1, -1, 1, 1]])
-    indices, distances = pipeline.hamming_top_k(np.array([[1, 1, 1, 1], [-1, -1, -1, -1]]), database, k=3)
+    indices, distances = results.hamming_top_k(np.array([[1, 1, 1, 1], [-1, -1, -1, -1]]), database, k=3)
     np.testing.assert_array_equal(indices, [[0, 2, 1], [3, 1, 4]])
     np.testing.assert_array_equal(distances, [[0, 0, 1], [0, 3, 3]])
     with pytest.raises(ValueError, match="k must lie in"):
-        pipeline.hamming_top_k(database[:1], database, k=6)
+        results.hamming_top_k(database[:1], database, k=6)
 
 
 def test_report_configs_epochs_set_both_networks_unless_the_classifier_is_named():
@@ -333,8 +333,8 @@ def test_similarity_variants_of_semantic_methods_get_their_own_stage_folders():
     mds = default.replace(method="mds")
     assert pipeline.stage_directories(mds.replace(similarity="text"))["stage3"] == pipeline.stage_directories(mds)[
         "stage3"]
-    assert pipeline.run_label(default.replace(similarity="text")) == "shc (text S)"
-    assert pipeline.run_label(mds.replace(similarity="text")) == "mds"
+    assert results.run_label(default.replace(similarity="text")) == "shc (text S)"
+    assert results.run_label(mds.replace(similarity="text")) == "mds"
 
 
 # --------------------------------------------------------------------------------------

@@ -112,7 +112,7 @@ def test_unknown_preset_and_dataset_are_refused(tmp_path):
 def test_training_does_not_depend_on_what_ran_before(tmp_path):
     import torch
 
-    from shc.pipeline import load_history
+    from shc.results import load_history
 
     config = RunConfig(method="random", epochs=1, eval_every=1, bits=16, precision="fp32")
     first = config.replace(run_dir=str(tmp_path / "a"))

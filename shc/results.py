@@ -1,0 +1,602 @@
+"""Reading the pipeline's artifacts: what the report notebooks show.
+
+Everything here reads what :mod:`shc.pipeline` wrote (computing a missing stage where a function says
+so) and turns it into frames, tables and curves:
+
+- loaders of one run's files: :func:`load_stage1_metrics`, :func:`load_center_quality`,
+  :func:`load_center_history`, :func:`load_metrics`, :func:`load_history`, :func:`load_codes`;
+- one row per run or per epoch: :func:`result_rows`, :func:`history_rows`, :func:`center_rows`,
+  :func:`center_history_rows`;
+- tables in the paper's layouts, mean ± std over seeds with best bold and second underlined:
+  :func:`retrieval_table` (Tables 4-8), :func:`center_table` (Table 3), :func:`classifier_table` (Table 2);
+- curves by method (:func:`curves_by_method`, :func:`pr_curves_by_method`) and example retrievals
+  (:func:`top_results`).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from shc.pipeline import (
+    MAP_KEYS,
+    RunConfig,
+    _method,
+    _other_similarity,
+    load_data,
+    run_centers,
+    run_similarity,
+    stage_directories,
+)
+
+def run_label(config: RunConfig) -> str:
+    """The name of a run in tables and legends: the method, plus the S source when it is not the default.
+
+    ``"shc"`` for the paper's data-dependent S, ``"shc (text S)"`` for the text-embedding ablation.
+    """
+    return f"{config.method} ({config.similarity} S)" if _other_similarity(config) else config.method
+
+
+def _describe(config: RunConfig) -> str:
+    return f"{run_label(config)}, {config.bits} bits, seed {config.seed}, {config.dataset}"
+
+
+def _artifact(config: RunConfig, stage: str, name: str) -> Path:
+    path = stage_directories(config)[stage] / name
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} does not exist: {stage} of ({_describe(config)}) has not been computed in run_dir "
+            f"{config.run_dir!r}; run shc.pipeline.run(config) (or run_grid(configs)) first."
+        )
+    return path
+
+
+def _require_centers(config: RunConfig) -> None:
+    if _method(config).centers is None:
+        raise ValueError(f"method {config.method!r} has no hash centers (no stage 2); pick a center method.")
+
+
+def load_stage1_metrics(config: RunConfig) -> dict[str, Any]:
+    """Stage 1's ``metrics.json``: the S source and, for "logits", the classifier's validation and test
+    (query-set) accuracy, the paper's Table 2."""
+    return json.loads(_artifact(config, "stage1", "metrics.json").read_text())
+
+
+def load_center_quality(config: RunConfig) -> dict[str, Any]:
+    """Stage 2's ``quality.json``: d_min (Eq. 44), mean distance, generation ``seconds`` and, for the
+    semantic methods, S_loss (Eq. 45 per entry) and Spearman against the S the centers were built from."""
+    _require_centers(config)
+    return json.loads(_artifact(config, "stage2", "quality.json").read_text())
+
+
+def load_center_history(config: RunConfig) -> pd.DataFrame:
+    """Stage 2's ``history.json`` as a DataFrame, one row per outer cycle of Algorithm 1 (cycle 0 is the
+    MDS start): objective (Eq. 22), s_loss, d_min, violated pairs, proxy and slack residuals, accepted and
+    rejected column updates. Empty for generators without cycles (all but "shc")."""
+    import pandas as pd
+
+    _require_centers(config)
+    return pd.DataFrame(json.loads(_artifact(config, "stage2", "history.json").read_text()))
+
+
+def load_metrics(config: RunConfig) -> dict[str, Any]:
+    """Stage 3's ``metrics.json``: mAP@100/1000/ALL, P@K and R@K (``k``, ``precision@k``, ``recall@k``),
+    the Hamming-radius PR curve, the selected epoch and the training time, on the query set."""
+    return json.loads(_artifact(config, "stage3", "metrics.json").read_text())
+
+
+def load_history(config: RunConfig) -> pd.DataFrame:
+    """Stage 3's ``train/history.csv`` as a DataFrame: one row per epoch with ``epoch``, ``loss``, ``lr``,
+    ``seconds``, and on evaluated epochs ``eval_seconds`` and the validation mAP@100/1000/ALL (NaN on
+    the other epochs)."""
+    import pandas as pd
+
+    return pd.read_csv(_artifact(config, "stage3", "train/history.csv"))
+
+
+def load_codes(config: RunConfig) -> dict[str, np.ndarray]:
+    """Stage 3's ``codes.npz``: ``query_codes``, ``query_labels``, ``database_codes``, ``database_labels``
+    (codes are +-1 int8, rows in split order)."""
+    with np.load(_artifact(config, "stage3", "codes.npz")) as archive:
+        return {key: archive[key] for key in archive.files}
+
+
+IDENTITY_COLUMNS = ["dataset", "method", "similarity", "label", "bits", "seed"]
+
+
+def _identity(config: RunConfig) -> dict[str, Any]:
+    return {"dataset": config.dataset, "method": config.method,
+            "similarity": config.similarity if _method(config).needs_similarity else None,
+            "label": run_label(config), "bits": config.bits, "seed": config.seed}
+
+
+def result_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
+    """One row per config with its identity and stage-3 headline numbers (a DataFrame).
+
+    Columns: dataset, method, similarity (None for methods that use no S), label (:func:`run_label`), bits,
+    seed, mAP@100, mAP@1000, mAP@ALL, selected_epoch, train_seconds. The runs must exist
+    (:func:`run_grid`).
+    """
+    import pandas as pd
+
+    rows = []
+    for config in configs:
+        metrics = load_metrics(config)
+        rows.append({**_identity(config), **{key: metrics[key] for key in MAP_KEYS},
+                     "selected_epoch": metrics["selected_epoch"], "train_seconds": metrics["train_seconds"]})
+    return pd.DataFrame(rows)
+
+
+def history_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
+    """The stage-3 training histories of ``configs`` stacked, with the identity columns of
+    :func:`result_rows` in front (a DataFrame, one row per config and epoch)."""
+    import pandas as pd
+
+    frames = [load_history(config).assign(**_identity(config)) for config in configs]
+    if not frames:
+        raise ValueError("configs is empty; pass the configs whose histories to stack.")
+    frame = pd.concat(frames, ignore_index=True)
+    return frame[IDENTITY_COLUMNS + [column for column in frame.columns if column not in IDENTITY_COLUMNS]]
+
+
+def center_rows(configs: Iterable[RunConfig], similarity: str = "logits") -> pd.DataFrame:
+    """Quality of the hash centers of ``configs``, all measured against one S (a DataFrame, one row each).
+
+    Every center set is scored by :func:`shc.centers.center_quality` against the stage-1 S of source
+    ``similarity`` for its seed, as the paper's Table 3 scores every generator against the data-dependent
+    S; so generators that ignore S get an S_loss too. Missing stage-1/2 artifacts are computed (cached).
+    Configs of methods without hash centers are skipped.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The identity columns of :func:`result_rows`, ``gv_distance`` (Eq. 13), ``d_min`` (Eq. 44),
+        ``num_at_d_min``, ``mean_distance``, ``s_loss`` (Eq. 45 per entry: the mean of
+        (S - H H^T / q)^2, the scale of the paper's table), ``spearman`` (off-diagonal S vs H H^T / q) and
+        ``seconds`` (stage-2 generation time).
+    """
+    import pandas as pd
+
+    from shc.centers import center_quality, gv_min_distance
+
+    rows = []
+    for config in configs:
+        if _method(config).centers is None:
+            continue
+        centers = run_centers(config)
+        S = run_similarity(config.replace(similarity=similarity))
+        rows.append({**_identity(config), "gv_distance": gv_min_distance(*centers.shape),
+                     **center_quality(centers, S), "seconds": load_center_quality(config)["seconds"]})
+    if not rows:
+        raise ValueError("none of the configs uses hash centers; pass configs of random/csq/mds/shc/semantic.")
+    return pd.DataFrame(rows)
+
+
+def center_history_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
+    """The per-cycle records of Algorithm 1 (:func:`load_center_history`) of the configs whose generator
+    has cycles ("shc"), stacked with the identity columns and the target distance ``gv_distance``
+    (Eq. 13) in front; missing centers are computed (cached)."""
+    import pandas as pd
+
+    from shc.centers import gv_min_distance
+
+    frames = []
+    for config in configs:
+        if _method(config).centers == "shc":
+            run_centers(config)
+            gv_distance = gv_min_distance(load_data(config).num_classes, config.bits)
+            frames.append(load_center_history(config).assign(**_identity(config), gv_distance=gv_distance))
+    if not frames:
+        raise ValueError("none of the configs generates its centers with Algorithm 1; include method 'shc'.")
+    frame = pd.concat(frames, ignore_index=True)
+    return frame[IDENTITY_COLUMNS + [column for column in frame.columns if column not in IDENTITY_COLUMNS]]
+
+
+def center_sets(configs: Iterable[RunConfig], bits: int, seed: int | None = None) -> dict[str, np.ndarray]:
+    """The (C, q) centers of every center method among ``configs`` at one code length and seed (default:
+    the first seed met), by :func:`run_label`; computed if missing (cached)."""
+    chosen = [config for config in configs if config.bits == bits and _method(config).centers is not None]
+    if not chosen:
+        raise ValueError(f"no config with hash centers has bits={bits}; pick one of the grid's code lengths.")
+    seed = chosen[0].seed if seed is None else seed
+    sets = {run_label(config): run_centers(config) for config in chosen if config.seed == seed}
+    if not sets:
+        raise ValueError(f"no config with hash centers has bits={bits} and seed={seed}; pick one of the grid's seeds.")
+    return sets
+
+
+def classifier_table(configs: Iterable[RunConfig]) -> pd.DataFrame:
+    """The stage-1 classifier's accuracy per dataset, mean and std over seeds (the paper's Table 2).
+
+    Reads the "logits" stage 1 of every (dataset, seed) among ``configs``, computing it if missing
+    (cached). Test accuracy is measured on the query split (the paper's test set), validation accuracy on
+    the validation split. Returns a DataFrame indexed by dataset; std is NaN for a single seed.
+    """
+    import pandas as pd
+
+    rows, seen = [], set()
+    for config in configs:
+        if (config.dataset, config.seed) in seen:
+            continue
+        seen.add((config.dataset, config.seed))
+        logits_config = config.replace(similarity="logits")
+        run_similarity(logits_config)
+        metrics = load_stage1_metrics(logits_config)
+        rows.append({"dataset": config.dataset, "seed": config.seed, "test": metrics["test_accuracy"],
+                     "validation": metrics["val_accuracy"], "train seconds": metrics["train_seconds"]})
+    if not rows:
+        raise ValueError("configs is empty; pass the configs whose stage-1 classifiers to tabulate.")
+    grouped = pd.DataFrame(rows).groupby("dataset", sort=False)
+    table = pd.DataFrame({
+        "test accuracy": grouped["test"].mean(), "test accuracy std": grouped["test"].std(),
+        "validation accuracy": grouped["validation"].mean(), "validation accuracy std": grouped["validation"].std(),
+        "train seconds": grouped["train seconds"].mean(), "seeds": grouped["seed"].count(),
+    })  # fmt: skip
+    return table
+
+
+SOURCE_NAMES = {"logits": "data-dependent S", "text": "text S", "hierarchy": "hierarchy S", "labels": "label S"}
+
+
+def similarity_sources(configs: Iterable[RunConfig],
+                       sources: Sequence[str] = ("logits", "text", "hierarchy")) -> dict[str, np.ndarray]:
+    """The class-similarity matrices a report compares, by display name (:data:`SOURCE_NAMES`).
+
+    "logits" gives the data-dependent S of every seed among ``configs`` ("data-dependent S" for the first
+    seed, "data-dependent S, seed k" for the others, to show how stable S is); the other sources are taken
+    for the first config only (they do not depend on the seed). "hierarchy" is left out for datasets
+    without one. Missing matrices are computed (cached).
+    """
+    configs = list(configs)
+    if not configs:
+        raise ValueError("configs is empty; pass at least one config (one per seed for the data-dependent S).")
+    unknown = [source for source in sources if source not in SOURCE_NAMES]
+    if unknown:
+        raise ValueError(f"unknown similarity source(s) {unknown}; choose from {list(SOURCE_NAMES)}.")
+    first, matrices = configs[0], {}
+    for source in sources:
+        if source == "logits":
+            seeds = list(dict.fromkeys(config.seed for config in configs))
+            for seed in seeds:
+                name = SOURCE_NAMES[source] + ("" if seed == seeds[0] else f", seed {seed}")
+                matrices[name] = run_similarity(first.replace(seed=seed, similarity=source))
+        elif source != "hierarchy" or load_data(first).coarse_labels is not None:
+            matrices[SOURCE_NAMES[source]] = run_similarity(first.replace(similarity=source))
+    return matrices
+
+
+# Results tables in the paper's layout ------------------------------------------------------
+_LOWER_IS_BETTER = frozenset({"s_loss", "seconds", "train_seconds", "num_at_d_min"})
+_INTEGER_VALUES = frozenset({"d_min", "gv_distance", "num_at_d_min", "selected_epoch"})
+_VALUE_DIGITS = {"d_min": 1, "gv_distance": 1, "num_at_d_min": 1, "mean_distance": 2, "seconds": 3,
+                 "train_seconds": 1, "selected_epoch": 1}
+_VALUE_NAMES = {"s_loss": "S_loss", "mean_distance": "mean distance", "spearman": "Spearman",
+                "gv_distance": "GV d", "num_at_d_min": "pairs at d_min", "train_seconds": "train seconds",
+                "selected_epoch": "selected epoch"}
+_KEY_NAMES = {"label": "method", "similarity": "S source"}
+
+
+@dataclass(frozen=True, repr=False)
+class RankedTable:
+    """A results table in the paper's layout: one "mean ± std over seeds" cell per row and column,
+    ranked within each column (best bold, second underlined when displayed, as in the paper's tables).
+
+    Attributes
+    ----------
+    cells : pandas.DataFrame
+        The cell texts, "0.6360 ± 0.0123" (the mean alone for a single seed; empty where nothing ran);
+        what :func:`shc.plots.save_table` writes.
+    mean, std, count : pandas.DataFrame
+        The numbers behind the cells (std NaN for a single seed).
+    rank : pandas.DataFrame
+        Dense rank within the column and metric (1 = best: highest, or lowest for S_loss and times),
+        computed on the means as displayed, so equal-looking cells share a rank; NaN for empty cells.
+    """
+
+    cells: pd.DataFrame
+    mean: pd.DataFrame
+    std: pd.DataFrame
+    count: pd.DataFrame
+    rank: pd.DataFrame
+
+    def style(self):
+        """A pandas Styler of :attr:`cells` with rank 1 bold and rank 2 underlined."""
+        ranks = self.rank.to_numpy()
+        css = np.where(ranks == 1, "font-weight: bold", np.where(ranks == 2, "text-decoration: underline", ""))
+        css_frame = self.cells.copy()
+        css_frame[:] = css
+        styler = self.cells.style.apply(lambda _: css_frame, axis=None)
+        return styler.format(escape="html").format_index(escape="html", axis=0).format_index(escape="html", axis=1)
+
+    def to_html(self) -> str:
+        """The table as HTML, best bold and second underlined."""
+        return self.style().to_html()
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def __repr__(self) -> str:
+        return self.cells.to_string()
+
+
+def _as_frame(rows: Any) -> pd.DataFrame:
+    import pandas as pd
+
+    frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    if frame.empty:
+        raise ValueError("rows is empty; build them with result_rows(configs) or center_rows(configs).")
+    return frame
+
+
+def _value_digits(value: str, mean: float, std: float, count: int, digits: int) -> int:
+    if value in _INTEGER_VALUES and float(mean).is_integer() and (count == 1 or std == 0):
+        return 0
+    return _VALUE_DIGITS.get(value, digits)
+
+
+def _ranked_table(frame, values: Sequence[str], index: Sequence[str], columns: Sequence[str], row: str,
+                  order: Sequence[Any] | None, labels: Mapping[Any, str] | None, digits: int) -> RankedTable:
+    """Aggregate ``frame`` over seeds into a :class:`RankedTable`; ``values`` appear as the level named
+    "metric" wherever ``index`` or ``columns`` lists it, rows compete on ``row`` within everything else."""
+    import pandas as pd
+
+    needed = [key for key in (*index, *columns) if key != "metric"] + list(values)
+    missing = [key for key in dict.fromkeys(needed) if key not in frame.columns]
+    if missing:
+        hint = " (build rows with result_rows(configs), or pass row='method')" if row in missing else ""
+        raise ValueError(f"rows lack the column(s) {missing}{hint}; they have {list(frame.columns)}.")
+    keys = [key for key in (*index, *columns) if key != "metric"]
+    long = frame.melt(id_vars=keys, value_vars=list(values), var_name="metric", value_name="score")
+    group_keys = [*index, *columns] + ([] if "metric" in (*index, *columns) else ["metric"])
+    stats = (long.groupby(group_keys, sort=False, dropna=False)["score"]
+             .agg(mean="mean", std="std", count="count").reset_index())  # fmt: skip
+    stats = stats[stats["count"] > 0]
+    places = [_value_digits(v, m, s, n, digits)
+              for v, m, s, n in zip(stats["metric"], stats["mean"], stats["std"], stats["count"])]  # fmt: skip
+    stats["shown"] = [round(float(m), p) for m, p in zip(stats["mean"], places)]
+    stats["cell"] = [f"{m:.{p}f}" + (f" ± {s:.{p}f}" if n > 1 else "")
+                     for m, s, n, p in zip(stats["mean"], stats["std"], stats["count"], places)]  # fmt: skip
+    sign = np.where(stats["metric"].isin(_LOWER_IS_BETTER), 1.0, -1.0)
+    competitors = [stats[key] for key in group_keys if key != row]
+    stats["rank"] = (stats["shown"] * sign).groupby(competitors, dropna=False).rank(method="dense")
+
+    positions = {key: {v: i for i, v in enumerate(dict.fromkeys(stats[key]))} for key in group_keys}
+    positions["metric"] = {v: i for i, v in enumerate(values)}
+    if "bits" in positions:
+        positions["bits"] = {v: i for i, v in enumerate(sorted(positions["bits"]))}
+    if order is not None:
+        unknown = [v for v in positions[row] if v not in order]
+        positions[row] = {v: i for i, v in enumerate([*order, *unknown])}
+
+    def ordered(level_keys: Sequence[str]) -> list[tuple]:
+        tuples = set(zip(*(stats[key] for key in level_keys)))
+        return sorted(tuples, key=lambda t: tuple(positions[k][v] for k, v in zip(level_keys, t)))
+
+    def shown(key: str, value: Any) -> Any:
+        if key == row and labels is not None:
+            return labels.get(value, value)
+        if key == "bits":
+            return f"{value} bits"
+        if key == "metric":
+            return _VALUE_NAMES.get(value, value)
+        return value
+
+    def axis(level_keys: Sequence[str], tuples: list[tuple]):
+        display = [tuple(shown(k, v) for k, v in zip(level_keys, t)) for t in tuples]
+        names = [_KEY_NAMES.get(key, key) for key in level_keys]
+        if len(level_keys) == 1:
+            return pd.Index([t[0] for t in display], name=names[0])
+        return pd.MultiIndex.from_tuples(display, names=names)
+
+    rows_order, columns_order = ordered(index), ordered(columns)
+    row_index, column_index = axis(index, rows_order), axis(columns, columns_order)
+
+    def table(field: str):
+        pivot = stats.pivot(index=list(index), columns=list(columns), values=field)
+        pivot = pivot.reindex(index=[t[0] for t in rows_order] if len(index) == 1 else rows_order,
+                              columns=[t[0] for t in columns_order] if len(columns) == 1 else columns_order)
+        return pd.DataFrame(pivot.to_numpy(), index=row_index, columns=column_index)
+
+    return RankedTable(table("cell").fillna(""), table("mean").astype(float), table("std").astype(float),
+                       table("count").fillna(0).astype(int), table("rank").astype(float))
+
+
+def retrieval_table(rows: Any, metric: str | Sequence[str] = "mAP@ALL", row: str = "label",
+                    order: Sequence[Any] | None = None, labels: Mapping[Any, str] | None = None,
+                    digits: int = 4) -> RankedTable:
+    """mAP over seeds in the paper's retrieval-table layout (Tables 4-6; Tables 7-8 with several metrics).
+
+    Parameters
+    ----------
+    rows : DataFrame or iterable of mappings
+        One row per run with columns dataset, bits, ``row`` and the metric(s): :func:`result_rows`.
+    metric : str or sequence of str
+        E.g. "mAP@100". Several metrics stack blocks vertically, as the ablation tables do.
+    row : str
+        The column whose values are the table's rows and compete for best / second: "label" (method,
+        with the S source when not the default), "method" or "similarity".
+    order : sequence, optional
+        Row order (default: order of first appearance), e.g. the paper's method order.
+    labels : mapping, optional
+        Display names of row values, e.g. ``{"text": "BERT-style text S", "logits": "data-dependent S"}``.
+    digits : int
+        Decimals shown; ranks are computed on the shown values.
+
+    Returns
+    -------
+    RankedTable
+        Rows: ``row`` values (under a "metric" level when several metrics); columns: (dataset,
+        "q bits"); cells: mean ± std over seeds.
+    """
+    metrics = [metric] if isinstance(metric, str) else list(metric)
+    if not metrics:
+        raise ValueError("metric is empty; pass e.g. 'mAP@ALL' or list(MAP_KEYS).")
+    index = [row] if len(metrics) == 1 else ["metric", row]
+    return _ranked_table(_as_frame(rows), metrics, index, ["dataset", "bits"], row, order, labels, digits)
+
+
+def center_table(configs: Iterable[RunConfig], similarity: str = "logits",
+                 values: Sequence[str] = ("d_min", "s_loss"), order: Sequence[Any] | None = None,
+                 labels: Mapping[Any, str] | None = None, digits: int = 4) -> RankedTable:
+    """Hash-center quality in the paper's Table 3 layout: rows (dataset, method), columns (bits, value).
+
+    Parameters
+    ----------
+    configs : iterable of RunConfig
+        Center methods are scored by :func:`center_rows` (others are skipped); mean ± std over seeds.
+    similarity : str
+        The S every center set is scored against (default the data-dependent "logits", as in the paper).
+    values : sequence of str
+        Columns of :func:`center_rows`: "d_min" (Eq. 44, higher is better), "s_loss" (Eq. 45, lower is
+        better), "mean_distance", "spearman", "seconds" (lower is better), "num_at_d_min".
+    order, labels, digits
+        As in :func:`retrieval_table`.
+    """
+    frame = center_rows(configs, similarity)
+    return _ranked_table(frame, list(values), ["dataset", "label"], ["bits", "metric"], "label", order, labels,
+                         digits)
+
+
+# Curves and example queries ----------------------------------------------------------------
+_CURVE_AXES = {"precision@k": "k", "recall@k": "k", "pr_precision": "pr_radius", "pr_recall": "pr_radius"}
+
+
+def curves_by_method(configs: Iterable[RunConfig], key: str, bits: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """A stage-3 curve of every run at one code length, stacked over seeds, for :func:`shc.plots.plot_curves`.
+
+    Parameters
+    ----------
+    configs : iterable of RunConfig
+        Runs that exist (:func:`run_grid`); those with another code length are ignored.
+    key : {"precision@k", "recall@k", "pr_precision", "pr_recall"}
+        The curve; its x values are K (retrieved items) or the Hamming radius 0..q.
+    bits : int
+
+    Returns
+    -------
+    x : (n,) array
+    curves : dict label -> (seeds, n) array
+    """
+    if key not in _CURVE_AXES:
+        raise ValueError(f"unknown curve {key!r}; choose one of {sorted(_CURVE_AXES)}.")
+    x, curves = None, {}
+    for config in configs:
+        if config.bits != bits:
+            continue
+        metrics = load_metrics(config)
+        values = np.asarray(metrics[_CURVE_AXES[key]])
+        if x is not None and not np.array_equal(x, values):
+            raise ValueError(f"the runs disagree on the x values of {key!r}; evaluate them with the same K list.")
+        x = values
+        curves.setdefault(run_label(config), []).append(np.asarray(metrics[key], dtype=np.float64))
+    if x is None:
+        raise ValueError(f"no config has bits={bits}; pick one of the grid's code lengths.")
+    return x, {label: np.stack(runs) for label, runs in curves.items()}
+
+
+def pr_curves_by_method(configs: Iterable[RunConfig], bits: int) -> dict[str, dict[str, np.ndarray]]:
+    """Hamming-radius precision-recall curves at one code length, averaged over seeds at each radius
+    (radii where no query of a seed retrieves anything are left out of that radius's mean), for
+    :func:`shc.plots.plot_pr_curves`: label -> {"pr_precision", "pr_recall"}."""
+    configs = list(configs)
+    _, precision = curves_by_method(configs, "pr_precision", bits)
+    _, recall = curves_by_method(configs, "pr_recall", bits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN radius: the mean stays NaN, unplotted
+        return {label: {"pr_precision": np.nanmean(precision[label], axis=0),
+                        "pr_recall": np.nanmean(recall[label], axis=0)} for label in precision}
+
+
+def hamming_top_k(query_codes: np.ndarray, database_codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` nearest database items of each query in Hamming distance, ties in database order (the
+    ranking of :mod:`shc.metrics`).
+
+    Parameters
+    ----------
+    query_codes : (n, q) array of +-1
+    database_codes : (N, q) array of +-1
+    k : int
+        1 <= k <= N.
+
+    Returns
+    -------
+    indices, distances : (n, k) int arrays
+        Database indices, nearest first, and their Hamming distances (q - <b_i, b_j>) / 2 (Eq. 17).
+    """
+    queries, database = np.asarray(query_codes), np.asarray(database_codes)
+    if queries.ndim != 2 or database.ndim != 2 or queries.shape[1] != database.shape[1]:
+        raise ValueError(f"codes must be (n, q) and (N, q) with the same q, got {queries.shape} and {database.shape}.")
+    if not 1 <= k <= database.shape[0]:
+        raise ValueError(f"k must lie in [1, {database.shape[0]}] (the database size), got {k}.")
+    num_bits = queries.shape[1]
+    distances = (num_bits - queries.astype(np.int32) @ database.astype(np.int32).T) // 2
+    indices = np.argsort(distances, axis=1, kind="stable")[:, :k]
+    return indices, np.take_along_axis(distances, indices, axis=1)
+
+
+@dataclass
+class ExampleQueries:
+    """Example queries and their top-k retrieved database images (from :func:`top_results`)."""
+
+    query_indices: np.ndarray  #: (n,) positions in the query split
+    result_indices: np.ndarray  #: (n, k) positions in the database split, nearest first
+    distances: np.ndarray  #: (n, k) Hamming distances
+    correct: np.ndarray  #: (n, k) bool, the result shares a label with its query
+    query_images: list[np.ndarray]
+    result_images: list[list[np.ndarray]]
+    query_titles: list[str]
+
+    @property
+    def precision(self) -> float:
+        """Fraction of correct results over all shown queries (precision@k of these queries)."""
+        return float(self.correct.mean())
+
+
+def top_results(config: RunConfig, n_queries: int = 5, k: int = 10,
+                query_indices: Sequence[int] | None = None) -> ExampleQueries:
+    """Example retrievals of a finished run: queries, their top-k database images and which are correct.
+
+    Parameters
+    ----------
+    config : RunConfig
+        A run whose stage 3 exists (its stored codes are ranked, :func:`hamming_top_k`).
+    n_queries : int
+        Number of queries, at evenly spaced positions of the query split (different classes for the
+        composites, whose splits are stored class by class), unless ``query_indices`` is given.
+    k : int
+        Results per query.
+    query_indices : sequence of int, optional
+        Positions in the query split to show instead.
+    """
+    codes = load_codes(config)
+    num_queries = len(codes["query_codes"])
+    if query_indices is None:
+        if not 1 <= n_queries <= num_queries:
+            raise ValueError(f"n_queries must lie in [1, {num_queries}] (the query split size), got {n_queries}.")
+        chosen = np.round(np.linspace(0, num_queries - 1, n_queries)).astype(np.int64)
+    else:
+        chosen = np.asarray(query_indices, dtype=np.int64)
+        if chosen.ndim != 1 or chosen.size == 0 or chosen.min() < 0 or chosen.max() >= num_queries:
+            raise ValueError(f"query_indices must be positions in [0, {num_queries}) of the query split.")
+    indices, distances = hamming_top_k(codes["query_codes"][chosen], codes["database_codes"], k)
+    query_labels, database_labels = codes["query_labels"][chosen], codes["database_labels"][indices]
+    if query_labels.ndim == 1:
+        correct = database_labels == query_labels[:, None]
+    else:  # multi-hot: relevant when sharing at least one label
+        correct = np.any((database_labels > 0) & (query_labels[:, None, :] > 0), axis=2)
+    data = load_data(config)
+    titles = ([data.class_names[label] for label in query_labels] if query_labels.ndim == 1
+              else ["query"] * len(chosen))  # fmt: skip
+    return ExampleQueries(
+        chosen, indices, distances, correct,
+        [data.query.raw_image(i) for i in chosen],
+        [[data.database.raw_image(j) for j in row] for row in indices],
+        titles,
+    )
