@@ -210,6 +210,12 @@ def evaluate(
     plan = _plan(data, topks, ks, pr, tie_aware)
     chunk_size = _check_chunk_size(chunk_size, data.n_db)
     num_workers = _check_num_workers(num_workers)
+    kernel = _compiled_average_precision() if _kernel_applies(data, plan) else None
+    if kernel is not None:  # mAP only, single-label: one compiled pass per query, no sort
+        labels = np.ascontiguousarray(data.query_labels, dtype=np.int64)
+        db_labels = np.ascontiguousarray(data.db_labels, dtype=np.int64)
+        ap = kernel(data.query_codes, np.ascontiguousarray(data.db_codes.T), labels, db_labels, plan.topk_cut)
+        return _finalize({"ap": ap.sum(axis=0)}, data, plan)
 
     starts = range(0, data.n_queries, chunk_size)
     chunks = [slice(start, min(start + chunk_size, data.n_queries)) for start in starts]
@@ -611,6 +617,87 @@ def _expected_ap_with_split_group(
     total_hits = hits + h
     ap = np.divide(precision_sum[:, None] + split_sum, total_hits, out=np.zeros_like(pmf), where=total_hits > 0)
     return (pmf * ap).sum(axis=1)
+
+
+# --------------------------------------------------------------------------- #
+# Compiled single-pass mAP (numba, optional)
+# --------------------------------------------------------------------------- #
+_KERNEL: Any = None  # None: not tried yet; False: numba unavailable or disabled
+
+
+def _kernel_applies(data: _Data, plan: _Plan) -> bool:
+    return (data.single_label and data.db_codes.dtype == np.uint64 and not len(plan.ks) and not plan.pr
+            and not plan.tie_aware and os.environ.get("SHC_METRICS_BACKEND", "auto") != "numpy")
+
+
+def _compiled_average_precision() -> Any:
+    """The per-query AP@K kernel, compiled by numba on first use (None where numba is not installed).
+
+    For each query it makes two passes over the database and needs no sort: a histogram of the Hamming
+    distances gives where each distance's block starts in the ranking, and a second pass in index
+    order gives each item its rank ``start[d] + (items of distance d seen so far)``: exactly the
+    stable order of the numpy path (ties by database index). AP@K then follows from the sorted ranks
+    of the relevant items. Queries run in parallel (``numba.prange``).
+    Set ``SHC_METRICS_BACKEND=numpy`` to force the numpy path.
+    """
+    global _KERNEL
+    if _KERNEL is None:
+        try:
+            import numba
+        except ImportError:
+            _KERNEL = False
+            return None
+        _KERNEL = _build_kernel(numba)
+    return _KERNEL or None
+
+
+def _build_kernel(numba: Any) -> Any:
+    u64 = numba.uint64
+
+    @numba.njit(inline="always")
+    def popcount(x):  # SWAR popcount; LLVM lowers it to the POPCNT instruction
+        x = x - ((x >> u64(1)) & u64(0x5555555555555555))
+        x = (x & u64(0x3333333333333333)) + ((x >> u64(2)) & u64(0x3333333333333333))
+        x = (x + (x >> u64(4))) & u64(0x0F0F0F0F0F0F0F0F)
+        return (x * u64(0x0101010101010101)) >> u64(56)
+
+    @numba.njit(parallel=True, cache=True)
+    def average_precision(query_codes, db_codes, query_labels, db_labels, cuts):
+        n_queries, n_words = query_codes.shape
+        n_db = db_codes.shape[0]
+        n_values = 64 * n_words + 1
+        ap = np.zeros((n_queries, cuts.shape[0]))
+        for i in numba.prange(n_queries):
+            distances = np.empty(n_db, np.int64)
+            start = np.zeros(n_values + 1, np.int64)
+            for j in range(n_db):
+                d = 0
+                for w in range(n_words):
+                    d += popcount(query_codes[i, w] ^ db_codes[j, w])
+                distances[j] = d
+                start[d + 1] += 1
+            for v in range(n_values):
+                start[v + 1] += start[v]  # start[v]: items closer than distance v
+            ranks = np.empty(n_db, np.int64)
+            n_relevant = 0
+            for j in range(n_db):
+                d = distances[j]
+                if query_labels[i] == db_labels[j]:
+                    ranks[n_relevant] = start[d]
+                    n_relevant += 1
+                start[d] += 1
+            ranks = np.sort(ranks[:n_relevant])
+            for t in range(cuts.shape[0]):
+                hits, total = 0, 0.0
+                for h in range(n_relevant):
+                    if ranks[h] < cuts[t]:
+                        hits += 1
+                        total += hits / (ranks[h] + 1.0)
+                if hits > 0:
+                    ap[i, t] = total / hits
+        return ap
+
+    return average_precision
 
 
 # --------------------------------------------------------------------------- #

@@ -455,3 +455,26 @@ def test_benchmark_quick_run_matches_calc_top_map():
     for row in checks:  # DeepHash-pytorch's loop with a stable argsort breaks ties as we do
         assert row["abs_diff_stable"] < 1e-12, row
     assert "speed-up" in bench.format_table(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# The compiled single-pass mAP (numba) equals the numpy path, ties and several words included
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("num_bits", [16, 64, 100])
+def test_compiled_map_equals_numpy_path(monkeypatch, num_bits):
+    from shc import metrics
+
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(num_bits)
+    db_labels, query_labels = rng.integers(0, 7, 400), rng.integers(0, 8, 50)  # class 7: no relevant item
+    db = rng.choice([-1, 1], (400, num_bits))
+    query = rng.choice([-1, 1], (50, num_bits))
+    query[:5] = db[:5]  # exact matches; 16 bits also ties heavily
+    topks = (1, 10, 100, None, 1000)
+    compiled = metrics.evaluate(query, query_labels, db, db_labels, topks=topks, ks=(), pr=False)
+    monkeypatch.setenv("SHC_METRICS_BACKEND", "numpy")
+    reference = metrics.evaluate(query, query_labels, db, db_labels, topks=topks, ks=(), pr=False)
+    for key in reference:
+        if key.startswith("mAP@"):
+            assert compiled[key] == pytest.approx(reference[key], abs=1e-12), key
+    assert metrics._compiled_average_precision() is not None
