@@ -737,7 +737,8 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
         record = _read_record(record_path)
         if record:
             records.append((record_path.parent.relative_to(preset_dir), record))
-    rows = "\n".join(_index_row(folder, record, read_summary(preset_dir / folder)) for folder, record in records)
+    rows = "\n".join(_index_row(preset_dir, folder, record, read_summary(preset_dir / folder))
+                     for folder, record in records)
     failed = sum(record.get("status") == "failed" for _, record in records)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     status_line = f"{len(records)} reports, {failed} failed" if records else "no reports yet"
@@ -757,10 +758,12 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
     return _write_text(preset_dir / INDEX_FILE, page)
 
 
-def _index_row(folder: Path, record: dict, summary: dict | None) -> str:
-    def link(key: str, text: str) -> str:
+def _index_row(preset_dir: Path, folder: Path, record: dict, summary: dict | None) -> str:
+    def link(key: str, text: str) -> str:  # only files that are there (a published copy may omit some)
         name = record.get("files", {}).get(key)
-        return f'<a href="{html.escape(quote((folder / name).as_posix()))}">{text}</a>' if name else ""
+        if not name or not (preset_dir / folder / name).exists():
+            return ""
+        return f'<a href="{html.escape(quote((folder / name).as_posix()))}">{text}</a>'
 
     def links(*keys_and_texts: tuple[str, str]) -> str:
         return " · ".join(filter(None, (link(key, text) for key, text in keys_and_texts)))

@@ -258,6 +258,19 @@ def test_index_escapes_error_messages(tmp_path):
     assert "A &lt;b&gt;title&lt;/b&gt;" in page and "ValueError in cell In [3]: &lt;script&gt;" in page
 
 
+def test_index_links_only_the_files_that_are_there(tmp_path):
+    # a published copy (reports/quick in the repository) keeps the reading HTML but not the notebook
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    (folder / "nb-report.html").write_text("<html></html>")
+    record = {"notebook": "nb", "title": "nb", "status": "ok", "seconds": 1.0, "parameters": {},
+              "files": {"report": "nb-report.html", "html": "nb.html", "notebook": "nb.ipynb"}}
+    (folder / reports.RECORD_FILE).write_text(json.dumps(record))
+    page = reports.write_index(tmp_path).read_text()
+    assert 'href="nb/nb-report.html"' in page
+    assert "nb.ipynb" not in page and 'href="nb/nb.html"' not in page
+
+
 def test_kernel_spec_is_this_interpreter_with_this_package_on_the_path():
     spec = reports.current_interpreter_kernel_spec()
     assert spec.argv[0] == sys.executable
