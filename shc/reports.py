@@ -758,6 +758,11 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
     return _write_text(preset_dir / INDEX_FILE, page)
 
 
+def _plain_title(title: str) -> str:
+    """A notebook heading without TeX markup, for the index (``$\\mathbf{S}$`` -> ``S``)."""
+    return re.sub(r"\$([^$]*)\$", lambda m: re.sub(r"\\[a-zA-Z]+\{([^}]*)\}", r"\1", m.group(1)), title)
+
+
 def _index_row(preset_dir: Path, folder: Path, record: dict, summary: dict | None) -> str:
     def link(key: str, text: str) -> str:  # only files that are there (a published copy may omit some)
         name = record.get("files", {}).get(key)
@@ -768,7 +773,7 @@ def _index_row(preset_dir: Path, folder: Path, record: dict, summary: dict | Non
     def links(*keys_and_texts: tuple[str, str]) -> str:
         return " · ".join(filter(None, (link(key, text) for key, text in keys_and_texts)))
 
-    title = html.escape(record.get("title") or record.get("notebook", str(folder)))
+    title = html.escape(_plain_title(record.get("title") or record.get("notebook", str(folder))))
     name = html.escape(folder.as_posix())
     parameters = {k: v for k, v in (record.get("parameters") or {}).items() if k not in RUNNER_PARAMETERS}
     shown = html.escape(", ".join(f"{k}={json.dumps(v)}" for k, v in parameters.items()))

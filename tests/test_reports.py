@@ -263,10 +263,11 @@ def test_index_links_only_the_files_that_are_there(tmp_path):
     folder = tmp_path / "nb"
     folder.mkdir()
     (folder / "nb-report.html").write_text("<html></html>")
-    record = {"notebook": "nb", "title": "nb", "status": "ok", "seconds": 1.0, "parameters": {},
-              "files": {"report": "nb-report.html", "html": "nb.html", "notebook": "nb.ipynb"}}
+    record = {"notebook": "nb", "title": r"similarity $\mathbf{S}$ at $q$ bits", "status": "ok", "seconds": 1.0,
+              "parameters": {}, "files": {"report": "nb-report.html", "html": "nb.html", "notebook": "nb.ipynb"}}
     (folder / reports.RECORD_FILE).write_text(json.dumps(record))
     page = reports.write_index(tmp_path).read_text()
+    assert ">similarity S at q bits</a>" in page  # TeX markup stripped from the title
     assert 'href="nb/nb-report.html"' in page
     assert "nb.ipynb" not in page and 'href="nb/nb.html"' not in page
 
