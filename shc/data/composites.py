@@ -229,6 +229,11 @@ def _idx_base(kind: str, root: Path | None, download: bool) -> _BaseImages:
     )
 
 
+def _per_class(train: int, val: int, query: int, database: int) -> dict[str, int]:
+    """Images per class and split, from the loaders' keyword options (explicit there, so the registry lists them)."""
+    return {"train": train, "val": val, "query": query, "database": database}
+
+
 def _load_digits_composite(
     root: Path | None,
     seed: int,
@@ -241,9 +246,7 @@ def _load_digits_composite(
     database_per_class: int = 50,
 ) -> DatasetSplits:
     """Embedded scikit-learn digits composites (``root`` is unused)."""
-    per_class = dict(
-        train=train_per_class, val=val_per_class, query=query_per_class, database=database_per_class
-    )
+    per_class = _per_class(train_per_class, val_per_class, query_per_class, database_per_class)
     return _composite_dataset("digits-composite", _sklearn_digits(), num_digits, num_classes, per_class, seed)
 
 
@@ -260,9 +263,7 @@ def _load_mnist_composite(
     download: bool = False,
 ) -> DatasetSplits:
     """MNIST digit composites from idx files."""
-    per_class = dict(
-        train=train_per_class, val=val_per_class, query=query_per_class, database=database_per_class
-    )
+    per_class = _per_class(train_per_class, val_per_class, query_per_class, database_per_class)
     return _composite_dataset(
         "mnist-composite", _idx_base("mnist", root, download), num_digits, num_classes, per_class, seed
     )
@@ -281,9 +282,7 @@ def _load_fashion_composite(
     download: bool = False,
 ) -> DatasetSplits:
     """Fashion-MNIST item composites ("T-shirt/top + Trouser") from idx files."""
-    per_class = dict(
-        train=train_per_class, val=val_per_class, query=query_per_class, database=database_per_class
-    )
+    per_class = _per_class(train_per_class, val_per_class, query_per_class, database_per_class)
     return _composite_dataset(
         "fashion-composite", _idx_base("fashion", root, download), num_items, num_classes, per_class, seed
     )
