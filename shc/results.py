@@ -1,7 +1,9 @@
-"""Reading the pipeline's artifacts: what the report notebooks show.
+"""Reading the pipeline's artifacts: what the report notebooks show. Read-only.
 
-Everything here reads what :mod:`shc.pipeline` wrote (computing a missing stage where a function says
-so) and turns it into frames, tables and curves:
+Everything here reads what :mod:`shc.pipeline` wrote and turns it into frames, tables and curves; it
+imports no trainer and never computes a stage. A missing artifact raises :class:`~shc.runs.MissingRunError`
+naming the run and the command that computes it (``python -m shc.reports --preset NAME`` computes every
+run its notebooks read before running them):
 
 - loaders of one run's files: :func:`load_stage1_metrics`, :func:`load_center_quality`,
   :func:`load_center_history`, :func:`load_metrics`, :func:`load_history`, :func:`load_codes`;
@@ -25,16 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from shc.pipeline import (
-    MAP_KEYS,
-    RunConfig,
-    _method,
-    _other_similarity,
-    load_data,
-    run_centers,
-    run_similarity,
-    stage_directories,
-)
+from shc.runs import MAP_KEYS, MissingRunError, RunConfig, artifact, describe, load_data
+from shc.runs import method_spec as _method
+from shc.runs import other_similarity as _other_similarity
 
 def run_label(config: RunConfig) -> str:
     """The name of a run in tables and legends: the method, plus the S source when it is not the default.
@@ -44,18 +39,18 @@ def run_label(config: RunConfig) -> str:
     return f"{config.method} ({config.similarity} S)" if _other_similarity(config) else config.method
 
 
-def _describe(config: RunConfig) -> str:
-    return f"{run_label(config)}, {config.bits} bits, seed {config.seed}, {config.dataset}"
+_artifact = artifact
 
 
-def _artifact(config: RunConfig, stage: str, name: str) -> Path:
-    path = stage_directories(config)[stage] / name
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{path} does not exist: {stage} of ({_describe(config)}) has not been computed in run_dir "
-            f"{config.run_dir!r}; run shc.pipeline.run(config) (or run_grid(configs)) first."
-        )
-    return path
+def load_similarity(config: RunConfig) -> np.ndarray:
+    """Stage 1's ``similarity.npy``: the (C, C) class-similarity matrix S of ``config.similarity``."""
+    return np.load(_artifact(config, "stage1", "similarity.npy"))
+
+
+def load_centers(config: RunConfig) -> np.ndarray:
+    """Stage 2's ``centers.npy``: the (C, q) +-1 hash centers of ``config``'s method."""
+    _require_centers(config)
+    return np.load(_artifact(config, "stage2", "centers.npy"))
 
 
 def _require_centers(config: RunConfig) -> None:
@@ -151,7 +146,7 @@ def center_rows(configs: Iterable[RunConfig], similarity: str = "logits") -> pd.
 
     Every center set is scored by :func:`shc.centers.center_quality` against the stage-1 S of source
     ``similarity`` for its seed, as the paper's Table 3 scores every generator against the data-dependent
-    S; so generators that ignore S get an S_loss too. Missing stage-1/2 artifacts are computed (cached).
+    S; so generators that ignore S get an S_loss too.
     Configs of methods without hash centers are skipped.
 
     Returns
@@ -170,8 +165,8 @@ def center_rows(configs: Iterable[RunConfig], similarity: str = "logits") -> pd.
     for config in configs:
         if _method(config).centers is None:
             continue
-        centers = run_centers(config)
-        S = run_similarity(config.replace(similarity=similarity))
+        centers = load_centers(config)
+        S = load_similarity(config.replace(similarity=similarity))
         rows.append({**_identity(config), "gv_distance": gv_min_distance(*centers.shape),
                      **center_quality(centers, S), "seconds": load_center_quality(config)["seconds"]})
     if not rows:
@@ -182,7 +177,7 @@ def center_rows(configs: Iterable[RunConfig], similarity: str = "logits") -> pd.
 def center_history_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     """The per-cycle records of Algorithm 1 (:func:`load_center_history`) of the configs whose generator
     has cycles ("shc"), stacked with the identity columns and the target distance ``gv_distance``
-    (Eq. 13) in front; missing centers are computed (cached)."""
+    (Eq. 13) in front."""
     import pandas as pd
 
     from shc.centers import gv_min_distance
@@ -190,7 +185,6 @@ def center_history_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     frames = []
     for config in configs:
         if _method(config).centers == "shc":
-            run_centers(config)
             gv_distance = gv_min_distance(load_data(config).num_classes, config.bits)
             frames.append(load_center_history(config).assign(**_identity(config), gv_distance=gv_distance))
     if not frames:
@@ -201,12 +195,12 @@ def center_history_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
 
 def center_sets(configs: Iterable[RunConfig], bits: int, seed: int | None = None) -> dict[str, np.ndarray]:
     """The (C, q) centers of every center method among ``configs`` at one code length and seed (default:
-    the first seed met), by :func:`run_label`; computed if missing (cached)."""
+    the first seed met), by :func:`run_label`."""
     chosen = [config for config in configs if config.bits == bits and _method(config).centers is not None]
     if not chosen:
         raise ValueError(f"no config with hash centers has bits={bits}; pick one of the grid's code lengths.")
     seed = chosen[0].seed if seed is None else seed
-    sets = {run_label(config): run_centers(config) for config in chosen if config.seed == seed}
+    sets = {run_label(config): load_centers(config) for config in chosen if config.seed == seed}
     if not sets:
         raise ValueError(f"no config with hash centers has bits={bits} and seed={seed}; pick one of the grid's seeds.")
     return sets
@@ -215,8 +209,7 @@ def center_sets(configs: Iterable[RunConfig], bits: int, seed: int | None = None
 def classifier_table(configs: Iterable[RunConfig]) -> pd.DataFrame:
     """The stage-1 classifier's accuracy per dataset, mean and std over seeds (the paper's Table 2).
 
-    Reads the "logits" stage 1 of every (dataset, seed) among ``configs``, computing it if missing
-    (cached). Test accuracy is measured on the query split (the paper's test set), validation accuracy on
+    Reads the "logits" stage 1 of every (dataset, seed) among ``configs``. Test accuracy is measured on the query split (the paper's test set), validation accuracy on
     the validation split. Returns a DataFrame indexed by dataset; std is NaN for a single seed.
     """
     import pandas as pd
@@ -227,7 +220,6 @@ def classifier_table(configs: Iterable[RunConfig]) -> pd.DataFrame:
             continue
         seen.add((config.dataset, config.seed))
         logits_config = config.replace(similarity="logits")
-        run_similarity(logits_config)
         metrics = load_stage1_metrics(logits_config)
         rows.append({"dataset": config.dataset, "seed": config.seed, "test": metrics["test_accuracy"],
                      "validation": metrics["val_accuracy"], "train seconds": metrics["train_seconds"]})
@@ -252,7 +244,7 @@ def similarity_sources(configs: Iterable[RunConfig],
     "logits" gives the data-dependent S of every seed among ``configs`` ("data-dependent S" for the first
     seed, "data-dependent S, seed k" for the others, to show how stable S is); the other sources are taken
     for the first config only (they do not depend on the seed). "hierarchy" is left out for datasets
-    without one. Missing matrices are computed (cached).
+    without one.
     """
     configs = list(configs)
     if not configs:
@@ -266,9 +258,9 @@ def similarity_sources(configs: Iterable[RunConfig],
             seeds = list(dict.fromkeys(config.seed for config in configs))
             for seed in seeds:
                 name = SOURCE_NAMES[source] + ("" if seed == seeds[0] else f", seed {seed}")
-                matrices[name] = run_similarity(first.replace(seed=seed, similarity=source))
+                matrices[name] = load_similarity(first.replace(seed=seed, similarity=source))
         elif source != "hierarchy" or load_data(first).coarse_labels is not None:
-            matrices[SOURCE_NAMES[source]] = run_similarity(first.replace(similarity=source))
+            matrices[SOURCE_NAMES[source]] = load_similarity(first.replace(similarity=source))
     return matrices
 
 

@@ -93,7 +93,7 @@ def batch(tmp_path_factory):
     log: list[str] = []
     reports_run = reports.run_reports("tiny", only=list(NOTEBOOKS), output_root=root / "reports", run_root=root / "runs",
                                   log=log.append)  # fmt: skip
-    tiny = reports.NOTEBOOK_PARAMETERS["04_retrieval"]["tiny"][0]
+    tiny = reports.notebook_table()["04_retrieval"]["tiny"][0]
     run_dir = str(root / "runs" / "tiny")
 
     def configs(methods, **changes):

@@ -209,6 +209,32 @@ class DatasetSplits:
             if self.coarse_labels.min() < 0 or self.coarse_labels.max() >= len(self.coarse_names):
                 raise ValueError("coarse_labels must index coarse_names")
 
+    def fingerprint(self) -> str:
+        """A short hash of the data itself: class names and hierarchy, and for every split its labels,
+        provenance and images (the pixels of in-memory images; path, size and modification time of
+        files). Two loads of the same files give the same value; adding, removing, relabelling or
+        editing an image changes it. The pipeline keys its cached stages on it."""
+        import hashlib
+
+        digest = hashlib.blake2b(digest_size=8)
+        digest.update("\x1f".join(self.class_names).encode())
+        if self.coarse_labels is not None:
+            digest.update(np.ascontiguousarray(self.coarse_labels).tobytes())
+        for name, split in self.splits.items():
+            digest.update(name.encode())
+            digest.update(np.ascontiguousarray(split.labels).tobytes())
+            digest.update(np.ascontiguousarray(split.source_ids).tobytes())
+            if split.in_memory:
+                digest.update(np.ascontiguousarray(split._images).tobytes())
+            else:
+                for path in split.paths:
+                    try:
+                        stat = Path(path).stat()
+                        digest.update(f"{path}\x1f{stat.st_size}\x1f{stat.st_mtime_ns}".encode())
+                    except OSError:
+                        digest.update(f"{path}\x1fmissing".encode())
+        return digest.hexdigest()
+
     @property
     def splits(self) -> dict[str, HashingSplit]:
         """The four splits by name, in the order train, val, query, database."""

@@ -1,0 +1,70 @@
+"""What every command line of the package shares: user errors as one clear line, tracebacks only for bugs.
+
+A user error (a bad option value, a missing file, a run that is not computed yet, a busy run folder) is
+printed as ``error: <message>`` with exit status 2; ``--debug`` (or ``SHC_DEBUG=1``) shows the traceback
+instead. Ctrl-C exits with status 130 after saying what was kept. Any other exception is a bug and keeps
+its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+__all__ = ["USER_ERRORS", "non_negative_int", "positive_float", "positive_int", "run_cli"]
+
+#: Exceptions that describe a problem with the user's input or environment, not a bug.
+USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError, PermissionError, IsADirectoryError,
+                                                NotADirectoryError, RuntimeError, TypeError)
+
+
+def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or os.environ.get("SHC_DEBUG") == "1"
+    argv = [argument for argument in argv if argument != "--debug"]
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        print("\ninterrupted: every finished artifact is kept and a rerun resumes where this one stopped.",
+              file=sys.stderr)
+        return 130
+    except USER_ERRORS as error:
+        if debug:
+            raise
+        print(f"error: {error}\n(rerun with --debug for the traceback)", file=sys.stderr)
+        return 2
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
