@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["atomic_path", "jsonable", "save_npy", "save_npz", "save_torch", "write_bytes", "write_json",
+__all__ = ["atomic_path", "exclusive_lock", "jsonable", "save_npy", "save_npz", "save_torch", "write_bytes", "write_json",
            "write_text"]
 
 
@@ -88,3 +88,34 @@ def save_torch(obj: Any, path: str | os.PathLike) -> Path:
     with atomic_path(path, suffix=".tmp.pt") as temporary:
         torch.save(obj, temporary)
     return Path(path)
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_file: str | os.PathLike, holder: str, busy: str) -> Iterator[None]:
+    """Hold an advisory lock on ``lock_file`` for the block, or raise at once if someone else holds it.
+
+    ``holder`` is written into the file (e.g. ``"python -m shc.reports (pid 123)"``); a refused caller gets a
+    RuntimeError ``busy.format(holder=<the holder's text>)``. Without ``fcntl`` (Windows) nothing is locked.
+    The lock file itself stays (removing it would race with a waiting process); it holds no data.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    lock_file = Path(lock_file)
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_file, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            raise RuntimeError(busy.format(holder=handle.read().strip() or "another process")) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(holder)
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

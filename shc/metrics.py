@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from shc.validation import class_labels, sign_codes, to_numpy
+
 __all__ = [
     "DEFAULT_KS",
     "evaluate",
@@ -259,60 +261,15 @@ class _Data:
         return self.query_labels.ndim == 1
 
 
-def _to_numpy(x: Any, name: str) -> np.ndarray:
-    """numpy view of an array-like or a (detached, CPU) torch tensor."""
-    if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch.Tensor, without importing torch
-        x = x.detach().cpu()
-        if x.is_floating_point():
-            x = x.float()  # numpy has no bfloat16; -1/+1 and 0/1 are exact in float32
-        x = x.numpy()
-    x = np.asarray(x)
-    if x.dtype == object or not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
-        raise TypeError(f"{name} must be a numeric array or tensor; got dtype {x.dtype}.")
-    return x
+_to_numpy = to_numpy
 
 
 def _check_codes(codes: Any, name: str) -> np.ndarray:
-    codes = _to_numpy(codes, name)
-    if codes.ndim != 2:
-        raise ValueError(
-            f"{name} must be a 2-D (n_items, n_bits) array of -1/+1; got shape {codes.shape}"
-            " (for a single code use codes[None, :])."
-        )
-    if codes.shape[0] == 0 or codes.shape[1] == 0:
-        raise ValueError(f"{name} is empty (shape {codes.shape}); pass at least one code of at least one bit.")
-    if not np.all((codes == 1) | (codes == -1)):
-        bad = codes[(codes != 1) & (codes != -1)].ravel()[0].item()
-        raise ValueError(
-            f"{name} must contain only -1 and +1; found {bad!r}. Binarise real-valued outputs"
-            " with sign (e.g. np.where(x >= 0, 1, -1)), and map {0, 1} bits with 2 * b - 1."
-        )
-    return codes
+    return sign_codes(codes, name)
 
 
 def _check_labels(labels: Any, name: str, n_items: int, codes_name: str) -> np.ndarray:
-    labels = _to_numpy(labels, name)
-    if labels.ndim not in (1, 2):
-        raise ValueError(
-            f"{name} must be class indices of shape (n,) or multi-hot of shape (n, n_classes);"
-            f" got shape {labels.shape}."
-        )
-    if labels.shape[0] != n_items:
-        raise ValueError(
-            f"{name} has {labels.shape[0]} rows but {codes_name} has {n_items} codes;"
-            " pass one label (row) per code."
-        )
-    if labels.ndim == 1 and not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(
-            f"{name} is 1-D, so it must hold integer class indices; got dtype {labels.dtype}"
-            " (convert with .astype(int) or .long(), or pass multi-hot labels of shape (n, n_classes))."
-        )
-    if labels.ndim == 2 and not np.all((labels == 0) | (labels == 1)):
-        raise ValueError(
-            f"{name} is 2-D, so it must be multi-hot with values 0/1 only; found other values"
-            " (threshold soft labels first, or pass 1-D class indices)."
-        )
-    return labels
+    return class_labels(labels, name, n_items=n_items, items_name=f"{codes_name} ({n_items} codes)")
 
 
 def _validate(query_codes: Any, query_labels: Any, db_codes: Any, db_labels: Any) -> _Data:

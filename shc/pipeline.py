@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from shc._io import jsonable, save_npy, save_npz, write_json
+from shc._io import exclusive_lock, jsonable, save_npy, save_npz, write_json
 from shc.runs import (
     MAP_KEYS,
     SIMILARITY_SOURCES,
@@ -111,31 +111,10 @@ def _stage(config: RunConfig, stage: str) -> Iterator[Path]:
         yield directory
 
 
-@contextlib.contextmanager
-def _lock(directory: Path) -> Iterator[None]:
-    try:
-        import fcntl
-    except ImportError:  # Windows: no advisory locks; concurrent runs are the user's to avoid
-        yield
-        return
-    with open(directory / ".lock", "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise RuntimeError(
-                f"{directory} is being computed by {holder} right now. Wait for it to finish (its result is "
-                "then reused), or give this run another run_dir."
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()}")
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def _lock(directory: Path):
+    return exclusive_lock(directory / ".lock", f"pid {os.getpid()}",
+                          f"{directory} is being computed by {{holder}} right now. Wait for it to finish (its "
+                          "result is then reused), or give this run another run_dir.")
 
 
 def _cached(config: RunConfig, stage: str, name: str) -> Path | None:

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+from shc.validation import sign_codes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -200,12 +202,7 @@ def _strip_suffix(path: Path, suffixes: tuple[str, ...]) -> Path:
 
 
 def _as_centers(centers, name: str = "centers") -> np.ndarray:
-    array = np.asarray(centers)
-    if array.ndim != 2 or array.size == 0:
-        raise ValueError(f"{name} must be a non-empty (C, q) array of +-1 codes, got shape {array.shape}.")
-    if not np.isin(array, (-1, 1)).all():
-        raise ValueError(f"{name} must contain only -1 and +1; binarise with np.where(x >= 0, 1, -1) first.")
-    return array.astype(np.int64)
+    return sign_codes(centers, name).astype(np.int64)
 
 
 def _centers_mapping(centers) -> dict[str, np.ndarray]:

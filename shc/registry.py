@@ -38,6 +38,7 @@ class Registry(Generic[T]):
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
+        self.plural = kind + ("es" if kind.endswith("s") else "s")
         self._entries: dict[str, T] = {}
 
     def register(self, name: str, entry: T | None = None) -> Callable[[T], T] | T:
@@ -65,7 +66,7 @@ class Registry(Generic[T]):
             pass
         close = difflib.get_close_matches(str(name), list(self._entries), n=3, cutoff=0.6)
         hint = f" did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise ValueError(f"unknown {self.kind} {name!r};{hint} Known {self.kind}s: {', '.join(self._entries)}.")
+        raise ValueError(f"unknown {self.kind} {name!r};{hint} Known {self.plural}: {', '.join(self._entries)}.")
 
     def names(self) -> list[str]:
         """Registered names, in registration order."""

@@ -25,6 +25,8 @@ import numpy as np
 import scipy.sparse
 import torch
 
+from shc.validation import to_numpy
+
 __all__ = [
     "hierarchy_agreement",
     "most_similar_pairs",
@@ -45,13 +47,7 @@ _sentence_models: dict[str, Any] = {}  # loaded SentenceTransformer models, by r
 # ----------------------------------------------------------------------------------------------
 # input conversion and validation
 # ----------------------------------------------------------------------------------------------
-def _to_numpy(values: Any, name: str) -> np.ndarray:
-    if isinstance(values, torch.Tensor):
-        return values.detach().cpu().numpy()
-    try:
-        return np.asarray(values)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must be a numpy array or a torch tensor, got {type(values).__name__}.") from error
+_to_numpy = to_numpy
 
 
 def _as_class_indices(labels: Any, num_samples: int, num_classes: int) -> np.ndarray:

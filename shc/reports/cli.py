@@ -33,18 +33,25 @@ def compute_runs(jobs: Sequence[ReportJob], run_root: str | os.PathLike = "runs"
     from shc import pipeline
     from shc.presets import notebook_configs
 
-    runs, stage1 = {}, {}
+    runs: dict[str, Any] = {}
+    stage1: dict[str, Any] = {}
     for job in jobs:
         needs = notebook_configs(job.parameters, str(Path(run_root) / job.preset))
-        runs.update({config: None for config in needs["runs"]})
-        stage1.update({config: None for config in needs["similarity"]})
+        runs.update({_key(config): config for config in needs["runs"]})
+        stage1.update({_key(config): config for config in needs["similarity"]})
     if stage1:
         log(f"computing stage 1 (every S source) for {len(stage1)} seed(s) ...")
-        pipeline.compute_similarities(list(stage1), progress=progress)
+        pipeline.compute_similarities(list(stage1.values()), progress=progress)
     if runs:
         log(f"computing {len(runs)} run(s) the notebooks read (cached ones are skipped) ...")
-        pipeline.run_grid(list(runs), progress=progress, log=log)
+        pipeline.run_grid(list(runs.values()), progress=progress, log=log)
     return len(runs)
+
+
+def _key(config) -> str:
+    import dataclasses
+
+    return json.dumps(dataclasses.asdict(config), sort_keys=True, default=str)
 
 
 def run_reports(
@@ -191,7 +198,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         runs: dict = {}
         for job in jobs:
             print(f"{job.name}: {json.dumps(job.parameters)}")
-            runs.update(dict.fromkeys(notebook_configs(job.parameters, str(Path(arguments.runs) / job.preset))["runs"]))
+            needs = notebook_configs(job.parameters, str(Path(arguments.runs) / job.preset))["runs"]
+            runs.update({_key(config): config for config in needs})
         print(f"{len(jobs)} reports reading {len(runs)} runs")
         return 0
     for folder, option in ((arguments.output, "--output"), (arguments.runs, "--runs")):

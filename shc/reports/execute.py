@@ -9,20 +9,18 @@ so two batches writing into one folder are refused instead of mixing their files
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from shc._io import atomic_path, jsonable, write_text
+from shc._io import atomic_path, exclusive_lock, jsonable, write_text
 from shc.reports.export import notebook_title, render_html
 from shc.reports.plan import ReportJob, default_notebooks_dir
 from shc.reports.summary import SUMMARY_FILE, read_summary
@@ -101,31 +99,11 @@ class ReportResult:
         return self.status != "failed"
 
 
-@contextlib.contextmanager
-def output_lock(folder: Path, what: str = "a report batch") -> Iterator[None]:
-    """Hold ``folder/.lock`` exclusively; a second holder is refused with a message naming the first."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: no advisory locks
-        yield
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise RuntimeError(f"{folder} is being written by {holder}; wait for it to finish or write the reports "
-                               "elsewhere with --output.") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{what} (pid {os.getpid()})")
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def output_lock(folder: Path, what: str = "a report batch", name: str = ""):
+    """Hold the lock ``folder/.{name}.lock`` (``folder/.lock`` without a name); a second holder is refused."""
+    return exclusive_lock(Path(folder) / (f".{name}.lock" if name else ".lock"), f"{what} (pid {os.getpid()})",
+                          f"{Path(folder) / name} is being written by {{holder}}; wait for it to finish or write "
+                          "the reports elsewhere with --output.")
 
 
 def execute_report(
@@ -176,7 +154,7 @@ def execute_report(
         return ReportResult(job, "skipped", 0.0, output_dir, summary=read_summary(output_dir))
 
     building = output_dir.with_name(f".{output_dir.name}.building-{os.getpid()}")
-    with output_lock(output_dir.parent, f"the report {job.name}"):
+    with output_lock(output_dir.parent, f"the report {job.name}", output_dir.name):
         shutil.rmtree(building, ignore_errors=True)
         building.mkdir(parents=True)
         try:
