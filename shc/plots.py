@@ -8,15 +8,16 @@ each other; tables go through :func:`save_table` (CSV). Files are written atomic
 (a temporary file in the same folder, then :func:`os.replace`), so an interrupted
 run never leaves a half-written figure behind.
 
-Colours: :data:`METHOD_COLORS` fixes one colour per center generator and per
-baseline, so "shc" looks the same in every figure of every report;
-:func:`method_color` extends that to unknown names deterministically.
+Styles: :data:`METHOD_STYLES` fixes one colour-blind-safe colour, one marker and one line style per
+center generator and per baseline, so "shc" looks the same in every figure of every report;
+:func:`method_style` extends that to similarity-source variants and unknown names deterministically.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,9 +29,12 @@ from matplotlib.ticker import MaxNLocator
 
 __all__ = [
     "METHOD_COLORS",
+    "METHOD_STYLES",
+    "SIMILARITY_LINESTYLES",
     "STYLE_RC",
     "atomic_path",
     "method_color",
+    "method_style",
     "plot_center_embedding",
     "plot_center_history",
     "plot_convergence",
@@ -50,30 +54,45 @@ __all__ = [
     "use_style",
 ]
 
-#: One colour per method, the same in every figure. Center generators use the
-#: Okabe-Ito colour-blind-safe colours (SHC gets the strongest one); the deep-hashing
-#: baselines use the remaining distinct hues.
-METHOD_COLORS: dict[str, str] = {
-    "shc": "#D55E00",  # vermillion
-    "semantic": "#CC79A7",  # reddish purple
-    "mds": "#0072B2",  # blue
-    "distance": "#003F6B",  # dark blue: MDS centers under SHC's loss (ablation)
-    "csq": "#009E73",  # bluish green
-    "random": "#7F7F7F",  # grey
-    "dpsh": "#E69F00",  # orange
-    "dtsh": "#56B4E9",  # sky blue
-    "hashnet": "#8C564B",  # brown
-    "greedyhash": "#9467BD",  # purple
-    "idhn": "#17BECF",  # cyan
-    "lth": "#BCBD22",  # olive
-    "orthohash": "#393B79",  # navy
+#: One style per method, the same in every figure: colour, marker and line style, so curves can be
+#: told apart in colour, in greyscale print and by colour-blind readers. Colours come from the
+#: colour-blind-safe Okabe-Ito palette (center generators; SHC gets vermillion) and Paul Tol's
+#: "muted" palette; center generators draw solid lines (the MDS-centers ablation "distance" dash-dot,
+#: "random" dotted), the deep-hashing baselines dashed lines. Every marker is different.
+METHOD_STYLES: dict[str, dict[str, str]] = {
+    "shc": {"color": "#D55E00", "marker": "o", "linestyle": "-"},  # vermillion
+    "semantic": {"color": "#CC79A7", "marker": "s", "linestyle": "-"},  # reddish purple (ablation: S only)
+    "mds": {"color": "#0072B2", "marker": "^", "linestyle": "-"},  # blue
+    "distance": {"color": "#003F6B", "marker": "v", "linestyle": "-."},  # dark blue: MDS centers, SHC's loss
+    "csq": {"color": "#009E73", "marker": "D", "linestyle": "-"},  # bluish green
+    "random": {"color": "#7F7F7F", "marker": "x", "linestyle": ":"},  # grey
+    "dpsh": {"color": "#E69F00", "marker": "P", "linestyle": "--"},  # orange
+    "dtsh": {"color": "#56B4E9", "marker": "X", "linestyle": "--"},  # sky blue
+    "hashnet": {"color": "#882255", "marker": "<", "linestyle": "--"},  # wine (Tol)
+    "greedyhash": {"color": "#AA4499", "marker": ">", "linestyle": "--"},  # purple (Tol)
+    "idhn": {"color": "#44AA99", "marker": "h", "linestyle": "--"},  # teal (Tol)
+    "lth": {"color": "#999933", "marker": "*", "linestyle": "--"},  # olive (Tol)
+    "orthohash": {"color": "#332288", "marker": "p", "linestyle": "--"},  # indigo (Tol)
 }
 
-# Colours handed to unknown method names, chosen by a stable hash of the name.
-_FALLBACK_COLORS = (
-    "#1B9E77", "#7570B3", "#E7298A", "#66A61E", "#A6761D",
-    "#E6AB02", "#6A3D9A", "#B15928", "#FB9A99", "#33A02C",
-)  # fmt: skip
+#: Colour of each method (the ``color`` of :data:`METHOD_STYLES`).
+METHOD_COLORS: dict[str, str] = {name: style["color"] for name, style in METHOD_STYLES.items()}
+
+#: Line style of a run with another class-similarity source (``shc.results.run_label``: "shc (text S)"):
+#: the method's colour and marker, this line style.
+SIMILARITY_LINESTYLES: dict[str, object] = {
+    "logits": "-",
+    "text": ":",
+    "labels": (0, (5, 1, 1, 1)),  # dash-dot, dense
+    "hierarchy": (0, (1, 1)),  # densely dotted
+}
+
+# Styles handed to unknown method names, chosen by a stable hash of the name (Tol "muted" and Okabe-Ito
+# colours not used above; markers and line styles cycle independently).
+_FALLBACK_COLORS = ("#117733", "#DDCC77", "#CC6677", "#88CCEE", "#000000", "#6699CC", "#997700", "#EE99AA")
+_FALLBACK_MARKERS = ("d", "H", "8", "1", "2", "3", "4", "+")
+_FALLBACK_LINESTYLES = ("-", "--", "-.", ":", (0, (3, 1, 1, 1, 1, 1)))
+_VARIANT = re.compile(r"^(?P<method>.+?)\s*\((?P<source>[^()]+?)\s+s\)$")  # lower-cased "shc (text S)"
 
 #: Matplotlib settings applied on top of seaborn's "whitegrid" theme by :func:`use_style`.
 STYLE_RC: dict[str, object] = {
@@ -107,19 +126,38 @@ def use_style(context: str = "notebook") -> None:
     sns.set_theme(context=context, style="whitegrid", palette="colorblind", rc=STYLE_RC)
 
 
-def method_color(name: str) -> str:
-    """Return the hex colour of a method, the same in every figure.
+def method_style(name: str) -> dict[str, object]:
+    """Return the plot style of a method, the same in every figure: ``{"color", "marker", "linestyle"}``.
 
-    Known names (case-insensitive) come from :data:`METHOD_COLORS`; any other name gets a
-    colour picked by a stable hash of the name (identical across processes and runs).
+    Registered methods (case-insensitive) get their entry of :data:`METHOD_STYLES`; a run label with
+    another similarity source, ``"<method> (<source> S)"`` (:func:`shc.results.run_label`), gets the
+    method's colour and marker with the source's line style (:data:`SIMILARITY_LINESTYLES`); any other
+    name gets a colour, marker and line style picked by a stable hash of the name (identical across
+    processes and runs). Pass the dict straight to ``axes.plot(..., **method_style(name))``.
     """
     if not isinstance(name, str):
         raise TypeError(f"method name must be a str, got {type(name).__name__}; pass e.g. 'shc'.")
     key = name.strip().lower()
-    if key in METHOD_COLORS:
-        return METHOD_COLORS[key]
+    if key in METHOD_STYLES:
+        return dict(METHOD_STYLES[key])
+    variant = _VARIANT.match(key)
+    if variant and variant["method"] in METHOD_STYLES:
+        base = dict(METHOD_STYLES[variant["method"]])
+        source = variant["source"]
+        base["linestyle"] = SIMILARITY_LINESTYLES.get(source, _pick(_FALLBACK_LINESTYLES, source))
+        return base
+    return {"color": _pick(_FALLBACK_COLORS, key), "marker": _pick(_FALLBACK_MARKERS, "marker:" + key),
+            "linestyle": _pick(_FALLBACK_LINESTYLES, "line:" + key)}  # fmt: skip
+
+
+def _pick(options: Sequence, key: str):
     digest = hashlib.sha256(key.encode("utf-8")).digest()
-    return _FALLBACK_COLORS[int.from_bytes(digest[:4], "big") % len(_FALLBACK_COLORS)]
+    return options[int.from_bytes(digest[:4], "big") % len(options)]
+
+
+def method_color(name: str) -> str:
+    """Return the hex colour of a method, the same in every figure (the colour of :func:`method_style`)."""
+    return method_style(name)["color"]
 
 
 # --------------------------------------------------------------------------------------
@@ -259,6 +297,11 @@ def _legend_outside(fig: Figure, axes, title: str | None = None) -> None:
     handles, labels = axes.get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="outside right upper", title=title)
+
+
+def _marker_spacing(points: int, markers: int = 12) -> dict[str, object]:
+    """Marker size and spacing: about ``markers`` markers per line, so dense curves stay readable."""
+    return {"markersize": 4, "markevery": max(1, points // markers)}
 
 
 def _new_figure(width: float, height: float) -> Figure:
@@ -599,11 +642,11 @@ def plot_curves(
                 f"(runs, {x_values.size}) to match x."
             )
         mean = runs.mean(axis=0)
-        color = method_color(method)
-        axes.plot(x_values, mean, color=color, marker="o", markersize=3, label=method)
+        style = method_style(method)
+        axes.plot(x_values, mean, **style, **_marker_spacing(x_values.size), label=method)
         if runs.shape[0] > 1:
             spread = runs.std(axis=0)
-            axes.fill_between(x_values, mean - spread, mean + spread, color=color, alpha=0.2, linewidth=0)
+            axes.fill_between(x_values, mean - spread, mean + spread, color=style["color"], alpha=0.2, linewidth=0)
     if np.array_equal(x_values, np.round(x_values)):
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # K, epochs, cycles: no 2.5 ticks
     axes.set_xlabel(xlabel)
@@ -633,7 +676,7 @@ def plot_pr_curves(pr_by_method: Mapping[str, Mapping[str, np.ndarray]], title: 
         recall = np.asarray(_pr_entry(curve, "recall", method), dtype=np.float64)
         if precision.shape != recall.shape or precision.ndim != 1:
             raise ValueError(f"{method!r}: precision {precision.shape} and recall {recall.shape} must be equal 1-D.")
-        axes.plot(recall, precision, color=method_color(method), marker="o", markersize=3, label=method)
+        axes.plot(recall, precision, **method_style(method), **_marker_spacing(recall.size), label=method)
     axes.set_xlabel("recall (fraction of relevant items retrieved)")
     axes.set_ylabel("precision (fraction of retrieved items relevant)")
     axes.set_xlim(0, 1.02)
@@ -677,13 +720,13 @@ def plot_training_history(history_frame, metrics: Sequence[str] | None = None) -
     fig = _new_figure(10.0, 4.0)
     loss_axes, metric_axes = fig.subplots(1, 2)
     for method, frame in groups:
-        color = method_color(method) if method else None
+        style = method_style(method) if method else {"color": None, "marker": "o", "linestyle": "-"}
         prefix = f"{method} " if method else ""
-        loss_axes.plot(frame["epoch"], frame["loss"], color=color, marker="o", markersize=3, label=f"{prefix}loss")
-        for metric, style in zip(metric_columns, line_styles * len(metric_columns)):
+        loss_axes.plot(frame["epoch"], frame["loss"], **style, markersize=3, label=f"{prefix}loss")
+        for metric, line in zip(metric_columns, line_styles * len(metric_columns)):  # line style: the metric
             rows = frame[frame[metric].notna()]
-            metric_axes.plot(rows["epoch"], rows[metric], color=color, linestyle=style, marker="o", markersize=3,
-                             label=f"{prefix}{metric}")  # fmt: skip
+            metric_axes.plot(rows["epoch"], rows[metric], color=style["color"], marker=style["marker"],
+                             linestyle=line, markersize=3, label=f"{prefix}{metric}")  # fmt: skip
     loss_axes.set_xlabel("epoch")
     loss_axes.set_ylabel("training loss (unitless)")
     loss_axes.set_title("training loss")
@@ -715,7 +758,7 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
     metrics : sequence of str, optional
         Metric columns, by default those starting with "mAP".
     group : str
-        The column naming a line (its colour is :func:`method_color` of the value).
+        The column naming a line (its style is :func:`method_style` of the value).
     """
     import pandas as pd
 
@@ -734,12 +777,12 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
     grid = fig.subplots(len(bits_values), len(panels), sharex=True, squeeze=False)
     for row, q in enumerate(bits_values):
         for name, frame in history_frame[history_frame["bits"] == q].groupby(group, sort=False):
-            color = method_color(str(name))
+            style = method_style(str(name))
             for column, panel in enumerate(panels):
                 x, mean, spread = _mean_and_spread(frame, "epoch", panel)
                 axes = grid[row, column]
-                axes.plot(x, mean, color=color, marker="o", markersize=3, label=str(name))
-                axes.fill_between(x, mean - spread, mean + spread, color=color, alpha=0.2, linewidth=0)
+                axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(name))
+                axes.fill_between(x, mean - spread, mean + spread, color=style["color"], alpha=0.2, linewidth=0)
         for column, panel in enumerate(panels):
             axes = grid[row, column]
             axes.set_title(f"{q} bits: {'training loss' if panel == 'loss' else 'validation ' + panel}", fontsize=10)

@@ -309,3 +309,59 @@ def test_plot_example_queries_outlines_wrong_results_in_red(tmp_path):
     _check_saved(fig, tmp_path, "queries")
     with pytest.raises(ValueError, match="K = 3"):
         plots.plot_example_queries(queries, [results[0], results[1][:2]], correct)
+
+
+# --------------------------------------------------------------------------------------
+# One style per method
+# --------------------------------------------------------------------------------------
+
+
+def _triple(style: dict) -> tuple:
+    return to_hex(style["color"]), style["marker"], str(style["linestyle"])
+
+
+def test_every_registered_method_has_its_own_style():
+    from shc.methods import available_methods
+
+    names = available_methods()
+    assert set(names) <= set(plots.METHOD_STYLES), "a registered method has no entry in plots.METHOD_STYLES"
+    styles = [plots.method_style(name) for name in names]
+    assert len({_triple(style) for style in styles}) == len(names)
+    assert len({to_hex(style["color"]) for style in styles}) == len(names)  # colour alone already tells them apart
+    assert len({style["marker"] for style in styles}) == len(names)  # and so does the marker, for print
+    assert all(plots.method_color(name) == plots.METHOD_COLORS[name] == styles[i]["color"]
+               for i, name in enumerate(names))  # fmt: skip
+
+
+def test_similarity_variants_keep_colour_and_marker_and_change_the_line():
+    base = plots.method_style("shc")
+    variants = {source: plots.method_style(f"shc ({source} S)") for source in ("text", "labels", "hierarchy")}
+    for style in variants.values():
+        assert (style["color"], style["marker"]) == (base["color"], base["marker"])
+    assert len({str(style["linestyle"]) for style in [base, *variants.values()]}) == 4
+    assert plots.method_style("SHC (Text S)") == variants["text"]  # case-insensitive like the base names
+
+
+def test_method_style_is_stable_across_processes_and_calls():
+    names = ["shc", "dpsh", "shc (text S)", "my-new-method", "x"]
+    here = [_triple(plots.method_style(name)) for name in names]
+    assert here == [_triple(plots.method_style(name)) for name in names]
+    code = (f"from matplotlib.colors import to_hex; from shc.plots import method_style as s; "
+            f"print([(to_hex(s(n)['color']), s(n)['marker'], str(s(n)['linestyle'])) for n in {names!r}])")
+    env = {**os.environ, "PYTHONHASHSEED": "999", "PYTHONPATH": str(Path(plots.__file__).parent.parent)}
+    other = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert other.stdout.strip() == repr(here)
+    plots.method_style("shc")["color"] = "red"  # a returned dict is a copy: the table is not changed
+    assert plots.METHOD_STYLES["shc"]["color"] == "#D55E00"
+
+
+def test_curve_plots_draw_each_method_in_its_style():
+    x = np.arange(1, 21)
+    fig = plots.plot_curves(x, {"shc": x / 20, "dpsh": np.vstack([x / 30, x / 40])}, "K", "precision@K")
+    pr = plots.plot_pr_curves({"shc": {"precision": np.linspace(1, 0.2, 9), "recall": np.linspace(0, 1, 9)}})
+    for axes in (fig.axes[0], pr.axes[0]):
+        for line in axes.lines:
+            style = plots.method_style(line.get_label())
+            assert to_hex(line.get_color()) == to_hex(style["color"])
+            assert line.get_marker() == style["marker"]
+            assert line.get_linestyle() == {"-": "-", "--": "--", "-.": "-.", ":": ":"}[style["linestyle"]]
