@@ -8,15 +8,16 @@ each other; tables go through :func:`save_table` (CSV). Files are written atomic
 (a temporary file in the same folder, then :func:`os.replace`), so an interrupted
 run never leaves a half-written figure behind.
 
-Colours: :data:`METHOD_COLORS` fixes one colour per center generator and per
-baseline, so "shc" looks the same in every figure of every report;
-:func:`method_color` extends that to unknown names deterministically.
+Styles: :data:`METHOD_STYLES` fixes one colour-blind-safe colour, one marker and one line style per
+center generator and per baseline, so "shc" looks the same in every figure of every report;
+:func:`method_style` extends that to similarity-source variants and unknown names deterministically.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import secrets
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -29,13 +30,26 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 __all__ = [
+    "CURVE_KINDS",
     "METHOD_COLORS",
+    "METHOD_STYLES",
+    "SIMILARITY_LINESTYLES",
     "STYLE_RC",
+    "arrays_frame",
     "atomic_path",
+    "class_ap_frame",
+    "code_embedding_frame",
+    "convergence_frame",
+    "curve_arrays",
+    "curve_frame",
     "method_color",
+    "method_style",
     "plot_center_embedding",
     "plot_center_history",
+    "plot_class_ap",
+    "plot_code_embedding",
     "plot_convergence",
+    "plot_convergence_overlay",
     "plot_curves",
     "plot_distance_histograms",
     "plot_example_queries",
@@ -46,36 +60,52 @@ __all__ = [
     "plot_similarity_heatmap",
     "plot_similarity_vs_gram",
     "plot_training_history",
+    "pr_arrays",
     "save_figure",
     "save_table",
     "similarity_order",
     "use_style",
 ]
 
-#: One colour per method, the same in every figure. Center generators use the
-#: Okabe-Ito colour-blind-safe colours (SHC gets the strongest one); the deep-hashing
-#: baselines use the remaining distinct hues.
-METHOD_COLORS: dict[str, str] = {
-    "shc": "#D55E00",  # vermillion
-    "semantic": "#CC79A7",  # reddish purple
-    "mds": "#0072B2",  # blue
-    "distance": "#003F6B",  # dark blue: MDS centers under SHC's loss (ablation)
-    "csq": "#009E73",  # bluish green
-    "random": "#7F7F7F",  # grey
-    "dpsh": "#E69F00",  # orange
-    "dtsh": "#56B4E9",  # sky blue
-    "hashnet": "#8C564B",  # brown
-    "greedyhash": "#9467BD",  # purple
-    "idhn": "#17BECF",  # cyan
-    "lth": "#BCBD22",  # olive
-    "orthohash": "#393B79",  # navy
+#: One style per method, the same in every figure: colour, marker and line style, so curves can be
+#: told apart in colour, in greyscale print and by colour-blind readers. Colours come from the
+#: colour-blind-safe Okabe-Ito palette (center generators; SHC gets vermillion) and Paul Tol's
+#: "muted" palette; center generators draw solid lines (the MDS-centers ablation "distance" dash-dot,
+#: "random" dotted), the deep-hashing baselines dashed lines. Every marker is different.
+METHOD_STYLES: dict[str, dict[str, str]] = {
+    "shc": {"color": "#D55E00", "marker": "o", "linestyle": "-"},  # vermillion
+    "semantic": {"color": "#CC79A7", "marker": "s", "linestyle": "-"},  # reddish purple (ablation: S only)
+    "mds": {"color": "#0072B2", "marker": "^", "linestyle": "-"},  # blue
+    "distance": {"color": "#003F6B", "marker": "v", "linestyle": "-."},  # dark blue: MDS centers, SHC's loss
+    "csq": {"color": "#009E73", "marker": "D", "linestyle": "-"},  # bluish green
+    "random": {"color": "#7F7F7F", "marker": "x", "linestyle": ":"},  # grey
+    "dpsh": {"color": "#E69F00", "marker": "P", "linestyle": "--"},  # orange
+    "dtsh": {"color": "#56B4E9", "marker": "X", "linestyle": "--"},  # sky blue
+    "hashnet": {"color": "#882255", "marker": "<", "linestyle": "--"},  # wine (Tol)
+    "greedyhash": {"color": "#AA4499", "marker": ">", "linestyle": "--"},  # purple (Tol)
+    "idhn": {"color": "#44AA99", "marker": "h", "linestyle": "--"},  # teal (Tol)
+    "lth": {"color": "#999933", "marker": "*", "linestyle": "--"},  # olive (Tol)
+    "orthohash": {"color": "#332288", "marker": "p", "linestyle": "--"},  # indigo (Tol)
 }
 
-# Colours handed to unknown method names, chosen by a stable hash of the name.
-_FALLBACK_COLORS = (
-    "#1B9E77", "#7570B3", "#E7298A", "#66A61E", "#A6761D",
-    "#E6AB02", "#6A3D9A", "#B15928", "#FB9A99", "#33A02C",
-)  # fmt: skip
+#: Colour of each method (the ``color`` of :data:`METHOD_STYLES`).
+METHOD_COLORS: dict[str, str] = {name: style["color"] for name, style in METHOD_STYLES.items()}
+
+#: Line style of a run with another class-similarity source (``shc.results.run_label``: "shc (text S)"):
+#: the method's colour and marker, this line style.
+SIMILARITY_LINESTYLES: dict[str, object] = {
+    "logits": "-",
+    "text": ":",
+    "labels": (0, (5, 1, 1, 1)),  # dash-dot, dense
+    "hierarchy": (0, (1, 1)),  # densely dotted
+}
+
+# Styles handed to unknown method names, chosen by a stable hash of the name (Tol "muted" and Okabe-Ito
+# colours not used above; markers and line styles cycle independently).
+_FALLBACK_COLORS = ("#117733", "#DDCC77", "#CC6677", "#88CCEE", "#000000", "#6699CC", "#997700", "#EE99AA")
+_FALLBACK_MARKERS = ("d", "H", "8", "1", "2", "3", "4", "+")
+_FALLBACK_LINESTYLES = ("-", "--", "-.", ":", (0, (3, 1, 1, 1, 1, 1)))
+_VARIANT = re.compile(r"^(?P<method>.+?)\s*\((?P<source>[^()]+?)\s+s\)$")  # lower-cased "shc (text S)"
 
 #: Matplotlib settings applied on top of seaborn's "whitegrid" theme by :func:`use_style`.
 STYLE_RC: dict[str, object] = {
@@ -109,19 +139,38 @@ def use_style(context: str = "notebook") -> None:
     sns.set_theme(context=context, style="whitegrid", palette="colorblind", rc=STYLE_RC)
 
 
-def method_color(name: str) -> str:
-    """Return the hex colour of a method, the same in every figure.
+def method_style(name: str) -> dict[str, object]:
+    """Return the plot style of a method, the same in every figure: ``{"color", "marker", "linestyle"}``.
 
-    Known names (case-insensitive) come from :data:`METHOD_COLORS`; any other name gets a
-    colour picked by a stable hash of the name (identical across processes and runs).
+    Registered methods (case-insensitive) get their entry of :data:`METHOD_STYLES`; a run label with
+    another similarity source, ``"<method> (<source> S)"`` (:func:`shc.results.run_label`), gets the
+    method's colour and marker with the source's line style (:data:`SIMILARITY_LINESTYLES`); any other
+    name gets a colour, marker and line style picked by a stable hash of the name (identical across
+    processes and runs). Pass the dict straight to ``axes.plot(..., **method_style(name))``.
     """
     if not isinstance(name, str):
         raise TypeError(f"method name must be a str, got {type(name).__name__}; pass e.g. 'shc'.")
     key = name.strip().lower()
-    if key in METHOD_COLORS:
-        return METHOD_COLORS[key]
+    if key in METHOD_STYLES:
+        return dict(METHOD_STYLES[key])
+    variant = _VARIANT.match(key)
+    if variant and variant["method"] in METHOD_STYLES:
+        base = dict(METHOD_STYLES[variant["method"]])
+        source = variant["source"]
+        base["linestyle"] = SIMILARITY_LINESTYLES.get(source, _pick(_FALLBACK_LINESTYLES, source))
+        return base
+    return {"color": _pick(_FALLBACK_COLORS, key), "marker": _pick(_FALLBACK_MARKERS, "marker:" + key),
+            "linestyle": _pick(_FALLBACK_LINESTYLES, "line:" + key)}  # fmt: skip
+
+
+def _pick(options: Sequence, key: str):
     digest = hashlib.sha256(key.encode("utf-8")).digest()
-    return _FALLBACK_COLORS[int.from_bytes(digest[:4], "big") % len(_FALLBACK_COLORS)]
+    return options[int.from_bytes(digest[:4], "big") % len(options)]
+
+
+def method_color(name: str) -> str:
+    """Return the hex colour of a method, the same in every figure (the colour of :func:`method_style`)."""
+    return method_style(name)["color"]
 
 
 # --------------------------------------------------------------------------------------
@@ -150,8 +199,8 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
         temporary.unlink(missing_ok=True)
 
 
-def save_figure(fig: Figure, path_stem: str | os.PathLike) -> list[Path]:
-    """Save ``fig`` as ``<path_stem>.png`` and ``<path_stem>.svg`` (atomically); return both paths.
+def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None) -> list[Path]:
+    """Save ``fig`` as ``<path_stem>.png`` and ``<path_stem>.svg`` (atomically), and its data as ``.csv``.
 
     Parameters
     ----------
@@ -159,18 +208,39 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike) -> list[Path]:
         The figure to save.
     path_stem : str or PathLike
         Destination without extension, e.g. ``output_dir / "figures" / "gv_bound"``; a
-        ``.png``/``.svg`` suffix is ignored. Parent folders are created.
+        ``.png``/``.svg``/``.csv`` suffix is ignored. Parent folders are created.
+    data : pandas.DataFrame, optional
+        A tidy long-format table of exactly what the figure plots (e.g. :func:`curve_frame`), written
+        next to the pictures as ``<path_stem>.csv`` so a script can load the numbers.
+
+    Returns
+    -------
+    list of Path
+        The PNG and SVG paths, then the CSV path when ``data`` is given.
     """
     if not isinstance(fig, Figure):
         raise TypeError(f"save_figure expects a matplotlib Figure, got {type(fig).__name__}.")
-    stem = _strip_suffix(Path(path_stem), (".png", ".svg"))
+    stem = _strip_suffix(Path(path_stem), (".png", ".svg", ".csv"))
+    if data is not None:
+        _require_frame(data, "save_figure's data")
+        if data.empty:
+            raise ValueError("save_figure's data is empty; pass the rows the figure plots (or data=None).")
     paths = []
     for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None})):
         path = stem.with_name(f"{stem.name}.{fmt}")
         with atomic_path(path) as temporary:
             fig.savefig(temporary, format=fmt, metadata=metadata)
         paths.append(path)
+    if data is not None:
+        paths.append(save_table(data, stem))
     return paths
+
+
+def _require_frame(table, name: str) -> None:
+    import pandas as pd
+
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(table).__name__}; wrap it with pd.DataFrame(...).")
 
 
 def save_table(table, path_stem: str | os.PathLike) -> Path:
@@ -181,10 +251,7 @@ def save_table(table, path_stem: str | os.PathLike) -> Path:
     """
     import pandas as pd
 
-    if not isinstance(table, pd.DataFrame):
-        raise TypeError(
-            f"save_table expects a pandas DataFrame, got {type(table).__name__}; wrap it with pd.DataFrame(...)."
-        )
+    _require_frame(table, "save_table's table")
     stem = _strip_suffix(Path(path_stem), (".csv",))
     path = stem.with_name(f"{stem.name}.csv")
     with atomic_path(path) as temporary:
@@ -256,6 +323,11 @@ def _legend_outside(fig: Figure, axes, title: str | None = None) -> None:
     handles, labels = axes.get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="outside right upper", title=title)
+
+
+def _marker_spacing(points: int, markers: int = 12) -> dict[str, object]:
+    """Marker size and spacing: about ``markers`` markers per line, so dense curves stay readable."""
+    return {"markersize": 4, "markevery": max(1, points // markers)}
 
 
 def _new_figure(width: float, height: float) -> Figure:
@@ -596,11 +668,11 @@ def plot_curves(
                 f"(runs, {x_values.size}) to match x."
             )
         mean = runs.mean(axis=0)
-        color = method_color(method)
-        axes.plot(x_values, mean, color=color, marker="o", markersize=3, label=method)
+        style = method_style(method)
+        axes.plot(x_values, mean, **style, **_marker_spacing(x_values.size), label=method)
         if runs.shape[0] > 1:
             spread = runs.std(axis=0)
-            axes.fill_between(x_values, mean - spread, mean + spread, color=color, alpha=0.2, linewidth=0)
+            axes.fill_between(x_values, mean - spread, mean + spread, color=style["color"], alpha=0.2, linewidth=0)
     if np.array_equal(x_values, np.round(x_values)):
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # K, epochs, cycles: no 2.5 ticks
     axes.set_xlabel(xlabel)
@@ -611,8 +683,10 @@ def plot_curves(
     return fig
 
 
-def plot_pr_curves(pr_by_method: Mapping[str, Mapping[str, np.ndarray]], title: str | None = None) -> Figure:
-    """Precision-recall curves (Hamming radius 0..q), one per method.
+def plot_pr_curves(
+    pr_by_method: Mapping[str, Mapping[str, np.ndarray]], title: str | None = None, kind: str = "radius"
+) -> Figure:
+    """Precision-recall curves, one per method: Hamming radius 0..q, or cut-offs of the ranking.
 
     Parameters
     ----------
@@ -620,7 +694,12 @@ def plot_pr_curves(pr_by_method: Mapping[str, Mapping[str, np.ndarray]], title: 
         Per method, the precision and recall arrays under the keys ``"pr_precision"`` /
         ``"pr_recall"`` (the dict of ``shc.metrics.evaluate``) or ``"precision"`` / ``"recall"``.
     title : str, optional
+    kind : {"radius", "rank"}
+        What the points are (only changes the default title): retrieval within Hamming radius r, or
+        the top n of the Hamming ranking (``shc.metrics.rank_pr_curve``, the paper's figures).
     """
+    if kind not in ("radius", "rank"):
+        raise ValueError(f"kind must be 'radius' or 'rank', got {kind!r}.")
     if not pr_by_method:
         raise ValueError("pr_by_method is empty; pass at least one method -> {'precision', 'recall'}.")
     fig = _new_figure(6.0, 4.5)
@@ -630,12 +709,14 @@ def plot_pr_curves(pr_by_method: Mapping[str, Mapping[str, np.ndarray]], title: 
         recall = np.asarray(_pr_entry(curve, "recall", method), dtype=np.float64)
         if precision.shape != recall.shape or precision.ndim != 1:
             raise ValueError(f"{method!r}: precision {precision.shape} and recall {recall.shape} must be equal 1-D.")
-        axes.plot(recall, precision, color=method_color(method), marker="o", markersize=3, label=method)
+        axes.plot(recall, precision, **method_style(method), **_marker_spacing(recall.size), label=method)
     axes.set_xlabel("recall (fraction of relevant items retrieved)")
     axes.set_ylabel("precision (fraction of retrieved items relevant)")
     axes.set_xlim(0, 1.02)
     axes.set_ylim(0, 1.02)
-    axes.set_title(title or "precision-recall within Hamming radius r = 0..q")
+    default = "precision-recall within Hamming radius r = 0..q" if kind == "radius" else (
+        "precision-recall of the Hamming ranking (top n, ties by index)")
+    axes.set_title(title or default)
     _legend_outside(fig, axes, title="method")
     return fig
 
@@ -674,13 +755,13 @@ def plot_training_history(history_frame, metrics: Sequence[str] | None = None) -
     fig = _new_figure(10.0, 4.0)
     loss_axes, metric_axes = fig.subplots(1, 2)
     for method, frame in groups:
-        color = method_color(method) if method else None
+        style = method_style(method) if method else {"color": None, "marker": "o", "linestyle": "-"}
         prefix = f"{method} " if method else ""
-        loss_axes.plot(frame["epoch"], frame["loss"], color=color, marker="o", markersize=3, label=f"{prefix}loss")
-        for metric, style in zip(metric_columns, line_styles * len(metric_columns)):
+        loss_axes.plot(frame["epoch"], frame["loss"], **style, markersize=3, label=f"{prefix}loss")
+        for metric, line in zip(metric_columns, line_styles * len(metric_columns)):  # line style: the metric
             rows = frame[frame[metric].notna()]
-            metric_axes.plot(rows["epoch"], rows[metric], color=color, linestyle=style, marker="o", markersize=3,
-                             label=f"{prefix}{metric}")  # fmt: skip
+            metric_axes.plot(rows["epoch"], rows[metric], color=style["color"], marker=style["marker"],
+                             linestyle=line, markersize=3, label=f"{prefix}{metric}")  # fmt: skip
     loss_axes.set_xlabel("epoch")
     loss_axes.set_ylabel("training loss (unitless)")
     loss_axes.set_title("training loss")
@@ -712,7 +793,7 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
     metrics : sequence of str, optional
         Metric columns, by default those starting with "mAP".
     group : str
-        The column naming a line (its colour is :func:`method_color` of the value).
+        The column naming a line (its style is :func:`method_style` of the value).
     """
     import pandas as pd
 
@@ -731,12 +812,12 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
     grid = fig.subplots(len(bits_values), len(panels), sharex=True, squeeze=False)
     for row, q in enumerate(bits_values):
         for name, frame in history_frame[history_frame["bits"] == q].groupby(group, sort=False):
-            color = method_color(str(name))
+            style = method_style(str(name))
             for column, panel in enumerate(panels):
                 x, mean, spread = _mean_and_spread(frame, "epoch", panel)
                 axes = grid[row, column]
-                axes.plot(x, mean, color=color, marker="o", markersize=3, label=str(name))
-                axes.fill_between(x, mean - spread, mean + spread, color=color, alpha=0.2, linewidth=0)
+                axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(name))
+                axes.fill_between(x, mean - spread, mean + spread, color=style["color"], alpha=0.2, linewidth=0)
         for column, panel in enumerate(panels):
             axes = grid[row, column]
             axes.set_title(f"{q} bits: {'training loss' if panel == 'loss' else 'validation ' + panel}", fontsize=10)
@@ -875,3 +956,397 @@ def _categorical_colors(count: int) -> list:
 
     palette = colormaps["tab10" if count <= 10 else "tab20"]
     return [palette(i % palette.N) for i in range(count)]
+
+
+# --------------------------------------------------------------------------------------
+# Tidy data of the curve figures (saved beside each figure by save_figure(..., data=frame))
+# --------------------------------------------------------------------------------------
+
+#: Curve kinds of :func:`curve_frame`: the x column in the tidy frame and the keys of the metric arrays
+#: (``shc.metrics.evaluate`` / ``shc.results.load_metrics``) for x, precision and recall.
+CURVE_KINDS: dict[str, tuple[str, str, str, str]] = {
+    "k": ("k", "k", "precision@k", "recall@k"),  # precision@K and recall@K
+    "radius": ("radius", "pr_radius", "pr_precision", "pr_recall"),  # PR within Hamming radius r
+    "rank": ("rank", "rank_k", "rank_precision", "rank_recall"),  # PR at cut-offs of the ranking
+}
+_RUN_COLUMNS = ("method", "bits", "seed")
+
+
+def curve_frame(runs, kind: str):
+    """Tidy long table of one kind of retrieval curve over runs: ``method, bits, seed, <x>, precision, recall``.
+
+    Parameters
+    ----------
+    runs : iterable of mappings
+        One per run: ``"method"`` (the legend label, e.g. ``shc.results.run_label(config)``), ``"bits"``,
+        ``"seed"`` and the metric arrays of ``shc.metrics.evaluate`` (e.g. ``{**identity, **load_metrics(c)}``).
+    kind : {"k", "radius", "rank"}
+        precision@K / recall@K (x column ``k``), the Hamming-radius PR curve (``radius``) or the
+        rank-based PR curve (``rank``: the cut-off n of the ranking), see :data:`CURVE_KINDS`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run and x value; precision is NaN where undefined (a radius retrieving nothing).
+    """
+    import pandas as pd
+
+    if kind not in CURVE_KINDS:
+        raise ValueError(f"unknown curve kind {kind!r}; choose one of {sorted(CURVE_KINDS)}.")
+    x_name, x_key, precision_key, recall_key = CURVE_KINDS[kind]
+    frames = []
+    for number, run in enumerate(runs):
+        missing = [key for key in (*_RUN_COLUMNS, x_key, precision_key, recall_key) if key not in run]
+        if missing:
+            raise KeyError(f"run {number} lacks {missing}; pass method, bits, seed and the arrays of evaluate() "
+                           f"(kind {kind!r} needs {x_key!r}, {precision_key!r}, {recall_key!r}).")  # fmt: skip
+        x = np.asarray(run[x_key])
+        precision = np.asarray(run[precision_key], dtype=np.float64)
+        recall = np.asarray(run[recall_key], dtype=np.float64)
+        if not x.ndim == 1 or precision.shape != x.shape or recall.shape != x.shape:
+            raise ValueError(f"run {number}: {x_key}, {precision_key} and {recall_key} must be 1-D of equal length; "
+                             f"got {x.shape}, {precision.shape}, {recall.shape}.")  # fmt: skip
+        frames.append(pd.DataFrame({"method": str(run["method"]), "bits": int(run["bits"]), "seed": int(run["seed"]),
+                                    x_name: x, "precision": precision, "recall": recall}))  # fmt: skip
+    if not frames:
+        raise ValueError("runs is empty; pass at least one run's metrics.")
+    return pd.concat(frames, ignore_index=True)
+
+
+def _curve_x(frame) -> str:
+    names = [name for name, *_ in CURVE_KINDS.values() if name in frame.columns]
+    if len(names) != 1 or not {*_RUN_COLUMNS, "precision", "recall"} <= set(frame.columns):
+        raise ValueError(f"frame must come from curve_frame (method, bits, seed, one of k/radius/rank, precision, "
+                         f"recall); it has {list(frame.columns)}.")  # fmt: skip
+    return names[0]
+
+
+def _at_bits(frame, bits: int | None):
+    values = sorted(frame["bits"].unique())
+    if bits is None:
+        if len(values) != 1:
+            raise ValueError(f"the frame holds several code lengths {values}; pass bits=one of them.")
+        return frame
+    if bits not in values:
+        raise ValueError(f"no rows with bits={bits}; the frame has {values}.")
+    return frame[frame["bits"] == bits]
+
+
+def curve_arrays(frame, y: str, bits: int | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``x, {method: (seeds, n) array}`` of a :func:`curve_frame` column, the input of :func:`plot_curves`.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame from :func:`curve_frame`
+    y : {"precision", "recall"}
+    bits : int, optional
+        The code length to draw (needed when the frame holds several).
+    """
+    x_name = _curve_x(frame)
+    if y not in ("precision", "recall"):
+        raise ValueError(f"y must be 'precision' or 'recall', got {y!r}.")
+    rows = _at_bits(frame, bits)
+    x = np.sort(rows[x_name].unique())
+    curves = {}
+    for method, group in rows.groupby("method", sort=False):
+        table = group.pivot(index="seed", columns=x_name, values=y)
+        if table.shape[1] != x.size or table.isna().all(axis=None):
+            raise ValueError(f"the runs of {method!r} do not share the x values of the others; evaluate them alike.")
+        curves[str(method)] = table.reindex(columns=x).to_numpy(dtype=np.float64)
+    return x, curves
+
+
+def pr_arrays(frame, bits: int | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """``{method: {"precision", "recall"}}`` averaged over seeds at each x (NaN left out), for :func:`plot_pr_curves`."""
+    x_name = _curve_x(frame)
+    rows = _at_bits(frame, bits)
+    means = rows.groupby(["method", x_name], sort=False)[["precision", "recall"]].mean().reset_index()
+    return {str(method): {"precision": group.sort_values(x_name)["precision"].to_numpy(),
+                          "recall": group.sort_values(x_name)["recall"].to_numpy()}
+            for method, group in means.groupby("method", sort=False)}  # fmt: skip
+
+
+def arrays_frame(x, ys_by_method: Mapping[str, np.ndarray], x_name: str = "x", y_name: str = "y", **constants):
+    """Tidy long table of the inputs of :func:`plot_curves`: ``method, [constants], run, <x_name>, <y_name>``.
+
+    For figures drawn from arrays (e.g. a loss against the cycle); ``run`` numbers the rows of a
+    (runs, n) array (seeds in the order given). ``constants`` (e.g. ``bits=32``) become columns.
+    """
+    import pandas as pd
+
+    x_values = np.asarray(x)
+    frames = []
+    for method, values in ys_by_method.items():
+        runs = np.atleast_2d(np.asarray(values, dtype=np.float64))
+        if runs.ndim != 2 or runs.shape[1] != x_values.size:
+            raise ValueError(f"ys_by_method[{method!r}] has shape {np.shape(values)}; expected ({x_values.size},) "
+                             f"or (runs, {x_values.size}).")  # fmt: skip
+        for run, row in enumerate(runs):
+            frames.append(pd.DataFrame({"method": str(method), **constants, "run": run, x_name: x_values, y_name: row}))
+    if not frames:
+        raise ValueError("ys_by_method is empty; pass at least one method -> values.")
+    return pd.concat(frames, ignore_index=True)
+
+
+# --------------------------------------------------------------------------------------
+# Learned codes in 2-D, per-class AP, convergence of every method on one axis
+# --------------------------------------------------------------------------------------
+
+
+def code_embedding_frame(
+    codes,
+    labels,
+    coarse_labels,
+    centers=None,
+    *,
+    max_points: int = 800,
+    method: str = "tsne",
+    seed: int = 0,
+):
+    """2-D embedding of learned hash codes (and the hash centers) from their Hamming distances.
+
+    Items are subsampled (uniformly, ``seed``) to ``max_points``; the pairwise Hamming distances
+    ``(q - b_i^T b_j) / 2`` (Eq. 17) of items and centers together are embedded by scikit-learn's
+    t-SNE (``metric="precomputed"``) or metric MDS (precomputed dissimilarities), so centers land
+    among the codes trained towards them.
+
+    Parameters
+    ----------
+    codes : (n, q) array of +-1
+        Learned codes (e.g. of the query set).
+    labels : (n,) int array
+        Class of each code.
+    coarse_labels : (C,) int array
+        Coarse class of each class (the colour).
+    centers : (C, q) array of +-1, optional
+        The hash centers, drawn as large markers.
+    max_points : int
+        At most this many codes are embedded (t-SNE and MDS cost grows with the square).
+    method : {"tsne", "mds"}
+    seed : int
+        Subsample and embedding seed.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``kind`` ("code" or "center"), ``index`` (row in ``codes`` or class id), ``class``,
+        ``coarse``, ``x``, ``y``.
+    """
+    import pandas as pd
+
+    items = _as_centers(codes, "codes")
+    classes = np.asarray(labels)
+    coarse = np.asarray(coarse_labels)
+    if classes.shape != (items.shape[0],) or not np.issubdtype(classes.dtype, np.integer):
+        raise ValueError(f"labels must be ({items.shape[0]},) integer class ids, one per code; got {classes.shape}.")
+    if coarse.ndim != 1 or classes.max() >= coarse.size:
+        raise ValueError(f"coarse_labels must be (C,) with an entry for every class; got {coarse.shape} for class "
+                         f"ids up to {classes.max()}.")  # fmt: skip
+    if method not in ("tsne", "mds"):
+        raise ValueError(f"method must be 'tsne' or 'mds', got {method!r}.")
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.choice(items.shape[0], size=min(_check_positive(max_points), items.shape[0]), replace=False))
+    stacked, kinds, index, klass = items[chosen], ["code"] * chosen.size, list(chosen), list(classes[chosen])
+    if centers is not None:
+        hub = _as_centers(centers)
+        if hub.shape != (coarse.size, items.shape[1]):
+            raise ValueError(f"centers must be (C, q) = ({coarse.size}, {items.shape[1]}); got {hub.shape}.")
+        stacked = np.vstack([stacked, hub])
+        kinds += ["center"] * hub.shape[0]
+        index += list(range(hub.shape[0]))
+        klass += list(range(hub.shape[0]))
+    distances = ((items.shape[1] - stacked @ stacked.T) / 2).astype(np.float64)
+    coordinates = _embed(distances, method, seed)
+    klass = np.asarray(klass)
+    return pd.DataFrame({"kind": kinds, "index": index, "class": klass, "coarse": coarse[klass],
+                         "x": coordinates[:, 0], "y": coordinates[:, 1]})  # fmt: skip
+
+
+def _check_positive(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"expected a positive integer, got {value!r}.")
+    return int(value)
+
+
+def _embed(distances: np.ndarray, method: str, seed: int) -> np.ndarray:
+    import inspect
+
+    from sklearn.manifold import MDS, TSNE
+    from threadpoolctl import threadpool_limits
+
+    if method == "tsne":
+        perplexity = float(min(30.0, max(2.0, (distances.shape[0] - 1) / 3)))
+        model = TSNE(n_components=2, metric="precomputed", init="random", perplexity=perplexity, random_state=seed)
+    else:
+        parameters = inspect.signature(MDS).parameters
+        options = {"metric": "precomputed"} if "metric_mds" in parameters else {"dissimilarity": "precomputed"}
+        if "init" in parameters:
+            options["init"] = "random"
+        model = MDS(n_components=2, n_init=1, random_state=seed, **options)
+    # One thread: for <= ~1000 points OpenMP threads gain little and, on a busy machine, cost 10-100x.
+    with threadpool_limits(limits=1):
+        return model.fit_transform(distances)
+
+
+def plot_code_embedding(frame, coarse_names: Sequence[str] | None = None, title: str | None = None) -> Figure:
+    """Scatter of :func:`code_embedding_frame`: codes as small dots, centers as large outlined stars.
+
+    Colour: the coarse class (one colour each, also in the legend); a code near its class's center
+    and far from other coarse classes is what a semantic code should look like.
+    """
+    import pandas as pd
+
+    if not isinstance(frame, pd.DataFrame) or not {"kind", "coarse", "x", "y"} <= set(frame.columns):
+        raise ValueError("frame must come from code_embedding_frame (columns kind, index, class, coarse, x, y).")
+    groups = sorted(frame["coarse"].unique())
+    if coarse_names is not None and len(coarse_names) <= max(groups):
+        raise ValueError(f"coarse_names has {len(coarse_names)} names but coarse class {max(groups)} occurs.")
+    colors = _categorical_colors(len(groups))
+    fig = _new_figure(7.2, 5.6)
+    axes = fig.subplots()
+    for group, color in zip(groups, colors):
+        name = coarse_names[group] if coarse_names is not None else f"coarse {group}"
+        codes = frame[(frame["coarse"] == group) & (frame["kind"] == "code")]
+        hubs = frame[(frame["coarse"] == group) & (frame["kind"] == "center")]
+        axes.scatter(codes["x"], codes["y"], color=color, s=9, alpha=0.55, linewidth=0, label=name)
+        axes.scatter(hubs["x"], hubs["y"], color=color, s=160, marker="*", edgecolor="black", linewidth=0.8)
+    if (frame["kind"] == "center").any():
+        axes.scatter([], [], color="white", s=160, marker="*", edgecolor="black", label="hash center")
+    axes.set_xticks([])
+    axes.set_yticks([])
+    axes.set_xlabel("embedding axis 1 (Hamming distances preserved as far as possible)")
+    axes.set_ylabel("embedding axis 2")
+    axes.set_title(title or f"learned codes in 2-D ({(frame['kind'] == 'code').sum()} codes)")
+    _legend_outside(fig, axes, title="coarse class")
+    return fig
+
+
+def class_ap_frame(
+    ap_by_method: Mapping[str, np.ndarray],
+    similarity,
+    counts=None,
+    class_names: Sequence[str] | None = None,
+):
+    """Per-class AP against the class's mean similarity to the other classes, one row per (method, class).
+
+    Parameters
+    ----------
+    ap_by_method : mapping method -> (C,) array
+        Per-class mean AP, e.g. ``shc.metrics.per_class_mean(average_precision_per_query(...), labels)[0]``.
+    similarity : (C, C) array in [-1, 1]
+        The class similarity S; a class's ``mean_similarity`` is the mean of its row without the diagonal.
+    counts : (C,) int array, optional
+        Queries per class (``per_class_mean``'s second result), kept as ``n_queries``.
+    class_names : sequence of str, optional
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``method, class, name, mean_similarity, ap`` (and ``n_queries``); classes without a
+        query (NaN AP) are left out.
+    """
+    import pandas as pd
+
+    if not isinstance(ap_by_method, Mapping) or not ap_by_method:
+        raise ValueError("ap_by_method must be a non-empty mapping method -> (C,) per-class AP.")
+    matrix = _as_similarity(similarity)
+    num_classes = matrix.shape[0]
+    if num_classes < 2:
+        raise ValueError("at least 2 classes are needed for a similarity to the others.")
+    mean_similarity = (matrix.sum(axis=1) - np.diag(matrix)) / (num_classes - 1)
+    names = list(class_names) if class_names is not None else [str(c) for c in range(num_classes)]
+    if len(names) != num_classes:
+        raise ValueError(f"class_names has {len(names)} names for {num_classes} classes.")
+    frames = []
+    for method, values in ap_by_method.items():
+        ap = np.asarray(values, dtype=np.float64)
+        if ap.shape != (num_classes,):
+            raise ValueError(f"ap_by_method[{method!r}] has shape {ap.shape}; expected ({num_classes},) like S.")
+        columns = {"method": str(method), "class": np.arange(num_classes), "name": names,
+                   "mean_similarity": mean_similarity, "ap": ap}  # fmt: skip
+        if counts is not None:
+            columns["n_queries"] = np.asarray(counts, dtype=np.int64)
+        frames.append(pd.DataFrame(columns))
+    frame = pd.concat(frames, ignore_index=True)
+    return frame[frame["ap"].notna()].reset_index(drop=True)
+
+
+def plot_class_ap(frame, title: str | None = None) -> Figure:
+    """Scatter of :func:`class_ap_frame`: per-class AP (y) against mean similarity to the other classes (x).
+
+    Classes similar to many others are the hard ones; the legend gives each method's Spearman rank
+    correlation between the two.
+    """
+    import pandas as pd
+    from scipy.stats import spearmanr
+
+    if not isinstance(frame, pd.DataFrame) or not {"method", "mean_similarity", "ap"} <= set(frame.columns):
+        raise ValueError("frame must come from class_ap_frame (columns method, class, name, mean_similarity, ap).")
+    fig = _new_figure(7.0, 4.6)
+    axes = fig.subplots()
+    for method, group in frame.groupby("method", sort=False):
+        style = method_style(str(method))
+        rho = spearmanr(group["mean_similarity"], group["ap"]).statistic if len(group) > 2 else float("nan")
+        axes.scatter(group["mean_similarity"], group["ap"], color=style["color"], marker=style["marker"], s=22,
+                     alpha=0.8, label=f"{method} (Spearman {rho:+.2f})")  # fmt: skip
+    axes.set_xlabel("class's mean similarity S to the other classes (unitless)")
+    axes.set_ylabel("class AP (mean over the class's queries)")
+    axes.set_ylim(-0.02, 1.02)
+    axes.set_title(title or "per-class AP against class similarity")
+    _legend_outside(fig, axes, title="method")
+    return fig
+
+
+def convergence_frame(history_frame, metric: str = "mAP@ALL", group: str = "label"):
+    """Tidy ``method, bits, seed, epoch, <metric>`` rows of the epochs where ``metric`` was evaluated.
+
+    Parameters
+    ----------
+    history_frame : pandas.DataFrame
+        Stacked histories (``shc.results.history_rows``): columns ``bits``, ``seed``, ``epoch``, ``group``, ``metric``.
+    metric : str
+        A metric column, e.g. "mAP@ALL", or "loss".
+    group : str
+        The column naming the method (legend label).
+    """
+    import pandas as pd
+
+    if not isinstance(history_frame, pd.DataFrame):
+        raise TypeError("history_frame must be a pandas DataFrame (shc.results.history_rows(configs)).")
+    missing = [c for c in ("bits", "seed", "epoch", group, metric) if c not in history_frame.columns]
+    if missing:
+        raise ValueError(f"history_frame lacks {missing}; it has {list(history_frame.columns)}.")
+    rows = history_frame[history_frame[metric].notna()]
+    frame = rows[[group, "bits", "seed", "epoch", metric]].rename(columns={group: "method"})
+    return frame.astype({"method": str}).reset_index(drop=True)
+
+
+def plot_convergence_overlay(frame, title: str | None = None) -> Figure:
+    """Every method's curve of :func:`convergence_frame` on one shared axis per code length.
+
+    Several seeds are drawn as their mean with a +-1 std band; the styles are :func:`method_style`.
+    """
+    import pandas as pd
+
+    if not isinstance(frame, pd.DataFrame) or list(frame.columns[:4]) != ["method", "bits", "seed", "epoch"]:
+        raise ValueError("frame must come from convergence_frame (columns method, bits, seed, epoch, <metric>).")
+    if frame.empty:
+        raise ValueError("frame is empty: no epoch evaluated the metric.")
+    metric = frame.columns[4]
+    bits_values = sorted(frame["bits"].unique())
+    fig = _new_figure(4.6 * len(bits_values) + 1.8, 4.0)
+    grid = np.atleast_1d(fig.subplots(1, len(bits_values), sharey=True, squeeze=False)[0])
+    for axes, q in zip(grid, bits_values):
+        for method, group in frame[frame["bits"] == q].groupby("method", sort=False):
+            style = method_style(str(method))
+            x, mean, spread = _mean_and_spread(group, "epoch", metric)
+            axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(method))
+            axes.fill_between(x, mean - spread, mean + spread, color=style["color"], alpha=0.15, linewidth=0)
+        axes.set_title(f"{q} bits", fontsize=10)
+        axes.set_xlabel("epoch")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    grid[0].set_ylabel(f"validation {metric}" if metric != "loss" else "training loss (unitless)")
+    if title:
+        fig.suptitle(title)
+    _legend_outside(fig, grid[0], title="method")
+    return fig
