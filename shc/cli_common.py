@@ -37,26 +37,23 @@ def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
         return 2
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
+def _integer_at_least(minimum: int, meaning: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {meaning}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {meaning}, got {value}")
+        return value
+
+    parse.__name__ = meaning.replace(" ", "_")  # argparse names the type in its messages
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
+#: argparse types: an integer >= 1, and an integer >= 0.
+positive_int = _integer_at_least(1, "a positive integer")
+non_negative_int = _integer_at_least(0, "a non-negative integer")
 
 
 def positive_float(text: str) -> float:

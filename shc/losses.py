@@ -15,8 +15,7 @@ Register a new method with :func:`register_loss` and build one with :func:`build
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import torch

@@ -88,7 +88,7 @@ def install_assets(report_root: str | os.PathLike) -> Path:
     report_root : path
         The folder the reports of one preset live in (e.g. ``reports/quick``); created if needed.
     """
-    from shc.plots import atomic_path
+    from shc._io import atomic_path
 
     if not MATHJAX_BUNDLE.is_file():
         raise FileNotFoundError(

@@ -319,7 +319,7 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print) -> 
     return rows
 
 
-def compute_similarities(configs: Iterable[RunConfig], sources: Sequence[str] = SIMILARITY_SOURCES,
+def compute_similarities(configs: Iterable[RunConfig], sources: Sequence[str] = ("logits", "text", "hierarchy"),
                          progress: bool = False) -> None:
     """Stage 1 of every config for each S source that applies (hierarchy only where the data has one)."""
     for config in configs:

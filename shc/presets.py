@@ -226,25 +226,33 @@ def default_run_dir(preset: str) -> Path:
     return default_notebooks_dir().parent / "runs" / preset
 
 
-def notebook_configs(parameters: Mapping[str, Any], run_dir: str | None = None) -> dict[str, list[RunConfig]]:
+#: What each pipeline notebook reads: stage-1 S of every source (01), centers (02) or whole runs (03-06).
+NOTEBOOK_READS = {"01_similarity": "similarity", "02_hash_centers": "centers", "03_train_hashing": "runs",
+                  "04_retrieval": "runs", "05_ablations": "runs", "06_baselines": "runs"}
+
+
+def notebook_configs(parameters: Mapping[str, Any], run_dir: str | None = None,
+                     notebook: str | None = None) -> dict[str, list[RunConfig]]:
     """What a pipeline notebook's parameter set reads, for computing it first.
 
-    Returns ``{"runs": configs to run through all stages, "similarity": configs whose stage-1 S of every
-    source is read}``; empty lists for notebooks that read no runs.
+    Returns ``{"runs": configs to run through all stages, "centers": configs whose stages 1-2 are read,
+    "similarity": configs whose stage-1 S of every source is read}`` (:data:`NOTEBOOK_READS`); empty
+    lists for notebooks that read no runs. Notebook 05 also reads SHC with the text S.
     """
+    needs: dict[str, list[RunConfig]] = {"runs": [], "centers": [], "similarity": []}
     if "preset" not in parameters:
-        return {"runs": [], "similarity": []}
+        return needs
     common = dict(preset=parameters["preset"], dataset=parameters["dataset"], seeds=parameters["seeds"],
                   run_dir=run_dir if run_dir is not None else parameters.get("run_dir"),
                   epochs=parameters.get("epochs"), **dict(parameters.get("config_overrides") or {}))
-    bits = parameters.get("bits") or [32]
-    methods = parameters.get("methods")
-    if not methods:  # notebook 01: stage 1 only, of every S source
-        return {"runs": [], "similarity": report_configs(methods=["shc"], bits=[bits[0]], **common)}
-    runs = report_configs(methods=methods, bits=bits, **common)
-    if "shc" in methods and "semantic" in methods and "distance" in methods:  # notebook 05 also reads SHC with the text S
-        runs += report_configs(methods=["shc"], bits=bits, similarity="text", **common)
-    return {"runs": runs, "similarity": []}
+    reads = NOTEBOOK_READS.get(notebook or "", "runs" if parameters.get("methods") else "similarity")
+    if reads == "similarity":
+        needs["similarity"] = report_configs(methods=["shc"], bits=[32], **common)
+        return needs
+    needs[reads] = report_configs(methods=parameters["methods"], bits=parameters["bits"], **common)
+    if notebook == "05_ablations" and "shc" in parameters["methods"]:
+        needs["runs"] += report_configs(methods=["shc"], bits=parameters["bits"], similarity="text", **common)
+    return needs
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,7 +312,7 @@ def configs_from_arguments(args: argparse.Namespace, run_dir: str) -> list[RunCo
                                                datasets=args.datasets, epochs=args.epochs, run_dir=run_dir,
                                                **_grid_overrides(args))
     except ValueError as error:
-        raise ValueError(f"preset {args.preset!r}: {error}") from None
+        raise ValueError(f"preset {args.preset!r}: {str(error).replace('bits: ', '--bits: ', 1)}") from None
 
 
 def describe_config(config: RunConfig) -> str:

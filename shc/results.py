@@ -21,15 +21,16 @@ import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from shc.runs import MAP_KEYS, MissingRunError, RunConfig, artifact, describe, load_data
+from shc.runs import MissingRunError  # noqa: F401  (what every loader here raises)
+from shc.runs import MAP_KEYS, RunConfig, artifact, load_data
 from shc.runs import method_spec as _method
 from shc.runs import other_similarity as _other_similarity
+
 
 def run_label(config: RunConfig) -> str:
     """The name of a run in tables and legends: the method, plus the S source when it is not the default.

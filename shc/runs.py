@@ -137,6 +137,9 @@ class RunConfig:
         _choice("precision", self.precision, _PRECISIONS)
         if isinstance(self.bits, bool) or not isinstance(self.bits, int) or not 8 <= self.bits <= 1024:
             raise ValueError(f"bits must be an integer in [8, 1024] (the paper uses 16, 32, 64), got {self.bits!r}.")
+        if method_spec(self).centers == "csq" and self.bits & (self.bits - 1):
+            raise ValueError(f"bits: {self.bits} is not a power of two, and method {self.method!r} uses Hadamard "
+                             "centers, which exist only for 16, 32, 64, ... bits; use such a length or another method.")
         for name in ("epochs", "classifier_epochs", "batch_size", "eval_every"):
             _positive_int(name, getattr(self, name))
         for name in ("lr", "classifier_lr"):

@@ -23,8 +23,6 @@ from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse
-import torch
-
 from shc.validation import to_numpy
 
 __all__ = [

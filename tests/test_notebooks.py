@@ -97,8 +97,8 @@ def batch(tmp_path_factory):
     run_dir = str(root / "runs" / "tiny")
 
     def configs(methods, **changes):
-        return pipeline.report_configs(tiny["pipeline_preset"], tiny["dataset"], methods, tiny["bits"], tiny["seeds"],
-                                       run_dir, epochs=tiny["epochs"], **tiny["config_overrides"], **changes)  # fmt: skip
+        return pipeline.report_configs(tiny["preset"], tiny["dataset"], methods, tiny["bits"], tiny["seeds"], run_dir,
+                                       **changes)
 
     return {"results": reports_run, "log": log, "preset_dir": root / "reports" / "tiny", "run_dir": Path(run_dir),
             "configs": configs}  # fmt: skip
@@ -133,7 +133,7 @@ def test_every_figure_and_table_is_written(batch):
 def test_notebooks_share_one_set_of_stage_artifacts(batch):
     # every stage computed once in the preset's run_dir: logits S once per seed, each center set and run once,
     # the text-S variant of SHC beside the default one instead of colliding with it
-    folders = {path.name for path in (batch["run_dir"] / "digits-composite" / "seed0").iterdir()}
+    folders = {path.name.rsplit("-", 1)[0] for path in (batch["run_dir"] / "digits-composite" / "seed0").iterdir()}
     assert folders == {
         "stage1-logits", "stage1-text", "stage1-hierarchy",
         *(f"stage2-{m}-16bit" for m in ("random", "csq", "mds", "shc", "semantic", "distance", "shc-text",
@@ -326,9 +326,10 @@ def test_report_configs_epochs_set_both_networks_unless_the_classifier_is_named(
 
 def test_similarity_variants_of_semantic_methods_get_their_own_stage_folders():
     default = pipeline.RunConfig(method="shc", bits=16, run_dir="r")
-    assert pipeline.stage_directories(default)["stage3"] == Path("r/digits-composite/seed0/stage3-shc-16bit")
+    stage3 = pipeline.stage_directories(default)["stage3"]
+    assert stage3.parent == Path("r/digits-composite/seed0") and stage3.name.startswith("stage3-shc-16bit-")
     text = pipeline.stage_directories(default.replace(similarity="text"))
-    assert text["stage2"].name == "stage2-shc-text-16bit" and text["stage1"].name == "stage1-text"
+    assert text["stage2"].name.startswith("stage2-shc-text-16bit-") and text["stage1"].name.startswith("stage1-text-")
     # methods that never read S keep one folder whatever the source
     mds = default.replace(method="mds")
     assert pipeline.stage_directories(mds.replace(similarity="text"))["stage3"] == pipeline.stage_directories(mds)[

@@ -64,7 +64,7 @@ def test_unknown_method_colour_is_valid_and_stable_across_processes():
     assert all(is_color_like(colour) for colour in here)
     assert here == [plots.method_color(name) for name in names]
     code = f"from shc.plots import method_color; print([method_color(n) for n in {names!r}])"
-    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(Path(plots.__file__).parent.parent)}
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(Path(plots.__file__).resolve().parents[2])}
     other = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert other.stdout.strip() == repr(here)
 
@@ -348,7 +348,7 @@ def test_method_style_is_stable_across_processes_and_calls():
     assert here == [_triple(plots.method_style(name)) for name in names]
     code = (f"from matplotlib.colors import to_hex; from shc.plots import method_style as s; "
             f"print([(to_hex(s(n)['color']), s(n)['marker'], str(s(n)['linestyle'])) for n in {names!r}])")
-    env = {**os.environ, "PYTHONHASHSEED": "999", "PYTHONPATH": str(Path(plots.__file__).parent.parent)}
+    env = {**os.environ, "PYTHONHASHSEED": "999", "PYTHONPATH": str(Path(plots.__file__).resolve().parents[2])}
     other = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert other.stdout.strip() == repr(here)
     plots.method_style("shc")["color"] = "red"  # a returned dict is a copy: the table is not changed

@@ -34,14 +34,20 @@ def compute_runs(jobs: Sequence[ReportJob], run_root: str | os.PathLike = "runs"
     from shc.presets import notebook_configs
 
     runs: dict[str, Any] = {}
+    centers: dict[str, Any] = {}
     stage1: dict[str, Any] = {}
     for job in jobs:
-        needs = notebook_configs(job.parameters, str(Path(run_root) / job.preset))
+        needs = notebook_configs(job.parameters, str(Path(run_root) / job.preset), job.notebook)
         runs.update({_key(config): config for config in needs["runs"]})
+        centers.update({_key(config): config for config in needs["centers"]})
         stage1.update({_key(config): config for config in needs["similarity"]})
     if stage1:
         log(f"computing stage 1 (every S source) for {len(stage1)} seed(s) ...")
         pipeline.compute_similarities(list(stage1.values()), progress=progress)
+    if centers:
+        log(f"computing {len(centers)} center set(s) (stages 1-2) ...")
+        for config in centers.values():
+            pipeline.run_centers(config, progress=progress)
     if runs:
         log(f"computing {len(runs)} run(s) the notebooks read (cached ones are skipped) ...")
         pipeline.run_grid(list(runs.values()), progress=progress, log=log)
@@ -198,7 +204,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         runs: dict = {}
         for job in jobs:
             print(f"{job.name}: {json.dumps(job.parameters)}")
-            needs = notebook_configs(job.parameters, str(Path(arguments.runs) / job.preset))["runs"]
+            needs = notebook_configs(job.parameters, str(Path(arguments.runs) / job.preset), job.notebook)["runs"]
             runs.update({_key(config): config for config in needs})
         print(f"{len(jobs)} reports reading {len(runs)} runs")
         return 0

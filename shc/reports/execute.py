@@ -23,7 +23,7 @@ from typing import Any
 from shc._io import atomic_path, exclusive_lock, jsonable, write_text
 from shc.reports.export import notebook_title, render_html
 from shc.reports.plan import ReportJob, default_notebooks_dir
-from shc.reports.summary import SUMMARY_FILE, read_summary
+from shc.reports.summary import read_summary
 
 __all__ = ["FAILURE_FILE", "KERNEL_LOG_FILE", "RECORD_FILE", "ReportResult", "current_interpreter_kernel_spec",
            "describe_error", "execute_report", "output_lock", "read_record"]
@@ -257,10 +257,6 @@ def _execute_notebook(
             error = {"type": type(failure).__name__, "message": _strip_ansi(str(failure)).strip()[:2000]}
         written = temporary.exists()
     return error, written
-
-
-def _strip_ansi(text: str) -> str:
-    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
 
 
 def _strip_ansi(text: str) -> str:
