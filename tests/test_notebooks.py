@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import html
 import json
+import re
 from pathlib import Path
 
 import matplotlib
@@ -187,14 +188,14 @@ def test_similarity_report_recovers_the_known_hierarchy_consistently(batch):
     assert table.loc["hierarchy S", "roc_auc"] == 1.0 and table.loc["hierarchy S", "top1_same_coarse"] == 1.0
     # Independent ROC-AUC of the stored data-dependent S: count the won and tied (same-coarse, other) pair pairs.
     # Tiny classes are the numbers 0, 5, ..., 95 (20 evenly spaced of 100); the coarse class is the tens digit.
-    S = np.load(batch["run_dir"] / "digits-composite" / "seed0" / "stage1-logits" / "similarity.npy")
+    S = results.load_similarity(batch["configs"](["shc"])[0])
     coarse = (np.arange(20) * 5) // 10
     rows, columns = np.triu_indices(20, k=1)
     same = coarse[rows] == coarse[columns]
     positive, negative = S[rows, columns][same], S[rows, columns][~same]
     wins = (positive[:, None] > negative[None, :]).sum() + 0.5 * (positive[:, None] == negative[None, :]).sum()
     assert table.loc["data-dependent S", "roc_auc"] == pytest.approx(wins / (positive.size * negative.size))
-    text_S = np.load(batch["run_dir"] / "digits-composite" / "seed0" / "stage1-text" / "similarity.npy")
+    text_S = results.load_similarity(batch["configs"](["shc"])[0].replace(similarity="text"))
     correlations = pd.read_csv(_report(batch, "01_similarity") / "tables" / "similarity_correlations.csv", index_col=0)
     expected = spearmanr(S[rows, columns], text_S[rows, columns]).statistic
     assert correlations.loc["data-dependent S", "text S"] == pytest.approx(expected)
@@ -249,9 +250,19 @@ def test_curves_by_method_stack_the_stored_curves(batch):
         results.curves_by_method(configs, "recall@k", 32)
 
 
+def test_results_imports_no_trainer_and_never_computes():
+    import subprocess
+    import sys
+
+    code = ("import sys, shc.results; "
+            "print(sorted(m for m in ('shc.train', 'shc.pipeline', 'shc.losses', 'torch.optim') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", f"shc.results imported {out}"
+
+
 def test_reading_a_missing_run_names_the_fix(tmp_path):
     config = pipeline.RunConfig(run_dir=str(tmp_path))
-    with pytest.raises(FileNotFoundError, match=r"run shc.pipeline.run\(config\)"):
+    with pytest.raises(results.MissingRunError, match=r"python -m shc.reports --preset .*shc.pipeline.run\(config\)"):
         results.load_metrics(config)
     with pytest.raises(ValueError, match="no hash centers"):
         results.load_center_quality(config.replace(method="dpsh"))
@@ -440,3 +451,17 @@ def test_similarity_comparison_figures(tmp_path):
     plots.save_figure(grouped, tmp_path / "by_group")
     with pytest.raises(ValueError, match="same classes"):
         plots.plot_similarity_comparison({"a": HAND_S, "b": np.eye(3)})
+
+
+def test_every_generated_page_works_offline_is_titled_and_shows_no_stderr_or_reprs(batch):
+    from shc.offline import offline_problems
+
+    assert offline_problems(batch["preset_dir"]) == {}, "a page loads something from the network"
+    pages = sorted(batch["preset_dir"].rglob("*-report.html"))
+    assert len(pages) == len(NOTEBOOKS)
+    for page in pages:
+        text = page.read_text()
+        title = re.search(r"<title>(.*?)</title>", text, flags=re.S).group(1).strip()
+        assert title not in ("Notebook", "") and "$" not in title, f"{page.name}: title {title!r}"
+        assert "application/vnd.jupyter.stderr" not in text, f"{page.name} shows stderr"
+        assert "np.float64(" not in text and "np.int64(" not in text, f"{page.name} shows numpy reprs"

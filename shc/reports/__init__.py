@@ -57,12 +57,12 @@ from shc.reports.plan import (
     plan_jobs,
     variant_names,
 )
-from shc.reports.summary import SUMMARY_FILE, format_summary, publish_summary, read_summary
+from shc.reports.summary import SUMMARY_FILE, format_summary, publish_summary, read_summary, show_summary
 
 __all__ = [
     "FAILURE_FILE", "INDEX_FILE", "KERNEL_LOG_FILE", "OVERRIDE_PARAMETERS", "RECORD_FILE", "RUNNER_PARAMETERS",
     "SUMMARY_FILE", "ReportJob", "ReportResult", "apply_overrides", "check_notebook", "compute_runs",
     "current_interpreter_kernel_spec", "declared_parameters", "default_notebooks_dir", "execute_report",
     "format_summary", "main", "notebook_table", "notebook_title", "plan_jobs", "publish_summary", "read_summary",
-    "render_html", "run_reports", "strip_notebook", "summary_table", "variant_names", "write_index",
+    "render_html", "run_reports", "show_summary", "strip_notebook", "summary_table", "variant_names", "write_index",
 ]

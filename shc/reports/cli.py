@@ -111,13 +111,11 @@ def run_reports(
 
 
 def summary_table(results: Sequence[ReportResult]) -> str:
-    """A plain-text table: notebook, status, time, report path."""
-    rows = [("notebook", "status", "time", "report")]
-    for result in results:
-        rows.append((result.job.name, result.status, f"{result.seconds:.1f} s", str(result.output_dir)))
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths)) + "  " + row[3]
-                     for row in rows)
+    """A plain-text table: notebook, status, time, report page (:func:`shc.progress.summary_table`)."""
+    from shc.progress import summary_table as table
+
+    return table([{"notebook": r.job.notebook, "variant": r.job.variant, "status": r.status, "seconds": r.seconds,
+                   "report": r.output_dir / f"{r.job.notebook}-report.html"} for r in results])
 
 
 def _describe(result: ReportResult) -> str:

@@ -14,13 +14,13 @@ import os
 import re
 import shutil
 import sys
-import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from shc._io import atomic_path, exclusive_lock, jsonable, write_text
+from shc.provenance import Timer
 from shc.reports.export import notebook_title, render_html
 from shc.reports.plan import ReportJob, default_notebooks_dir
 from shc.reports.summary import read_summary
@@ -158,16 +158,17 @@ def execute_report(
         shutil.rmtree(building, ignore_errors=True)
         building.mkdir(parents=True)
         try:
-            started = time.perf_counter()
-            # The notebook writes into the building folder; its parameters name the final folder's path
-            # only in the record, so a report moved into place has no dangling path.
-            run_parameters = {**parameters, "output_dir": str(building)}
-            error, written = _execute_notebook(notebook_path, building / files["notebook"], run_parameters,
-                                               building, timeout)
-            if written:  # render the partial notebook of a failed run too: it shows the traceback in context
-                render_error = _render_both(building, files, job)
-                error = error or render_error
-            seconds = time.perf_counter() - started
+            with Timer() as timer:  # wall and CPU time, the kernel process's included
+                # The notebook writes into the building folder; the record names the final folder.
+                run_parameters = {**parameters, "output_dir": str(building)}
+                error, written = _execute_notebook(notebook_path, building / files["notebook"], run_parameters,
+                                                   building, timeout)
+                if written:  # render the partial notebook of a failed run too: it shows the traceback in context
+                    render_error = _render_both(building, files, job, Path(output_root).resolve() / job.preset,
+                                                output_dir)
+                    error = error or render_error
+            seconds = timer.wall_s
+            provenance = {**(provenance or {}), "time": timer.as_dict()}
             status = "failed" if error else "ok"
             present = {key: name for key, name in files.items() if (building / name).is_file()}
             record = _record(job, status, seconds, parameters, present, notebook_path, error, provenance)
@@ -263,11 +264,14 @@ def _strip_ansi(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
 
 
-def _render_both(output_dir: Path, files: dict[str, str], job: ReportJob) -> dict | None:
+def _render_both(building: Path, files: dict[str, str], job: ReportJob, assets_root: Path,
+                 output_dir: Path) -> dict | None:
+    """Both HTML versions of the executed notebook in ``building``, linking assets as from ``output_dir``."""
     try:
-        notebook = output_dir / files["notebook"]
-        render_html(notebook, output_dir / files["html"], include_input=True)
-        render_html(notebook, output_dir / files["report"], include_input=False, header=_report_header(job))
+        notebook = building / files["notebook"]
+        for key, include_input, header in (("html", True, None), ("report", False, _report_header(job))):
+            render_html(notebook, building / files[key], include_input=include_input, header=header,
+                        assets_root=assets_root, page_path=output_dir / files[key])
     except Exception as failure:
         return {"type": type(failure).__name__, "message": f"HTML conversion failed: {failure}"}
     return None

@@ -5,12 +5,12 @@ from __future__ import annotations
 import html
 import json
 import os
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
 
 from shc._io import write_text
+from shc.reports.export import plain_title
 from shc.reports.execute import FAILURE_FILE, RECORD_FILE, describe_error, read_record
 from shc.reports.plan import RUNNER_PARAMETERS
 from shc.reports.summary import format_summary, read_summary
@@ -66,11 +66,6 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
     return write_text(preset_dir / INDEX_FILE, page)
 
 
-def _plain_title(title: str) -> str:
-    """A notebook heading without TeX markup, for the index (``$\\mathbf{S}$`` -> ``S``)."""
-    return re.sub(r"\$([^$]*)\$", lambda m: re.sub(r"\\[a-zA-Z]+\{([^}]*)\}", r"\1", m.group(1)), title)
-
-
 def _index_row(preset_dir: Path, folder: Path, record: dict, summary: dict | None) -> str:
     def link(key: str, text: str) -> str:  # only files that are there (a published copy may omit some)
         name = record.get("files", {}).get(key)
@@ -81,7 +76,7 @@ def _index_row(preset_dir: Path, folder: Path, record: dict, summary: dict | Non
     def links(*keys_and_texts: tuple[str, str]) -> str:
         return " · ".join(filter(None, (link(key, text) for key, text in keys_and_texts)))
 
-    title = html.escape(_plain_title(record.get("title") or record.get("notebook", str(folder))))
+    title = html.escape(plain_title(record.get("title") or record.get("notebook", str(folder))))
     name = html.escape(folder.as_posix())
     parameters = {k: v for k, v in (record.get("parameters") or {}).items() if k not in RUNNER_PARAMETERS}
     shown = html.escape(", ".join(f"{k}={json.dumps(v)}" for k, v in parameters.items()))

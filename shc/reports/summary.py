@@ -11,7 +11,7 @@ from typing import Any
 
 from shc._io import write_text
 
-__all__ = ["SUMMARY_FILE", "format_summary", "publish_summary", "read_summary"]
+__all__ = ["SUMMARY_FILE", "SummaryTable", "format_summary", "publish_summary", "read_summary", "show_summary"]
 
 SUMMARY_FILE = "summary.json"
 
@@ -61,3 +61,25 @@ def format_summary(summary: Mapping[str, Any] | None) -> str:
     return " · ".join(f"{name} {value:.4g}" if isinstance(value, float) else f"{name} {value}"
                       for name, value in summary.items())  # fmt: skip
 
+
+
+class SummaryTable:
+    """A notebook's headline numbers shown as a small table with sensible rounding (no numpy reprs)."""
+
+    def __init__(self, summary: Mapping[str, Any], digits: int = 4) -> None:
+        self.summary, self.digits = dict(summary), digits
+
+    def _repr_html_(self) -> str:
+        from shc.stats import summary_table
+
+        return summary_table(self.summary, self.digits, fmt="html")
+
+    def __repr__(self) -> str:
+        from shc.stats import summary_table
+
+        return summary_table(self.summary, self.digits, fmt="markdown")
+
+
+def show_summary(summary: Mapping[str, Any], digits: int = 4) -> SummaryTable:
+    """Display ``summary`` (what :func:`publish_summary` wrote) as a table: end a notebook with it."""
+    return SummaryTable(summary, digits)
