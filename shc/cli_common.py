@@ -20,7 +20,30 @@ USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError, P
                                                 NotADirectoryError, RuntimeError, TypeError)
 
 
+def _terminate(signum, frame):  # SIGTERM (e.g. a batch scheduler, `kill`) unwinds like Ctrl-C
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:
+    """Run a command-line ``main(argv)``: user errors as one line (exit 2), interrupts cleanly (exit 130).
+
+    SIGTERM is turned into the same clean unwinding as Ctrl-C, so temporary files and building folders
+    are removed and every finished artifact stays.
+    """
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _run(main, argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get("SHC_DEBUG") == "1"
     argv = [argument for argument in argv if argument != "--debug"]

@@ -409,6 +409,7 @@ def _check_labels(labels: Any, name: str, n_items: int, codes_name: str) -> np.n
 
 
 def _validate(query_codes: Any, query_labels: Any, db_codes: Any, db_labels: Any) -> _Data:
+    _backend()  # a misspelt SHC_METRICS_BACKEND is an error, not a silent default
     qc = _check_codes(query_codes, "query_codes")
     dc = _check_codes(db_codes, "db_codes")
     if qc.shape[1] != dc.shape[1]:
@@ -736,7 +737,18 @@ _KERNEL: Any = None  # None: not tried yet; False: numba unavailable or disabled
 def _kernel_applies(data: _Data, plan: _Plan) -> bool:
     return (data.single_label and data.db_codes.dtype == np.uint64 and not len(plan.ks) and not plan.pr
             and not plan.tie_aware and not len(plan.rank_cut)
-            and os.environ.get("SHC_METRICS_BACKEND", "auto") != "numpy")
+            and _backend() != "numpy")
+
+
+_BACKENDS = ("auto", "numpy")
+
+
+def _backend() -> str:
+    """``SHC_METRICS_BACKEND``: "auto" (numba kernel where it applies, the default) or "numpy"."""
+    value = os.environ.get("SHC_METRICS_BACKEND", "auto")
+    if value not in _BACKENDS:
+        raise ValueError(f"SHC_METRICS_BACKEND={value!r} is not a backend; use one of {_BACKENDS} (or unset it).")
+    return value
 
 
 def _compiled_average_precision() -> Any:

@@ -103,10 +103,14 @@ class HashingSplit(Dataset):
     def _load(self, i: int) -> Any:
         if self._images is not None:
             return self._images[i]
-        from PIL import Image
+        from PIL import Image, UnidentifiedImageError
 
-        with Image.open(self._paths[i]) as image:
-            return image.convert("RGB")
+        try:
+            with Image.open(self._paths[i]) as image:
+                return image.convert("RGB")
+        except (OSError, UnidentifiedImageError, ValueError) as error:
+            raise ValueError(f"image file {self._paths[i]} cannot be read ({error}); replace or remove it, then "
+                             "rerun (the data fingerprint changes, so no stale result is reused).") from None
 
     def raw_image(self, i: int) -> np.ndarray:
         """The stored image ``i`` untransformed: ``H x W x 3`` (or ``H x W`` grey) uint8, for display."""
