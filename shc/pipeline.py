@@ -243,7 +243,7 @@ def encode(model, split, config: RunConfig) -> np.ndarray:
 def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
     """Stage 3 and evaluation: train the hashing network, encode query and database, measure (cached)."""
     from shc.methods import build_criterion
-    from shc.metrics import evaluate
+    from shc.metrics import DEFAULT_RANK_POINTS, evaluate
     from shc.models import build_hashing_network
     from shc.train import fit, set_seed
 
@@ -273,12 +273,15 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
             query_codes, db_codes = encode(model, data.query, config), encode(model, data.database, config)
             save_npz(directory / "codes.npz", query_codes=query_codes, query_labels=data.query.labels,
                      database_codes=db_codes, database_labels=data.database.labels)
-            scores = evaluate(query_codes, data.query.labels, db_codes, data.database.labels)
+            scores = evaluate(query_codes, data.query.labels, db_codes, data.database.labels,
+                              rank_points=DEFAULT_RANK_POINTS, per_query=True)
             metrics = jsonable({
                 **{key: scores[key] for key in MAP_KEYS},
                 "k": scores["k"], "precision@k": scores["precision@k"], "recall@k": scores["recall@k"],
                 "pr_radius": scores["pr_radius"], "pr_precision": scores["pr_precision"],
-                "pr_recall": scores["pr_recall"],
+                "pr_recall": scores["pr_recall"], "rank_k": scores["rank_k"],
+                "rank_precision": scores["rank_precision"], "rank_recall": scores["rank_recall"],
+                "query_AP@ALL": scores["AP@ALL"],
                 "selected_epoch": history.best_epoch, "train_seconds": train_seconds,
                 "method": config.method, "bits": config.bits, "seed": config.seed, "dataset": config.dataset,
             })

@@ -507,6 +507,41 @@ def pr_curves_by_method(configs: Iterable[RunConfig], bits: int) -> dict[str, di
                         "pr_recall": np.nanmean(recall[label], axis=0)} for label in precision}
 
 
+def curve_rows(configs: Iterable[RunConfig], kind: str):
+    """The tidy table of one retrieval curve over every run: ``method, bits, seed, <x>, precision, recall``.
+
+    ``kind`` is "k" (precision@K / recall@K), "radius" (precision-recall by Hamming radius) or "rank"
+    (precision-recall at cut-offs of the Hamming ranking, ties by index: the paper's figures). Exactly what
+    the curve figures draw; save it beside them (``plots.save_figure(fig, stem, data=...)``).
+    """
+    from shc.plots import curve_frame
+
+    return curve_frame(({**_identity(config), "method": run_label(config), **load_metrics(config)}
+                        for config in configs), kind)
+
+
+def class_ap_rows(configs: Iterable[RunConfig], bits: int, seed: int | None = None):
+    """Per-class AP@ALL against the class's mean similarity to the others, one row per (method, class).
+
+    Reads each run's stored per-query AP@ALL (``metrics.json``) and the data-dependent S of the seed
+    (stage 1), for :func:`shc.plots.plot_class_ap`.
+    """
+    from shc.metrics import per_class_mean
+    from shc.plots import class_ap_frame
+
+    chosen = [config for config in configs if config.bits == bits]
+    if not chosen:
+        raise ValueError(f"no config has bits={bits}; pick one of the grid's code lengths.")
+    seed = chosen[0].seed if seed is None else seed
+    chosen = [config for config in chosen if config.seed == seed]
+    data = load_data(chosen[0])
+    labels = load_codes(chosen[0])["query_labels"]
+    ap = {run_label(config): per_class_mean(np.asarray(load_metrics(config)["query_AP@ALL"]), labels,
+                                            data.num_classes)[0] for config in chosen}
+    S = load_similarity(chosen[0].replace(method="shc", similarity="logits"))
+    return class_ap_frame(ap, S, class_names=data.class_names)
+
+
 def hamming_top_k(query_codes: np.ndarray, database_codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` nearest database items of each query in Hamming distance, ties in database order (the
     ranking of :mod:`shc.metrics`).

@@ -36,6 +36,8 @@ __all__ = ["MAP_KEYS", "SIMILARITY_SOURCES", "MissingRunError", "RunConfig", "id
 
 SIMILARITY_SOURCES = ("logits", "text", "labels", "hierarchy")
 MAP_KEYS = ("mAP@100", "mAP@1000", "mAP@ALL")
+#: Version of what stage 3 measures and stores (2: + rank-based PR curve and per-query AP@ALL).
+EVALUATION_VERSION = 2
 _OPTIMIZERS = ("rmsprop", "adam", "sgd")
 _MASKS = ("label", "argmax")
 _PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -234,7 +236,7 @@ def stage_identities(config: RunConfig) -> dict[str, dict[str, Any] | None]:
         **data, "method": config.method, "bits": config.bits, "backbone": config.backbone,
         "pretrained": config.pretrained, "weights": config.weights, "epochs": config.epochs, "lr": config.lr,
         "batch_size": config.batch_size, "optimizer": config.optimizer, "eval_every": config.eval_every,
-        "method_options": dict(config.method_options),
+        "method_options": dict(config.method_options), "evaluation": EVALUATION_VERSION,
     }
     if stage2 is not None:
         stage3["stage2"] = stage2
