@@ -240,6 +240,24 @@ def _kth_distance(hist, k):
     return hist.shape[0] - 1
 
 
+@numba.njit(inline="always")
+def _next_within(codes, query, n_words, start, end, threshold):
+    """First position p in [start, end) whose code lies within ``threshold`` of the query, and its distance
+    (``(end, 0)`` if none): the tight loop of a bucket scan."""
+    if n_words == 1:
+        word = query[0]
+        for p in range(start, end):
+            d = np.int64(popcount(word ^ codes[p, 0]))
+            if d <= threshold:
+                return p, d
+        return end, np.int64(0)
+    for p in range(start, end):
+        d = np.int64(_distance(query, codes[p], n_words))
+        if d <= threshold:
+            return p, d
+    return end, np.int64(0)
+
+
 @numba.njit(parallel=True, cache=True)
 def mih_search(queries, k, table_codes, table_rows, offsets, sub_start, sub_length, out_rows, out_distances):
     """Exact top-k by multi-index hashing; rows sorted by (distance, row), ``k <= n_db``.
@@ -276,18 +294,20 @@ def mih_search(queries, k, table_codes, table_rows, offsets, sub_start, sub_leng
         for r in range(max_length + 1):
             for j in range(m):
                 length = sub_length[j]
+                codes_j = table_codes[j]
                 if r <= length:
                     mask = (np.int64(1) << r) - 1  # Gosper's hack: every length-bit mask with r bits set
                     limit = np.int64(1) << length
                     while mask < limit:
                         bucket = keys[j] ^ mask
-                        for p in range(offsets[j, bucket], offsets[j, bucket + 1]):
-                            d = 0
+                        p = offsets[j, bucket] - 1
+                        end = offsets[j, bucket + 1]
+                        while True:
+                            p, d = _next_within(codes_j, query, n_words, p + 1, end, threshold)
+                            if p == end:
+                                break
                             for w in range(n_words):
                                 xor[w] = query[w] ^ table_codes[j, p, w]
-                                d += popcount(xor[w])
-                            if d > threshold:
-                                continue
                             first = True
                             for jj in range(m):
                                 if jj != j:

@@ -284,10 +284,12 @@ class HashIndex:
     # Multi-index hashing
     # ---------------------------------------------------------------------------------------------
     def default_substrings(self) -> int:
-        """m of multi-index hashing: about q / log2(N) substrings (Norouzi et al.: about one code per bucket),
-        at least 2, with substrings of at most 24 bits (tables of 2^24 buckets)."""
+        """m of multi-index hashing: substrings of about log2(N) - 7 bits, so about 2^7 codes share a bucket
+        (Norouzi et al. suggest log2(N) bits, one code a bucket; with buckets read contiguously, fewer and
+        fuller buckets measured faster here: at 10M x 64 bits m = 4 beat m = 3), at least 2, at most 24 bits.
+        """
         bits = 8 * ((self.num_bits + 7) // 8)
-        m = round(bits / max(math.log2(max(len(self), 2)), 1.0))
+        m = round(bits / max(math.log2(max(len(self), 2)) - 7, 8.0))
         return int(min(max(m, 2, math.ceil(bits / 24)), bits))
 
     def _mih_tables(self, substrings: int) -> dict[str, np.ndarray]:
