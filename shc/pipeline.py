@@ -10,7 +10,8 @@ configuration differs is refused (never mixed):
                                     accuracy, for the "logits" source), ``classifier/`` (training run)
     ``stage2-<method>-<q>bit/``     ``centers.npy``, ``quality.json``, ``history.json`` (SHC cycles)
     ``stage3-<method>-<q>bit/``     ``train/`` (checkpoints, ``history.csv``), ``codes.npz``,
-                                    ``metrics.json`` (mAP@100/1000/ALL, P@K, R@K, PR curve)
+                                    ``metrics.json`` (mAP@100/1000/ALL, P@K, R@K, PR curve),
+                                    ``encoder.json`` (network and input transform, for ``shc encode``)
 
 (``<method>-<source>`` instead of ``<method>`` for "shc" and "semantic" built from an S other than
 "logits", e.g. ``stage3-shc-text-32bit``.)
@@ -372,6 +373,14 @@ def encode(model, split, config: RunConfig) -> np.ndarray:
     return np.asarray(hash_codes(predict(model, split, batch_size=512, precision=config.precision)))
 
 
+def _write_encoder_record(config: RunConfig, directory: Path) -> None:
+    """``encoder.json``: what ``shc encode`` needs to hash image files with this stage's network (no-op when
+    present; see :func:`shc.retrieval.write_encoder_record`)."""
+    from shc.retrieval.encoder import write_encoder_record
+
+    write_encoder_record(config, directory)
+
+
 def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
     """Stage 3 and evaluation: train the hashing network, encode query and database, measure (cached)."""
     from shc.methods import build_criterion
@@ -381,6 +390,7 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
 
     spec = _method(config)
     directory = _stage_directory(stage_directories(config)["stage3"], _stage3_identity(config))
+    _write_encoder_record(config, directory)
     metrics_path = directory / "metrics.json"
     if metrics_path.exists():
         return json.loads(metrics_path.read_text())

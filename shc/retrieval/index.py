@@ -117,6 +117,7 @@ class HashIndex:
         self._codes = np.zeros((0, _words(self.num_bits)), np.uint64)
         self._ids = np.zeros(0, np.int64)
         self._cache: dict[str, Any] = {}  # derived structures (MIH tables, FAISS indexes), reset by add
+        self.metadata: dict[str, Any] = {}  #: JSON-able extras kept by save / load (``shc index``: file paths)
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -393,8 +394,8 @@ class HashIndex:
         """Write the index to ``path`` atomically (temporary file + rename).
 
         Layout: 8 magic bytes ``SHCHIDX\\0``, a 4-byte little-endian header length, a JSON header
-        (``format_version``, ``num_bits``, ``count``, ``words``, ``crc32`` of the payload), then the payload:
-        codes (count x words little-endian uint64) and ids (count little-endian int64).
+        (``format_version``, ``num_bits``, ``count``, ``words``, ``crc32`` of the payload, ``metadata``), then
+        the payload: codes (count x words little-endian uint64) and ids (count little-endian int64).
         """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -402,7 +403,8 @@ class HashIndex:
         ids = self._ids.astype("<i8", copy=False).tobytes()
         crc = zlib.crc32(ids, zlib.crc32(codes))
         header = json.dumps({"format_version": FORMAT_VERSION, "num_bits": self.num_bits, "count": len(self),
-                             "words": int(self._codes.shape[1]), "crc32": crc}).encode()
+                             "words": int(self._codes.shape[1]), "crc32": crc,
+                             "metadata": self.metadata}).encode()
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as handle:
             try:
                 handle.write(_MAGIC + len(header).to_bytes(4, "little") + header)
@@ -458,4 +460,5 @@ class HashIndex:
         split = count * 8 * words
         index._codes = np.frombuffer(payload[:split], "<u8").astype(np.uint64).reshape(count, words)
         index._ids = np.frombuffer(payload[split:], "<i8").astype(np.int64)
+        index.metadata = dict(header.get("metadata") or {})
         return index
