@@ -347,8 +347,9 @@ class HashIndex:
                 index = faiss.IndexBinaryHNSW(dim, hnsw_m)
             else:
                 nlist = nlist or max(1, int(4 * math.sqrt(len(self))))
-                index = faiss.IndexBinaryIVF(faiss.IndexBinaryFlat(dim), dim, min(nlist, len(self)))
-                index.own_fields = True
+                quantizer = faiss.IndexBinaryFlat(dim)
+                index = faiss.IndexBinaryIVF(quantizer, dim, min(nlist, len(self)))
+                index.referenced_quantizer = quantizer  # FAISS does not own it: keep it alive with the index
                 index.train(data)
             index.add(data)
             self._cache[key] = index
