@@ -9,7 +9,8 @@ interrupted run resumes (training from its last epoch, bit-identically).
 
 Reported retrieval numbers are those of the model selected on the *validation* split (best validation
 mAP@ALL over the evaluated epochs), measured once on the query set. The authors' release instead reports
-each metric's maximum over epochs on the query set, which is optimistic.
+each metric's maximum over epochs on the query set, which is optimistic. Stage 3 also writes
+``encoder.json`` (network and input transform), what ``shc encode`` needs to hash new images.
 
 Reading finished runs into tables, curves and example retrievals is :mod:`shc.results`; the experiment
 grids are :mod:`shc.presets`.
@@ -240,6 +241,14 @@ def encode(model, split, config: RunConfig) -> np.ndarray:
     return np.asarray(hash_codes(predict(model, split, batch_size=512, precision=config.precision)))
 
 
+def _write_encoder_record(config: RunConfig, directory: Path) -> None:
+    """``encoder.json``: what ``shc encode`` needs to hash image files with this stage's network (no-op when
+    present; see :func:`shc.retrieval.write_encoder_record`)."""
+    from shc.retrieval.encoder import write_encoder_record
+
+    write_encoder_record(config, directory)
+
+
 def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
     """Stage 3 and evaluation: train the hashing network, encode query and database, measure (cached)."""
     from shc.methods import build_criterion
@@ -254,6 +263,8 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
     data = load_data(config)
     centers = run_centers(config, progress)
     with _stage(config, "stage3") as directory:
+        if _is_main():
+            _write_encoder_record(config, directory)
         set_seed(config.seed)  # initial weights (network and any loss parameters) independent of earlier runs
         model = build_hashing_network(config.backbone, config.bits, pretrained=config.pretrained,
                                       weights=config.weights, **dict(spec.head))

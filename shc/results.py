@@ -544,7 +544,7 @@ def class_ap_rows(configs: Iterable[RunConfig], bits: int, seed: int | None = No
 
 def hamming_top_k(query_codes: np.ndarray, database_codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` nearest database items of each query in Hamming distance, ties in database order (the
-    ranking of :mod:`shc.metrics`).
+    ranking of :mod:`shc.metrics`), by an exact :class:`shc.retrieval.HashIndex` search.
 
     Parameters
     ----------
@@ -558,15 +558,15 @@ def hamming_top_k(query_codes: np.ndarray, database_codes: np.ndarray, k: int) -
     indices, distances : (n, k) int arrays
         Database indices, nearest first, and their Hamming distances (q - <b_i, b_j>) / 2 (Eq. 17).
     """
+    from shc.retrieval import HashIndex
+
     queries, database = np.asarray(query_codes), np.asarray(database_codes)
     if queries.ndim != 2 or database.ndim != 2 or queries.shape[1] != database.shape[1]:
         raise ValueError(f"codes must be (n, q) and (N, q) with the same q, got {queries.shape} and {database.shape}.")
     if not 1 <= k <= database.shape[0]:
         raise ValueError(f"k must lie in [1, {database.shape[0]}] (the database size), got {k}.")
-    num_bits = queries.shape[1]
-    distances = (num_bits - queries.astype(np.int32) @ database.astype(np.int32).T) // 2
-    indices = np.argsort(distances, axis=1, kind="stable")[:, :k]
-    return indices, np.take_along_axis(distances, indices, axis=1)
+    distances, indices = HashIndex(queries.shape[1]).add(database).search(queries, k)  # ids = database indices
+    return indices, distances
 
 
 @dataclass
