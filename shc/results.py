@@ -48,6 +48,11 @@ def load_similarity(config: RunConfig) -> np.ndarray:
     return np.load(_artifact(config, "stage1", "similarity.npy"))
 
 
+def has_centers(config: RunConfig) -> bool:
+    """Whether ``config``'s method has hash centers (a stage 2)."""
+    return _method(config).centers is not None
+
+
 def load_centers(config: RunConfig) -> np.ndarray:
     """Stage 2's ``centers.npy``: the (C, q) +-1 hash centers of ``config``'s method."""
     _require_centers(config)
@@ -585,6 +590,15 @@ class ExampleQueries:
     def precision(self) -> float:
         """Fraction of correct results over all shown queries (precision@k of these queries)."""
         return float(self.correct.mean())
+
+    def frame(self):
+        """Tidy ``query, rank, result, distance, correct`` rows: what the example figure shows."""
+        import pandas as pd
+
+        n, k = self.result_indices.shape
+        return pd.DataFrame({"query": np.repeat(self.query_indices, k), "rank": np.tile(np.arange(1, k + 1), n),
+                             "result": self.result_indices.reshape(-1), "distance": self.distances.reshape(-1),
+                             "correct": self.correct.reshape(-1)})
 
 
 def top_results(config: RunConfig, n_queries: int = 5, k: int = 10,

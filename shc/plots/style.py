@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -221,3 +221,32 @@ def _categorical_colors(count: int) -> list:
 
     palette = colormaps["tab10" if count <= 10 else "tab20"]
     return [palette(i % palette.N) for i in range(count)]
+
+
+def matrix_frame(matrices, names=None, coarse_labels=None):
+    """Tidy ``source, row, column, value`` rows of one or several (C, C) matrices (what a heatmap draws).
+
+    ``matrices`` is a (C, C) array or a mapping name -> array; ``names`` labels the classes (default 0..C-1);
+    with ``coarse_labels`` two more columns give each class's coarse class.
+    """
+    import pandas as pd
+
+    if not isinstance(matrices, Mapping):
+        matrices = {"matrix": matrices}
+    frames = []
+    for source, matrix in matrices.items():
+        matrix = np.asarray(matrix)
+        if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+            raise ValueError(f"matrix {source!r} must be square (C, C), got shape {matrix.shape}.")
+        count = matrix.shape[0]
+        labels = np.asarray(list(names) if names is not None else range(count), dtype=object)
+        if len(labels) != count:
+            raise ValueError(f"{len(labels)} names for a {count} x {count} matrix.")
+        rows, columns = np.divmod(np.arange(count * count), count)
+        frame = pd.DataFrame({"source": source, "row": labels[rows], "column": labels[columns],
+                              "value": matrix.reshape(-1)})
+        if coarse_labels is not None:
+            coarse = np.asarray(coarse_labels)
+            frame["row_coarse"], frame["column_coarse"] = coarse[rows], coarse[columns]
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
