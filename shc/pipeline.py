@@ -391,11 +391,12 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m shc.pipeline",
                                      description="Run the SHC pipeline on a preset grid and print the mAP tables.")
     presets.add_grid_arguments(parser)
-    parser.add_argument("--run-dir", default="runs", help="artifact root (default: runs)")
+    parser.add_argument("--run-dir", default=None,
+                        help="artifact root (default: runs/<preset>, where python -m shc.reports reads them)")
     parser.add_argument("--list", action="store_true", help="print the grid the preset expands to and exit")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     args = parser.parse_args(argv)
-    configs = presets.configs_from_arguments(args, run_dir=args.run_dir)
+    configs = presets.configs_from_arguments(args, run_dir=args.run_dir or str(Path("runs") / args.preset))
     if args.list:
         for config in configs:
             print(presets.describe_config(config))

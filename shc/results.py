@@ -642,3 +642,74 @@ def top_results(config: RunConfig, n_queries: int = 5, k: int = 10,
         [[data.database.raw_image(j) for j in row] for row in indices],
         titles,
     )
+
+
+# Command line -------------------------------------------------------------------------------
+def _markdown_table(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> str:
+    from shc.stats import format_value, summary_frame
+
+    summary, _ = summary_frame(rows, [metric])
+    bits = sorted(summary["bits"].unique())
+    lines = ["| method | " + " | ".join(f"{q} bits" for q in bits) + " |", "|---|" + "---|" * len(bits)]
+    for name in [m for m in order if m in set(summary["method"])]:
+        cells = []
+        for q in bits:
+            row = summary[(summary["method"] == name) & (summary["bits"] == q)]
+            if row.empty:
+                cells.append("-")
+                continue
+            mean, std, n = row["mean"].iloc[0], row["std"].iloc[0], int(row["n"].iloc[0])
+            cells.append(f"{mean:.4f} ± {std:.4f}" if n > 1 else f"{mean:.4f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m shc.results --preset NAME --markdown``: the README's results tables and sentences, from the runs."""
+    from shc.cli_common import run_cli
+
+    return run_cli(_main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    import argparse
+    import datetime
+
+    from shc.findings import retrieval_findings
+    from shc.presets import PRESETS, get_preset
+
+    parser = argparse.ArgumentParser(prog="python -m shc.results",
+                                     description="Print a preset's results tables and computed comparisons from its "
+                                                 "stored runs (nothing is trained).")
+    parser.add_argument("--preset", default="standard", choices=PRESETS.names())
+    parser.add_argument("--methods", nargs="+", help="methods (default: the preset's grid)")
+    parser.add_argument("--run-dir", default=None, help="artifact root (default: runs/<preset>)")
+    parser.add_argument("--metrics", nargs="+", default=["mAP@ALL", "mAP@100"], choices=list(MAP_KEYS))
+    parser.add_argument("--reference", default="shc", help="the method every other is compared with")
+    parser.add_argument("--markdown", action="store_true", help="Markdown tables (the README's format)")
+    args = parser.parse_args(argv)
+    preset = get_preset(args.preset)
+    run_dir = args.run_dir or f"runs/{args.preset}"
+    configs = preset.configs(methods=args.methods, run_dir=run_dir)
+    rows = result_rows(configs)
+    order = list(dict.fromkeys(c.method for c in configs))
+    stamp = datetime.date.today().isoformat()
+    print(f"Results of preset `{args.preset}` ({preset.datasets[0]}; {len(configs)} runs: "
+          f"{len(order)} methods x {len(preset.bits)} code lengths x {len(set(c.seed for c in configs))} seeds), "
+          f"read from `{run_dir}` on {stamp} by `python -m shc.results --preset {args.preset} --markdown`. "
+          "Cells are mean ± std over seeds of the query-set mAP of the model selected on the validation split.\n")
+    for metric in args.metrics:
+        print(f"**{metric}**\n")
+        print(_markdown_table(rows, metric, order) if args.markdown else
+              rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
+        print()
+    if args.reference in order:
+        print(f"Paired comparisons with {args.reference} (mAP@ALL; 95% t-interval over seeds of the per-seed "
+              "differences, same split and initial weights):\n")
+        for sentence in retrieval_findings(rows, "mAP@ALL", reference=args.reference):
+            print(f"- {sentence}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -83,3 +83,11 @@ def test_reports_user_errors_are_one_clear_line(capsys, tmp_path):
 def test_debug_shows_the_traceback_of_a_user_error():
     with pytest.raises(ValueError, match="--methods: unknown value"):
         pipeline.main(["--methods", "nosuch", "--list", "--debug"])
+
+
+def test_results_command_names_the_missing_runs_and_the_command_that_computes_them(capsys, tmp_path):
+    from shc import results
+
+    assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--markdown"]) == 2
+    err = capsys.readouterr().err
+    assert "has not been computed" in err and "python -m shc.reports --preset" in err
