@@ -13,7 +13,6 @@ images used in quick experiments and CI.
 
 from __future__ import annotations
 
-import http.client
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -101,22 +100,35 @@ def _read_state_dict(path: str | os.PathLike) -> Mapping[str, torch.Tensor]:
     return state
 
 
+def _imagenet_weights_url(name: str) -> str:
+    """URL of torchvision's ImageNet weights (IMAGENET1K_V1) for ResNet ``name``."""
+    return getattr(torchvision.models, _RESNETS[name].weights_enum).IMAGENET1K_V1.url
+
+
 def _download_imagenet_weights(name: str) -> Mapping[str, torch.Tensor]:
-    """torchvision's ImageNet weights (IMAGENET1K_V1) for ``name``, from the torch hub cache or the web."""
-    url = getattr(torchvision.models, _RESNETS[name].weights_enum).IMAGENET1K_V1.url
-    try:
-        return torch.hub.load_state_dict_from_url(
-            url, map_location="cpu", progress=False, check_hash=True, weights_only=True
+    """torchvision's ImageNet weights (IMAGENET1K_V1) for ``name``, from the torch hub cache or the web.
+
+    The file goes where ``torch.hub`` keeps it (``<torch.hub.get_dir()>/checkpoints``), so either finds
+    the other's copy; the download has a timeout and a SHA-256 check of the hash in the file name
+    (:func:`shc._download.download_file`), unlike ``torch.hub.load_state_dict_from_url``, which can hang.
+    """
+    from shc._download import download_file
+
+    url = _imagenet_weights_url(name)
+    file_name = url.rsplit("/", 1)[-1]
+    cached = Path(torch.hub.get_dir()) / "checkpoints" / file_name
+    if not cached.is_file():
+        digest = torch.hub.HASH_REGEX.search(file_name)
+        download_file(
+            url, cached, checksum=("sha256", digest.group(1)) if digest else None,
+            instructions=(
+                f"pretrained=True needs torchvision's ImageNet weights for {name}, the file {file_name}. Fetch "
+                f"it from {url} where the internet is reachable and copy it to {cached}, or pass it with "
+                f"build_backbone({name!r}, pretrained=True, weights='/path/to/{file_name}'). shc never falls "
+                "back to random weights silently."
+            ),
         )
-    except (OSError, http.client.HTTPException) as error:
-        file_name = url.rsplit("/", 1)[-1]
-        raise RuntimeError(
-            f"pretrained=True needs torchvision's ImageNet weights for {name}, the file {file_name}, which "
-            f"could not be downloaded from {url} ({error}). Fetch that file where the internet is reachable "
-            f"and pass it with build_backbone({name!r}, pretrained=True, weights='/path/to/{file_name}') "
-            f"(or copy it into {Path(torch.hub.get_dir()) / 'checkpoints'}). shc never falls back to random "
-            "weights silently."
-        ) from error
+    return torch.load(cached, map_location="cpu", weights_only=True)
 
 
 def _load_weights(
