@@ -7,8 +7,9 @@ MDS), no output activation (``activation="identity"``: DPSH, DTSH, HashNet, Gree
 and LTH's dynamic meta-embedding (``memory_slots``, :class:`MetaEmbedding`).
 
 Backbones (:func:`available_backbones`): ``resnet34`` (the paper's), ``resnet18``, ``resnet50`` from
-torchvision with the final FC removed, and ``small_cnn``, a three-block CNN for the small grey composite
-images used in quick experiments and CI.
+torchvision with the final FC removed, ``small_cnn``, a three-block CNN for the small grey composite
+images used in quick experiments and CI, and ``composite_cnn``, the same CNN pooling the left and right
+halves of the image separately (two-item composites: it keeps which item is where; the standard preset's).
 """
 
 from __future__ import annotations
@@ -48,26 +49,34 @@ _RESNETS = {
     "resnet34": _ResNetSpec("ResNet34_Weights", 512),
     "resnet50": _ResNetSpec("ResNet50_Weights", 2048),
 }
-_SMALL_CNN = "small_cnn"
+_SMALL_CNNS = {"small_cnn": (1, 1), "composite_cnn": (1, 2)}  # name: SmallCNN pooling grid
 
 
 def available_backbones() -> list[str]:
     """Names accepted by :func:`build_backbone`."""
-    return sorted([*_RESNETS, _SMALL_CNN])
+    return sorted([*_RESNETS, *_SMALL_CNNS])
 
 
 # ----------------------------------------------------------------------------------------------
 # backbones
 # ----------------------------------------------------------------------------------------------
 class SmallCNN(nn.Module):
-    """Three conv-BN-ReLU blocks (32, 64, 128 channels), 2x2 max-pooling between them, global average pool.
+    """Three conv-BN-ReLU blocks (32, 64, 128 channels), 2x2 max-pooling between them, then average pooling
+    onto a ``grid`` of cells whose features are concatenated.
 
     Sized for 8x16 .. 28x56 grey composites on a CPU; any input of at least 1x1 pixels works
-    (the pools use ``ceil_mode``).
+    (the pools use ``ceil_mode``). ``grid=(1, 1)`` (``small_cnn``) is global average pooling, which
+    discards *where* a pattern is: on a composite it cannot tell "A + B" from "B + A" except through
+    border effects. ``grid=(1, 2)`` (``composite_cnn``) pools the left and right halves separately, so the
+    features keep which item sits where (feature width ``128 * rows * columns``).
     """
 
-    def __init__(self, in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128)) -> None:
+    def __init__(
+        self, in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128), grid: tuple[int, int] = (1, 1)
+    ) -> None:
         super().__init__()
+        if len(grid) != 2 or min(grid) < 1:
+            raise ValueError(f"grid must be (rows, columns) of positive ints, got {grid!r}.")
         layers: list[nn.Module] = []
         channels = in_channels
         for position, width in enumerate(widths):
@@ -79,9 +88,9 @@ class SmallCNN(nn.Module):
             if position < len(widths) - 1:
                 layers.append(nn.MaxPool2d(2, ceil_mode=True))
             channels = width
-        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+        layers += [nn.AdaptiveAvgPool2d(tuple(grid)), nn.Flatten()]
         self.layers = nn.Sequential(*layers)
-        self.feature_dim = channels
+        self.feature_dim = channels * grid[0] * grid[1]
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return self.layers(images)
@@ -183,7 +192,7 @@ def build_backbone(
     weights : path, optional
         A local state_dict file (.pth) to start from instead of downloading; implies ``pretrained``. For
         ResNets the torchvision ImageNet file itself (its ``fc.*`` entries are dropped); for ``small_cnn``
-        a state_dict saved from a :class:`SmallCNN` with the same ``in_channels``.
+        a state_dict saved from the same small CNN with the same ``in_channels``.
     in_channels : int
         Image channels (1 for grey images). A ResNet's first convolution is rebuilt for it (see
         :func:`_first_conv_for`); pretrained weights are loaded before that.
@@ -193,7 +202,7 @@ def build_backbone(
     backbone : torch.nn.Module
         Maps (B, in_channels, H, W) images to (B, feature_dim) features.
     feature_dim : int
-        512 (resnet18/34), 2048 (resnet50) or 128 (small_cnn).
+        512 (resnet18/34), 2048 (resnet50), 128 (small_cnn) or 256 (composite_cnn).
     """
     if name not in available_backbones():
         raise ValueError(f"unknown backbone {name!r}; choose one of {available_backbones()}.")
@@ -201,13 +210,13 @@ def build_backbone(
         raise ValueError(f"in_channels must be a positive integer, got {in_channels}.")
     pretrained = pretrained or weights is not None
 
-    if name == _SMALL_CNN:
-        backbone = SmallCNN(in_channels)
+    if name in _SMALL_CNNS:
+        backbone = SmallCNN(in_channels, grid=_SMALL_CNNS[name])
         if weights is not None:
             _load_weights(backbone, _read_state_dict(weights))
         elif pretrained:
             raise ValueError(
-                "small_cnn has no published pretrained weights; use pretrained=False, or pass your own "
+                f"{name} has no published pretrained weights; use pretrained=False, or pass your own "
                 "state_dict file with weights=."
             )
         return backbone, backbone.feature_dim

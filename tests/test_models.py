@@ -24,7 +24,37 @@ from shc.models import (
 
 
 def test_available_backbones():
-    assert available_backbones() == ["resnet18", "resnet34", "resnet50", "small_cnn"]
+    assert available_backbones() == ["composite_cnn", "resnet18", "resnet34", "resnet50", "small_cnn"]
+
+
+def test_composite_cnn_pools_the_left_and_right_halves_separately():
+    torch.manual_seed(0)
+    composite, dim = build_backbone("composite_cnn")
+    plain, plain_dim = build_backbone("small_cnn")
+    assert (dim, plain_dim) == (256, 128)
+    plain.load_state_dict(composite.state_dict())  # same weights: only the pooling differs
+    composite.eval(), plain.eval()
+    images = torch.randn(3, 3, 28, 56)
+    features = composite(images)
+    assert features.shape == (3, 256)
+    maps = composite.layers[:-2](images)  # (3, 128, 7, 14) before pooling
+    left, right = maps[..., :7].mean(dim=(2, 3)), maps[..., 7:].mean(dim=(2, 3))
+    torch.testing.assert_close(features, torch.stack([left, right], dim=2).flatten(1))
+    torch.testing.assert_close(plain(images), (left + right) / 2)  # global pool = mean of the halves
+    swapped = torch.cat([images[..., 28:], images[..., :28]], dim=3)
+    assert not torch.allclose(composite(swapped), features, atol=1e-3)  # "B + A" is not "A + B"
+
+
+def test_composite_cnn_round_trips_and_has_no_pretrained_weights(tmp_path):
+    original, _ = build_backbone("composite_cnn", in_channels=1)
+    torch.save(original.state_dict(), tmp_path / "c.pth")
+    restored, _ = build_backbone("composite_cnn", weights=tmp_path / "c.pth", in_channels=1)
+    for key, value in original.state_dict().items():
+        torch.testing.assert_close(restored.state_dict()[key], value, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="composite_cnn has no published pretrained weights"):
+        build_backbone("composite_cnn", pretrained=True)
+    network = build_hashing_network("composite_cnn", 16)
+    assert network(torch.randn(2, 3, 28, 56)).shape == (2, 16)
 
 
 def test_unknown_backbone_lists_the_known_ones():
