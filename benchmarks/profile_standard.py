@@ -8,12 +8,15 @@ hits every variant alike, the parts of one stage-3 run of ``shc.pipeline.run``:
 - ``step``: forward + float32 CenterLoss + backward + RMSprop step (``shc.train._train_step``, what
   ``fit`` runs per batch) for fp32 / bf16 autocast, channels-last on / off, batch 64 / 256, and
   ``torch.compile`` (optional, ``--compile``);
-- ``encode``: one evaluation's forward passes (validation + database splits, batch 512), fp32 / bf16.
+- ``encode``: one evaluation's forward passes (validation + database splits, batch 512), fp32 / bf16;
+- with ``--vs-standard``, the step and encode of the proposed standard testbed (``STANDARD`` in
+  ``benchmarks/standard_convergence.py``) in the same rounds, so its cost reads as a ratio to today's.
 
 It prints seconds per epoch-equivalent and ratios against the pipeline's default variant (bf16 on a CPU
 with AVX512-BF16/AMX, channels-last, batch 64), which are what to read on a shared machine.
 
-Run: ``python benchmarks/profile_standard.py [--backbone small_cnn] [--train-per-class 50] [--repeats 3]``.
+Run: ``python benchmarks/profile_standard.py [--backbone small_cnn] [--train-per-class 50] [--repeats 3]
+[--compile] [--vs-standard]``.
 """
 
 from __future__ import annotations
@@ -92,7 +95,8 @@ def _encode(backbone: str, splits, precision: str) -> Callable[[], float]:
     return run
 
 
-def profile(backbone: str, dataset_options: dict, repeats: int, compiled: bool, steps: int) -> list[dict]:
+def profile(backbone: str, dataset_options: dict, repeats: int, compiled: bool, steps: int,
+            standard: dict | None = None) -> list[dict]:
     started = time.perf_counter()
     splits = load_dataset("fashion-composite", **dataset_options)
     load_seconds = time.perf_counter() - started
@@ -115,6 +119,13 @@ def profile(backbone: str, dataset_options: dict, repeats: int, compiled: bool, 
                 backbone, train, splits.num_classes, 64, precision, True, True, steps)
     for precision in ("bf16", "fp32"):
         variants[f"encode val+database, {precision}"] = _encode(backbone, splits, precision)
+    if standard is not None:  # the proposed standard testbed, timed in the same rounds
+        options = dict(standard["dataset_options"])
+        other = load_dataset("fashion-composite", **options)
+        label = f"standard testbed ({standard['backbone']}, {options})"
+        variants[f"step bf16, channels-last, batch 64, {label}"] = _step_epoch(
+            standard["backbone"], other.train, other.num_classes, 64, "bf16", True, False, steps)
+        variants[f"encode val+database, bf16, {label}"] = _encode(standard["backbone"], other, "bf16")
     seconds: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(repeats):
         for name, variant in variants.items():
@@ -139,11 +150,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, default=16, help="timed training steps per repetition (batch 64)")
     parser.add_argument("--compile", action="store_true", help="also time torch.compile'd steps")
+    parser.add_argument("--vs-standard", action="store_true",
+                        help="also time the proposed standard testbed (benchmarks/standard_convergence.py STANDARD)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from run import print_table
 
-    rows = profile(args.backbone, {"train_per_class": args.train_per_class}, args.repeats, args.compile, args.steps)
+    standard = None
+    if args.vs_standard:
+        from standard_convergence import STANDARD as standard
+    rows = profile(args.backbone, {"train_per_class": args.train_per_class}, args.repeats, args.compile, args.steps,
+                   standard)
     print_table(f"fashion-composite, {args.backbone}, {args.train_per_class} training images per class, "
                 f"{torch.get_num_threads()} threads", rows)
     return 0
