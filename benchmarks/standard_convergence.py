@@ -5,7 +5,8 @@ For each method (16 bits, seed 0 unless told otherwise) it runs ``shc.pipeline.r
 and cached), and prints mAP@100 / mAP@1000 / mAP@ALL at both budgets, ``|mAP@ALL(2E) - mAP@ALL(E)|``,
 whether that is at most the tolerance (0.02, issue 9), the selected (best validation) epoch and the
 seconds of each hashing run (training plus the validation evaluations, as recorded in ``metrics.json``).
-Runs are cached under ``--run-dir``: a rerun prints the table at once, an interrupted one resumes.
+Runs are cached under ``--run-dir`` (``epochs<E>/`` and ``epochs<2E>/``, sharing stages 1 and 2): a
+rerun prints the table at once, an interrupted one resumes.
 
 The configuration is ``shc.pipeline.preset("standard")`` when the pipeline has that preset, else
 :data:`STANDARD` below (the one docs/standard.md proposes); ``--set FIELD=JSON`` overrides any
@@ -18,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from shc.methods import available_methods
-from shc.pipeline import PRESETS, RunConfig, preset, run
+from shc.pipeline import PRESETS, RunConfig, preset, run, stage_directories
 
 STANDARD: dict[str, Any] = {
     "dataset": "fashion-composite",
@@ -65,6 +67,18 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
     return overrides
 
 
+def _share_stages(done: RunConfig, todo: RunConfig) -> None:
+    """Copy the finished stage-1 and stage-2 folders of ``done`` to ``todo`` (same classifier, same centers).
+
+    The stage-3 folder name does not hold the epoch count, so the two budgets live in two run
+    directories (``epochs<E>/``, ``epochs<2E>/``); the pipeline checks each copied folder's config.json.
+    """
+    source, target = stage_directories(done), stage_directories(todo)
+    for stage in ("stage1", "stage2"):
+        if source[stage].exists() and not target[stage].exists():
+            shutil.copytree(source[stage], target[stage])
+
+
 def convergence_rows(base: RunConfig, methods: list[str], epochs: int, bits: int, seed: int,
                      tolerance: float = TOLERANCE) -> list[dict[str, Any]]:
     """One row per method: mAPs at ``epochs`` and ``2 * epochs``, the change of mAP@ALL, converged or not."""
@@ -73,7 +87,11 @@ def convergence_rows(base: RunConfig, methods: list[str], epochs: int, bits: int
         results = {}
         for budget in (epochs, 2 * epochs):
             started = time.perf_counter()
-            config = base.replace(method=method, bits=bits, seed=seed, epochs=budget)
+            config = base.replace(method=method, bits=bits, seed=seed, epochs=budget,
+                                  run_dir=str(Path(base.run_dir) / f"epochs{budget}"))
+            if budget != epochs:
+                _share_stages(base.replace(method=method, bits=bits, seed=seed, epochs=epochs,
+                                           run_dir=str(Path(base.run_dir) / f"epochs{epochs}")), config)
             results[budget] = run(config).metrics
             print(f"{method} {budget} epochs: mAP@ALL {results[budget]['mAP@ALL']:.4f} "
                   f"({time.perf_counter() - started:.0f} s wall here)", file=sys.stderr, flush=True)
@@ -110,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     epochs = args.epochs or base.epochs
     started = time.perf_counter()
     rows = convergence_rows(base, args.methods, epochs, args.bits, args.seed)
-    stage1 = Path(base.run_dir) / base.dataset / f"seed{args.seed}" / "stage1-logits" / "metrics.json"
+    stage1 = Path(base.run_dir) / f"epochs{epochs}" / base.dataset / f"seed{args.seed}" / "stage1-logits" / "metrics.json"
     accuracy = json.loads(stage1.read_text()).get("test_accuracy") if stage1.exists() else None
     fields = {key: value for key, value in vars(base).items() if key not in ("method", "bits", "seed", "run_dir")}
     print(f"configuration ({source}): {json.dumps(fields, default=str)}")
