@@ -30,11 +30,11 @@ from shc.pipeline import PRESETS, RunConfig, preset, run, stage_directories
 
 STANDARD: dict[str, Any] = {
     "dataset": "fashion-composite",
-    "dataset_options": {"train_per_class": 100, "val_per_class": 10, "query_per_class": 10,
+    "dataset_options": {"train_per_class": 50, "val_per_class": 10, "query_per_class": 10,
                         "database_per_class": 50, "image_size": 14},
     "backbone": "composite_cnn",
-    "epochs": 12,
-    "lr": 1e-3,
+    "epochs": 24,
+    "lr": 3e-3,
     "classifier_epochs": 8,
     "classifier_lr": 1e-3,
     "batch_size": 64,
