@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = convergence_rows(base, args.methods, epochs, args.bits, args.seed)
     stage1 = Path(base.run_dir) / f"epochs{epochs}" / base.dataset / f"seed{args.seed}" / "stage1-logits" / "metrics.json"
     accuracy = json.loads(stage1.read_text()).get("test_accuracy") if stage1.exists() else None
-    fields = {key: value for key, value in vars(base).items() if key not in ("method", "bits", "seed", "run_dir")}
+    fields = {key: value for key, value in vars(base.replace(epochs=epochs)).items()
+              if key not in ("method", "bits", "seed", "run_dir")}
     print(f"configuration ({source}): {json.dumps(fields, default=str)}")
     if accuracy is not None:
         print(f"stage-1 classifier accuracy on the query split: {accuracy:.3f}")
