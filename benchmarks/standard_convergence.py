@@ -33,7 +33,7 @@ STANDARD: dict[str, Any] = {
     "dataset_options": {"train_per_class": 50, "val_per_class": 10, "query_per_class": 10,
                         "database_per_class": 50, "image_size": 14},
     "backbone": "composite_cnn",
-    "epochs": 24,
+    "epochs": 48,
     "lr": 3e-3,
     "classifier_epochs": 8,
     "classifier_lr": 1e-3,
