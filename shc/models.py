@@ -7,14 +7,14 @@ MDS), no output activation (``activation="identity"``: DPSH, DTSH, HashNet, Gree
 and LTH's dynamic meta-embedding (``memory_slots``, :class:`MetaEmbedding`).
 
 Backbones (:func:`available_backbones`): ``resnet34`` (the paper's), ``resnet18``, ``resnet50`` from
-torchvision with the final FC removed, and ``small_cnn``, a three-block CNN for the small grey composite
-images used in quick experiments and CI.
+torchvision with the final FC removed, ``small_cnn``, a three-block CNN for the small grey composite
+images used in quick experiments and CI, and ``composite_cnn``, the same CNN pooling the left and right
+halves of the image separately (two-item composites: it keeps which item is where; the standard preset's).
 """
 
 from __future__ import annotations
 
 import functools
-import http.client
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -52,6 +52,7 @@ _RESNETS = {
     "resnet34": _ResNetSpec("ResNet34_Weights", 512),
     "resnet50": _ResNetSpec("ResNet50_Weights", 2048),
 }
+_SMALL_CNNS = {"small_cnn": (1, 1), "composite_cnn": (1, 2)}  # name: SmallCNN pooling grid
 #: Every backbone by name: ``builder(pretrained, weights, in_channels) -> (module, feature_dim)``. A new
 #: backbone is one ``@BACKBONES.register(name)`` function.
 BACKBONES: Registry[Callable[..., tuple[nn.Module, int]]] = Registry("backbone")
@@ -66,14 +67,22 @@ def available_backbones() -> list[str]:
 # backbones
 # ----------------------------------------------------------------------------------------------
 class SmallCNN(nn.Module):
-    """Three conv-BN-ReLU blocks (32, 64, 128 channels), 2x2 max-pooling between them, global average pool.
+    """Three conv-BN-ReLU blocks (32, 64, 128 channels), 2x2 max-pooling between them, then average pooling
+    onto a ``grid`` of cells whose features are concatenated.
 
     Sized for 8x16 .. 28x56 grey composites on a CPU; any input of at least 1x1 pixels works
-    (the pools use ``ceil_mode``).
+    (the pools use ``ceil_mode``). ``grid=(1, 1)`` (``small_cnn``) is global average pooling, which
+    discards *where* a pattern is: on a composite it cannot tell "A + B" from "B + A" except through
+    border effects. ``grid=(1, 2)`` (``composite_cnn``) pools the left and right halves separately, so the
+    features keep which item sits where (feature width ``128 * rows * columns``).
     """
 
-    def __init__(self, in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128)) -> None:
+    def __init__(
+        self, in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128), grid: tuple[int, int] = (1, 1)
+    ) -> None:
         super().__init__()
+        if len(grid) != 2 or min(grid) < 1:
+            raise ValueError(f"grid must be (rows, columns) of positive ints, got {grid!r}.")
         layers: list[nn.Module] = []
         channels = in_channels
         for position, width in enumerate(widths):
@@ -85,9 +94,9 @@ class SmallCNN(nn.Module):
             if position < len(widths) - 1:
                 layers.append(nn.MaxPool2d(2, ceil_mode=True))
             channels = width
-        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+        layers += [nn.AdaptiveAvgPool2d(tuple(grid)), nn.Flatten()]
         self.layers = nn.Sequential(*layers)
-        self.feature_dim = channels
+        self.feature_dim = channels * grid[0] * grid[1]
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return self.layers(images)
@@ -106,22 +115,35 @@ def _read_state_dict(path: str | os.PathLike) -> Mapping[str, torch.Tensor]:
     return state
 
 
+def _imagenet_weights_url(name: str) -> str:
+    """URL of torchvision's ImageNet weights (IMAGENET1K_V1) for ResNet ``name``."""
+    return getattr(torchvision.models, _RESNETS[name].weights_enum).IMAGENET1K_V1.url
+
+
 def _download_imagenet_weights(name: str) -> Mapping[str, torch.Tensor]:
-    """torchvision's ImageNet weights (IMAGENET1K_V1) for ``name``, from the torch hub cache or the web."""
-    url = getattr(torchvision.models, _RESNETS[name].weights_enum).IMAGENET1K_V1.url
-    try:
-        return torch.hub.load_state_dict_from_url(
-            url, map_location="cpu", progress=False, check_hash=True, weights_only=True
+    """torchvision's ImageNet weights (IMAGENET1K_V1) for ``name``, from the torch hub cache or the web.
+
+    The file goes where ``torch.hub`` keeps it (``<torch.hub.get_dir()>/checkpoints``), so either finds
+    the other's copy; the download has a timeout and a SHA-256 check of the hash in the file name
+    (:func:`shc._download.download_file`), unlike ``torch.hub.load_state_dict_from_url``, which can hang.
+    """
+    from shc._download import download_file
+
+    url = _imagenet_weights_url(name)
+    file_name = url.rsplit("/", 1)[-1]
+    cached = Path(torch.hub.get_dir()) / "checkpoints" / file_name
+    if not cached.is_file():
+        digest = torch.hub.HASH_REGEX.search(file_name)
+        download_file(
+            url, cached, checksum=("sha256", digest.group(1)) if digest else None,
+            instructions=(
+                f"pretrained=True needs torchvision's ImageNet weights for {name}, the file {file_name}. Fetch "
+                f"it from {url} where the internet is reachable and copy it to {cached}, or pass it with "
+                f"build_backbone({name!r}, pretrained=True, weights='/path/to/{file_name}'). shc never falls "
+                "back to random weights silently."
+            ),
         )
-    except (OSError, http.client.HTTPException) as error:
-        file_name = url.rsplit("/", 1)[-1]
-        raise RuntimeError(
-            f"pretrained=True needs torchvision's ImageNet weights for {name}, the file {file_name}, which "
-            f"could not be downloaded from {url} ({error}). Fetch that file where the internet is reachable "
-            f"and pass it with build_backbone({name!r}, pretrained=True, weights='/path/to/{file_name}') "
-            f"(or copy it into {Path(torch.hub.get_dir()) / 'checkpoints'}). shc never falls back to random "
-            "weights silently."
-        ) from error
+    return torch.load(cached, map_location="cpu", weights_only=True)
 
 
 def _load_weights(
@@ -176,7 +198,7 @@ def build_backbone(
     weights : path, optional
         A local state_dict file (.pth) to start from instead of downloading; implies ``pretrained``. For
         ResNets the torchvision ImageNet file itself (its ``fc.*`` entries are dropped); for ``small_cnn``
-        a state_dict saved from a :class:`SmallCNN` with the same ``in_channels``.
+        a state_dict saved from the same small CNN with the same ``in_channels``.
     in_channels : int
         Image channels (1 for grey images). A ResNet's first convolution is rebuilt for it (see
         :func:`_first_conv_for`); pretrained weights are loaded before that.
@@ -186,7 +208,7 @@ def build_backbone(
     backbone : torch.nn.Module
         Maps (B, in_channels, H, W) images to (B, feature_dim) features.
     feature_dim : int
-        512 (resnet18/34), 2048 (resnet50) or 128 (small_cnn).
+        512 (resnet18/34), 2048 (resnet50), 128 (small_cnn) or 256 (composite_cnn).
     """
     builder = BACKBONES.get(name)
     if int(in_channels) != in_channels or in_channels < 1:
@@ -209,17 +231,21 @@ for _name in _RESNETS:
     BACKBONES.register(_name, functools.partial(_resnet, _name))
 
 
-@BACKBONES.register("small_cnn")
-def _small_cnn(pretrained: bool, weights: str | os.PathLike | None, in_channels: int) -> tuple[nn.Module, int]:
-    backbone = SmallCNN(in_channels)
+def _small_cnn(name: str, pretrained: bool, weights: str | os.PathLike | None,
+               in_channels: int) -> tuple[nn.Module, int]:
+    backbone = SmallCNN(in_channels, grid=_SMALL_CNNS[name])
     if weights is not None:
         _load_weights(backbone, _read_state_dict(weights))
     elif pretrained:
         raise ValueError(
-            "small_cnn has no published pretrained weights; use pretrained=False, or pass your own "
+            f"{name} has no published pretrained weights; use pretrained=False, or pass your own "
             "state_dict file with weights=."
         )
     return backbone, backbone.feature_dim
+
+
+for _name in _SMALL_CNNS:
+    BACKBONES.register(_name, functools.partial(_small_cnn, _name))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from PIL import Image
 from scipy.io import savemat
 from sklearn.datasets import load_digits
 
+import shc.data.composites as composites
 from shc.data import (
     CompositeTransform,
     DatasetSplits,
@@ -566,7 +567,8 @@ def test_imagefolder_split(tmp_path):
         ("imagefolder", ["root="]),
     ],
 )
-def test_missing_dataset_says_what_and_where(tmp_path, name, expected):
+def test_missing_dataset_says_what_and_where(tmp_path, monkeypatch, name, expected):
+    monkeypatch.setattr(composites, "DEBIAN_FASHION_MNIST", tmp_path / "no-debian-package")
     with pytest.raises(FileNotFoundError) as error:
         load_dataset(name, root=tmp_path / "empty")
     message = str(error.value)

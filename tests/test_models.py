@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import urllib.error
+import hashlib
+import socket
 
 import numpy as np
 import pytest
 import torch
 
+import shc.models
 from shc._compat import torchvision
+from shc._download import DownloadError
 from shc.models import (
     Classifier,
     HashingNetwork,
@@ -21,7 +24,37 @@ from shc.models import (
 
 
 def test_available_backbones():
-    assert available_backbones() == ["resnet18", "resnet34", "resnet50", "small_cnn"]
+    assert available_backbones() == ["composite_cnn", "resnet18", "resnet34", "resnet50", "small_cnn"]
+
+
+def test_composite_cnn_pools_the_left_and_right_halves_separately():
+    torch.manual_seed(0)
+    composite, dim = build_backbone("composite_cnn")
+    plain, plain_dim = build_backbone("small_cnn")
+    assert (dim, plain_dim) == (256, 128)
+    plain.load_state_dict(composite.state_dict())  # same weights: only the pooling differs
+    composite.eval(), plain.eval()
+    images = torch.randn(3, 3, 28, 56)
+    features = composite(images)
+    assert features.shape == (3, 256)
+    maps = composite.layers[:-2](images)  # (3, 128, 7, 14) before pooling
+    left, right = maps[..., :7].mean(dim=(2, 3)), maps[..., 7:].mean(dim=(2, 3))
+    torch.testing.assert_close(features, torch.stack([left, right], dim=2).flatten(1))
+    torch.testing.assert_close(plain(images), (left + right) / 2)  # global pool = mean of the halves
+    swapped = torch.cat([images[..., 28:], images[..., :28]], dim=3)
+    assert not torch.allclose(composite(swapped), features, atol=1e-3)  # "B + A" is not "A + B"
+
+
+def test_composite_cnn_round_trips_and_has_no_pretrained_weights(tmp_path):
+    original, _ = build_backbone("composite_cnn", in_channels=1)
+    torch.save(original.state_dict(), tmp_path / "c.pth")
+    restored, _ = build_backbone("composite_cnn", weights=tmp_path / "c.pth", in_channels=1)
+    for key, value in original.state_dict().items():
+        torch.testing.assert_close(restored.state_dict()[key], value, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="composite_cnn has no published pretrained weights"):
+        build_backbone("composite_cnn", pretrained=True)
+    network = build_hashing_network("composite_cnn", 16)
+    assert network(torch.randn(2, 3, 28, 56)).shape == (2, 16)
 
 
 def test_unknown_backbone_lists_the_known_ones():
@@ -176,28 +209,54 @@ def test_small_cnn_round_trips_its_own_state_dict(tmp_path):
         build_backbone("small_cnn", pretrained=True)
 
 
-def test_offline_pretrained_without_weights_raises_a_clear_error(monkeypatch):
-    def no_network(*args, **kwargs):
-        raise urllib.error.URLError("simulated: network unreachable")
+def _closed_port_url(file_name: str) -> str:
+    """A URL on 127.0.0.1 whose port was just freed: the connection is refused at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/models/{file_name}"
 
-    monkeypatch.setattr(torch.hub, "load_state_dict_from_url", no_network)
-    with pytest.raises(RuntimeError) as raised:
+
+def test_offline_pretrained_without_weights_raises_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))
+    url = _closed_port_url("resnet34-b627a593.pth")
+    monkeypatch.setattr(shc.models, "_imagenet_weights_url", lambda name: url)
+    with pytest.raises(DownloadError) as raised:
         build_backbone("resnet34", pretrained=True)
     message = str(raised.value)
-    assert "resnet34-b627a593.pth" in message
-    assert "https://download.pytorch.org/models/resnet34-b627a593.pth" in message
+    assert "resnet34-b627a593.pth" in message and url in message
+    assert str(tmp_path / "hub" / "checkpoints" / "resnet34-b627a593.pth") in message  # where to put it
     assert "weights=" in message
+    assert isinstance(raised.value, RuntimeError)
+    assert not list((tmp_path / "hub" / "checkpoints").glob("*"))  # no partial file left behind
 
 
-def test_pretrained_uses_torchvision_imagenet_v1_weights(monkeypatch):
+def test_imagenet_weight_urls_are_torchvisions_v1_files():
+    assert shc.models._imagenet_weights_url("resnet18") == "https://download.pytorch.org/models/resnet18-f37072fd.pth"
+    assert shc.models._imagenet_weights_url("resnet34") == "https://download.pytorch.org/models/resnet34-b627a593.pth"
+
+
+def test_pretrained_downloads_checks_the_hash_and_caches(monkeypatch, tmp_path):
     state = _imagenet_like_state_dict("resnet18")
-    requested = []
-
-    def fake_download(url, **kwargs):
-        requested.append(url)
-        return state
-
-    monkeypatch.setattr(torch.hub, "load_state_dict_from_url", fake_download)
+    source = tmp_path / "served.pth"
+    torch.save(state, source)
+    prefix = hashlib.sha256(source.read_bytes()).hexdigest()[:8]
+    served = source.rename(tmp_path / f"resnet18-{prefix}.pth")
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))
+    monkeypatch.setattr(shc.models, "_imagenet_weights_url", lambda name: served.as_uri())
     backbone, _ = build_backbone("resnet18", pretrained=True)
-    assert requested == ["https://download.pytorch.org/models/resnet18-f37072fd.pth"]
     torch.testing.assert_close(backbone.conv1.weight, state["conv1.weight"], rtol=0, atol=0)
+    assert (tmp_path / "hub" / "checkpoints" / served.name).is_file()
+    served.unlink()  # the second build reads the cached copy
+    again, _ = build_backbone("resnet18", pretrained=True)
+    torch.testing.assert_close(again.layer4[1].conv2.weight, state["layer4.1.conv2.weight"], rtol=0, atol=0)
+
+
+def test_pretrained_download_with_a_wrong_hash_is_refused(monkeypatch, tmp_path):
+    source = tmp_path / "resnet18-00000000.pth"
+    torch.save(_imagenet_like_state_dict("resnet18"), source)
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))
+    monkeypatch.setattr(shc.models, "_imagenet_weights_url", lambda name: source.as_uri())
+    with pytest.raises(DownloadError, match="sha256 .* does not start with the expected 00000000"):
+        build_backbone("resnet18", pretrained=True)
+    assert not (tmp_path / "hub" / "checkpoints" / source.name).exists()

@@ -13,8 +13,9 @@
 ``fashion-composite`` / ``mnist-composite``
     The same construction from 28x28 Fashion-MNIST / MNIST idx files (train and t10k pooled), found
     in ``root`` (or torchvision's ``root/FashionMNIST/raw``, ``root/MNIST/raw``), else in Debian's
-    ``/usr/share/datasets/fashion-mnist`` (``apt-get install dataset-fashion-mnist``), else fetched
-    by torchvision with ``download=True``.
+    ``/usr/share/datasets/fashion-mnist`` (``apt-get install dataset-fashion-mnist``), else, with
+    ``download=True``, fetched from torchvision's mirror into ``root/FashionMNIST/raw`` (md5-checked,
+    with a timeout: ``$SHC_DOWNLOAD_TIMEOUT``, default 30 s); a failure says how to install the files.
 ``cifar100``, ``stanford-cars-a``, ``stanford-cars-b``, ``nabirds-a``, ``nabirds-b``
     The paper's datasets in their official on-disk formats with the paper's protocols (Sec. 5.1,
     Table 1). The validation split is always carved out of the training split (fit on train minus

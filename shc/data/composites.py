@@ -34,6 +34,24 @@ IDX_FILES = (
     "t10k-images-idx3-ubyte",
     "t10k-labels-idx1-ubyte",
 )
+IDX_MIRRORS = {  # torchvision's mirrors (torchvision.datasets.FashionMNIST.mirrors, MNIST.mirrors)
+    "fashion": ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",),
+    "mnist": ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"),
+}
+IDX_MD5 = {  # (file, md5) in IDX_FILES order, as torchvision's ``resources`` lists them
+    "fashion": (
+        ("train-images-idx3-ubyte.gz", "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
+        ("train-labels-idx1-ubyte.gz", "25c81989df183df01b3e8a0aad5dffbe"),
+        ("t10k-images-idx3-ubyte.gz", "bef4ecab320f06d8554ea6380940ec79"),
+        ("t10k-labels-idx1-ubyte.gz", "bb300cfdad3c16e7a12a480ee83cd310"),
+    ),
+    "mnist": (
+        ("train-images-idx3-ubyte.gz", "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
+        ("train-labels-idx1-ubyte.gz", "d53e105ee54ea40749a09fcbcd1e9432"),
+        ("t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
+        ("t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c"),
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -181,39 +199,58 @@ def _find_idx_files(folders: Sequence[Path]) -> list[Path] | None:
     return None
 
 
+def _manual_install(kind: str, folders: Sequence[Path]) -> str:
+    """How to get the idx files by hand (the end of every not-found or download error)."""
+    expected = f"{', '.join(IDX_FILES)} (each optionally .gz)"
+    places = ", ".join(map(str, folders))
+    if kind == "fashion":
+        return (
+            f"To install Fashion-MNIST: `sudo apt-get install dataset-fashion-mnist` (Debian/Ubuntu; puts the "
+            f"files in {DEBIAN_FASHION_MNIST}), or pass download=True where the internet is reachable, "
+            f"or fetch {expected} from {IDX_MIRRORS['fashion'][0]} (or "
+            f"https://github.com/zalandoresearch/fashion-mnist) and put them in one of: {places} "
+            "(or pass their folder as root=)."
+        )
+    return (
+        f"To install MNIST: pass download=True where the internet is reachable, or fetch {expected} from "
+        f"{IDX_MIRRORS['mnist'][0]} (torchvision's MNIST mirror) and put them in one of: {places} "
+        "(or pass their folder as root=)."
+    )
+
+
+def _download_idx_files(kind: str, folder: Path, folders: Sequence[Path]) -> None:
+    """Fetch the four gzipped idx files of ``kind`` into ``folder`` (torchvision's mirrors and checksums)."""
+    from shc._download import download_file
+
+    for file_name, md5 in IDX_MD5[kind]:
+        if (folder / file_name).is_file():
+            continue
+        download_file([mirror + file_name for mirror in IDX_MIRRORS[kind]], folder / file_name,
+                      checksum=("md5", md5), instructions=_manual_install(kind, folders))
+
+
 def _idx_base(kind: str, root: Path | None, download: bool) -> _BaseImages:
-    """Fashion-MNIST or MNIST base images (train and t10k pooled) from idx files."""
+    """Fashion-MNIST or MNIST base images (train and t10k pooled) from idx files.
+
+    Looked for in the data root (``root``, else :func:`default_data_root`) and its torchvision
+    sub-folder ``FashionMNIST/raw`` / ``MNIST/raw``, then (Fashion-MNIST) in Debian's
+    :data:`DEBIAN_FASHION_MNIST`; then, with ``download=True``, fetched into that sub-folder with a
+    timeout (:func:`shc._download.download_file`). Every failure says how to install the files by hand.
+    """
     fashion = kind == "fashion"
     folder_name = "FashionMNIST" if fashion else "MNIST"
     data_root = root if root is not None else default_data_root()
     folders = [data_root, data_root / folder_name / "raw"]
-    if fashion and root is None:
-        folders.insert(0, DEBIAN_FASHION_MNIST)
+    if fashion:
+        folders.append(DEBIAN_FASHION_MNIST)
     files = _find_idx_files(folders)
     if files is None and download:
-        from shc._compat import torchvision
-
-        dataset_class = torchvision.datasets.FashionMNIST if fashion else torchvision.datasets.MNIST
-        try:
-            dataset_class(str(data_root), train=True, download=True)
-        except Exception as error:  # network errors come in many types: report, never hide
-            raise RuntimeError(
-                f"downloading {folder_name} into {data_root} failed ({error!r}); get the four idx files "
-                f"{', '.join(IDX_FILES)} (optionally .gz) manually and pass their folder as root="
-            ) from error
+        _download_idx_files(kind, folders[1], folders)
         files = _find_idx_files(folders)
     if files is None:
-        if fashion:
-            how = (
-                "`apt-get install dataset-fashion-mnist` (Debian/Ubuntu: /usr/share/datasets/fashion-mnist), "
-                "https://github.com/zalandoresearch/fashion-mnist"
-            )
-        else:
-            how = "https://ossci-datasets.s3.amazonaws.com/mnist/ (torchvision's MNIST mirror)"
         raise FileNotFoundError(
-            f"{folder_name} idx files not found. Expected {', '.join(IDX_FILES)} (each optionally .gz) "
-            f"in one of: {', '.join(map(str, folders))}. Get them from {how}, or pass download=True to "
-            "fetch them with torchvision (online), then pass their folder as root="
+            f"{folder_name} idx files not found in any of: {', '.join(map(str, folders))}. "
+            + _manual_install(kind, folders)
         )
     images = np.concatenate([_read_idx(files[0]), _read_idx(files[2])])
     labels = np.concatenate([_read_idx(files[1]), _read_idx(files[3])]).astype(np.int64)
