@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from shc.methods import available_methods
-from shc.pipeline import PRESETS, RunConfig, preset, run, stage_directories
+from shc.pipeline import RunConfig, preset, run, stage_directories
+from shc.presets import PRESETS
 
 STANDARD: dict[str, Any] = {
     "dataset": "fashion-composite",
