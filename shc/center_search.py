@@ -43,7 +43,7 @@ __all__ = ["LS_DEFAULTS", "greedy_code", "local_search_centers", "packed_min_dis
 #: Defaults of :func:`local_search_centers`.
 LS_DEFAULTS: dict[str, Any] = {
     "starts": ("mds", "shc", "spectral"),
-    "anneal_sweeps": None,  # None: about 4e8 / (C q^2) sweeps of C q proposals, clipped to [10, 300]
+    "anneal_sweeps": None,  # None: about 2e8 / (C q^2) sweeps of C q proposals, clipped to [10, 300]
     "t_start": 0.3,  # initial / final temperature, in units of the median uphill move at the local optimum
     "t_end": 0.01,
     "shc_cycles": 5,  # Algorithm 1 cycles for the "shc" start (it is only a start)
@@ -56,26 +56,58 @@ _U64 = numba.uint64
 # State: P = S H, Q = H^T H, D (distances), V (blocked moves), L (objective)
 # --------------------------------------------------------------------------------------------
 def _distance_matrix(H: np.ndarray, block: int = 2048) -> np.ndarray:
-    """(C, C) Hamming distances by Eq. 17, in row blocks of float32 products, stored as uint8/int16."""
+    """(C, C) Hamming distances by Eq. 17, in row blocks of float32 products, as int32."""
     C, q = H.shape
-    out = np.empty((C, C), dtype=np.uint8 if q < 256 else np.int16)
+    out = np.empty((C, C), dtype=np.int32)
     Hf = H.astype(np.float32)
     for start in range(0, C, block):
         out[start:start + block] = np.rint((q - Hf[start:start + block] @ Hf.T) / 2)
     return out
 
 
-def _build_state(H: np.ndarray, S: np.ndarray, d: int):
-    """The search state of a feasible H (int8): P, Q, D, V and the objective L."""
+@numba.njit(inline="always")
+def _popcount(x):
+    x = x - ((x >> _U64(1)) & _U64(0x5555555555555555))
+    x = (x & _U64(0x3333333333333333)) + ((x >> _U64(2)) & _U64(0x3333333333333333))
+    x = (x + (x >> _U64(4))) & _U64(0x0F0F0F0F0F0F0F0F)
+    return (x * _U64(0x0101010101010101)) >> _U64(56)
+
+
+def _pack(H: np.ndarray) -> np.ndarray:
+    """+-1 rows as little-endian bits in uint64 words (+1 -> 1), C-contiguous (C, ceil(q / 64))."""
     C, q = H.shape
-    Hf = H.astype(S.dtype)
-    P = (S @ Hf).astype(np.float64)
+    bits = np.zeros((C, 64 * ((q + 63) // 64)), dtype=np.uint8)
+    bits[:, :q] = np.asarray(H) > 0
+    return np.ascontiguousarray(np.packbits(bits, axis=1, bitorder="little").view(np.uint64))
+
+
+@numba.njit(cache=True)
+def _packed_min(packed):
+    """Minimum pairwise distance of packed codes: O(C^2 q / 64) popcounts, no C x C matrix."""
+    C, words = packed.shape
+    best = 1 << 30
+    for i in range(C):
+        for j in range(i + 1, C):
+            distance = 0
+            for w in range(words):
+                distance += _popcount(packed[i, w] ^ packed[j, w])
+            best = min(best, distance)
+    return best
+
+
+def _build_state(H: np.ndarray, S: np.ndarray, d: int, block: int = 2048):
+    """The search state of a feasible H (int8, modified in place by the search): the packed bits,
+    ``PT = (S H)^T`` (q x C, so that a flip updates one contiguous row), ``Q = H^T H``, ``V`` and L."""
+    C, q = H.shape
+    Hf = H.astype(np.float32)
+    PT = np.ascontiguousarray((S @ H.astype(S.dtype)).T, dtype=np.float64)
     Q = (H.T.astype(np.int64) @ H.astype(np.int64)).astype(np.float64)
-    D = _distance_matrix(H)
-    tight = (D == d).astype(np.float32)
-    np.fill_diagonal(tight, 0.0)
-    V = np.rint((tight.sum(axis=1)[:, None] - H * (tight @ H.astype(np.float32))) / 2).astype(np.int32)
-    return P, Q, D, V, _objective(H, S)
+    V = np.empty((C, q), dtype=np.int32)
+    for a in range(0, C, block):  # V_ik = #{j at distance d with h_jk != h_ik} = (n_i - h_ik (T H)_ik) / 2
+        tight = (np.rint((q - Hf[a:a + block] @ Hf.T) / 2) == d).astype(np.float32)
+        tight[np.arange(tight.shape[0]), np.arange(a, a + tight.shape[0])] = 0.0
+        V[a:a + block] = np.rint((tight.sum(axis=1)[:, None] - H[a:a + block] * (tight @ Hf)) / 2)
+    return _pack(H), PT, Q, V, _objective(H, S)
 
 
 def _objective(H: np.ndarray, S: np.ndarray, block: int = 2048) -> float:
@@ -87,10 +119,10 @@ def _objective(H: np.ndarray, S: np.ndarray, block: int = 2048) -> float:
 
 
 @numba.njit(cache=True)
-def _move_delta(H, S, P, Q, i, k):
+def _move_delta(H, S, PT, Q, i, k):
     """Exact change of L when bit k of h_i flips (module docstring)."""
     C, q = H.shape
-    a = P[i, k] - (S[i, i] - 1.0) * H[i, k]
+    a = PT[k, i] - (S[i, i] - 1.0) * H[i, k]
     dot = 0.0
     for m in range(q):
         dot += H[i, m] * Q[m, k]
@@ -99,46 +131,52 @@ def _move_delta(H, S, P, Q, i, k):
 
 
 @numba.njit(cache=True)
-def _tight_pairs(H, V, D, i, d, sign):
-    """Add (sign=+1) or remove (sign=-1) the contributions of the pairs (i, j) at distance d to V."""
-    C, q = H.shape
-    for j in range(C):
-        if j != i and D[i, j] == d:
-            for m in range(q):
-                if H[j, m] != H[i, m]:
-                    V[i, m] += sign
-                    V[j, m] += sign
+def _pair_contribution(H, V, i, j, sign):
+    """Add (sign=+1) or remove (sign=-1) the pair (i, j) at distance d from the blocked-move counts V."""
+    for m in range(H.shape[1]):
+        if H[j, m] != H[i, m]:
+            V[i, m] += sign
+            V[j, m] += sign
 
 
 @numba.njit(cache=True)
-def _flip(H, S, P, Q, D, V, i, k, d):
-    """Apply the flip of bit k of h_i to every part of the state (O(C) plus O(q) per tight pair)."""
+def _flip(H, packed, S, PT, Q, V, i, k, d, entering):
+    """Apply the flip of bit k of h_i to every part of the state: O(C q / 64) for the distances by
+    popcount, O(C) for PT, O(q) for Q and O(q) per pair that leaves or enters distance d."""
     C, q = H.shape
+    words = packed.shape[1]
     s = H[i, k]
-    _tight_pairs(H, V, D, i, d, -1)
+    n_entering = 0
+    for j in range(C):  # D_ij before the flip; it moves by +1 where bit k agrees, -1 where it differs
+        if j == i:
+            continue
+        distance = 0
+        for w in range(words):
+            distance += _popcount(packed[i, w] ^ packed[j, w])
+        if distance == d:
+            _pair_contribution(H, V, i, j, -1)
+        if distance + (1 if H[j, k] == s else -1) == d:
+            entering[n_entering] = j
+            n_entering += 1
+    row = PT[k]
     for j in range(C):
-        P[j, k] -= 2.0 * s * S[i, j]  # S is symmetric: row i is column i
+        row[j] -= 2.0 * s * S[i, j]  # S is symmetric: row i is column i
     for m in range(q):
         if m != k:
             change = -2.0 * s * H[i, m]
             Q[m, k] += change
             Q[k, m] += change
-    for j in range(C):
-        if j != i:
-            if H[j, k] == s:
-                D[i, j] += 1
-                D[j, i] += 1
-            else:
-                D[i, j] -= 1
-                D[j, i] -= 1
     H[i, k] = -s
-    _tight_pairs(H, V, D, i, d, 1)
+    packed[i, k // 64] ^= _U64(1) << _U64(k % 64)
+    for t in range(n_entering):
+        _pair_contribution(H, V, i, entering[t], 1)
 
 
 @numba.njit(cache=True)
-def _descend(H, S, P, Q, D, V, d, L, order):
+def _descend(H, packed, S, PT, Q, V, d, L, order):
     """Best-improvement descent per center until a full sweep finds no improving feasible flip."""
     C, q = H.shape
+    entering = np.empty(C, dtype=np.int64)
     flips = 0
     improved = True
     while improved:
@@ -149,12 +187,12 @@ def _descend(H, S, P, Q, D, V, d, L, order):
                 best, best_k = -1e-9, -1
                 for k in range(q):
                     if V[i, k] == 0:
-                        delta = _move_delta(H, S, P, Q, i, k)
+                        delta = _move_delta(H, S, PT, Q, i, k)
                         if delta < best:
                             best, best_k = delta, k
                 if best_k < 0:
                     break
-                _flip(H, S, P, Q, D, V, i, best_k, d)
+                _flip(H, packed, S, PT, Q, V, i, best_k, d, entering)
                 L += best
                 flips += 1
                 improved = True
@@ -162,7 +200,7 @@ def _descend(H, S, P, Q, D, V, d, L, order):
 
 
 @numba.njit(cache=True)
-def _uphill_scale(H, S, P, Q, V):
+def _uphill_scale(H, S, PT, Q, V):
     """Median positive change over the feasible moves (the temperature unit of the annealing)."""
     C, q = H.shape
     values = np.empty(C * q)
@@ -170,7 +208,7 @@ def _uphill_scale(H, S, P, Q, V):
     for i in range(C):
         for k in range(q):
             if V[i, k] == 0:
-                delta = _move_delta(H, S, P, Q, i, k)
+                delta = _move_delta(H, S, PT, Q, i, k)
                 if delta > 0:
                     values[n] = delta
                     n += 1
@@ -178,12 +216,13 @@ def _uphill_scale(H, S, P, Q, V):
 
 
 @numba.njit(cache=True)
-def _anneal(H, S, P, Q, D, V, d, L, t_start, t_end, moves, blocks, seed):
+def _anneal(H, packed, S, PT, Q, V, d, L, t_start, t_end, moves, blocks, seed):
     """Simulated annealing over feasible single flips (random proposals, Metropolis acceptance, geometric
     cooling from t_start to t_end). Returns the best H seen at the end of a block, its L, and L and
     d_min after every block."""
     np.random.seed(seed)
     C, q = H.shape
+    entering = np.empty(C, dtype=np.int64)
     best_H, best_L = H.copy(), L
     trace, d_trace = np.empty(blocks), np.empty(blocks, dtype=np.int64)
     per_block = max(moves // blocks, 1)
@@ -196,11 +235,11 @@ def _anneal(H, S, P, Q, D, V, d, L, t_start, t_end, moves, blocks, seed):
             k = np.random.randint(q)
             if V[i, k] != 0:
                 continue
-            delta = _move_delta(H, S, P, Q, i, k)
+            delta = _move_delta(H, S, PT, Q, i, k)
             if delta <= 0.0 or np.random.random() < math.exp(-delta / temperature):
-                _flip(H, S, P, Q, D, V, i, k, d)
+                _flip(H, packed, S, PT, Q, V, i, k, d, entering)
                 L += delta
-        trace[b], d_trace[b] = L, _offdiag_min(D)
+        trace[b], d_trace[b] = L, _packed_min(packed)
         if L < best_L:
             best_H[:] = H
             best_L = L
@@ -210,39 +249,30 @@ def _anneal(H, S, P, Q, D, V, d, L, t_start, t_end, moves, blocks, seed):
 def _search_from(H0, S, d, seed, sweeps, t_start, t_end, history, start_name):
     """Descent, annealing, descent from one feasible start; appends to ``history``; returns (H, L)."""
     C, q = H0.shape
-    H = np.ascontiguousarray(H0, dtype=np.int8)
-    P, Q, D, V, L = _build_state(H, S, d)
+    H = np.array(H0, dtype=np.int8, order="C")
+    packed, PT, Q, V, L = _build_state(H, S, d)
     rng = np.random.default_rng(seed)
-    _record(history, start_name, "start", L, C, int(_offdiag_min(D)))
-    L, _ = _descend(H, S, P, Q, D, V, d, L, rng.permutation(C))
-    _record(history, start_name, "descent", L, C, int(_offdiag_min(D)))
+    _record(history, start_name, "start", L, C, packed)
+    L, _ = _descend(H, packed, S, PT, Q, V, d, L, rng.permutation(C))
+    _record(history, start_name, "descent", L, C, packed)
     if sweeps > 0:
-        unit = _uphill_scale(H, S, P, Q, V)
-        blocks = max(4, min(50, sweeps))
-        best_H, best_L, trace, d_trace = _anneal(H, S, P, Q, D, V, d, L, t_start * unit, t_end * unit,
+        unit = _uphill_scale(H, S, PT, Q, V)
+        blocks = int(np.clip(sweeps, 4, 50 if C <= 2000 else 10))
+        best_H, best_L, trace, d_trace = _anneal(H, packed, S, PT, Q, V, d, L, t_start * unit, t_end * unit,
                                                  int(sweeps) * C * q, blocks, int(rng.integers(2**31 - 1)))
         for value, d_min in zip(trace, d_trace):
-            _record(history, start_name, "anneal", float(value), C, int(d_min))
+            _record(history, start_name, "anneal", float(value), C, None, d_min)
         H = best_H
-        P, Q, D, V, L = _build_state(H, S, d)  # fresh state: no accumulated round-off
-        L, _ = _descend(H, S, P, Q, D, V, d, L, rng.permutation(C))
-        _record(history, start_name, "final descent", L, C, int(_offdiag_min(D)))
+        packed, PT, Q, V, L = _build_state(H, S, d)  # fresh state: no accumulated round-off
+        L, _ = _descend(H, packed, S, PT, Q, V, d, L, rng.permutation(C))
+        _record(history, start_name, "final descent", L, C, packed)
     return H, L
 
 
-def _record(history, start, stage, L, C, d_min):
+def _record(history, start, stage, L, C, packed, d_min=None):
+    d_min = int(_packed_min(packed)) if packed is not None else int(d_min)
     history.append({"cycle": len(history), "start": start, "stage": stage, "objective": float(L),
                     "s_loss": float(L) / C**2, "d_min": d_min})
-
-
-@numba.njit(cache=True)
-def _offdiag_min(D):
-    best = 1 << 30
-    for i in range(D.shape[0]):
-        for j in range(D.shape[1]):
-            if i != j and D[i, j] < best:
-                best = D[i, j]
-    return best
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,7 +306,7 @@ def _spectral_start(S: np.ndarray, q: int, d: int, seed: int) -> np.ndarray | No
         u, _, vt = np.linalg.svd(X.T @ B)
         rotation = u @ vt
     H = np.where(X @ rotation >= 0, 1, -1).astype(np.int8)
-    D = _distance_matrix(H).astype(np.int32)
+    D = _distance_matrix(H)
     ok = _repair(H, D, d, int(rng.integers(2**31 - 1)), 20 * H.shape[0])
     return H if ok else None
 
@@ -349,7 +379,7 @@ def local_search_centers(
     fails). Every visited H has ``d_min >= d``; the best over all starts is returned.
 
     ``anneal_sweeps`` sets the annealing length in units of C q proposals (0: descent only; None: about
-    4e8 / (C q^2), clipped to [10, 300], which keeps C = 555, q = 64 near one second). ``t_start`` and
+    2e8 / (C q^2), clipped to [10, 300], under a second per start at C = 555, q = 64). ``t_start`` and
     ``t_end`` are the temperatures in units of the median uphill move at the first local optimum.
 
     Returns a :class:`shc.centers.CenterOptimisation`; its history has one record per stage and
@@ -366,14 +396,14 @@ def local_search_centers(
         raise ValueError(f"temperatures must satisfy 0 < t_end <= t_start, got t_start={t_start}, t_end={t_end}.")
     if C > 3000:
         S = S.astype(np.float32)  # halves the largest array; the objective is accumulated in float64
-    sweeps = int(np.clip(4e8 / (C * q * q), 10, 300)) if anneal_sweeps is None else int(anneal_sweeps)
+    sweeps = int(np.clip(2e8 / (C * q * q), 10, 300)) if anneal_sweeps is None else int(anneal_sweeps)
     if init is not None:
         mds = np.asarray(init).astype(np.int8)
         if mds.shape != (C, q) or not np.all(np.abs(mds) == 1):
             raise ValueError(f"init must be a ({C}, {q}) array of +-1, got shape {mds.shape}.")
     else:
         mds = mds_centers(C, q, min_distance=d, seed=seed)
-    if int(_offdiag_min(_distance_matrix(mds))) < d:
+    if packed_min_distance(mds) < d:
         raise ValueError(f"the start centers must have d_min >= {d}; pass feasible init or lower min_distance.")
     candidates = {"mds": lambda: mds,
                   "shc": lambda: optimize_semantic_centers(S, q, min_distance=d, init=mds, seed=seed,
@@ -456,14 +486,6 @@ def relaxation_bound(similarity: Any, num_bits: int) -> float:
 # --------------------------------------------------------------------------------------------
 # Very large C: greedy codes from packed bits
 # --------------------------------------------------------------------------------------------
-@numba.njit(inline="always")
-def _popcount(x):
-    x = x - ((x >> _U64(1)) & _U64(0x5555555555555555))
-    x = (x & _U64(0x3333333333333333)) + ((x >> _U64(2)) & _U64(0x3333333333333333))
-    x = (x + (x >> _U64(4))) & _U64(0x0F0F0F0F0F0F0F0F)
-    return (x * _U64(0x0101010101010101)) >> _U64(56)
-
-
 @numba.njit(cache=True)
 def _greedy_packed(num_codes, words, last_mask, d, seed, max_tries):
     """Random candidates, each kept iff its distance to every kept code is >= d (packed uint64 words)."""
@@ -515,29 +537,6 @@ def greedy_code(num_classes: int, num_bits: int, min_distance: int | None = None
         )
     bits = np.unpackbits(packed.view(np.uint8).reshape(C, words * 8), axis=1, bitorder="little")[:, :q]
     return (bits.astype(np.int8) * 2 - 1).astype(np.int8)
-
-
-def _pack(H: np.ndarray) -> np.ndarray:
-    """+-1 rows as little-endian bits in uint64 words (+1 -> 1)."""
-    C, q = H.shape
-    words = (q + 63) // 64
-    bits = np.zeros((C, 64 * words), dtype=np.uint8)
-    bits[:, :q] = np.asarray(H) > 0
-    return np.packbits(bits, axis=1, bitorder="little").view(np.uint64)
-
-
-@numba.njit(cache=True, parallel=True)
-def _packed_min(packed):
-    C, words = packed.shape
-    best = np.full(C, 1 << 30, dtype=np.int64)
-    for i in numba.prange(C):
-        for j in range(i + 1, C):
-            distance = 0
-            for w in range(words):
-                distance += _popcount(packed[i, w] ^ packed[j, w])
-            if distance < best[i]:
-                best[i] = distance
-    return best.min()
 
 
 def packed_min_distance(centers: Any) -> int:

@@ -67,11 +67,11 @@ def small_problem():
 
 def test_every_move_delta_equals_the_brute_force_change(small_problem):
     S, H, d = small_problem
-    P, Q, D, V, L = cs._build_state(H, S, d)
+    packed, PT, Q, V, L = cs._build_state(H, S, d)
     assert L == pytest.approx(brute_objective(H, S))
     for i, k in itertools.product(range(H.shape[0]), range(H.shape[1])):
         expected = brute_objective(flipped(H, i, k), S) - brute_objective(H, S)
-        assert cs._move_delta(H, S, P, Q, i, k) == pytest.approx(expected, abs=1e-9)
+        assert cs._move_delta(H, S, PT, Q, i, k) == pytest.approx(expected, abs=1e-9)
         # V_ik counts the centers at distance d that the flip would bring below d
         after = np.sum(flipped(H, i, k)[i] != H, axis=1)
         assert V[i, k] == np.sum((np.sum(H[i] != H, axis=1) == d) & (after < d))
@@ -80,20 +80,21 @@ def test_every_move_delta_equals_the_brute_force_change(small_problem):
 def test_bookkeeping_after_many_flips_equals_full_recomputation(small_problem):
     S, H0, d = small_problem
     H = H0.copy()
-    P, Q, D, V, L = cs._build_state(H, S, d)
+    packed, PT, Q, V, L = cs._build_state(H, S, d)
     rng = np.random.default_rng(0)
+    entering = np.empty(H.shape[0], dtype=np.int64)
     done = 0
     while done < 400:
         i, k = int(rng.integers(H.shape[0])), int(rng.integers(H.shape[1]))
         if V[i, k] == 0:  # only feasible flips, as the search does
-            L += cs._move_delta(H, S, P, Q, i, k)
-            cs._flip(H, S, P, Q, D, V, i, k, d)
+            L += cs._move_delta(H, S, PT, Q, i, k)
+            cs._flip(H, packed, S, PT, Q, V, i, k, d, entering)
             done += 1
     assert brute_d_min(H) >= d
-    P2, Q2, D2, V2, L2 = cs._build_state(H.copy(), S, d)
-    np.testing.assert_allclose(P, P2, atol=1e-9)
+    packed2, PT2, Q2, V2, L2 = cs._build_state(H.copy(), S, d)
+    np.testing.assert_array_equal(packed, packed2)
+    np.testing.assert_allclose(PT, PT2, atol=1e-9)
     np.testing.assert_array_equal(Q, Q2)
-    np.testing.assert_array_equal(D, D2)
     np.testing.assert_array_equal(V, V2)
     assert L == pytest.approx(L2, abs=1e-8) and L2 == pytest.approx(brute_objective(H, S))
 
@@ -109,8 +110,8 @@ def test_steepest_descent_ends_in_a_feasible_local_minimum(small_problem):
 def test_compiled_descent_ends_in_a_feasible_local_minimum(small_problem):
     S, H0, d = small_problem
     H = H0.copy()
-    P, Q, D, V, L = cs._build_state(H, S, d)
-    L, flips = cs._descend(H, S, P, Q, D, V, d, L, np.arange(H.shape[0]))
+    packed, PT, Q, V, L = cs._build_state(H, S, d)
+    L, flips = cs._descend(H, packed, S, PT, Q, V, d, L, np.arange(H.shape[0]))
     assert flips > 0 and brute_d_min(H) >= d
     assert L == pytest.approx(brute_objective(H, S))
     assert feasible_improving_moves(H, S, d) == []
