@@ -37,8 +37,8 @@ import numpy as np
 from shc.centers import CenterOptimisation, _check_sizes, _resolve_min_distance, mds_centers, optimize_semantic_centers
 from shc.similarity import validate_similarity
 
-__all__ = ["LS_DEFAULTS", "greedy_code", "local_search_centers", "packed_min_distance", "relaxation_bound",
-           "steepest_descent"]
+__all__ = ["LS_DEFAULTS", "distance_tradeoff", "greedy_code", "local_search_centers", "packed_min_distance",
+           "relaxation_bound", "steepest_descent"]
 
 #: Defaults of :func:`local_search_centers`.
 LS_DEFAULTS: dict[str, Any] = {
@@ -481,6 +481,26 @@ def relaxation_bound(similarity: Any, num_bits: int) -> float:
     values = np.linalg.eigvalsh(S)
     kept = np.sort(values[values > 0])[::-1][: int(num_bits)]
     return float((np.sum(values**2) - np.sum(kept**2)) / S.shape[0] ** 2)
+
+
+def distance_tradeoff(similarity: Any, num_bits: int, distances: Any, seed: int = 0, **options: Any) -> list[dict]:
+    """The price of separation: shc-ls centers for each required distance d in ``distances``.
+
+    One row per d: ``d``, the reached ``d_min``, ``s_loss`` (per entry) and ``spearman`` of
+    :func:`shc.centers.center_quality`, and the relaxation ``bound`` (the same for every d). S_loss can
+    only rise with d up to search noise; ``options`` go to :func:`local_search_centers`.
+    """
+    from shc.centers import center_quality  # noqa: PLC0415
+
+    S = validate_similarity(similarity)
+    bound = relaxation_bound(S, num_bits)
+    rows = []
+    for d in distances:
+        H = local_search_centers(S, num_bits, min_distance=int(d), seed=seed, **options).centers
+        quality = center_quality(H, S)
+        rows.append({"d": int(d), "d_min": quality["d_min"], "s_loss": quality["s_loss"],
+                     "spearman": quality["spearman"], "bound": bound})
+    return rows
 
 
 # --------------------------------------------------------------------------------------------
