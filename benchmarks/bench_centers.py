@@ -3,10 +3,11 @@
 For each (C, q) case the similarity S is a two-level class hierarchy with noise
 (``shc.similarity.hierarchical_similarity``: C / 10 coarse groups, within-group cosine 0.5, noise 0.1,
 seed C + q). One table per case: d_min, S_loss (per entry, Eq. 45 / C^2), S_loss relative to the MDS
-centers and seconds for random, csq, mds, shc (Algorithm 1, 20 cycles from MDS), shc-ls
-(``generate_centers("shc-ls")``, its own MDS start included), semantic (the ablation without distance)
-and ``ls-plain`` (plain feasible steepest descent from the MDS centers, ``shc.center_search.steepest_descent``;
-its seconds exclude the MDS start). ``bound`` is the relaxation lower bound on S_loss for any centers
+centers, wall seconds and CPU seconds of the calling thread (a load-robust estimate of idle-machine time)
+for random, csq, mds, shc (Algorithm 1, 20 cycles from MDS), shc-ls (``generate_centers("shc-ls")``, its
+own MDS start included), semantic (the ablation without distance) and ``ls-plain`` (plain feasible
+steepest descent from the MDS centers, ``shc.center_search.steepest_descent``; its seconds exclude the
+MDS start). ``bound`` is the relaxation lower bound on S_loss for any centers
 (``shc.center_search.relaxation_bound``). The numba kernels are compiled (and cached on disk) by a
 warm-up call whose seconds are reported separately; on a fresh checkout add them once.
 
@@ -30,7 +31,12 @@ import time
 
 import numpy as np
 
-from shc.center_search import local_search_centers, packed_min_distance, relaxation_bound, steepest_descent
+from shc.center_search import (
+    local_search_centers,
+    packed_min_distance,
+    relaxation_bound,
+    steepest_descent,
+)
 from shc.centers import center_quality, generate_centers, gv_min_distance
 from shc.similarity import hierarchical_similarity
 
@@ -49,6 +55,14 @@ def _timed(function, *args, **kwargs):
     return value, time.perf_counter() - start
 
 
+def _thread_timed(function, *args, **kwargs):
+    """(value, wall seconds, CPU seconds of this thread: BLAS worker threads not counted, waiting for a
+    busy core not counted either, so it approximates the idle-machine time of single-threaded code)."""
+    start = time.thread_time()
+    value, seconds = _timed(function, *args, **kwargs)
+    return value, seconds, time.thread_time() - start
+
+
 def warm_up() -> float:
     """Seconds of the first shc-ls call on a tiny problem: numba compilation (or loading its disk cache)."""
     return _timed(local_search_centers, hierarchical_similarity(30, num_groups=3), 16, anneal_sweeps=2)[1]
@@ -56,22 +70,25 @@ def warm_up() -> float:
 
 def run_case(C: int, q: int) -> tuple[dict, list[dict]]:
     S, d = case_similarity(C, q), gv_min_distance(C, q)
-    centers, seconds = {}, {}
+    centers, seconds, cpu = {}, {}, {}
     for method in METHODS[:-1]:
-        centers[method], seconds[method] = _timed(generate_centers, method, C, q, similarity=S, seed=0)
-    centers["ls-plain"], seconds["ls-plain"] = _timed(steepest_descent, S, centers["mds"], d)
+        centers[method], seconds[method], cpu[method] = _thread_timed(generate_centers, method, C, q, similarity=S,
+                                                                      seed=0)
+    centers["ls-plain"], seconds["ls-plain"], cpu["ls-plain"] = _thread_timed(steepest_descent, S, centers["mds"], d)
     mds_loss = center_quality(centers["mds"], S)["s_loss"]
     rows = []
     for method in METHODS:
         quality = center_quality(centers[method], S)
         rows.append({"method": method, "d_min": quality["d_min"], "S_loss": round(quality["s_loss"], 4),
-                     "S_loss/MDS": round(quality["s_loss"] / mds_loss, 3), "seconds": round(seconds[method], 2)})
+                     "S_loss/MDS": round(quality["s_loss"] / mds_loss, 3), "seconds": round(seconds[method], 2),
+                     "thread cpu s": round(cpu[method], 2)})
     bound = relaxation_bound(S, q)
     rows.append({"method": "bound", "S_loss": round(bound, 4), "S_loss/MDS": round(bound / mds_loss, 3)})
     by_method = {row["method"]: row for row in rows}
     summary = {"C": C, "q": q, "d": d, **{f"{m}/MDS": by_method[m]["S_loss/MDS"] for m in ("shc", "ls-plain", "shc-ls")},
                "bound/MDS": by_method["bound"]["S_loss/MDS"], "shc-ls d_min": by_method["shc-ls"]["d_min"],
-               "shc-ls s": by_method["shc-ls"]["seconds"], "shc s": by_method["shc"]["seconds"]}
+               "shc-ls s": by_method["shc-ls"]["seconds"], "shc-ls cpu s": by_method["shc-ls"]["thread cpu s"],
+               "shc s": by_method["shc"]["seconds"]}
     return summary, rows
 
 
@@ -79,20 +96,20 @@ def large_row(name: str) -> dict:
     """One --large row, measured in this process (run it in a fresh one)."""
     if name == "mds-40000":
         C, q = 40_000, 128
-        centers, seconds = _timed(generate_centers, "mds", C, q, seed=0)
+        centers, seconds, cpu = _thread_timed(generate_centers, "mds", C, q, seed=0)
         d_min, check_seconds = _timed(packed_min_distance, centers)
         extra = {"d_min check s": round(check_seconds, 1)}
     else:
         C, q = 10_000, 128
         S = case_similarity(C, q).astype(np.float32)
-        centers, seconds = _timed(generate_centers, "shc-ls", C, q, similarity=S, seed=0)
+        centers, seconds, cpu = _thread_timed(generate_centers, "shc-ls", C, q, similarity=S, seed=0)
         d_min = packed_min_distance(centers)
         mds = generate_centers("mds", C, q, seed=0)
         loss = {key: _block_loss(H, S) for key, H in (("shc-ls", centers), ("mds", mds))}
         extra = {"S_loss": round(loss["shc-ls"], 4), "S_loss/MDS": round(loss["shc-ls"] / loss["mds"], 3)}
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB (Linux)
     return {"row": name, "C": C, "q": q, "d": gv_min_distance(C, q), "d_min": d_min, "seconds": round(seconds, 1),
-            "peak GiB": round(peak, 2), **extra}
+            "thread cpu s": round(cpu, 1), "peak GiB": round(peak, 2), **extra}
 
 
 def _block_loss(H: np.ndarray, S: np.ndarray, block: int = 2000) -> float:
@@ -103,7 +120,7 @@ def _block_loss(H: np.ndarray, S: np.ndarray, block: int = 2000) -> float:
 
 
 def run(quick: bool = False, large: bool = False, verbose: bool = False) -> list[dict]:
-    from run import print_table  # noqa: PLC0415 (benchmarks/ is on sys.path when run from there)
+    from run import print_table  # benchmarks/ is on sys.path when run from there
 
     compile_seconds = warm_up()
     summaries = []
@@ -117,6 +134,7 @@ def run(quick: bool = False, large: bool = False, verbose: bool = False) -> list
     summaries.append({"C": "nine", "q": "", "d": "", "shc/MDS": "", "ls-plain/MDS": "",
                       "shc-ls/MDS": f"median q>=32: {np.median(long_codes):.3f}" if long_codes else "",
                       "shc-ls s": round(sum(s["shc-ls s"] for s in nine), 2),
+                      "shc-ls cpu s": round(sum(s["shc-ls cpu s"] for s in nine), 2),
                       "shc s": round(sum(s["shc s"] for s in nine), 2)})
     summaries.append({"C": "numba compile (first call)", "shc-ls s": round(compile_seconds, 2)})
     if large:
@@ -138,9 +156,9 @@ if __name__ == "__main__":
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from run import print_table
-
     import os
+
+    from run import print_table
 
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"# bench_centers {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load average {load} at start")

@@ -34,7 +34,13 @@ from typing import Any
 import numba
 import numpy as np
 
-from shc.centers import CenterOptimisation, _check_sizes, _resolve_min_distance, mds_centers, optimize_semantic_centers
+from shc.centers import (
+    CenterOptimisation,
+    _check_sizes,
+    _resolve_min_distance,
+    mds_centers,
+    optimize_semantic_centers,
+)
 from shc.similarity import validate_similarity
 
 __all__ = ["LS_DEFAULTS", "distance_tradeoff", "greedy_code", "local_search_centers", "packed_min_distance",
@@ -258,7 +264,7 @@ def _search_from(H0, S, d, seed, sweeps, t_start, t_end, history, start_name):
     if sweeps > 0:
         unit = _uphill_scale(H, S, PT, Q, V)
         blocks = int(np.clip(sweeps, 4, 50 if C <= 2000 else 10))
-        best_H, best_L, trace, d_trace = _anneal(H, packed, S, PT, Q, V, d, L, t_start * unit, t_end * unit,
+        best_H, _, trace, d_trace = _anneal(H, packed, S, PT, Q, V, d, L, t_start * unit, t_end * unit,
                                                  int(sweeps) * C * q, blocks, int(rng.integers(2**31 - 1)))
         for value, d_min in zip(trace, d_trace):
             _record(history, start_name, "anneal", float(value), C, None, d_min)
@@ -490,7 +496,7 @@ def distance_tradeoff(similarity: Any, num_bits: int, distances: Any, seed: int 
     :func:`shc.centers.center_quality`, and the relaxation ``bound`` (the same for every d). S_loss can
     only rise with d up to search noise; ``options`` go to :func:`local_search_centers`.
     """
-    from shc.centers import center_quality  # noqa: PLC0415
+    from shc.centers import center_quality
 
     S = validate_similarity(similarity)
     bound = relaxation_bound(S, num_bits)

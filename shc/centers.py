@@ -270,7 +270,7 @@ def mds_centers(
     C, q = _check_sizes(num_classes, num_bits)
     d = _resolve_min_distance(C, q, min_distance)
     if C > DENSE_MDS_LIMIT:
-        from shc.center_search import greedy_code  # noqa: PLC0415 (it imports this module)
+        from shc.center_search import greedy_code  # it imports this module
 
         return greedy_code(C, q, min_distance=d, seed=seed)
     rng = np.random.default_rng(seed)
@@ -605,7 +605,7 @@ def generate_centers(
     if method == "shc":
         return optimize_semantic_centers(similarity, q, seed=seed, **options).centers
     if method == "shc-ls":
-        from shc.center_search import local_search_centers  # noqa: PLC0415 (it imports this module)
+        from shc.center_search import local_search_centers  # it imports this module
 
         return local_search_centers(similarity, q, seed=seed, **options).centers
     return semantic_only_centers(similarity, q, seed=seed, **options).centers

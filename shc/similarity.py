@@ -27,9 +27,9 @@ import torch
 
 __all__ = [
     "collect_logits",
+    "hierarchical_similarity",
     "hierarchy_agreement",
     "most_similar_pairs",
-    "hierarchical_similarity",
     "planted_similarity",
     "similarity_correlations",
     "similarity_from_labels",

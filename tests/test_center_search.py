@@ -67,7 +67,7 @@ def small_problem():
 
 def test_every_move_delta_equals_the_brute_force_change(small_problem):
     S, H, d = small_problem
-    packed, PT, Q, V, L = cs._build_state(H, S, d)
+    _, PT, Q, V, L = cs._build_state(H, S, d)
     assert L == pytest.approx(brute_objective(H, S))
     for i, k in itertools.product(range(H.shape[0]), range(H.shape[1])):
         expected = brute_objective(flipped(H, i, k), S) - brute_objective(H, S)
