@@ -424,6 +424,8 @@ def local_search_centers(
         H, L = _search_from(start, S, d, seed + 7919 * number, sweeps, t_start, t_end, history, name)
         if L < best_L - 1e-9:
             best_H, best_L, best_cycle = H.copy(), L, len(history) - 1
+    if best_H is None:
+        raise RuntimeError(f"none of the starts {tuple(starts)} gave feasible centers at d = {d}; add 'mds' to starts.")
     params = {"starts": tuple(starts), "anneal_sweeps": sweeps, "t_start": t_start, "t_end": t_end,
               "shc_cycles": shc_cycles, "max_shc_classes": max_shc_classes}
     return CenterOptimisation(best_H.astype(np.int8), history, best_cycle, d, params)
