@@ -304,7 +304,8 @@ def _spectral_start(S: np.ndarray, q: int, d: int, seed: int) -> np.ndarray | No
     """Signs of the rank-q embedding of S (rotated by a few ITQ steps), repaired to distance d; None if
     the repair fails."""
     values, vectors = _top_eigenpairs(S, q, seed)
-    X = vectors * np.sqrt(np.maximum(values, 0.0))
+    X = np.zeros((S.shape[0], q))
+    X[:, :values.size] = vectors * np.sqrt(np.maximum(values, 0.0))  # C < q: fewer than q eigenpairs exist
     rng = np.random.default_rng(seed)
     rotation = np.linalg.qr(rng.standard_normal((q, q)))[0]
     for _ in range(10):

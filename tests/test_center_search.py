@@ -179,6 +179,11 @@ def test_spectral_start_is_feasible_when_returned():
     assert H is not None and brute_d_min(H) >= gv_min_distance(80, 16)
 
 
+def test_fewer_classes_than_bits():
+    H = generate_centers("shc-ls", 4, 8, similarity=np.eye(4), anneal_sweeps=5)
+    assert brute_d_min(H) >= gv_min_distance(4, 8)
+
+
 def test_relaxation_bound_hand_computed():
     # S = I (C = 4): eigenvalues 1, 1, 1, 1; two bits keep two of them: (4 - 2) / 16.
     assert cs.relaxation_bound(np.eye(4), 2) == pytest.approx(2 / 16)
