@@ -31,6 +31,7 @@ from scipy.special import comb
 from scipy.stats import spearmanr
 
 from shc.similarity import validate_similarity
+from shc.validation import hamming_distance_matrix, sign_codes
 
 CENTER_METHODS = ("random", "csq", "mds", "shc", "semantic", "shc-ls")
 SEMANTIC_METHODS = ("shc", "semantic", "shc-ls")
@@ -81,21 +82,12 @@ def _check_sizes(num_classes: int, num_bits: int) -> tuple[int, int]:
 
 
 def _as_sign_matrix(centers: Any) -> np.ndarray:
-    if hasattr(centers, "detach"):
-        centers = centers.detach().cpu().numpy()
-    H = np.asarray(centers)
-    if H.ndim != 2:
-        raise ValueError(f"centers must be a (C, q) array, got shape {H.shape}.")
-    if not np.all(np.abs(H) == 1):
-        raise ValueError("centers must contain only -1 and +1 entries.")
-    return H.astype(np.float64)
+    return sign_codes(centers, "centers").astype(np.float64)
 
 
 def hamming_distances(centers: Any) -> np.ndarray:
     """Pairwise Hamming distances (C, C) of +-1 centers, via Eq. 17: D = (q - H H^T) / 2."""
-    H = _as_sign_matrix(centers)
-    q = H.shape[1]
-    return ((q - H @ H.T) / 2).round().astype(np.int64)
+    return hamming_distance_matrix(sign_codes(centers, "centers"))
 
 
 def _offdiag(matrix: np.ndarray) -> np.ndarray:

@@ -15,13 +15,15 @@ Register a new method with :func:`register_loss` and build one with :func:`build
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from shc.registry import Registry
+from shc.validation import class_labels, sign_codes
 
 __all__ = [
     "IDHN_HARD_TOLERANCE",
@@ -43,29 +45,14 @@ __all__ = [
     "register_loss",
 ]
 
-LOSSES: dict[str, type[nn.Module]] = {}
-_LossClass = TypeVar("_LossClass", bound=type[nn.Module])
-
-
-def register_loss(name: str) -> Callable[[_LossClass], _LossClass]:
-    """Class decorator adding a loss to :data:`LOSSES` under ``name``."""
-
-    def decorate(loss_class: _LossClass) -> _LossClass:
-        if name in LOSSES and LOSSES[name] is not loss_class:
-            raise ValueError(
-                f"a loss named {name!r} is already registered ({LOSSES[name].__qualname__}); pick another name."
-            )
-        LOSSES[name] = loss_class
-        return loss_class
-
-    return decorate
+LOSSES: Registry[type[nn.Module]] = Registry("loss")
+"""Every loss class by name; ``@register_loss(name)`` adds one."""
+register_loss = LOSSES.register
 
 
 def build_loss(name: str, **kwargs: Any) -> nn.Module:
     """Instantiate the loss registered as ``name`` with ``kwargs``."""
-    if name not in LOSSES:
-        raise ValueError(f"unknown loss {name!r}; choose one of {sorted(LOSSES)}.")
-    return LOSSES[name](**kwargs)
+    return LOSSES.get(name)(**kwargs)
 
 
 def _check_labels(labels: torch.Tensor, batch_size: int, num_classes: int) -> None:
@@ -91,12 +78,7 @@ def _check_labels(labels: torch.Tensor, batch_size: int, num_classes: int) -> No
 
 
 def _centers_tensor(centers: Any) -> torch.Tensor:
-    centers = centers.detach() if isinstance(centers, torch.Tensor) else torch.as_tensor(np.asarray(centers))
-    if centers.ndim != 2 or 0 in centers.shape:
-        raise ValueError(f"centers must be a (C, q) matrix, got shape {tuple(centers.shape)}.")
-    if not torch.all((centers == 1) | (centers == -1)):
-        raise ValueError("centers must contain only -1 and +1; binarise them with shc.models.hash_codes.")
-    return centers.float()
+    return torch.as_tensor(sign_codes(centers, "centers"), dtype=torch.float32)
 
 
 @register_loss("center")
@@ -268,23 +250,10 @@ def _positive_number(value: float, name: str, allow_zero: bool = False) -> float
 
 def _label_tensor(train_labels: Any, num_classes: int) -> torch.Tensor:
     """The training split's labels as int64 (N,) class indices or float32 (N, C) multi-hot, validated."""
-    if isinstance(train_labels, torch.Tensor):
-        train_labels = train_labels.detach().cpu().numpy()
-    labels = np.asarray(train_labels)
-    if labels.ndim not in (1, 2) or len(labels) == 0:
-        raise ValueError(
-            f"train_labels must be the training split's (N,) class indices or (N, C) multi-hot rows, "
-            f"got shape {labels.shape}; pass e.g. splits.train.labels."
-        )
-    if labels.ndim == 1:
-        if not np.issubdtype(labels.dtype, np.integer):
-            raise TypeError(f"class-index train_labels must be integers, got {labels.dtype}.")
-        if labels.min() < 0 or labels.max() >= num_classes:
-            raise ValueError(f"train_labels must lie in [0, {num_classes - 1}], got [{labels.min()}, {labels.max()}].")
-        return torch.from_numpy(labels.astype(np.int64))
-    if labels.shape[1] != num_classes or not np.isin(labels, (0, 1)).all():
-        raise ValueError(f"multi-hot train_labels must be 0/1 rows of {num_classes} columns, got shape {labels.shape}.")
-    return torch.from_numpy(labels.astype(np.float32))
+    labels = class_labels(train_labels, "train_labels", num_classes=num_classes)
+    if len(labels) == 0:
+        raise ValueError("train_labels is empty; pass the training split's labels, e.g. splits.train.labels.")
+    return torch.from_numpy(labels.astype(np.int64 if labels.ndim == 1 else np.float32))
 
 
 def class_counts(train_labels: torch.Tensor, num_classes: int) -> torch.Tensor:

@@ -30,6 +30,8 @@ from torch import nn
 
 from shc.centers import CENTER_METHODS, SEMANTIC_METHODS, generate_centers
 from shc.losses import LOSSES, _label_tensor
+from shc.registry import Registry
+from shc.validation import sign_codes
 
 __all__ = ["METHODS", "MethodSpec", "available_methods", "build_criterion", "get_method"]
 
@@ -84,108 +86,98 @@ class MethodSpec:
 _LINEAR_HEAD = {"activation": "identity"}
 _CENTER_DEFAULTS = {"gamma": 1e-4}  # CSQ's lambda, kept by SHC (paper Sec. 4.4)
 
-METHODS: Mapping[str, MethodSpec] = MappingProxyType(
-    {
-        spec.name: spec
-        for spec in (
-            MethodSpec(
-                "shc", "center", "shc", True, {}, _CENTER_DEFAULTS,
-                "Chen et al., Deep Hashing with Semantic Hash Centers for Image Retrieval, ACM TOIS 2025.",
-            ),
-            MethodSpec(
-                "csq", "center", "csq", False, {}, _CENTER_DEFAULTS,
-                "Yuan et al., Central Similarity Quantization, CVPR 2020; "
-                "https://github.com/yuanli2333/Hadamard-Matrix-for-hashing",
-            ),
-            MethodSpec(
-                "mds", "mds", "mds", False, {"batch_norm": True},
-                {"scale": None, "quantization_weight": 1e-4, "pair_weight": 0.0},
-                "Wang et al., Hash Centers with Minimal Distance Separation, CVPR 2023; "
-                "https://github.com/Wangld5/Center-Hashing",
-            ),
-            MethodSpec(
-                "random", "center", "random", False, {}, _CENTER_DEFAULTS,
-                "Random (Bernoulli) centers with the CSQ/SHC loss: CSQ's random-center variant (CVPR 2020).",
-            ),
-            MethodSpec(
-                "semantic", "center", "semantic", True, {}, _CENTER_DEFAULTS,
-                "SHC ablation: centers from the semantic term alone, no distance constraint (TOIS 2025, Table 7).",
-            ),
-            MethodSpec(
-                "distance", "center", "mds", False, {}, _CENTER_DEFAULTS,
-                "SHC ablation: minimum-distance (MDS) centers with SHC's center loss, no semantic term "
-                "(TOIS 2025, Table 7 'd only'); compare 'mds', the MDS method with its own loss.",
-            ),
-            MethodSpec(
-                "shc-ls", "center", "shc-ls", True, {}, _CENTER_DEFAULTS,
-                "SHC's center loss with centers from exact feasible local search on the same objective "
-                "(shc.center_search; docs/centers.md).",
-            ),
-            MethodSpec(
-                "dpsh", "dpsh", None, False, _LINEAR_HEAD, {"quantization_weight": 0.1},
-                "Li, Wang & Kang, Feature Learning based Deep Supervised Hashing with Pairwise Labels, IJCAI 2016; "
-                "https://github.com/TreezzZ/DPSH_PyTorch",
-            ),
-            MethodSpec(
-                "dtsh", "dtsh", None, False, _LINEAR_HEAD, {"margin": None, "quantization_weight": 1.0},
-                "Wang, Shi & Kitani, Deep Supervised Hashing with Triplet Labels, ACCV 2016; "
-                "https://github.com/Minione/DTSH",
-            ),
-            MethodSpec(
-                "hashnet", "hashnet", None, False, _LINEAR_HEAD,
-                {"alpha": None, "step_size": 200, "gamma": 0.005, "power": 0.5},
-                "Cao et al., HashNet: Deep Learning to Hash by Continuation, ICCV 2017; "
-                "https://github.com/thuml/HashNet",
-            ),
-            MethodSpec(
-                "greedyhash", "greedyhash", None, False, _LINEAR_HEAD, {"quantization_weight": 0.1},
-                "Su et al., Greedy Hash: Towards Fast Optimization for Accurate Hash Coding in CNN, NeurIPS 2018; "
-                "https://github.com/ssppp/GreedyHash",
-            ),
-            MethodSpec(
-                "idhn", "idhn", None, False, _LINEAR_HEAD,
-                {"scale": 5.0, "soft_weight": 0.1, "quantization_weight": 0.1},
-                "Zhang, Lai & Feng, Improved Deep Hashing with Soft Pairwise Similarity for Multi-label Image "
-                "Retrieval, IEEE TMM 2019; https://github.com/pectinid16/IDHN",
-            ),
-            MethodSpec(
-                "lth", "lth", None, False, {"memory_slots": 100}, {"beta": 0.99},
-                "Chen et al., Long-Tail Hashing, SIGIR 2021; https://github.com/butterfly-chinese/long-tail-hashing",
-            ),
-            MethodSpec(
-                "orthohash", "orthohash", "random", False, {"batch_norm": True, "activation": "identity"},
-                {"scale": 8.0, "margin": 0.2, "quantization_weight": 0.0},
-                "Hoe et al., One Loss for All: Deep Hashing with a Single Cosine Similarity based Learning "
-                "Objective, NeurIPS 2021; https://github.com/kamwoh/orthohash",
-            ),
-        )
-    }
-)
-"""Every method by name, in the order of :func:`available_methods`."""
+METHODS: Registry[MethodSpec] = Registry("method")
+"""Every method by name, in the order of :func:`available_methods`; a new method is one
+``METHODS.register(name, MethodSpec(...))``."""
+for _spec in (
+    MethodSpec(
+        "shc", "center", "shc", True, {}, _CENTER_DEFAULTS,
+        "Chen et al., Deep Hashing with Semantic Hash Centers for Image Retrieval, ACM TOIS 2025.",
+    ),
+    MethodSpec(
+        "csq", "center", "csq", False, {}, _CENTER_DEFAULTS,
+        "Yuan et al., Central Similarity Quantization, CVPR 2020; "
+        "https://github.com/yuanli2333/Hadamard-Matrix-for-hashing",
+    ),
+    MethodSpec(
+        "mds", "mds", "mds", False, {"batch_norm": True},
+        {"scale": None, "quantization_weight": 1e-4, "pair_weight": 0.0},
+        "Wang et al., Hash Centers with Minimal Distance Separation, CVPR 2023; "
+        "https://github.com/Wangld5/Center-Hashing",
+    ),
+    MethodSpec(
+        "random", "center", "random", False, {}, _CENTER_DEFAULTS,
+        "Random (Bernoulli) centers with the CSQ/SHC loss: CSQ's random-center variant (CVPR 2020).",
+    ),
+    MethodSpec(
+        "semantic", "center", "semantic", True, {}, _CENTER_DEFAULTS,
+        "SHC ablation: centers from the semantic term alone, no distance constraint (TOIS 2025, Table 7).",
+    ),
+    MethodSpec(
+        "distance", "center", "mds", False, {}, _CENTER_DEFAULTS,
+        "SHC ablation: minimum-distance (MDS) centers with SHC's center loss, no semantic term "
+        "(TOIS 2025, Table 7 'd only'); compare 'mds', the MDS method with its own loss.",
+    ),
+    MethodSpec(
+        "shc-ls", "center", "shc-ls", True, {}, _CENTER_DEFAULTS,
+        "SHC's center loss with centers from exact feasible local search on the same objective "
+        "(shc.center_search; docs/centers.md).",
+    ),
+    MethodSpec(
+        "dpsh", "dpsh", None, False, _LINEAR_HEAD, {"quantization_weight": 0.1},
+        "Li, Wang & Kang, Feature Learning based Deep Supervised Hashing with Pairwise Labels, IJCAI 2016; "
+        "https://github.com/TreezzZ/DPSH_PyTorch",
+    ),
+    MethodSpec(
+        "dtsh", "dtsh", None, False, _LINEAR_HEAD, {"margin": None, "quantization_weight": 1.0},
+        "Wang, Shi & Kitani, Deep Supervised Hashing with Triplet Labels, ACCV 2016; "
+        "https://github.com/Minione/DTSH",
+    ),
+    MethodSpec(
+        "hashnet", "hashnet", None, False, _LINEAR_HEAD,
+        {"alpha": None, "step_size": 200, "gamma": 0.005, "power": 0.5},
+        "Cao et al., HashNet: Deep Learning to Hash by Continuation, ICCV 2017; "
+        "https://github.com/thuml/HashNet",
+    ),
+    MethodSpec(
+        "greedyhash", "greedyhash", None, False, _LINEAR_HEAD, {"quantization_weight": 0.1},
+        "Su et al., Greedy Hash: Towards Fast Optimization for Accurate Hash Coding in CNN, NeurIPS 2018; "
+        "https://github.com/ssppp/GreedyHash",
+    ),
+    MethodSpec(
+        "idhn", "idhn", None, False, _LINEAR_HEAD,
+        {"scale": 5.0, "soft_weight": 0.1, "quantization_weight": 0.1},
+        "Zhang, Lai & Feng, Improved Deep Hashing with Soft Pairwise Similarity for Multi-label Image "
+        "Retrieval, IEEE TMM 2019; https://github.com/pectinid16/IDHN",
+    ),
+    MethodSpec(
+        "lth", "lth", None, False, {"memory_slots": 100}, {"beta": 0.99},
+        "Chen et al., Long-Tail Hashing, SIGIR 2021; https://github.com/butterfly-chinese/long-tail-hashing",
+    ),
+    MethodSpec(
+        "orthohash", "orthohash", "random", False, {"batch_norm": True, "activation": "identity"},
+        {"scale": 8.0, "margin": 0.2, "quantization_weight": 0.0},
+        "Hoe et al., One Loss for All: Deep Hashing with a Single Cosine Similarity based Learning "
+        "Objective, NeurIPS 2021; https://github.com/kamwoh/orthohash",
+    ),
+):
+    METHODS.register(_spec.name, _spec)
+
+
 
 
 def available_methods() -> list[str]:
     """Names accepted by :func:`get_method`: SHC, the center methods and ablations, then the other baselines."""
-    return list(METHODS)
+    return METHODS.names()
 
 
 def get_method(name: str) -> MethodSpec:
-    """The :class:`MethodSpec` of ``name``; a ValueError lists the known names."""
-    if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; choose one of {available_methods()}.")
-    return METHODS[name]
+    """The :class:`MethodSpec` of ``name``; a ValueError suggests the closest names and lists the known ones."""
+    return METHODS.get(name)
 
 
 def _check_centers(centers: Any, num_classes: int, num_bits: int, name: str) -> np.ndarray:
-    if hasattr(centers, "detach"):
-        centers = centers.detach().cpu().numpy()
-    centers = np.asarray(centers)
-    if centers.shape != (num_classes, num_bits):
-        raise ValueError(
-            f"method {name!r} needs ({num_classes}, {num_bits}) centers (num_classes, num_bits), got shape "
-            f"{centers.shape}."
-        )
-    return centers
+    return sign_codes(centers, f"the centers of method {name!r} (num_classes, num_bits)", shape=(num_classes, num_bits))
 
 
 def build_criterion(

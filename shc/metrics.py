@@ -1,4 +1,4 @@
-"""Hamming-ranking retrieval metrics: mAP@K, precision/recall@K and PR curves.
+"""Hamming-ranking retrieval metrics: mAP@K, precision/recall@K, radius- and rank-based PR curves.
 
 The protocol is the one of DeepHash-pytorch, HashNet, CSQ and OrthoHash, which
 the paper follows (Sec. 4.2, "Evaluation Measures"): every query ranks the
@@ -25,6 +25,12 @@ Conventions (the same in every function of this module):
   still counts them). **PR-curve precision** at radius r is undefined for a
   query that retrieves nothing within radius r: such queries are left out of
   the precision average at that radius. An average over no query is NaN.
+- **Rank-based PR curve** (the paper's PR figures): precision and recall at
+  every cut-off n of the ranking (ties by index), i.e. precision@n and
+  recall@n, sampled at a few hundred cut-offs from 1 to the database size
+  (:func:`rank_cutoffs`); exact at each sampled cut-off.
+- **Per-query AP** (``per_query=True``) gives each query's AP@K, in query order,
+  so callers can average by class (:func:`per_class_mean`).
 
 Speed: queries are processed in chunks (bounded memory) on a small thread pool;
 distances are XOR + popcount of bit-packed codes (an exact float32 matrix
@@ -43,16 +49,26 @@ from typing import Any
 
 import numpy as np
 
+from shc.validation import class_labels, sign_codes, to_numpy
+
 __all__ = [
     "DEFAULT_KS",
+    "DEFAULT_RANK_POINTS",
+    "average_precision_per_query",
     "evaluate",
     "mean_average_precision",
+    "per_class_mean",
     "pr_curve",
     "precision_recall_at_k",
+    "rank_cutoffs",
+    "rank_pr_curve",
 ]
 
 DEFAULT_KS: tuple[int, ...] = (1, *range(5, 501, 5))
 """K = 1, 5, 10, ..., 500: the precision/recall@K curves of the paper (Sec. 4.2)."""
+
+DEFAULT_RANK_POINTS = 200
+"""Cut-offs sampled along the ranking for the rank-based PR curve (:func:`rank_cutoffs`)."""
 
 _CHUNK_PAIRS = 3 * 2**20
 """(query, database item) pairs per chunk by default: its largest arrays (8 bytes a
@@ -168,6 +184,115 @@ def pr_curve(
     return {key: metrics[key] for key in ("pr_radius", "pr_precision", "pr_recall")}
 
 
+def rank_cutoffs(n_db: int, num_points: int = DEFAULT_RANK_POINTS) -> np.ndarray:
+    """Cut-offs 1 <= n <= n_db of the rank-based PR curve: ``num_points`` evenly spaced, rounded, unique.
+
+    The first is 1 and the last ``n_db`` (recall 1 for every query with a relevant item); a database
+    with at most ``num_points`` items gives every cut-off 1..n_db.
+    """
+    n_db, num_points = _check_k(n_db, "n_db"), _check_k(num_points, "num_points")
+    if num_points == 1:
+        return np.array([n_db], dtype=np.int64)
+    return np.unique(np.rint(np.linspace(1, n_db, min(num_points, n_db))).astype(np.int64))
+
+
+def rank_pr_curve(
+    query_codes: Any,
+    query_labels: Any,
+    db_codes: Any,
+    db_labels: Any,
+    num_points: int = DEFAULT_RANK_POINTS,
+    *,
+    chunk_size: int | None = None,
+    num_workers: int | None = None,
+) -> dict[str, np.ndarray]:
+    """Precision-recall curve of the Hamming *ranking* (ties by database index), as in the paper's figures.
+
+    At cut-off n every query retrieves its top n items: precision is (relevant in the top n) / n over
+    all queries, recall (relevant in the top n) / (relevant in the database) over the queries with a
+    relevant item. Exact at each of the cut-offs of :func:`rank_cutoffs`; computed in the same chunked
+    pass as :func:`precision_recall_at_k`. Other arguments as in :func:`mean_average_precision`.
+
+    Returns
+    -------
+    dict
+        ``"rank_k"`` (int cut-offs), ``"rank_precision"``, ``"rank_recall"`` (float64), equal shapes.
+    """
+    metrics = evaluate(
+        query_codes, query_labels, db_codes, db_labels, topks=(), ks=(), pr=False,
+        rank_points=num_points, chunk_size=chunk_size, num_workers=num_workers,
+    )
+    return {key: metrics[key] for key in ("rank_k", "rank_precision", "rank_recall")}
+
+
+def average_precision_per_query(
+    query_codes: Any,
+    query_labels: Any,
+    db_codes: Any,
+    db_labels: Any,
+    topk: int | None = None,
+    *,
+    tie_aware: bool = False,
+    chunk_size: int | None = None,
+    num_workers: int | None = None,
+) -> np.ndarray:
+    """AP@K of every query, in query order: the terms whose mean is :func:`mean_average_precision`.
+
+    Average them by class with :func:`per_class_mean` (per-class AP). Arguments as in
+    :func:`mean_average_precision`.
+
+    Returns
+    -------
+    np.ndarray of float64, shape (n_queries,)
+    """
+    key = ("tie_aware_" if tie_aware else "") + _map_key(topk).replace("mAP", "AP")
+    metrics = evaluate(
+        query_codes, query_labels, db_codes, db_labels, topks=(topk,), ks=(), pr=False, tie_aware=tie_aware,
+        per_query=True, chunk_size=chunk_size, num_workers=num_workers,
+    )
+    return metrics[key]
+
+
+def per_class_mean(values: Any, labels: Any, num_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean of a per-query value (e.g. AP from :func:`average_precision_per_query`) over each class's queries.
+
+    Parameters
+    ----------
+    values : (n_queries,) array
+    labels : (n_queries,) class indices or (n_queries, C) multi-hot 0/1
+        A multi-label query counts towards each of its classes.
+    num_classes : int, optional
+        C; default ``max(label) + 1`` (class indices) or the number of columns (multi-hot).
+
+    Returns
+    -------
+    means, counts : (C,) float64 and int64 arrays
+        The mean over the class's queries (NaN for a class without query) and how many there were.
+    """
+    values = np.asarray(_to_numpy(values, "values"), dtype=np.float64)
+    labels = _to_numpy(labels, "labels")
+    if values.ndim != 1 or labels.shape[:1] != values.shape:
+        raise ValueError(f"values must be (n,) and labels (n,) or (n, C) with the same n; got {values.shape} "
+                         f"and {labels.shape}.")  # fmt: skip
+    if labels.ndim == 1:
+        if not np.issubdtype(labels.dtype, np.integer) or (labels.size and labels.min() < 0):
+            raise ValueError("1-D labels must be non-negative integer class indices.")
+        size = int(labels.max(initial=-1)) + 1 if num_classes is None else _check_k(num_classes, "num_classes")
+        if labels.size and labels.max() >= size:
+            raise ValueError(f"label {labels.max()} is out of range for num_classes={size}.")
+        counts = np.bincount(labels, minlength=size)
+        sums = np.bincount(labels, weights=values, minlength=size)
+    elif labels.ndim == 2:
+        if num_classes is not None and num_classes != labels.shape[1]:
+            raise ValueError(f"num_classes={num_classes} but the multi-hot labels have {labels.shape[1]} columns.")
+        member = labels.astype(np.float64)
+        counts = member.sum(axis=0).astype(np.int64)
+        sums = values @ member
+    else:
+        raise ValueError(f"labels must be (n,) or (n, C); got shape {labels.shape}.")
+    return np.divide(sums, counts, out=np.full(counts.shape, np.nan), where=counts > 0), counts
+
+
 def evaluate(
     query_codes: Any,
     query_labels: Any,
@@ -178,6 +303,8 @@ def evaluate(
     pr: bool = True,
     tie_aware: bool = False,
     *,
+    rank_points: int = 0,
+    per_query: bool = False,
     chunk_size: int | None = None,
     num_workers: int | None = None,
 ) -> dict[str, Any]:
@@ -195,6 +322,11 @@ def evaluate(
         Also compute the Hamming-radius PR curve (see :func:`pr_curve`).
     tie_aware : bool
         Also compute the tie-aware mAP@K (see :func:`mean_average_precision`).
+    rank_points : int
+        If > 0, also the rank-based PR curve at ``rank_cutoffs(n_db, rank_points)`` (see
+        :func:`rank_pr_curve`).
+    per_query : bool
+        Also return every query's AP@K (see :func:`average_precision_per_query`).
     chunk_size, num_workers
         As in :func:`mean_average_precision`.
 
@@ -204,10 +336,12 @@ def evaluate(
         ``"mAP@<K>"`` (float; ``"mAP@ALL"`` for None) for each K of ``topks``;
         ``"k"`` (int array), ``"precision@k"``, ``"recall@k"`` (float arrays);
         if ``pr``: ``"pr_radius"``, ``"pr_precision"``, ``"pr_recall"``;
-        if ``tie_aware``: ``"tie_aware_mAP@<K>"`` for each K of ``topks``.
+        if ``tie_aware``: ``"tie_aware_mAP@<K>"`` for each K of ``topks``;
+        if ``rank_points``: ``"rank_k"``, ``"rank_precision"``, ``"rank_recall"``;
+        if ``per_query``: ``"AP@<K>"`` (and ``"tie_aware_AP@<K>"``), (n_queries,) float arrays.
     """
     data = _validate(query_codes, query_labels, db_codes, db_labels)
-    plan = _plan(data, topks, ks, pr, tie_aware)
+    plan = _plan(data, topks, ks, pr, tie_aware, rank_points, per_query)
     chunk_size = _check_chunk_size(chunk_size, data.n_db)
     num_workers = _check_num_workers(num_workers)
     kernel = _compiled_average_precision() if _kernel_applies(data, plan) else None
@@ -215,7 +349,7 @@ def evaluate(
         labels = np.ascontiguousarray(data.query_labels, dtype=np.int64)
         db_labels = np.ascontiguousarray(data.db_labels, dtype=np.int64)
         ap = kernel(data.query_codes, np.ascontiguousarray(data.db_codes.T), labels, db_labels, plan.topk_cut)
-        return _finalize({"ap": ap.sum(axis=0)}, data, plan)
+        return _finalize({"ap": ap.sum(axis=0), "ap_rows": ap}, data, plan)
 
     starts = range(0, data.n_queries, chunk_size)
     chunks = [slice(start, min(start + chunk_size, data.n_queries)) for start in starts]
@@ -229,8 +363,12 @@ def evaluate(
     else:
         with ThreadPoolExecutor(num_workers) as pool:
             sums = list(pool.map(work, chunks))  # in chunk order: deterministic
-    total = {name: np.sum([s[name] for s in sums], axis=0) for name in sums[0]}
+    total = {name: np.concatenate([s[name] for s in sums]) if name in _PER_QUERY_SUMS
+             else np.sum([s[name] for s in sums], axis=0) for name in sums[0]}  # fmt: skip
     return _finalize(total, data, plan)
+
+
+_PER_QUERY_SUMS = frozenset({"ap_rows", "tie_aware_ap_rows"})  # one row per query: concatenated, not summed
 
 
 # --------------------------------------------------------------------------- #
@@ -259,63 +397,19 @@ class _Data:
         return self.query_labels.ndim == 1
 
 
-def _to_numpy(x: Any, name: str) -> np.ndarray:
-    """numpy view of an array-like or a (detached, CPU) torch tensor."""
-    if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch.Tensor, without importing torch
-        x = x.detach().cpu()
-        if x.is_floating_point():
-            x = x.float()  # numpy has no bfloat16; -1/+1 and 0/1 are exact in float32
-        x = x.numpy()
-    x = np.asarray(x)
-    if x.dtype == object or not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
-        raise TypeError(f"{name} must be a numeric array or tensor; got dtype {x.dtype}.")
-    return x
+_to_numpy = to_numpy
 
 
 def _check_codes(codes: Any, name: str) -> np.ndarray:
-    codes = _to_numpy(codes, name)
-    if codes.ndim != 2:
-        raise ValueError(
-            f"{name} must be a 2-D (n_items, n_bits) array of -1/+1; got shape {codes.shape}"
-            " (for a single code use codes[None, :])."
-        )
-    if codes.shape[0] == 0 or codes.shape[1] == 0:
-        raise ValueError(f"{name} is empty (shape {codes.shape}); pass at least one code of at least one bit.")
-    if not np.all((codes == 1) | (codes == -1)):
-        bad = codes[(codes != 1) & (codes != -1)].ravel()[0].item()
-        raise ValueError(
-            f"{name} must contain only -1 and +1; found {bad!r}. Binarise real-valued outputs"
-            " with sign (e.g. np.where(x >= 0, 1, -1)), and map {0, 1} bits with 2 * b - 1."
-        )
-    return codes
+    return sign_codes(codes, name)
 
 
 def _check_labels(labels: Any, name: str, n_items: int, codes_name: str) -> np.ndarray:
-    labels = _to_numpy(labels, name)
-    if labels.ndim not in (1, 2):
-        raise ValueError(
-            f"{name} must be class indices of shape (n,) or multi-hot of shape (n, n_classes);"
-            f" got shape {labels.shape}."
-        )
-    if labels.shape[0] != n_items:
-        raise ValueError(
-            f"{name} has {labels.shape[0]} rows but {codes_name} has {n_items} codes;"
-            " pass one label (row) per code."
-        )
-    if labels.ndim == 1 and not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(
-            f"{name} is 1-D, so it must hold integer class indices; got dtype {labels.dtype}"
-            " (convert with .astype(int) or .long(), or pass multi-hot labels of shape (n, n_classes))."
-        )
-    if labels.ndim == 2 and not np.all((labels == 0) | (labels == 1)):
-        raise ValueError(
-            f"{name} is 2-D, so it must be multi-hot with values 0/1 only; found other values"
-            " (threshold soft labels first, or pass 1-D class indices)."
-        )
-    return labels
+    return class_labels(labels, name, n_items=n_items, items_name=f"{codes_name} ({n_items} codes)")
 
 
 def _validate(query_codes: Any, query_labels: Any, db_codes: Any, db_labels: Any) -> _Data:
+    _backend()  # a misspelt SHC_METRICS_BACKEND is an error, not a silent default
     qc = _check_codes(query_codes, "query_codes")
     dc = _check_codes(db_codes, "db_codes")
     if qc.shape[1] != dc.shape[1]:
@@ -391,13 +485,16 @@ class _Plan:
     k_cut: np.ndarray  # (n_ks,) int: K clipped to n_db
     pr: bool
     tie_aware: bool
+    rank_cut: np.ndarray  # (n_points,) int: cut-offs of the rank-based PR curve, empty if not asked for
+    per_query: bool
 
     @property
     def needs_histograms(self) -> bool:
         return self.pr or (self.tie_aware and len(self.topk_cut) > 0)
 
 
-def _plan(data: _Data, topks: Sequence[int | None], ks: Iterable[int], pr: bool, tie_aware: bool) -> _Plan:
+def _plan(data: _Data, topks: Sequence[int | None], ks: Iterable[int], pr: bool, tie_aware: bool,
+          rank_points: int = 0, per_query: bool = False) -> _Plan:
     if isinstance(topks, (int, np.integer)) or topks is None:
         raise ValueError(f"topks must be a sequence such as (100, 1000, None); got {topks!r}.")
     topks = tuple(None if k is None else _check_k(k, "each topk") for k in topks)
@@ -405,7 +502,12 @@ def _plan(data: _Data, topks: Sequence[int | None], ks: Iterable[int], pr: bool,
         raise ValueError(f"topks has duplicates: {topks}; list each K once.")
     ks = np.array([_check_k(k, "each k in ks") for k in ks], dtype=np.int64)
     topk_cut = np.array([data.n_db if k is None else min(k, data.n_db) for k in topks], dtype=np.int64)
-    return _Plan(topks, topk_cut, ks, np.minimum(ks, data.n_db), bool(pr), bool(tie_aware))
+    if isinstance(rank_points, (bool, np.bool_)) or not isinstance(rank_points, (int, np.integer)) or rank_points < 0:
+        raise ValueError(f"rank_points must be a non-negative integer (0: no rank-based PR curve); got {rank_points!r}.")
+    rank_cut = rank_cutoffs(data.n_db, int(rank_points)) if rank_points else np.zeros(0, np.int64)
+    if per_query and not topks:
+        raise ValueError("per_query=True needs at least one K in topks, e.g. topks=(None,).")
+    return _Plan(topks, topk_cut, ks, np.minimum(ks, data.n_db), bool(pr), bool(tie_aware), rank_cut, bool(per_query))
 
 
 def _check_chunk_size(chunk_size: int | None, n_db: int) -> int:
@@ -438,18 +540,25 @@ def _chunk_sums(data: _Data, plan: _Plan, rows: slice) -> dict[str, np.ndarray]:
     sums = {"n_with_relevant": np.array(np.count_nonzero(has_relevant))}
 
     if len(plan.topk_cut):
-        sums["ap"] = _average_precision(row, rank, first, plan.topk_cut).sum(axis=0)
-    if len(plan.k_cut):
-        rank_k = np.arange(n_rows)[:, None] * n_db + plan.k_cut  # flat position of rank K in each row
-        hits_at_k = np.searchsorted(ranked, rank_k) - first[:-1, None]
-        sums["precision@k"] = (hits_at_k / plan.k_cut).sum(axis=0)
-        sums["recall@k"] = (hits_at_k[has_relevant] / n_relevant[has_relevant, None]).sum(axis=0)
+        ap = _average_precision(row, rank, first, plan.topk_cut)
+        sums["ap"] = ap.sum(axis=0)
+        if plan.per_query:
+            sums["ap_rows"] = ap
+    for name, cuts in (("", plan.k_cut), ("rank_", plan.rank_cut)):  # precision@K and the rank-based PR curve
+        if len(cuts):
+            rank_k = np.arange(n_rows)[:, None] * n_db + cuts  # flat position of rank K in each row
+            hits_at_k = np.searchsorted(ranked, rank_k) - first[:-1, None]
+            sums[f"{name}precision@k"] = (hits_at_k / cuts).sum(axis=0)
+            sums[f"{name}recall@k"] = (hits_at_k[has_relevant] / n_relevant[has_relevant, None]).sum(axis=0)
 
     if plan.needs_histograms:
         ranked_distances = np.take(distances.ravel(), order).reshape(n_rows, n_db)
         n_at, relevant_at = _distance_histograms(ranked_distances, row, ranked, data.n_bits)
         if plan.tie_aware and len(plan.topk_cut):
-            sums["tie_aware_ap"] = _tie_aware_average_precision(n_at, relevant_at, plan.topk_cut).sum(axis=0)
+            tie_aware_ap = _tie_aware_average_precision(n_at, relevant_at, plan.topk_cut)
+            sums["tie_aware_ap"] = tie_aware_ap.sum(axis=0)
+            if plan.per_query:
+                sums["tie_aware_ap_rows"] = tie_aware_ap
         if plan.pr:
             retrieved = np.cumsum(n_at, axis=1)  # items within radius r, r = 0..q
             relevant_retrieved = np.cumsum(relevant_at, axis=1)
@@ -627,7 +736,19 @@ _KERNEL: Any = None  # None: not tried yet; False: numba unavailable or disabled
 
 def _kernel_applies(data: _Data, plan: _Plan) -> bool:
     return (data.single_label and data.db_codes.dtype == np.uint64 and not len(plan.ks) and not plan.pr
-            and not plan.tie_aware and os.environ.get("SHC_METRICS_BACKEND", "auto") != "numpy")
+            and not plan.tie_aware and not len(plan.rank_cut)
+            and _backend() != "numpy")
+
+
+_BACKENDS = ("auto", "numpy")
+
+
+def _backend() -> str:
+    """``SHC_METRICS_BACKEND``: "auto" (numba kernel where it applies, the default) or "numpy"."""
+    value = os.environ.get("SHC_METRICS_BACKEND", "auto")
+    if value not in _BACKENDS:
+        raise ValueError(f"SHC_METRICS_BACKEND={value!r} is not a backend; use one of {_BACKENDS} (or unset it).")
+    return value
 
 
 def _compiled_average_precision() -> Any:
@@ -724,4 +845,12 @@ def _finalize(total: dict[str, np.ndarray], data: _Data, plan: _Plan) -> dict[st
     if plan.tie_aware:
         for i, topk in enumerate(plan.topks):
             result["tie_aware_" + _map_key(topk)] = float(total["tie_aware_ap"][i] / data.n_queries)
+    if len(plan.rank_cut):
+        result["rank_k"] = plan.rank_cut.copy()
+        result["rank_precision"] = total["rank_precision@k"] / data.n_queries
+        result["rank_recall"] = mean(total["rank_recall@k"], total["n_with_relevant"])
+    if plan.per_query:
+        for prefix in ("", "tie_aware_") if plan.tie_aware else ("",):
+            for i, topk in enumerate(plan.topks):
+                result[prefix + _map_key(topk).replace("mAP", "AP")] = total[prefix + "ap_rows"][:, i].copy()
     return result

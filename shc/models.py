@@ -13,9 +13,10 @@ images used in quick experiments and CI.
 
 from __future__ import annotations
 
+import functools
 import http.client
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,8 +25,10 @@ import torch
 from torch import nn
 
 from shc._compat import torchvision
+from shc.registry import Registry
 
 __all__ = [
+    "BACKBONES",
     "Classifier",
     "HASH_ACTIVATIONS",
     "HashingNetwork",
@@ -49,12 +52,14 @@ _RESNETS = {
     "resnet34": _ResNetSpec("ResNet34_Weights", 512),
     "resnet50": _ResNetSpec("ResNet50_Weights", 2048),
 }
-_SMALL_CNN = "small_cnn"
+#: Every backbone by name: ``builder(pretrained, weights, in_channels) -> (module, feature_dim)``. A new
+#: backbone is one ``@BACKBONES.register(name)`` function.
+BACKBONES: Registry[Callable[..., tuple[nn.Module, int]]] = Registry("backbone")
 
 
 def available_backbones() -> list[str]:
-    """Names accepted by :func:`build_backbone`."""
-    return sorted([*_RESNETS, _SMALL_CNN])
+    """Names accepted by :func:`build_backbone`, sorted."""
+    return sorted(BACKBONES.names())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -183,24 +188,13 @@ def build_backbone(
     feature_dim : int
         512 (resnet18/34), 2048 (resnet50) or 128 (small_cnn).
     """
-    if name not in available_backbones():
-        raise ValueError(f"unknown backbone {name!r}; choose one of {available_backbones()}.")
+    builder = BACKBONES.get(name)
     if int(in_channels) != in_channels or in_channels < 1:
         raise ValueError(f"in_channels must be a positive integer, got {in_channels}.")
-    pretrained = pretrained or weights is not None
+    return builder(pretrained or weights is not None, weights, int(in_channels))
 
-    if name == _SMALL_CNN:
-        backbone = SmallCNN(in_channels)
-        if weights is not None:
-            _load_weights(backbone, _read_state_dict(weights))
-        elif pretrained:
-            raise ValueError(
-                "small_cnn has no published pretrained weights; use pretrained=False, or pass your own "
-                "state_dict file with weights=."
-            )
-        return backbone, backbone.feature_dim
 
-    spec = _RESNETS[name]
+def _resnet(name: str, pretrained: bool, weights: str | os.PathLike | None, in_channels: int) -> tuple[nn.Module, int]:
     backbone = getattr(torchvision.models, name)(weights=None)
     if pretrained:
         state = _read_state_dict(weights) if weights is not None else _download_imagenet_weights(name)
@@ -208,7 +202,24 @@ def build_backbone(
     if in_channels != 3:
         backbone.conv1 = _first_conv_for(backbone.conv1, in_channels, pretrained)
     backbone.fc = nn.Identity()
-    return backbone, spec.feature_dim
+    return backbone, _RESNETS[name].feature_dim
+
+
+for _name in _RESNETS:
+    BACKBONES.register(_name, functools.partial(_resnet, _name))
+
+
+@BACKBONES.register("small_cnn")
+def _small_cnn(pretrained: bool, weights: str | os.PathLike | None, in_channels: int) -> tuple[nn.Module, int]:
+    backbone = SmallCNN(in_channels)
+    if weights is not None:
+        _load_weights(backbone, _read_state_dict(weights))
+    elif pretrained:
+        raise ValueError(
+            "small_cnn has no published pretrained weights; use pretrained=False, or pass your own "
+            "state_dict file with weights=."
+        )
+    return backbone, backbone.feature_dim
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""Reading the pipeline's artifacts: what the report notebooks show.
+"""Reading the pipeline's artifacts: what the report notebooks show. Read-only.
 
-Everything here reads what :mod:`shc.pipeline` wrote (computing a missing stage where a function says
-so) and turns it into frames, tables and curves:
+Everything here reads what :mod:`shc.pipeline` wrote and turns it into frames, tables and curves; it
+imports no trainer and never computes a stage. A missing artifact raises :class:`~shc.runs.MissingRunError`
+naming the run and the command that computes it (``python -m shc.reports --preset NAME`` computes every
+run its notebooks read before running them):
 
 - loaders of one run's files: :func:`load_stage1_metrics`, :func:`load_center_quality`,
   :func:`load_center_history`, :func:`load_metrics`, :func:`load_history`, :func:`load_codes`;
@@ -19,22 +21,16 @@ import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from shc.pipeline import (
-    MAP_KEYS,
-    RunConfig,
-    _method,
-    _other_similarity,
-    load_data,
-    run_centers,
-    run_similarity,
-    stage_directories,
-)
+from shc.runs import MissingRunError  # noqa: F401  (what every loader here raises)
+from shc.runs import MAP_KEYS, RunConfig, artifact, load_data
+from shc.runs import method_spec as _method
+from shc.runs import other_similarity as _other_similarity
+
 
 def run_label(config: RunConfig) -> str:
     """The name of a run in tables and legends: the method, plus the S source when it is not the default.
@@ -44,18 +40,23 @@ def run_label(config: RunConfig) -> str:
     return f"{config.method} ({config.similarity} S)" if _other_similarity(config) else config.method
 
 
-def _describe(config: RunConfig) -> str:
-    return f"{run_label(config)}, {config.bits} bits, seed {config.seed}, {config.dataset}"
+_artifact = artifact
 
 
-def _artifact(config: RunConfig, stage: str, name: str) -> Path:
-    path = stage_directories(config)[stage] / name
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{path} does not exist: {stage} of ({_describe(config)}) has not been computed in run_dir "
-            f"{config.run_dir!r}; run shc.pipeline.run(config) (or run_grid(configs)) first."
-        )
-    return path
+def load_similarity(config: RunConfig) -> np.ndarray:
+    """Stage 1's ``similarity.npy``: the (C, C) class-similarity matrix S of ``config.similarity``."""
+    return np.load(_artifact(config, "stage1", "similarity.npy"))
+
+
+def has_centers(config: RunConfig) -> bool:
+    """Whether ``config``'s method has hash centers (a stage 2)."""
+    return _method(config).centers is not None
+
+
+def load_centers(config: RunConfig) -> np.ndarray:
+    """Stage 2's ``centers.npy``: the (C, q) +-1 hash centers of ``config``'s method."""
+    _require_centers(config)
+    return np.load(_artifact(config, "stage2", "centers.npy"))
 
 
 def _require_centers(config: RunConfig) -> None:
@@ -151,7 +152,7 @@ def center_rows(configs: Iterable[RunConfig], similarity: str = "logits") -> pd.
 
     Every center set is scored by :func:`shc.centers.center_quality` against the stage-1 S of source
     ``similarity`` for its seed, as the paper's Table 3 scores every generator against the data-dependent
-    S; so generators that ignore S get an S_loss too. Missing stage-1/2 artifacts are computed (cached).
+    S; so generators that ignore S get an S_loss too.
     Configs of methods without hash centers are skipped.
 
     Returns
@@ -170,8 +171,8 @@ def center_rows(configs: Iterable[RunConfig], similarity: str = "logits") -> pd.
     for config in configs:
         if _method(config).centers is None:
             continue
-        centers = run_centers(config)
-        S = run_similarity(config.replace(similarity=similarity))
+        centers = load_centers(config)
+        S = load_similarity(config.replace(similarity=similarity))
         rows.append({**_identity(config), "gv_distance": gv_min_distance(*centers.shape),
                      **center_quality(centers, S), "seconds": load_center_quality(config)["seconds"]})
     if not rows:
@@ -182,7 +183,7 @@ def center_rows(configs: Iterable[RunConfig], similarity: str = "logits") -> pd.
 def center_history_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     """The per-cycle records of Algorithm 1 (:func:`load_center_history`) of the configs whose generator
     has cycles ("shc"), stacked with the identity columns and the target distance ``gv_distance``
-    (Eq. 13) in front; missing centers are computed (cached)."""
+    (Eq. 13) in front."""
     import pandas as pd
 
     from shc.centers import gv_min_distance
@@ -190,7 +191,6 @@ def center_history_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     frames = []
     for config in configs:
         if _method(config).centers == "shc":
-            run_centers(config)
             gv_distance = gv_min_distance(load_data(config).num_classes, config.bits)
             frames.append(load_center_history(config).assign(**_identity(config), gv_distance=gv_distance))
     if not frames:
@@ -201,12 +201,12 @@ def center_history_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
 
 def center_sets(configs: Iterable[RunConfig], bits: int, seed: int | None = None) -> dict[str, np.ndarray]:
     """The (C, q) centers of every center method among ``configs`` at one code length and seed (default:
-    the first seed met), by :func:`run_label`; computed if missing (cached)."""
+    the first seed met), by :func:`run_label`."""
     chosen = [config for config in configs if config.bits == bits and _method(config).centers is not None]
     if not chosen:
         raise ValueError(f"no config with hash centers has bits={bits}; pick one of the grid's code lengths.")
     seed = chosen[0].seed if seed is None else seed
-    sets = {run_label(config): run_centers(config) for config in chosen if config.seed == seed}
+    sets = {run_label(config): load_centers(config) for config in chosen if config.seed == seed}
     if not sets:
         raise ValueError(f"no config with hash centers has bits={bits} and seed={seed}; pick one of the grid's seeds.")
     return sets
@@ -215,8 +215,7 @@ def center_sets(configs: Iterable[RunConfig], bits: int, seed: int | None = None
 def classifier_table(configs: Iterable[RunConfig]) -> pd.DataFrame:
     """The stage-1 classifier's accuracy per dataset, mean and std over seeds (the paper's Table 2).
 
-    Reads the "logits" stage 1 of every (dataset, seed) among ``configs``, computing it if missing
-    (cached). Test accuracy is measured on the query split (the paper's test set), validation accuracy on
+    Reads the "logits" stage 1 of every (dataset, seed) among ``configs``. Test accuracy is measured on the query split (the paper's test set), validation accuracy on
     the validation split. Returns a DataFrame indexed by dataset; std is NaN for a single seed.
     """
     import pandas as pd
@@ -227,7 +226,6 @@ def classifier_table(configs: Iterable[RunConfig]) -> pd.DataFrame:
             continue
         seen.add((config.dataset, config.seed))
         logits_config = config.replace(similarity="logits")
-        run_similarity(logits_config)
         metrics = load_stage1_metrics(logits_config)
         rows.append({"dataset": config.dataset, "seed": config.seed, "test": metrics["test_accuracy"],
                      "validation": metrics["val_accuracy"], "train seconds": metrics["train_seconds"]})
@@ -252,7 +250,7 @@ def similarity_sources(configs: Iterable[RunConfig],
     "logits" gives the data-dependent S of every seed among ``configs`` ("data-dependent S" for the first
     seed, "data-dependent S, seed k" for the others, to show how stable S is); the other sources are taken
     for the first config only (they do not depend on the seed). "hierarchy" is left out for datasets
-    without one. Missing matrices are computed (cached).
+    without one.
     """
     configs = list(configs)
     if not configs:
@@ -266,9 +264,9 @@ def similarity_sources(configs: Iterable[RunConfig],
             seeds = list(dict.fromkeys(config.seed for config in configs))
             for seed in seeds:
                 name = SOURCE_NAMES[source] + ("" if seed == seeds[0] else f", seed {seed}")
-                matrices[name] = run_similarity(first.replace(seed=seed, similarity=source))
+                matrices[name] = load_similarity(first.replace(seed=seed, similarity=source))
         elif source != "hierarchy" or load_data(first).coarse_labels is not None:
-            matrices[SOURCE_NAMES[source]] = run_similarity(first.replace(similarity=source))
+            matrices[SOURCE_NAMES[source]] = load_similarity(first.replace(similarity=source))
     return matrices
 
 
@@ -514,9 +512,44 @@ def pr_curves_by_method(configs: Iterable[RunConfig], bits: int) -> dict[str, di
                         "pr_recall": np.nanmean(recall[label], axis=0)} for label in precision}
 
 
+def curve_rows(configs: Iterable[RunConfig], kind: str):
+    """The tidy table of one retrieval curve over every run: ``method, bits, seed, <x>, precision, recall``.
+
+    ``kind`` is "k" (precision@K / recall@K), "radius" (precision-recall by Hamming radius) or "rank"
+    (precision-recall at cut-offs of the Hamming ranking, ties by index: the paper's figures). Exactly what
+    the curve figures draw; save it beside them (``plots.save_figure(fig, stem, data=...)``).
+    """
+    from shc.plots import curve_frame
+
+    return curve_frame(({**_identity(config), "method": run_label(config), **load_metrics(config)}
+                        for config in configs), kind)
+
+
+def class_ap_rows(configs: Iterable[RunConfig], bits: int, seed: int | None = None):
+    """Per-class AP@ALL against the class's mean similarity to the others, one row per (method, class).
+
+    Reads each run's stored per-query AP@ALL (``metrics.json``) and the data-dependent S of the seed
+    (stage 1), for :func:`shc.plots.plot_class_ap`.
+    """
+    from shc.metrics import per_class_mean
+    from shc.plots import class_ap_frame
+
+    chosen = [config for config in configs if config.bits == bits]
+    if not chosen:
+        raise ValueError(f"no config has bits={bits}; pick one of the grid's code lengths.")
+    seed = chosen[0].seed if seed is None else seed
+    chosen = [config for config in chosen if config.seed == seed]
+    data = load_data(chosen[0])
+    labels = load_codes(chosen[0])["query_labels"]
+    ap = {run_label(config): per_class_mean(np.asarray(load_metrics(config)["query_AP@ALL"]), labels,
+                                            data.num_classes)[0] for config in chosen}
+    S = load_similarity(chosen[0].replace(method="shc", similarity="logits"))
+    return class_ap_frame(ap, S, class_names=data.class_names)
+
+
 def hamming_top_k(query_codes: np.ndarray, database_codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` nearest database items of each query in Hamming distance, ties in database order (the
-    ranking of :mod:`shc.metrics`).
+    ranking of :mod:`shc.metrics`), by an exact :class:`shc.retrieval.HashIndex` search.
 
     Parameters
     ----------
@@ -530,15 +563,15 @@ def hamming_top_k(query_codes: np.ndarray, database_codes: np.ndarray, k: int) -
     indices, distances : (n, k) int arrays
         Database indices, nearest first, and their Hamming distances (q - <b_i, b_j>) / 2 (Eq. 17).
     """
+    from shc.retrieval import HashIndex
+
     queries, database = np.asarray(query_codes), np.asarray(database_codes)
     if queries.ndim != 2 or database.ndim != 2 or queries.shape[1] != database.shape[1]:
         raise ValueError(f"codes must be (n, q) and (N, q) with the same q, got {queries.shape} and {database.shape}.")
     if not 1 <= k <= database.shape[0]:
         raise ValueError(f"k must lie in [1, {database.shape[0]}] (the database size), got {k}.")
-    num_bits = queries.shape[1]
-    distances = (num_bits - queries.astype(np.int32) @ database.astype(np.int32).T) // 2
-    indices = np.argsort(distances, axis=1, kind="stable")[:, :k]
-    return indices, np.take_along_axis(distances, indices, axis=1)
+    distances, indices = HashIndex(queries.shape[1]).add(database).search(queries, k)  # ids = database indices
+    return indices, distances
 
 
 @dataclass
@@ -557,6 +590,15 @@ class ExampleQueries:
     def precision(self) -> float:
         """Fraction of correct results over all shown queries (precision@k of these queries)."""
         return float(self.correct.mean())
+
+    def frame(self):
+        """Tidy ``query, rank, result, distance, correct`` rows: what the example figure shows."""
+        import pandas as pd
+
+        n, k = self.result_indices.shape
+        return pd.DataFrame({"query": np.repeat(self.query_indices, k), "rank": np.tile(np.arange(1, k + 1), n),
+                             "result": self.result_indices.reshape(-1), "distance": self.distances.reshape(-1),
+                             "correct": self.correct.reshape(-1)})
 
 
 def top_results(config: RunConfig, n_queries: int = 5, k: int = 10,

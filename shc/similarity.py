@@ -3,7 +3,7 @@
 Three sources, all returning a symmetric float64 matrix that stage 2 (``shc.centers``) accepts:
 
 - :func:`similarity_from_logits`: the paper's data-dependent matrix (Eq. 2-12), from the logits of a
-  classifier fine-tuned on the training images (collect them with :func:`collect_logits`).
+  classifier fine-tuned on the training images (collect them with :func:`shc.train.predict`, the one inference path).
 - :func:`similarity_from_text`: the paper's "BERT" ablation, from sentence embeddings of the class names.
 - :func:`similarity_from_labels`: label-only baselines (identity, or a class hierarchy).
 
@@ -23,10 +23,9 @@ from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse
-import torch
+from shc.validation import to_numpy
 
 __all__ = [
-    "collect_logits",
     "hierarchical_similarity",
     "hierarchy_agreement",
     "most_similar_pairs",
@@ -47,13 +46,7 @@ _sentence_models: dict[str, Any] = {}  # loaded SentenceTransformer models, by r
 # ----------------------------------------------------------------------------------------------
 # input conversion and validation
 # ----------------------------------------------------------------------------------------------
-def _to_numpy(values: Any, name: str) -> np.ndarray:
-    if isinstance(values, torch.Tensor):
-        return values.detach().cpu().numpy()
-    try:
-        return np.asarray(values)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must be a numpy array or a torch tensor, got {type(values).__name__}.") from error
+_to_numpy = to_numpy
 
 
 def _as_class_indices(labels: Any, num_samples: int, num_classes: int) -> np.ndarray:
@@ -207,7 +200,7 @@ def similarity_from_logits(
     Parameters
     ----------
     logits : array-like or torch.Tensor, shape (N, C)
-        Classifier outputs before the softmax (Eq. 2), e.g. from :func:`collect_logits`.
+        Classifier outputs before the softmax (Eq. 2), e.g. from :func:`shc.train.predict`.
     labels : array-like or torch.Tensor, shape (N,) or (N, C)
         True class of each image, as indices or one-hot rows. Single-label only (Eq. 7 averages over the
         images *of* a class); multi-hot rows are rejected.
@@ -253,50 +246,6 @@ def similarity_from_logits(
     probabilities = _masked_softmax(logits, masked_class)
     class_rows = _class_means(probabilities, labels, num_classes)
     return _symmetric_unit_diagonal(_center_rows(class_rows))
-
-
-@torch.no_grad()
-def collect_logits(
-    model: torch.nn.Module,
-    dataset: torch.utils.data.Dataset,
-    batch_size: int = 256,
-    device: str | torch.device = "cpu",
-    num_workers: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Run ``model`` once over ``dataset`` in eval mode without gradients.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        A classifier returning (B, C) logits (e.g. :class:`shc.models.Classifier`). Its train/eval mode is
-        restored afterwards.
-    dataset : torch.utils.data.Dataset
-        Items ``(image, label, index)``, as the ``shc.data`` datasets yield them.
-    batch_size, num_workers : int
-        Passed to the ``DataLoader`` (no shuffling: rows follow the dataset order).
-    device : str or torch.device
-        Where the forward passes run.
-
-    Returns
-    -------
-    logits : numpy.ndarray, shape (N, C), float32
-    labels : numpy.ndarray, shape (N,) int64, or (N, C) for multi-hot datasets
-    """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size}.")
-    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers)
-    was_training = model.training
-    model.eval()
-    try:
-        logits, labels = [], []
-        for images, batch_labels, _ in loader:
-            logits.append(model(images.to(device)).float().cpu())
-            labels.append(torch.as_tensor(batch_labels).cpu())
-    finally:
-        model.train(was_training)
-    if not logits:
-        raise ValueError("dataset is empty; there are no images to classify.")
-    return torch.cat(logits).numpy(), torch.cat(labels).numpy()
 
 
 # ----------------------------------------------------------------------------------------------

@@ -57,18 +57,13 @@ Python values, so they load with ``torch.load(..., weights_only=True)``.
 
 from __future__ import annotations
 
-import contextlib
-import csv
 import dataclasses
-import datetime
-import io
 import json
 import math
 import os
-import random
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +75,22 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
+from shc.checkpoint import CHECKPOINT_VERSION, _check_same_run, _run_identity, _save_torch, _write_history
+from shc.devices import (
+    PRECISIONS,
+    _autocast,
+    _derived_seed,
+    _determinism,
+    _generator,
+    _move_inputs,
+    _require,
+    _to_float32,
+    resolve_device,
+    resolve_precision,
+    set_seed,
+)
+from shc.distributed import _epoch_batches, _gather_rng, _process_group, _Ranks, _restore_rng
+
 __all__ = [
     "History",
     "TrainConfig",
@@ -90,20 +101,21 @@ __all__ = [
     "set_seed",
 ]
 
+
+
 OPTIMIZERS = ("rmsprop", "adam", "sgd")
+
+
 SCHEDULERS = ("cosine", "none")
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
 SELECT_MODES = ("max", "min")
+
+
 SGD_MOMENTUM = 0.9
-CHECKPOINT_VERSION = 1
-DDP_TIMEOUT = datetime.timedelta(hours=2)  # the other ranks wait in a collective while rank 0 runs evaluate
-_AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
 _ROW_KEYS = ("epoch", "loss", "lr", "seconds", "eval_seconds")
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
 
 
 @dataclass(frozen=True)
@@ -273,266 +285,6 @@ class History:
         if not path.exists():
             raise FileNotFoundError(f"{path} does not exist: run fit(..., run_dir={str(run_dir)!r}) first.")
         return cls(**json.loads(path.read_text()))
-
-
-# --------------------------------------------------------------------------- set-up helpers
-
-
-def set_seed(seed: int) -> None:
-    """Seed python's ``random``, numpy's global generator and torch (CPU and CUDA)."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def resolve_device(device: str | torch.device = "auto", local_rank: int = 0) -> torch.device:
-    """Turn ``"auto"``/``"cuda"``/``"cpu"``/``"cuda:N"`` into a concrete ``torch.device``.
-
-    ``"auto"`` and ``"cuda"`` pick ``cuda:local_rank`` (one GPU per DDP rank).
-    """
-    if isinstance(device, torch.device):
-        return device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu":
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise RuntimeError(f"device={device!r} was requested but CUDA is not available; use device='cpu' or 'auto'.")
-    if device == "cuda":
-        return torch.device("cuda", local_rank % torch.cuda.device_count())
-    return torch.device(device)
-
-
-def _cpu_has_native_bf16() -> bool:
-    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    """Resolve ``"auto"`` to ``"fp16"`` (CUDA), ``"bf16"`` (CPU with native bf16) or ``"fp32"``."""
-    _require(precision in PRECISIONS, f"precision={precision!r} is unknown; use one of {PRECISIONS}.")
-    if precision != "auto":
-        if precision == "fp16" and device.type == "cpu":
-            raise ValueError("precision='fp16' needs CUDA; on a CPU use 'bf16' or 'fp32' (or 'auto').")
-        return precision
-    if device.type == "cuda":
-        return "fp16"
-    return "bf16" if _cpu_has_native_bf16() else "fp32"
-
-
-def _autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=_AUTOCAST_DTYPES[precision])
-
-
-def _to_float32(outputs: Any) -> Any:
-    """Cast the floating tensors in (nested) outputs to float32, so the loss runs in fp32."""
-    if isinstance(outputs, torch.Tensor):
-        return outputs.float() if outputs.is_floating_point() else outputs
-    if isinstance(outputs, Mapping):
-        return type(outputs)({key: _to_float32(value) for key, value in outputs.items()})
-    if isinstance(outputs, (tuple, list)):
-        return type(outputs)(_to_float32(value) for value in outputs)
-    return outputs
-
-
-def _move_inputs(inputs: torch.Tensor, device: torch.device, channels_last: bool) -> torch.Tensor:
-    inputs = inputs.to(device, non_blocking=True)
-    if channels_last and inputs.dim() == 4:
-        inputs = inputs.contiguous(memory_format=torch.channels_last)
-    return inputs
-
-
-def _derived_seed(*entropy: int) -> int:
-    """An independent 63-bit seed for the stream named by ``entropy`` (numpy's SeedSequence)."""
-    state = np.random.SeedSequence(list(entropy)).generate_state(2, dtype=np.uint32)
-    return int(state[0]) << 31 ^ int(state[1])
-
-
-def _generator(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
-@contextlib.contextmanager
-def _determinism(enabled: bool, device: torch.device) -> Iterator[None]:
-    """Set deterministic algorithms / cuDNN autotuning for the duration of ``fit``."""
-    saved = (
-        torch.are_deterministic_algorithms_enabled(),
-        torch.is_deterministic_algorithms_warn_only_enabled(),
-        torch.backends.cudnn.benchmark,
-        torch.backends.cudnn.deterministic,
-    )
-    if enabled and device.type == "cuda":
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # effective before cuBLAS starts
-    torch.use_deterministic_algorithms(enabled, warn_only=True)
-    torch.backends.cudnn.benchmark = not enabled
-    torch.backends.cudnn.deterministic = enabled
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
-        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = saved[2:]
-
-
-# --------------------------------------------------------------------------- distributed
-
-
-@dataclass(frozen=True)
-class _Ranks:
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-    @property
-    def distributed(self) -> bool:
-        return self.world_size > 1
-
-
-@contextlib.contextmanager
-def _process_group(device: str) -> Iterator[_Ranks]:
-    """Join the DDP process group: an existing one, or one described by torchrun's env vars.
-
-    A group created here is destroyed on exit.
-    """
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if dist.is_available() and dist.is_initialized():
-        yield _Ranks(dist.get_rank(), dist.get_world_size(), local_rank)
-        return
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size <= 1:
-        yield _Ranks()
-        return
-    if not dist.is_available():
-        raise RuntimeError(f"WORLD_SIZE={world_size} asks for distributed training but torch.distributed is unavailable.")
-    use_cuda = device != "cpu" and torch.cuda.is_available()
-    dist.init_process_group(backend="nccl" if use_cuda else "gloo", timeout=DDP_TIMEOUT)
-    try:
-        yield _Ranks(dist.get_rank(), dist.get_world_size(), local_rank)
-    finally:
-        dist.destroy_process_group()
-
-
-def _epoch_batches(
-    num_samples: int, config: TrainConfig, epoch: int, ranks: _Ranks
-) -> list[tuple[list[int], int]]:
-    """This rank's share of every global batch of ``epoch`` (1-based), with the global batch size.
-
-    The permutation depends only on ``(seed, epoch)``, never on the rank or
-    the world size, so every run of the same config sees the same global
-    batches; each is cut into ``world_size`` contiguous, near-equal shares.
-    Under DDP a trailing batch smaller than ``world_size`` is dropped (some
-    rank would get no sample).
-    """
-    order = torch.randperm(num_samples, generator=_generator(_derived_seed(config.seed, epoch)))
-    global_batches = list(order.split(config.batch_size))
-    minimum = config.batch_size if config.drop_last else ranks.world_size
-    global_batches = [batch for batch in global_batches if len(batch) >= minimum]
-    return [(torch.tensor_split(batch, ranks.world_size)[ranks.rank].tolist(), len(batch)) for batch in global_batches]
-
-
-# --------------------------------------------------------------------------- files
-
-
-def _atomic_write(path: Path, write: Callable[[io.BufferedWriter], None]) -> None:
-    """Write through a temporary file in the same directory, fsync, then ``os.replace``."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
-def _save_torch(obj: Any, path: Path) -> None:
-    _atomic_write(path, lambda handle: torch.save(obj, handle))
-
-
-def _write_history(history: History, run_dir: Path) -> None:
-    columns: dict[str, None] = {}
-    for row in history.rows:
-        columns.update(dict.fromkeys(row))
-    text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(columns), restval="", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(history.rows)
-    _atomic_write(run_dir / "history.csv", lambda handle: handle.write(text.getvalue().encode()))
-    payload = json.dumps(history.to_dict(), indent=1).encode()
-    _atomic_write(run_dir / "history.json", lambda handle: handle.write(payload))
-
-
-def _run_identity(config: TrainConfig, num_samples: int) -> dict[str, Any]:
-    """What must match for ``last.pt`` to be resumed: every config field and the training-set size."""
-    return {**dataclasses.asdict(config), "train_size": num_samples}
-
-
-def _check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: Path) -> None:
-    differences = [
-        f"{key}: checkpoint has {saved.get(key)!r}, this call has {current.get(key)!r}"
-        for key in sorted(set(saved) | set(current))
-        if saved.get(key) != current.get(key)
-    ]
-    if differences:
-        raise ValueError(
-            f"{path} was written by a run with a different configuration ("
-            + "; ".join(differences)
-            + f"). Use another run_dir, or delete {path.parent} to start this run over."
-        )
-
-
-# --------------------------------------------------------------------------- random state
-
-
-def _capture_rng() -> dict[str, Any]:
-    numpy_state = np.random.get_state(legacy=False)
-    return {
-        "python": random.getstate(),
-        "numpy": {
-            "bit_generator": numpy_state["bit_generator"],
-            "key": torch.from_numpy(numpy_state["state"]["key"].astype(np.int64)),
-            "pos": int(numpy_state["state"]["pos"]),
-            "has_gauss": int(numpy_state["has_gauss"]),
-            "gauss": float(numpy_state["gauss"]),
-        },
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state() if torch.cuda.is_available() and torch.cuda.is_initialized() else None,
-    }
-
-
-def _restore_rng(state: Mapping[str, Any]) -> None:
-    random.setstate(state["python"])
-    numpy_state = state["numpy"]
-    np.random.set_state(
-        {
-            "bit_generator": numpy_state["bit_generator"],
-            "state": {"key": numpy_state["key"].numpy().astype(np.uint32), "pos": numpy_state["pos"]},
-            "has_gauss": numpy_state["has_gauss"],
-            "gauss": numpy_state["gauss"],
-        }
-    )
-    torch.set_rng_state(state["torch"])
-    if state["cuda"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state(state["cuda"])
-
-
-def _gather_rng(ranks: _Ranks) -> list[dict[str, Any]]:
-    """Every rank's random state, in rank order (a collective call under DDP)."""
-    state = _capture_rng()
-    if not ranks.distributed:
-        return [state]
-    states: list[Any] = [None] * ranks.world_size
-    dist.all_gather_object(states, state)
-    return states
-
-
-# --------------------------------------------------------------------------- the loop
 
 
 class _LossMeter:
@@ -948,9 +700,6 @@ def _train_epoch(
                 bar.set_postfix(loss=f"{meter.last:.4g}", refresh=False)
         mean_loss = meter.mean()
     return {"epoch": epoch, "loss": mean_loss, "lr": lr, "seconds": time.perf_counter() - started}
-
-
-# --------------------------------------------------------------------------- inference
 
 
 @torch.no_grad()

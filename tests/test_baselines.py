@@ -80,7 +80,7 @@ def test_available_methods_are_shc_its_variants_and_the_nine_baselines():
 
 
 def test_unknown_method_lists_the_known_ones():
-    with pytest.raises(ValueError, match=r"unknown method 'dsh'.*'dpsh'.*'orthohash'"):
+    with pytest.raises(ValueError, match=r"unknown method 'dsh'; did you mean 'dpsh'.*orthohash"):
         get_method("dsh")
 
 

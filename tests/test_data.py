@@ -580,7 +580,7 @@ def test_unknown_dataset_lists_known_names():
         ValueError, match=r"unknown dataset 'cifar10'.*digits-composite.*nabirds-b.*imagefolder"
     ):
         load_dataset("cifar10")
-    with pytest.raises(ValueError, match="known datasets"):
+    with pytest.raises(ValueError, match="Known datasets"):
         default_transforms("nope", train=True)
 
 

@@ -85,3 +85,32 @@ def test_interrupted_ddp_run_resumes_exactly(tmp_path):
         assert resumed["best_epoch"] == reference["best_epoch"] == 2
         for name, value in reference["model"].items():
             assert torch.equal(resumed["model"][name], value), name
+
+
+@needs_gloo
+def test_torchrun_launches_the_pipeline_itself_and_rank_0_alone_writes(tmp_path):
+    """``torchrun --nproc_per_node=2 -m shc.pipeline --preset tiny``: stages 1 and 3 train with DDP, stage 2
+    and every artifact write happen on rank 0, the other rank waits; the result is one complete run."""
+    import json
+
+    from shc.pipeline import preset, stage_directories
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+           "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
+    run_dir = tmp_path / "runs"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
+               "shc.pipeline", "--preset", "tiny", "--methods", "shc", "--device", "cpu", "--run-dir", str(run_dir),
+               "--quiet"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
+    check_ok(result)
+    assert result.stdout.count("mAP@ALL (mean ± std over seeds)") == 1, "only rank 0 prints the tables"
+    config = preset("tiny", methods=["shc"], run_dir=str(run_dir), device="cpu")[0]
+    directories = stage_directories(config)
+    for stage, names in (("stage1", ("similarity.npy", "metrics.json", "classifier/best.pt")),
+                         ("stage2", ("centers.npy", "quality.json")),
+                         ("stage3", ("codes.npz", "metrics.json", "train/best.pt"))):
+        for name in names:
+            assert (directories[stage] / name).is_file(), f"{stage}/{name} missing"
+    assert json.loads((directories["stage3"] / "metrics.json").read_text())["mAP@ALL"] > 0.1
+    leftovers = [p for p in run_dir.rglob("*") if ".tmp" in p.name]
+    assert leftovers == [], "two ranks wrote the same files"

@@ -145,19 +145,19 @@ def test_registry_builds_known_losses():
 
 
 def test_registry_unknown_name_lists_the_known_ones():
-    with pytest.raises(ValueError, match=r"unknown loss 'csq'.*'center'.*'cross_entropy'"):
+    with pytest.raises(ValueError, match=r"unknown loss 'csq'.*Known losses: center, cross_entropy"):
         build_loss("csq")
 
 
 def test_registry_is_open_and_refuses_duplicates(monkeypatch):
-    monkeypatch.setattr(shc.losses, "LOSSES", dict(LOSSES))
+    monkeypatch.setattr(LOSSES, "_entries", dict(LOSSES._entries))  # undone after the test
 
     @register_loss("zero")
     class ZeroLoss(torch.nn.Module):
         def forward(self, outputs, labels, indices):
             return outputs.sum() * 0
 
-    assert isinstance(shc.losses.build_loss("zero"), ZeroLoss)
+    assert isinstance(build_loss("zero"), ZeroLoss)
     with pytest.raises(ValueError, match="already registered"):
         register_loss("center")(ZeroLoss)
-    assert "zero" not in LOSSES  # the real registry is untouched
+    assert "zero" in LOSSES

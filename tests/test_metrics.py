@@ -478,3 +478,92 @@ def test_compiled_map_equals_numpy_path(monkeypatch, num_bits):
         if key.startswith("mAP@"):
             assert compiled[key] == pytest.approx(reference[key], abs=1e-12), key
     assert metrics._compiled_average_precision() is not None
+
+
+# --------------------------------------------------------------------------- #
+# Rank-based PR curve, per-query AP, per-class means
+# --------------------------------------------------------------------------- #
+
+
+def test_rank_cutoffs_span_the_ranking():
+    cuts = metrics.rank_cutoffs(1000, 200)
+    assert cuts[0] == 1 and cuts[-1] == 1000 and len(cuts) == 200
+    assert np.all(np.diff(cuts) > 0)
+    np.testing.assert_array_equal(metrics.rank_cutoffs(50, 200), np.arange(1, 51))
+    np.testing.assert_array_equal(metrics.rank_cutoffs(7, 1), [7])
+    with pytest.raises(ValueError, match="num_points"):
+        metrics.rank_cutoffs(10, 0)
+
+
+@pytest.mark.parametrize("multi_label, n_bits", SETTINGS)
+def test_rank_pr_curve_matches_brute_force(multi_label, n_bits):
+    rng = np.random.default_rng(100 + n_bits + multi_label)
+    qc, ql, dc, dl = clustered_data(rng, 19, 140, n_bits, 5, multi_label)
+    curve = metrics.rank_pr_curve(qc, ql, dc, dl, num_points=40, chunk_size=6, num_workers=2)
+    cuts = curve["rank_k"]
+    assert cuts[0] == 1 and cuts[-1] == 140 and len(cuts) == 40
+    precision, recall = brute_precision_recall(qc, ql, dc, dl, cuts)
+    np.testing.assert_allclose(curve["rank_precision"], precision, rtol=1e-12)
+    np.testing.assert_allclose(curve["rank_recall"], recall, rtol=1e-12)
+    assert curve["rank_recall"][-1] == pytest.approx(1.0)  # the whole database retrieves every relevant item
+
+
+def test_rank_pr_curve_hand_computed():
+    # Query 0 at distances 0, 1, 2 from items 0, 1, 2; items 0 and 2 relevant: ranking rel, not, rel.
+    qc = np.array([[1, 1]])
+    dc = np.array([[1, 1], [1, -1], [-1, -1]])
+    curve = metrics.rank_pr_curve(qc, np.array([0]), dc, np.array([0, 1, 0]), num_points=3)
+    np.testing.assert_array_equal(curve["rank_k"], [1, 2, 3])
+    np.testing.assert_allclose(curve["rank_precision"], [1.0, 0.5, 2 / 3])
+    np.testing.assert_allclose(curve["rank_recall"], [0.5, 0.5, 1.0])
+
+
+def test_rank_pr_curve_joins_evaluate_without_changing_other_keys():
+    qc, ql, dc, dl = small_problem()
+    plain = evaluate(qc, ql, dc, dl)
+    both = evaluate(qc, ql, dc, dl, rank_points=25)
+    assert set(both) - set(plain) == {"rank_k", "rank_precision", "rank_recall"}
+    assert_same_results({key: both[key] for key in plain}, plain)
+    with pytest.raises(ValueError, match="rank_points"):
+        evaluate(qc, ql, dc, dl, rank_points=-1)
+
+
+@pytest.mark.parametrize("backend", ["auto", "numpy"])
+@pytest.mark.parametrize("multi_label, n_bits", SETTINGS)
+def test_average_precision_per_query_matches_brute_force(monkeypatch, backend, multi_label, n_bits):
+    monkeypatch.setenv("SHC_METRICS_BACKEND", backend)  # "auto": the compiled kernel where it applies
+    rng = np.random.default_rng(200 + n_bits + multi_label)
+    qc, ql, dc, dl = clustered_data(rng, 21, 120, n_bits, 5, multi_label)
+    for topk in (None, 10):
+        n = len(dc) if topk is None else topk
+        expected = [average_precision(relevance_in_order(qc[i], ql[i], dc, dl), n) for i in range(len(qc))]
+        got = metrics.average_precision_per_query(qc, ql, dc, dl, topk, chunk_size=5, num_workers=2)
+        assert got.shape == (21,)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+        assert got.mean() == pytest.approx(mean_average_precision(qc, ql, dc, dl, topk))
+
+
+def test_tie_aware_average_precision_per_query_averages_to_tie_aware_map():
+    qc, ql, dc, dl = small_problem()
+    result = evaluate(qc, ql, dc, dl, topks=(None, 20), tie_aware=True, per_query=True)
+    for key in ("ALL", "20"):
+        assert result[f"tie_aware_AP@{key}"].mean() == pytest.approx(result[f"tie_aware_mAP@{key}"], rel=1e-12)
+        assert result[f"AP@{key}"].mean() == pytest.approx(result[f"mAP@{key}"], rel=1e-12)
+    single = [brute_tie_aware_map(qc[i : i + 1], ql[i : i + 1], dc[:12], dl[:12], None) for i in range(3)]
+    np.testing.assert_allclose(
+        metrics.average_precision_per_query(qc[:3], ql[:3], dc[:12], dl[:12], tie_aware=True), single, rtol=1e-12
+    )
+
+
+def test_per_class_mean_by_hand():
+    means, counts = metrics.per_class_mean([0.2, 0.4, 1.0, 0.5], np.array([0, 0, 2, 3]), num_classes=5)
+    np.testing.assert_allclose(means, [0.3, np.nan, 1.0, 0.5, np.nan])
+    np.testing.assert_array_equal(counts, [2, 0, 1, 1, 0])
+    multi = np.array([[1, 1, 0], [0, 1, 0], [0, 0, 0]])  # query 0 counts for classes 0 and 1
+    means, counts = metrics.per_class_mean([0.6, 0.2, 0.9], multi)
+    np.testing.assert_allclose(means, [0.6, 0.4, np.nan])
+    np.testing.assert_array_equal(counts, [1, 2, 0])
+    with pytest.raises(ValueError, match="out of range"):
+        metrics.per_class_mean([0.1], np.array([3]), num_classes=2)
+    with pytest.raises(ValueError, match="same n"):
+        metrics.per_class_mean([0.1, 0.2], np.array([0]))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import html
 import json
+import re
 from pathlib import Path
 
 import matplotlib
@@ -93,12 +94,12 @@ def batch(tmp_path_factory):
     log: list[str] = []
     reports_run = reports.run_reports("tiny", only=list(NOTEBOOKS), output_root=root / "reports", run_root=root / "runs",
                                   log=log.append)  # fmt: skip
-    tiny = reports.NOTEBOOK_PARAMETERS["04_retrieval"]["tiny"][0]
+    tiny = reports.notebook_table()["04_retrieval"]["tiny"][0]
     run_dir = str(root / "runs" / "tiny")
 
     def configs(methods, **changes):
-        return pipeline.report_configs(tiny["pipeline_preset"], tiny["dataset"], methods, tiny["bits"], tiny["seeds"],
-                                       run_dir, epochs=tiny["epochs"], **tiny["config_overrides"], **changes)  # fmt: skip
+        return pipeline.report_configs(tiny["preset"], tiny["dataset"], methods, tiny["bits"], tiny["seeds"], run_dir,
+                                       **changes)
 
     return {"results": reports_run, "log": log, "preset_dir": root / "reports" / "tiny", "run_dir": Path(run_dir),
             "configs": configs}  # fmt: skip
@@ -133,7 +134,7 @@ def test_every_figure_and_table_is_written(batch):
 def test_notebooks_share_one_set_of_stage_artifacts(batch):
     # every stage computed once in the preset's run_dir: logits S once per seed, each center set and run once,
     # the text-S variant of SHC beside the default one instead of colliding with it
-    folders = {path.name for path in (batch["run_dir"] / "digits-composite" / "seed0").iterdir()}
+    folders = {path.name.rsplit("-", 1)[0] for path in (batch["run_dir"] / "digits-composite" / "seed0").iterdir()}
     assert folders == {
         "stage1-logits", "stage1-text", "stage1-hierarchy",
         *(f"stage2-{m}-16bit" for m in ("random", "csq", "mds", "shc", "semantic", "distance", "shc-text",
@@ -187,14 +188,14 @@ def test_similarity_report_recovers_the_known_hierarchy_consistently(batch):
     assert table.loc["hierarchy S", "roc_auc"] == 1.0 and table.loc["hierarchy S", "top1_same_coarse"] == 1.0
     # Independent ROC-AUC of the stored data-dependent S: count the won and tied (same-coarse, other) pair pairs.
     # Tiny classes are the numbers 0, 5, ..., 95 (20 evenly spaced of 100); the coarse class is the tens digit.
-    S = np.load(batch["run_dir"] / "digits-composite" / "seed0" / "stage1-logits" / "similarity.npy")
+    S = results.load_similarity(batch["configs"](["shc"])[0])
     coarse = (np.arange(20) * 5) // 10
     rows, columns = np.triu_indices(20, k=1)
     same = coarse[rows] == coarse[columns]
     positive, negative = S[rows, columns][same], S[rows, columns][~same]
     wins = (positive[:, None] > negative[None, :]).sum() + 0.5 * (positive[:, None] == negative[None, :]).sum()
     assert table.loc["data-dependent S", "roc_auc"] == pytest.approx(wins / (positive.size * negative.size))
-    text_S = np.load(batch["run_dir"] / "digits-composite" / "seed0" / "stage1-text" / "similarity.npy")
+    text_S = results.load_similarity(batch["configs"](["shc"])[0].replace(similarity="text"))
     correlations = pd.read_csv(_report(batch, "01_similarity") / "tables" / "similarity_correlations.csv", index_col=0)
     expected = spearmanr(S[rows, columns], text_S[rows, columns]).statistic
     assert correlations.loc["data-dependent S", "text S"] == pytest.approx(expected)
@@ -249,9 +250,19 @@ def test_curves_by_method_stack_the_stored_curves(batch):
         results.curves_by_method(configs, "recall@k", 32)
 
 
+def test_results_imports_no_trainer_and_never_computes():
+    import subprocess
+    import sys
+
+    code = ("import sys, shc.results; "
+            "print(sorted(m for m in ('shc.train', 'shc.pipeline', 'shc.losses', 'torch.optim') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", f"shc.results imported {out}"
+
+
 def test_reading_a_missing_run_names_the_fix(tmp_path):
     config = pipeline.RunConfig(run_dir=str(tmp_path))
-    with pytest.raises(FileNotFoundError, match=r"run shc.pipeline.run\(config\)"):
+    with pytest.raises(results.MissingRunError, match=r"python -m shc.reports --preset .*shc.pipeline.run\(config\)"):
         results.load_metrics(config)
     with pytest.raises(ValueError, match="no hash centers"):
         results.load_center_quality(config.replace(method="dpsh"))
@@ -326,9 +337,10 @@ def test_report_configs_epochs_set_both_networks_unless_the_classifier_is_named(
 
 def test_similarity_variants_of_semantic_methods_get_their_own_stage_folders():
     default = pipeline.RunConfig(method="shc", bits=16, run_dir="r")
-    assert pipeline.stage_directories(default)["stage3"] == Path("r/digits-composite/seed0/stage3-shc-16bit")
+    stage3 = pipeline.stage_directories(default)["stage3"]
+    assert stage3.parent == Path("r/digits-composite/seed0") and stage3.name.startswith("stage3-shc-16bit-")
     text = pipeline.stage_directories(default.replace(similarity="text"))
-    assert text["stage2"].name == "stage2-shc-text-16bit" and text["stage1"].name == "stage1-text"
+    assert text["stage2"].name.startswith("stage2-shc-text-16bit-") and text["stage1"].name.startswith("stage1-text-")
     # methods that never read S keep one folder whatever the source
     mds = default.replace(method="mds")
     assert pipeline.stage_directories(mds.replace(similarity="text"))["stage3"] == pipeline.stage_directories(mds)[
@@ -439,3 +451,17 @@ def test_similarity_comparison_figures(tmp_path):
     plots.save_figure(grouped, tmp_path / "by_group")
     with pytest.raises(ValueError, match="same classes"):
         plots.plot_similarity_comparison({"a": HAND_S, "b": np.eye(3)})
+
+
+def test_every_generated_page_works_offline_is_titled_and_shows_no_stderr_or_reprs(batch):
+    from shc.offline import offline_problems
+
+    assert offline_problems(batch["preset_dir"]) == {}, "a page loads something from the network"
+    pages = sorted(batch["preset_dir"].rglob("*-report.html"))
+    assert len(pages) == len(NOTEBOOKS)
+    for page in pages:
+        text = page.read_text()
+        title = re.search(r"<title>(.*?)</title>", text, flags=re.S).group(1).strip()
+        assert title not in ("Notebook", "") and "$" not in title, f"{page.name}: title {title!r}"
+        assert "application/vnd.jupyter.stderr" not in text, f"{page.name} shows stderr"
+        assert "np.float64(" not in text and "np.int64(" not in text, f"{page.name} shows numpy reprs"

@@ -1,7 +1,7 @@
 """Committed notebooks are clean, parameterised papermill inputs wired into the report table.
 
 Fix a failure with ``python -m shc.reports --strip-notebooks`` (outputs, execution counts) or by
-editing the notebook's first code cell / ``shc.reports.NOTEBOOK_PARAMETERS``.
+editing the notebook's first code cell / ``shc.presets``.
 """
 
 from __future__ import annotations
@@ -66,9 +66,12 @@ def test_parameters_parse_and_include_runner_parameters(notebook):
 
 def test_notebook_is_in_the_report_table_for_every_preset(notebook):
     path, content = notebook
-    assert path.stem in reports.NOTEBOOK_PARAMETERS, f"add {path.stem} to shc.reports.NOTEBOOK_PARAMETERS"
-    presets = reports.NOTEBOOK_PARAMETERS[path.stem]
-    assert set(presets) == set(reports.PRESETS)
+    from shc.presets import PRESETS
+
+    table = reports.notebook_table()
+    assert path.stem in table, f"add {path.stem} to the notebooks of the presets in shc.presets"
+    presets = table[path.stem]
+    assert set(presets) == set(PRESETS.names())
     declared = {parameter.name for parameter in PythonTranslator.inspect(_parameters_cell(content))}
     for preset, parameter_sets in presets.items():
         assert parameter_sets, f"{path.stem}: preset {preset} has no parameter set"
@@ -79,7 +82,7 @@ def test_notebook_is_in_the_report_table_for_every_preset(notebook):
 
 
 def test_report_table_names_existing_notebooks():
-    missing = [stem for stem in reports.NOTEBOOK_PARAMETERS if not (NOTEBOOKS_DIR / f"{stem}.ipynb").is_file()]
+    missing = [stem for stem in reports.notebook_table() if not (NOTEBOOKS_DIR / f"{stem}.ipynb").is_file()]
     assert missing == []
 
 

@@ -58,10 +58,73 @@ def test_rerun_skips_cached_stages(shc_run):
     np.testing.assert_array_equal(again.centers, result.centers)
 
 
-def test_mismatching_config_is_refused_not_mixed(shc_run):
-    config, _ = shc_run
-    with pytest.raises(ValueError, match="different configuration .*epochs"):
-        run(config.replace(epochs=3))
+def test_changing_one_setting_coexists_and_reuses_the_shared_stages(shc_run):
+    config, result = shc_run
+    longer = config.replace(epochs=3)
+    before, after = stage_directories(config), stage_directories(longer)
+    assert before["stage1"] == after["stage1"] and before["stage2"] == after["stage2"]  # reused, not recomputed
+    assert before["stage3"] != after["stage3"]
+    centers_mtime = (before["stage2"] / "centers.npy").stat().st_mtime_ns
+    run(longer)
+    assert (before["stage2"] / "centers.npy").stat().st_mtime_ns == centers_mtime
+    assert json.loads((after["stage3"] / "config.json").read_text())["epochs"] == 3
+    assert json.loads((before["stage3"] / "metrics.json").read_text()) == result.metrics  # the first run is intact
+
+
+def test_an_artifact_without_its_identity_is_recomputed_not_trusted(tmp_path):
+    from shc.pipeline import run_centers
+
+    config = RunConfig(method="csq", run_dir=str(tmp_path), **FAST)
+    run_centers(config)
+    stage2 = stage_directories(config)["stage2"]
+    np.save(stage2 / "centers.npy", np.ones((100, 16), dtype=np.int8))  # a foreign result ...
+    (stage2 / "config.json").write_text("{damaged")  # ... whose identity record is damaged
+    centers = run_centers(config)
+    assert len(np.unique(centers, axis=0)) == 100, "the untrusted artifact was returned"
+    assert json.loads((stage2 / "config.json").read_text())["centers"] == "csq"
+
+
+def _image_folder(root, classes, per_class, seed):
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    for c in range(classes):
+        (root / f"class{c}").mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(root / f"class{c}" / f"{i}.png")
+
+
+def test_the_cache_key_covers_the_data_root_and_its_contents(tmp_path):
+    from shc.runs import forget_data
+
+    options = {"train_size": 6, "query_size": 2, "val_size": 1}
+    first, second = tmp_path / "a", tmp_path / "b"
+    _image_folder(first, 3, 10, seed=0)
+    _image_folder(second, 3, 10, seed=1)
+    make = lambda root: RunConfig(dataset="imagefolder", data_root=str(root), dataset_options=options,  # noqa: E731
+                                  method="csq", run_dir=str(tmp_path / "runs"), **FAST)
+    key_a, key_b = stage_directories(make(first))["stage3"], stage_directories(make(second))["stage3"]
+    assert key_a != key_b, "two image folders share one cached result"
+    _image_folder(first, 4, 10, seed=2)  # a class added to the same folder
+    forget_data()
+    assert stage_directories(make(first))["stage3"] != key_a, "new contents of a folder reuse the old result"
+
+
+def test_a_stage_being_computed_elsewhere_is_refused_with_a_lock_message(tmp_path):
+    import fcntl
+
+    from shc.pipeline import run_centers
+
+    config = RunConfig(method="csq", run_dir=str(tmp_path), **FAST)
+    stage2 = stage_directories(config)["stage2"]
+    stage2.mkdir(parents=True)
+    with open(stage2 / ".lock", "w") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        holder.write("pid 12345")
+        holder.flush()
+        with pytest.raises(RuntimeError, match="being computed by pid 12345"):
+            run_centers(config)
+    assert run_centers(config).shape == (100, 16)  # once released, it computes
 
 
 def test_methods_without_similarity_skip_stage1(tmp_path):
@@ -91,8 +154,12 @@ def test_paper_preset_uses_paper_hyperparameters():
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"method": "lsh"}, "Unknown method 'lsh'; known methods: .*shc"),
-        ({"similarity": "bert"}, "known sources: logits, text, labels, hierarchy"),
+        ({"method": "lsh"}, "unknown method 'lsh'.*choose one of: shc"),
+        ({"similarity": "bert"}, "choose one of: logits, text, labels, hierarchy"),
+        ({"dataset": "imagenet"}, "unknown dataset 'imagenet'.*digits-composite"),
+        ({"lr": 0.0}, "lr must be a positive number"),
+        ({"seed": -1}, "seed must be a non-negative integer"),
+        ({"backbone": "small_cn"}, "did you mean 'small_cnn'"),
         ({"bits": 4}, r"bits must be an integer in \[8, 1024\]"),
         ({"epochs": 0}, "epochs must be a positive integer"),
     ],
@@ -102,11 +169,11 @@ def test_bad_config_is_refused(changes, message):
         RunConfig(**changes)
 
 
-def test_unknown_preset_and_dataset_are_refused(tmp_path):
-    with pytest.raises(ValueError, match="known presets: quick, paper"):
+def test_unknown_preset_and_duplicate_seeds_are_refused():
+    with pytest.raises(ValueError, match="unknown preset 'huge'.*Known presets: tiny, quick, standard, paper"):
         preset("huge")
-    with pytest.raises(ValueError, match="digits-composite"):
-        run(RunConfig(dataset="imagenet", method="csq", run_dir=str(tmp_path), **FAST))
+    with pytest.raises(ValueError, match="seeds lists 0 more than once"):
+        preset("quick", seeds=[0, 0])
 
 
 def test_training_does_not_depend_on_what_ran_before(tmp_path):

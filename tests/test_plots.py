@@ -64,7 +64,7 @@ def test_unknown_method_colour_is_valid_and_stable_across_processes():
     assert all(is_color_like(colour) for colour in here)
     assert here == [plots.method_color(name) for name in names]
     code = f"from shc.plots import method_color; print([method_color(n) for n in {names!r}])"
-    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(Path(plots.__file__).parent.parent)}
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(Path(plots.__file__).resolve().parents[2])}
     other = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert other.stdout.strip() == repr(here)
 
@@ -309,3 +309,214 @@ def test_plot_example_queries_outlines_wrong_results_in_red(tmp_path):
     _check_saved(fig, tmp_path, "queries")
     with pytest.raises(ValueError, match="K = 3"):
         plots.plot_example_queries(queries, [results[0], results[1][:2]], correct)
+
+
+# --------------------------------------------------------------------------------------
+# One style per method
+# --------------------------------------------------------------------------------------
+
+
+def _triple(style: dict) -> tuple:
+    return to_hex(style["color"]), style["marker"], str(style["linestyle"])
+
+
+def test_every_registered_method_has_its_own_style():
+    from shc.methods import available_methods
+
+    names = available_methods()
+    assert set(names) <= set(plots.METHOD_STYLES), "a registered method has no entry in plots.METHOD_STYLES"
+    styles = [plots.method_style(name) for name in names]
+    assert len({_triple(style) for style in styles}) == len(names)
+    assert len({to_hex(style["color"]) for style in styles}) == len(names)  # colour alone already tells them apart
+    assert len({style["marker"] for style in styles}) == len(names)  # and so does the marker, for print
+    assert all(plots.method_color(name) == plots.METHOD_COLORS[name] == styles[i]["color"]
+               for i, name in enumerate(names))  # fmt: skip
+
+
+def test_similarity_variants_keep_colour_and_marker_and_change_the_line():
+    base = plots.method_style("shc")
+    variants = {source: plots.method_style(f"shc ({source} S)") for source in ("text", "labels", "hierarchy")}
+    for style in variants.values():
+        assert (style["color"], style["marker"]) == (base["color"], base["marker"])
+    assert len({str(style["linestyle"]) for style in [base, *variants.values()]}) == 4
+    assert plots.method_style("SHC (Text S)") == variants["text"]  # case-insensitive like the base names
+
+
+def test_method_style_is_stable_across_processes_and_calls():
+    names = ["shc", "dpsh", "shc (text S)", "my-new-method", "x"]
+    here = [_triple(plots.method_style(name)) for name in names]
+    assert here == [_triple(plots.method_style(name)) for name in names]
+    code = (f"from matplotlib.colors import to_hex; from shc.plots import method_style as s; "
+            f"print([(to_hex(s(n)['color']), s(n)['marker'], str(s(n)['linestyle'])) for n in {names!r}])")
+    env = {**os.environ, "PYTHONHASHSEED": "999", "PYTHONPATH": str(Path(plots.__file__).resolve().parents[2])}
+    other = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert other.stdout.strip() == repr(here)
+    plots.method_style("shc")["color"] = "red"  # a returned dict is a copy: the table is not changed
+    assert plots.METHOD_STYLES["shc"]["color"] == "#D55E00"
+
+
+def test_curve_plots_draw_each_method_in_its_style():
+    x = np.arange(1, 21)
+    fig = plots.plot_curves(x, {"shc": x / 20, "dpsh": np.vstack([x / 30, x / 40])}, "K", "precision@K")
+    pr = plots.plot_pr_curves({"shc": {"precision": np.linspace(1, 0.2, 9), "recall": np.linspace(0, 1, 9)}})
+    for axes in (fig.axes[0], pr.axes[0]):
+        for line in axes.lines:
+            style = plots.method_style(line.get_label())
+            assert to_hex(line.get_color()) == to_hex(style["color"])
+            assert line.get_marker() == style["marker"]
+            assert line.get_linestyle() == {"-": "-", "--": "--", "-.": "-.", ":": ":"}[style["linestyle"]]
+
+
+# --------------------------------------------------------------------------------------
+# Data beside every figure
+# --------------------------------------------------------------------------------------
+
+
+def _runs():
+    """Two methods x two seeds at 16 bits, metric arrays as evaluate() returns them."""
+    runs = []
+    for method, scale in (("shc", 1.0), ("csq", 0.5)):
+        for seed in (0, 1):
+            k = np.array([1, 5, 10])
+            runs.append({
+                "method": method, "bits": 16, "seed": seed,
+                "k": k, "precision@k": scale * np.array([0.9, 0.8, 0.7]) - seed / 100,
+                "recall@k": scale * np.array([0.1, 0.3, 0.5]),
+                "pr_radius": np.arange(3), "pr_precision": np.array([np.nan, 0.6, 0.5]) * scale,
+                "pr_recall": np.array([0.0, 0.4, 1.0]),
+                "rank_k": np.array([1, 50, 100]), "rank_precision": np.array([1.0, 0.7, 0.2]) * scale,
+                "rank_recall": np.array([0.01, 0.5, 1.0]),
+            })  # fmt: skip
+    return runs
+
+
+@pytest.mark.parametrize("kind, x_name, first_x", [("k", "k", 1), ("radius", "radius", 0), ("rank", "rank", 1)])
+def test_curve_frame_is_tidy_and_holds_the_arrays(kind, x_name, first_x):
+    frame = plots.curve_frame(_runs(), kind)
+    assert list(frame.columns) == ["method", "bits", "seed", x_name, "precision", "recall"]
+    assert len(frame) == 4 * 3 and frame[x_name].iloc[0] == first_x
+    row = frame[(frame["method"] == "csq") & (frame["seed"] == 1)]
+    source = _runs()[3]
+    _, x_key, precision_key, recall_key = plots.CURVE_KINDS[kind]
+    np.testing.assert_array_equal(row[x_name], source[x_key])
+    np.testing.assert_array_equal(row["precision"], source[precision_key])
+    np.testing.assert_array_equal(row["recall"], source[recall_key])
+
+
+def test_curve_frame_rejects_bad_runs():
+    with pytest.raises(ValueError, match="unknown curve kind"):
+        plots.curve_frame(_runs(), "roc")
+    with pytest.raises(KeyError, match="rank_k"):
+        plots.curve_frame([{"method": "shc", "bits": 8, "seed": 0}], "rank")
+    with pytest.raises(ValueError, match="runs is empty"):
+        plots.curve_frame([], "k")
+
+
+def test_curves_plotted_from_the_frame_show_its_numbers(tmp_path):
+    frame = plots.curve_frame(_runs(), "k")
+    x, curves = plots.curve_arrays(frame, "precision")
+    np.testing.assert_array_equal(x, [1, 5, 10])
+    np.testing.assert_allclose(curves["shc"], [[0.9, 0.8, 0.7], [0.89, 0.79, 0.69]])
+    fig = plots.plot_curves(x, curves, "K", "precision@K")
+    line = next(line for line in fig.axes[0].lines if line.get_label() == "shc")
+    np.testing.assert_allclose(line.get_ydata(), [0.895, 0.795, 0.695])  # mean over the two seeds
+    paths = plots.save_figure(fig, tmp_path / "precision_at_k", data=frame)
+    assert [p.name for p in paths] == ["precision_at_k.png", "precision_at_k.svg", "precision_at_k.csv"]
+    loaded = pd.read_csv(paths[2])
+    pd.testing.assert_frame_equal(loaded, frame, check_dtype=False)
+    assert not [p.name for p in tmp_path.rglob(".*")]
+
+
+def test_pr_arrays_average_seeds_and_skip_undefined_precision():
+    pr = plots.pr_arrays(plots.curve_frame(_runs(), "radius"))
+    np.testing.assert_allclose(pr["csq"]["precision"], [np.nan, 0.3, 0.25])
+    np.testing.assert_allclose(pr["shc"]["recall"], [0.0, 0.4, 1.0])
+    rank = plots.pr_arrays(plots.curve_frame(_runs(), "rank"), bits=16)
+    fig = plots.plot_pr_curves(rank, kind="rank")
+    assert "ranking" in fig.axes[0].get_title()
+    np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), [1.0, 0.7, 0.2])
+    with pytest.raises(ValueError, match="bits=8"):
+        plots.pr_arrays(plots.curve_frame(_runs(), "rank"), bits=8)
+
+
+def test_arrays_frame_lists_every_run():
+    frame = plots.arrays_frame([0, 1, 2], {"shc": [[1, 2, 3], [4, 5, 6]]}, "cycle", "s_loss", bits=32)
+    assert list(frame.columns) == ["method", "bits", "run", "cycle", "s_loss"]
+    assert frame["s_loss"].tolist() == [1, 2, 3, 4, 5, 6] and frame["run"].tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_save_figure_rejects_bad_data(tmp_path):
+    fig = plots.plot_curves([1, 2], {"shc": [0.1, 0.2]}, "K", "precision@K")
+    with pytest.raises(TypeError, match="DataFrame"):
+        plots.save_figure(fig, tmp_path / "f", data={"a": [1]})
+    with pytest.raises(ValueError, match="empty"):
+        plots.save_figure(fig, tmp_path / "f", data=pd.DataFrame())
+    assert not list(tmp_path.iterdir())  # nothing written when the data is refused
+
+
+# --------------------------------------------------------------------------------------
+# Code embedding, per-class AP, convergence overlay
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["tsne", "mds"])
+def test_code_embedding_places_codes_near_their_centers(method):
+    rng = np.random.default_rng(3)
+    centers = _random_centers(4, 32, seed=3)
+    labels = rng.integers(0, 4, 120)
+    codes = centers[labels] * np.where(rng.random((120, 32)) < 0.05, -1, 1)  # 5 % of bits flipped
+    coarse = np.array([0, 0, 1, 1])
+    frame = plots.code_embedding_frame(codes, labels, coarse, centers, max_points=60, method=method, seed=1)
+    assert list(frame.columns) == ["kind", "index", "class", "coarse", "x", "y"]
+    assert (frame["kind"] == "code").sum() == 60 and (frame["kind"] == "center").sum() == 4
+    chosen = frame[frame["kind"] == "code"]
+    np.testing.assert_array_equal(chosen["class"], labels[chosen["index"]])
+    np.testing.assert_array_equal(frame["coarse"], coarse[frame["class"]])
+    hubs = frame[frame["kind"] == "center"].set_index("class")[["x", "y"]]
+    nearest = [hubs.sub(point, axis=1).pow(2).sum(axis=1).idxmin() for point in chosen[["x", "y"]].to_numpy()]
+    assert np.mean(np.asarray(nearest) == chosen["class"].to_numpy()) > 0.9
+    fig = plots.plot_code_embedding(frame, coarse_names=["vehicles", "animals"])
+    assert isinstance(fig, Figure)
+    offsets = np.vstack([collection.get_offsets() for collection in fig.axes[0].collections])
+    assert len(offsets) == 64  # every code and center drawn, once
+
+
+def test_code_embedding_rejects_mismatched_inputs():
+    centers = _random_centers(3, 8)
+    with pytest.raises(ValueError, match="one per code"):
+        plots.code_embedding_frame(centers, np.array([0, 1]), np.array([0, 0, 1]))
+    with pytest.raises(ValueError, match="every class"):
+        plots.code_embedding_frame(centers, np.array([0, 1, 2]), np.array([0, 1]))
+
+
+def test_class_ap_frame_uses_mean_similarity_to_the_others(tmp_path):
+    similarity = np.array([[1.0, 0.5, -0.2], [0.5, 1.0, 0.1], [-0.2, 0.1, 1.0]])
+    ap = {"shc": np.array([0.3, 0.5, 0.9]), "csq": np.array([0.2, np.nan, 0.8])}
+    frame = plots.class_ap_frame(ap, similarity, counts=np.array([4, 0, 5]), class_names=["a", "b", "c"])
+    shc = frame[frame["method"] == "shc"]
+    np.testing.assert_allclose(shc["mean_similarity"], [0.15, 0.3, -0.05])  # (0.5 - 0.2) / 2, ...
+    np.testing.assert_allclose(shc["ap"], [0.3, 0.5, 0.9])
+    assert frame[frame["method"] == "csq"]["name"].tolist() == ["a", "c"]  # class without a query left out
+    fig = plots.plot_class_ap(frame)
+    points = fig.axes[0].collections[0].get_offsets()
+    np.testing.assert_allclose(points, shc[["mean_similarity", "ap"]].to_numpy())
+    assert "Spearman -0.50" in fig.axes[0].get_legend_handles_labels()[1][0]
+    plots.save_figure(fig, tmp_path / "class_ap", data=frame)
+
+
+def test_convergence_overlay_draws_every_method_on_one_axis():
+    history = pd.DataFrame({
+        "label": ["shc"] * 6 + ["csq"] * 3, "bits": 16, "seed": [0, 0, 0, 1, 1, 1, 0, 0, 0],
+        "epoch": [1, 2, 3] * 3, "loss": np.linspace(1, 0.2, 9),
+        "mAP@ALL": [np.nan, 0.5, 0.6, np.nan, 0.7, 0.8, np.nan, 0.3, 0.4],
+    })  # fmt: skip
+    frame = plots.convergence_frame(history, "mAP@ALL")
+    assert list(frame.columns) == ["method", "bits", "seed", "epoch", "mAP@ALL"] and len(frame) == 6
+    fig = plots.plot_convergence_overlay(frame)
+    assert len(fig.axes) == 1
+    lines = {line.get_label(): line for line in fig.axes[0].lines}
+    assert set(lines) == {"shc", "csq"}
+    np.testing.assert_allclose(lines["shc"].get_ydata(), [0.6, 0.7])
+    np.testing.assert_allclose(lines["csq"].get_xdata(), [2, 3])
+    with pytest.raises(ValueError, match="lacks"):
+        plots.convergence_frame(history.drop(columns="seed"))

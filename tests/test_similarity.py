@@ -10,7 +10,6 @@ import torch
 
 from shc.similarity import (
     _load_sentence_model,
-    collect_logits,
     similarity_from_labels,
     similarity_from_logits,
     similarity_from_text,
@@ -245,17 +244,20 @@ class _IndexedImages(torch.utils.data.Dataset):
         return self.images[index], int(self.labels[index]), index
 
 
-def test_collect_logits_one_eval_pass_in_dataset_order():
+def test_stage1_logits_come_from_the_shared_inference_path_in_dataset_order():
+    from shc.train import predict
+
     torch.manual_seed(0)
     images = torch.randn(10, 4)
     labels = torch.arange(10) % 3
     model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3), torch.nn.Dropout(0.5))
     model.train()
-    logits, collected_labels = collect_logits(model, _IndexedImages(images, labels), batch_size=4)
+    logits = predict(model, _IndexedImages(images, labels), batch_size=4, precision="fp32").numpy()
     assert model.training, "the model's train/eval mode must be restored"
     model.eval()
     with torch.no_grad():
         expected = model(images)  # eval mode: BN running stats, no dropout -> deterministic
     np.testing.assert_allclose(logits, expected.numpy(), rtol=1e-6)
-    np.testing.assert_array_equal(collected_labels, labels.numpy())
-    assert collected_labels.dtype == np.int64
+    import shc.similarity
+
+    assert not hasattr(shc.similarity, "collect_logits"), "one inference path: shc.train.predict"

@@ -83,6 +83,7 @@ from typing import Any
 
 import numpy as np
 
+from shc.registry import Registry
 from shc.data.composites import _load_digits_composite, _load_fashion_composite, _load_mnist_composite
 from shc.data.formats import (
     _load_cifar100,
@@ -98,6 +99,7 @@ from shc.data.transforms import CompositeTransform, natural_image_transform
 
 __all__ = [
     "CompositeTransform",
+    "DATASETS",
     "DatasetSplits",
     "HashingSplit",
     "available_datasets",
@@ -114,28 +116,20 @@ class _Entry:
     pixel_stats: tuple[float, float] | None  # grey composites: (mean, std) on [0, 1]; None: natural images
 
 
-_REGISTRY: dict[str, _Entry] = {
-    "digits-composite": _Entry(_load_digits_composite, (0.3053, 0.3759)),  # measured on load_digits
-    "fashion-composite": _Entry(_load_fashion_composite, (0.2860, 0.3530)),  # Fashion-MNIST train set
-    "mnist-composite": _Entry(_load_mnist_composite, (0.1307, 0.3081)),  # MNIST train set
-    "cifar100": _Entry(_load_cifar100, None),
-    "stanford-cars-a": _Entry(_load_stanford_cars_a, None),
-    "stanford-cars-b": _Entry(_load_stanford_cars_b, None),
-    "nabirds-a": _Entry(_load_nabirds_a, None),
-    "nabirds-b": _Entry(_load_nabirds_b, None),
-    "imagefolder": _Entry(_load_imagefolder, None),
-}
+#: Every dataset by name (a new dataset is one ``DATASETS.register(name, _Entry(loader, pixel_stats))``).
+DATASETS: Registry[_Entry] = Registry("dataset")
+DATASETS.register("digits-composite", _Entry(_load_digits_composite, (0.3053, 0.3759)))  # measured on load_digits
+DATASETS.register("fashion-composite", _Entry(_load_fashion_composite, (0.2860, 0.3530)))  # Fashion-MNIST train set
+DATASETS.register("mnist-composite", _Entry(_load_mnist_composite, (0.1307, 0.3081)))  # MNIST train set
+DATASETS.register("cifar100", _Entry(_load_cifar100, None))
+DATASETS.register("stanford-cars-a", _Entry(_load_stanford_cars_a, None))
+DATASETS.register("stanford-cars-b", _Entry(_load_stanford_cars_b, None))
+DATASETS.register("nabirds-a", _Entry(_load_nabirds_a, None))
+DATASETS.register("nabirds-b", _Entry(_load_nabirds_b, None))
+DATASETS.register("imagefolder", _Entry(_load_imagefolder, None))
 
-
-def available_datasets() -> list[str]:
-    """Registered dataset names, the embedded default first."""
-    return list(_REGISTRY)
-
-
-def _entry(name: str) -> _Entry:
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(_REGISTRY)}")
-    return _REGISTRY[name]
+available_datasets = DATASETS.names
+_entry = DATASETS.get
 
 
 def default_transforms(name: str, train: bool, image_size: int | tuple[int, int] | None = None) -> Callable:

@@ -238,10 +238,17 @@ def _read_pairs(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, source: Path) -> np.ndarray:
-    """``values`` of the ``keys`` equal to ``wanted`` (vectorised); raises on a missing key."""
+    """``values`` of the ``keys`` equal to ``wanted`` (vectorised); raises on a missing key, or on a key
+    listed twice with different values (which one would be the truth is unknowable)."""
     if len(keys) == 0:
         raise ValueError(f"{source} is empty")
     keys, wanted = keys.astype(str), wanted.astype(str)
+    unique_keys, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    for key in unique_keys[counts > 1]:
+        listed = sorted({str(v) for v in values[keys == key]})
+        if len(listed) > 1:
+            raise ValueError(f"{source} lists id {str(key)!r} {int((keys == key).sum())} times with different values "
+                             f"{listed}; keep one line per id.")
     order = np.argsort(keys)
     position = np.minimum(np.searchsorted(keys, wanted, sorter=order), len(keys) - 1)
     found = order[position]
@@ -249,6 +256,16 @@ def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, source: Pa
     if missing.any():
         raise ValueError(f"{source} has no line for id {wanted[missing][0]!r} ({missing.sum()} missing)")
     return values[found]
+
+
+def _integers(values: np.ndarray, source: Path) -> np.ndarray:
+    """The values of a per-image text column as int64, or an error naming the file and a bad value."""
+    try:
+        return values.astype(np.int64)
+    except ValueError:
+        bad = next(v for v in values if not str(v).strip().lstrip("-").isdigit())
+        raise ValueError(f"{source} must hold integers after each id; found {str(bad)!r}. Restore the official "
+                         "file.") from None
 
 
 def _nabirds(root: Path | None) -> _Catalog:
@@ -266,8 +283,13 @@ def _nabirds(root: Path | None) -> _Catalog:
         return _lookup(*_read_pairs(folder / file_name), image_ids, folder / file_name)
 
     image_ids, relative_paths = _read_pairs(folder / "images.txt")
-    class_ids = per_image("image_class_labels.txt").astype(np.int64)
-    is_train = per_image("train_test_split.txt").astype(np.int64).astype(bool)
+    class_ids = _integers(per_image("image_class_labels.txt"), folder / "image_class_labels.txt")
+    split_flags = _integers(per_image("train_test_split.txt"), folder / "train_test_split.txt")
+    if not np.isin(split_flags, (0, 1)).all():
+        bad = sorted(set(split_flags[~np.isin(split_flags, (0, 1))].tolist()))[:5]
+        raise ValueError(f"{folder / 'train_test_split.txt'} must mark each image 1 (train) or 0 (test); found "
+                         f"{bad}. Restore the official file.")
+    is_train = split_flags.astype(bool)
     leaf_ids, labels = np.unique(class_ids, return_inverse=True)  # 555 leaves -> 0..554 in id order
     name_keys, names = _read_pairs(folder / "classes.txt")
     child_keys, parent_values = _read_pairs(folder / "hierarchy.txt")
@@ -328,6 +350,22 @@ def _load_nabirds_b(
     )
 
 
+def _verify_images(paths: Sequence[Path]) -> None:
+    """Refuse unreadable image files at load time, naming them (PIL reads each header, not the pixels)."""
+    from PIL import Image
+
+    bad = []
+    for path in paths:
+        try:
+            with Image.open(path) as image:
+                image.verify()
+        except Exception as error:  # PIL raises many types for damaged files
+            bad.append(f"{path} ({type(error).__name__})")
+    if bad:
+        shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise ValueError(f"{len(bad)} image file(s) cannot be read: {shown}. Replace or remove them.")
+
+
 def _load_imagefolder(
     root: Path | None,
     seed: int,
@@ -353,6 +391,7 @@ def _load_imagefolder(
         raise FileNotFoundError(f"no images with suffixes {sorted(suffixes)} in the class folders of {root}")
     labels = np.repeat(np.arange(len(files_of_class)), [len(files) for files in files_of_class.values()])
     paths = [path for files in files_of_class.values() for path in files]
+    _verify_images(paths)
     catalog = _Catalog(HashingSplit(labels, paths=paths), list(files_of_class))
     indices = _random_protocol(labels, seed, train_size, query_size, database_size, val_size)
     return catalog.split(

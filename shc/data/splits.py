@@ -103,10 +103,14 @@ class HashingSplit(Dataset):
     def _load(self, i: int) -> Any:
         if self._images is not None:
             return self._images[i]
-        from PIL import Image
+        from PIL import Image, UnidentifiedImageError
 
-        with Image.open(self._paths[i]) as image:
-            return image.convert("RGB")
+        try:
+            with Image.open(self._paths[i]) as image:
+                return image.convert("RGB")
+        except (OSError, UnidentifiedImageError, ValueError) as error:
+            raise ValueError(f"image file {self._paths[i]} cannot be read ({error}); replace or remove it, then "
+                             "rerun (the data fingerprint changes, so no stale result is reused).") from None
 
     def raw_image(self, i: int) -> np.ndarray:
         """The stored image ``i`` untransformed: ``H x W x 3`` (or ``H x W`` grey) uint8, for display."""
@@ -208,6 +212,32 @@ class DatasetSplits:
                 raise ValueError("coarse_labels must be (num_classes,) and come with coarse_names")
             if self.coarse_labels.min() < 0 or self.coarse_labels.max() >= len(self.coarse_names):
                 raise ValueError("coarse_labels must index coarse_names")
+
+    def fingerprint(self) -> str:
+        """A short hash of the data itself: class names and hierarchy, and for every split its labels,
+        provenance and images (the pixels of in-memory images; path, size and modification time of
+        files). Two loads of the same files give the same value; adding, removing, relabelling or
+        editing an image changes it. The pipeline keys its cached stages on it."""
+        import hashlib
+
+        digest = hashlib.blake2b(digest_size=8)
+        digest.update("\x1f".join(self.class_names).encode())
+        if self.coarse_labels is not None:
+            digest.update(np.ascontiguousarray(self.coarse_labels).tobytes())
+        for name, split in self.splits.items():
+            digest.update(name.encode())
+            digest.update(np.ascontiguousarray(split.labels).tobytes())
+            digest.update(np.ascontiguousarray(split.source_ids).tobytes())
+            if split.in_memory:
+                digest.update(np.ascontiguousarray(split._images).tobytes())
+            else:
+                for path in split.paths:
+                    try:
+                        stat = Path(path).stat()
+                        digest.update(f"{path}\x1f{stat.st_size}\x1f{stat.st_mtime_ns}".encode())
+                    except OSError:
+                        digest.update(f"{path}\x1fmissing".encode())
+        return digest.hexdigest()
 
     @property
     def splits(self) -> dict[str, HashingSplit]:

@@ -1,0 +1,45 @@
+"""Report building blocks: time of the code embedding (t-SNE / MDS) and of the rank-based PR curve.
+
+Codes are planted: 100 classes, 64-bit centers, 10 % of each code's bits flipped. The embedding uses
+``max_points=800`` codes plus the 100 centers (``shc.plots.code_embedding_frame``); the rank-PR rows
+compare ``shc.metrics.evaluate`` for mAP@ALL + precision@K with and without ``rank_points=200``.
+
+Run: ``python benchmarks/run.py --only reports`` (``--quick``: smaller database).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from shc.metrics import evaluate
+from shc.plots import code_embedding_frame
+
+
+def _codes(n: int, num_classes: int = 100, num_bits: int = 64, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    centers = rng.choice(np.array([-1, 1], dtype=np.int8), size=(num_classes, num_bits))
+    labels = rng.integers(0, num_classes, n)
+    codes = centers[labels] * np.where(rng.random((n, num_bits)) < 0.1, -1, 1).astype(np.int8)
+    return centers, labels, codes
+
+
+def run(quick: bool = False) -> list[dict]:
+    rows = []
+    centers, labels, codes = _codes(5000)
+    for method in ("tsne", "mds"):
+        start = time.perf_counter()
+        code_embedding_frame(codes, labels, np.arange(100) // 5, centers, max_points=800, method=method)
+        rows.append({"task": f"code_embedding_frame {method}", "size": "800 codes + 100 centers, 64 bits",
+                     "seconds": round(time.perf_counter() - start, 2)})  # fmt: skip
+    n_db = 5000 if quick else 50000
+    _, db_labels, db_codes = _codes(n_db, seed=1)
+    _, query_labels, query_codes = _codes(1000, seed=2)
+    for rank_points in (0, 200):
+        start = time.perf_counter()
+        evaluate(query_codes, query_labels, db_codes, db_labels, topks=(None,), pr=False, rank_points=rank_points)
+        rows.append({"task": f"evaluate mAP@ALL + P@K, rank_points={rank_points}",
+                     "size": f"1000 queries x {n_db} items, 64 bits",
+                     "seconds": round(time.perf_counter() - start, 2)})  # fmt: skip
+    return rows

@@ -1,0 +1,54 @@
+"""Checkpoint files of the training loop: atomic saves, the history files, and the run identity a
+checkpoint must match to be resumed."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from shc._io import save_torch, write_text
+
+if TYPE_CHECKING:
+    from shc.train import History, TrainConfig
+
+
+CHECKPOINT_VERSION = 1
+
+
+_save_torch = save_torch
+
+
+def _write_history(history: History, run_dir: Path) -> None:
+    columns: dict[str, None] = {}
+    for row in history.rows:
+        columns.update(dict.fromkeys(row))
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(columns), restval="", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(history.rows)
+    write_text(run_dir / "history.csv", text.getvalue())
+    write_text(run_dir / "history.json", json.dumps(history.to_dict(), indent=1))
+
+
+def _run_identity(config: TrainConfig, num_samples: int) -> dict[str, Any]:
+    """What must match for ``last.pt`` to be resumed: every config field and the training-set size."""
+    return {**dataclasses.asdict(config), "train_size": num_samples}
+
+
+def _check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: Path) -> None:
+    differences = [
+        f"{key}: checkpoint has {saved.get(key)!r}, this call has {current.get(key)!r}"
+        for key in sorted(set(saved) | set(current))
+        if saved.get(key) != current.get(key)
+    ]
+    if differences:
+        raise ValueError(
+            f"{path} was written by a run with a different configuration ("
+            + "; ".join(differences)
+            + f"). Use another run_dir, or delete {path.parent} to start this run over."
+        )

@@ -1,0 +1,72 @@
+"""Command line of :mod:`shc.data`: ``python -m shc.data export-images DATASET --split database --out FOLDER``
+writes a split's images as PNG files, one sub-folder per class (a folder to try ``shc encode`` on)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["export_images", "main"]
+
+
+def _folder_name(name: str) -> str:
+    return re.sub(r"[^\w.-]+", "_", str(name)).strip("._") or "class"
+
+
+def export_images(dataset: str, split: str, out: str | Path, seed: int = 0, root: str | None = None,
+                  **options: Any) -> int:
+    """Write split ``split`` of ``load_dataset(dataset, root, seed, **options)`` to ``out/<class>/<pos>.png``.
+
+    ``<pos>`` is the image's 6-digit position in the split (its row in the pipeline's ``codes.npz``);
+    multi-label images go to ``out/images/``. Returns the number of files written.
+    """
+    from PIL import Image
+
+    from shc.data import load_dataset
+
+    data = load_dataset(dataset, root=root, seed=seed, **options)
+    if split not in data.splits:
+        raise ValueError(f"unknown split {split!r}; splits: {', '.join(data.splits)}.")
+    part = data.splits[split]
+    out = Path(out)
+    for position in range(len(part)):
+        folder = "images" if data.multi_label else _folder_name(data.class_names[int(part.labels[position])])
+        target = out / folder / f"{position:06d}.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(part.raw_image(position)).save(target)
+    return len(part)
+
+
+def _option(text: str) -> tuple[str, Any]:
+    key, separator, value = text.partition("=")
+    if not separator:
+        raise argparse.ArgumentTypeError(f"--option takes KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m shc.data", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    export = commands.add_parser("export-images", help="write a split's images as PNG files, a folder per class")
+    export.add_argument("dataset", help="a name of shc.data.available_datasets(), e.g. digits-composite")
+    export.add_argument("--split", default="database", choices=("train", "val", "query", "database"))
+    export.add_argument("--out", required=True, help="folder to write (created)")
+    export.add_argument("--seed", type=int, default=0, help="the seed of the splits (a run's seed)")
+    export.add_argument("--root", help="dataset files folder (default: $SHC_DATA_ROOT or ~/shc-data)")
+    export.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                        help="a dataset option, e.g. num_classes=10 (JSON values)")
+    args = parser.parse_args(argv)
+    count = export_images(args.dataset, args.split, args.out, seed=args.seed, root=args.root, **dict(args.option))
+    print(f"wrote {count} images of {args.dataset} ({args.split} split, seed {args.seed}) to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""Figures and tables for the reports: one style, one colour per method, atomic saving.
+
+Every plot function is pure: it takes arrays or data frames, builds a new
+:class:`matplotlib.figure.Figure` (never through ``pyplot``, so batch runs leak no
+open figures) and returns it. Notebooks call :func:`use_style` once, show the
+returned figure and pass it to :func:`save_figure`, which writes PNG and SVG next to
+each other; tables go through :func:`save_table` (CSV). Files are written atomically
+(a temporary file in the same folder, then :func:`os.replace`), so an interrupted
+run never leaves a half-written figure behind.
+
+Styles: :data:`METHOD_STYLES` fixes one colour-blind-safe colour, one marker and one line style per
+center generator and per baseline, so "shc" looks the same in every figure of every report;
+:func:`method_style` extends that to similarity-source variants and unknown names deterministically."""
+
+from __future__ import annotations
+
+from shc.plots.codes import (  # noqa: F401
+    class_ap_frame,
+    code_embedding_frame,
+    plot_class_ap,
+    plot_code_embedding,
+    plot_example_queries,
+)
+from shc.plots.curves import (  # noqa: F401
+    CURVE_KINDS,
+    arrays_frame,
+    convergence_frame,
+    curve_arrays,
+    curve_frame,
+    plot_convergence,
+    plot_convergence_overlay,
+    plot_curves,
+    plot_pr_curves,
+    plot_training_history,
+    pr_arrays,
+)
+from shc.plots.geometry import (  # noqa: F401
+    plot_center_embedding,
+    plot_center_history,
+    plot_distance_histograms,
+    plot_gv_bound,
+    plot_similarity_by_group,
+    plot_similarity_comparison,
+    plot_similarity_heatmap,
+    plot_similarity_vs_gram,
+    similarity_order,
+)
+from shc.plots.style import (  # noqa: F401
+    matrix_frame,
+    METHOD_COLORS,
+    METHOD_STYLES,
+    SIMILARITY_LINESTYLES,
+    STYLE_RC,
+    atomic_path,
+    method_color,
+    method_style,
+    save_figure,
+    save_table,
+    use_style,
+)
+
+__all__ = ['matrix_frame', 'CURVE_KINDS', 'METHOD_COLORS', 'METHOD_STYLES', 'SIMILARITY_LINESTYLES', 'STYLE_RC', 'arrays_frame', 'atomic_path', 'class_ap_frame', 'code_embedding_frame', 'convergence_frame', 'curve_arrays', 'curve_frame', 'method_color', 'method_style', 'plot_center_embedding', 'plot_center_history', 'plot_class_ap', 'plot_code_embedding', 'plot_convergence', 'plot_convergence_overlay', 'plot_curves', 'plot_distance_histograms', 'plot_example_queries', 'plot_gv_bound', 'plot_pr_curves', 'plot_similarity_by_group', 'plot_similarity_comparison', 'plot_similarity_heatmap', 'plot_similarity_vs_gram', 'plot_training_history', 'pr_arrays', 'save_figure', 'save_table', 'similarity_order', 'use_style']

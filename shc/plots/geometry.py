@@ -1,0 +1,415 @@
+"""Figures of the hash centers and the class similarity: the Gilbert-Varshamov bound, distance
+histograms, center embeddings, S against HH^T/q, similarity heatmaps and comparisons, Algorithm 1 cycles."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from shc.plots.curves import _mean_and_spread
+from shc.plots.style import (
+    _DIVERGING_CMAP,
+    _categorical_colors,
+    _legend_outside,
+    _new_figure,
+    _sequential_colors,
+    method_color,
+)
+from shc.validation import sign_codes
+
+
+def _as_centers(centers, name: str = "centers") -> np.ndarray:
+    return sign_codes(centers, name).astype(np.int64)
+
+
+def _centers_mapping(centers) -> dict[str, np.ndarray]:
+    """Accept one (C, q) array or a mapping method -> (C, q) array with a common shape."""
+    if isinstance(centers, Mapping):
+        if not centers:
+            raise ValueError("centers mapping is empty; pass at least one method -> (C, q) array.")
+        mapping = {str(method): _as_centers(array, f"centers[{method!r}]") for method, array in centers.items()}
+    else:
+        mapping = {"": _as_centers(centers)}
+    shapes = {array.shape for array in mapping.values()}
+    if len(shapes) != 1:
+        raise ValueError(f"all center sets must have the same (C, q) shape, got {sorted(shapes)}.")
+    return mapping
+
+
+def _as_similarity(similarity, num_classes: int | None = None) -> np.ndarray:
+    from shc.similarity import validate_similarity  # square, finite, in [-1, 1], symmetric
+
+    return validate_similarity(similarity, num_classes=num_classes)
+
+
+def _as_order(order, num_classes: int) -> np.ndarray:
+    permutation = np.asarray(order)
+    if permutation.shape != (num_classes,) or not np.array_equal(np.sort(permutation), np.arange(num_classes)):
+        raise ValueError(
+            f"order must be a permutation of 0..{num_classes - 1}, e.g. np.argsort(coarse_labels, kind='stable')."
+        )
+    return permutation
+
+
+def similarity_order(similarity) -> np.ndarray:
+    """Class order from an average-linkage hierarchical clustering of ``S`` (distance ``1 - S``).
+
+    Optimal leaf ordering puts similar classes next to each other, so block structure in a
+    heatmap of ``S`` (and of ``H H^T / q`` in the same order) becomes visible.
+    """
+    from scipy.cluster.hierarchy import leaves_list, linkage
+    from scipy.spatial.distance import squareform
+
+    matrix = _as_similarity(similarity)
+    if matrix.shape[0] < 3:
+        return np.arange(matrix.shape[0])
+    distance = 1.0 - matrix
+    np.fill_diagonal(distance, 0.0)
+    tree = linkage(squareform(distance, checks=False), method="average", optimal_ordering=True)
+    return leaves_list(tree)
+
+
+def plot_gv_bound(num_classes_list: Sequence[int], bits_list: Sequence[int]) -> Figure:
+    """The paper's Gilbert-Varshamov minimum distance ``d`` as a function of C and q.
+
+    ``d`` is the smallest distance with ``2^q / C <= sum_{i<d} binom(q, i)`` (Theorem 1, Eq. 13;
+    :func:`shc.centers.gv_min_distance`), the constraint of MDS and SHC. Left: ``d`` in bits, one
+    line per code length ``q``; dashed segments mark the distance ``q/2`` that Hadamard centers
+    (CSQ) reach, available only while ``C <= 2q``. Right: ``d / q``.
+
+    Parameters
+    ----------
+    num_classes_list : sequence of int
+        Numbers of classes ``C`` (x axis, log scale), each >= 2.
+    bits_list : sequence of int
+        Code lengths ``q``.
+    """
+    from shc.centers import gv_min_distance
+
+    classes = np.unique(np.asarray(num_classes_list, dtype=np.int64))
+    bits = np.unique(np.asarray(bits_list, dtype=np.int64))
+    if classes.size == 0 or bits.size == 0 or classes.min() < 2 or bits.min() < 1:
+        raise ValueError("num_classes_list needs values >= 2 and bits_list values >= 1 (both non-empty).")
+    distance = np.array([[gv_min_distance(int(c), int(q)) for c in classes] for q in bits])
+
+    fig = _new_figure(10.0, 4.0)
+    absolute, relative = fig.subplots(1, 2)
+    palette = _sequential_colors(bits.size)
+    for row, (q, color) in enumerate(zip(bits, palette)):
+        absolute.plot(classes, distance[row], marker="o", color=color, label=f"q = {q}")
+        relative.plot(classes, distance[row] / q, marker="o", color=color)
+        if 2 * q >= classes[0]:  # Hadamard rows and their negations: C <= 2q centers at distance >= q/2
+            absolute.plot([classes[0], min(2 * q, classes[-1])], [q / 2, q / 2], linestyle="--", color=color)
+    absolute.plot([], [], linestyle="--", color="0.3", label="Hadamard (C <= 2q)")
+    for axes in (absolute, relative):
+        axes.set_xscale("log")
+        axes.set_xlabel("number of classes C (log scale)")
+    absolute.set_ylabel("minimum distance d (bits)")
+    relative.set_ylabel("relative minimum distance d / q")
+    absolute.set_title("Gilbert-Varshamov distance d (Eq. 13)")
+    relative.set_title("the same bound relative to the code length")
+    _legend_outside(fig, absolute)
+    return fig
+
+
+def plot_distance_histograms(centers_by_method: Mapping[str, np.ndarray], num_bits: int) -> Figure:
+    """Histogram of the pairwise Hamming distances between centers, one panel per method.
+
+    Each panel marks the method's minimum distance ``d_min`` (the criterion of the paper's
+    center-quality table), the Gilbert-Varshamov distance ``d`` (Theorem 1, Eq. 13) and ``q/2``.
+
+    Parameters
+    ----------
+    centers_by_method : mapping str -> (C, q) array of +-1
+        Center sets to compare, all of the same shape.
+    num_bits : int
+        Code length ``q`` (must match the centers' second dimension).
+    """
+    from shc.centers import gv_min_distance, hamming_distances
+
+    mapping = _centers_mapping(centers_by_method)
+    num_classes, q = next(iter(mapping.values())).shape
+    if q != num_bits:
+        raise ValueError(f"num_bits={num_bits} but the centers have q={q} bits; pass num_bits={q}.")
+    if num_classes < 2:
+        raise ValueError("at least 2 centers are needed for pairwise distances.")
+    upper = np.triu_indices(num_classes, k=1)
+    gv_distance = gv_min_distance(num_classes, q)
+    bins = np.arange(q + 2) - 0.5
+
+    fig = _new_figure(7.5, 1.7 * len(mapping) + 0.8)
+    axes_list = np.atleast_1d(fig.subplots(len(mapping), 1, sharex=True, squeeze=False)[:, 0])
+    for axes, (method, centers) in zip(axes_list, mapping.items()):
+        distances = np.asarray(hamming_distances(centers))[upper]
+        axes.hist(distances, bins=bins, color=method_color(method), alpha=0.85)
+        axes.axvline(distances.min(), color="black", linewidth=1.5, label="d_min of these centers")
+        axes.axvline(gv_distance, color="black", linestyle="--", linewidth=1, label=f"GV bound d = {gv_distance}")
+        axes.axvline(q / 2, color="0.5", linestyle=":", linewidth=1, label="q / 2")
+        axes.set_title(f"{method}: d_min = {distances.min()}", loc="left")
+        axes.set_ylabel("center pairs")
+    axes_list[-1].set_xlabel(f"Hamming distance between two centers (bits, q = {q})")
+    axes_list[-1].set_xlim(-0.5, q + 0.5)
+    _legend_outside(fig, axes_list[0])
+    return fig
+
+
+def plot_center_embedding(
+    centers,
+    coarse_labels,
+    coarse_names: Sequence[str] | None = None,
+    class_names: Sequence[str] | None = None,
+) -> Figure:
+    """2-D classical-MDS embedding of the centers, coloured by coarse class.
+
+    Classical MDS of the Hamming distances equals PCA of the +-1 codes (``||h_i - h_j||^2 =
+    4 D(h_i, h_j)``, Theorem 2, Eq. 17), so the embedding is the top-2 principal coordinates of the
+    centred codes. Semantic centers put classes of one coarse group close together; random
+    ones do not.
+
+    Parameters
+    ----------
+    centers : (C, q) array of +-1, or mapping method -> (C, q) array (one panel per method)
+    coarse_labels : (C,) int array
+        Coarse class of each class (e.g. ``DatasetSplits.coarse_labels``).
+    coarse_names : sequence of str, optional
+        Names of the coarse classes for the legend.
+    class_names : sequence of str, optional
+        When given (and C <= 40), each point is labelled with its class name.
+    """
+    mapping = _centers_mapping(centers)
+    num_classes = next(iter(mapping.values())).shape[0]
+    coarse = np.asarray(coarse_labels)
+    if coarse.shape != (num_classes,):
+        raise ValueError(f"coarse_labels must have shape ({num_classes},), one per center; got {coarse.shape}.")
+    groups, coarse_index = np.unique(coarse, return_inverse=True)
+    if coarse_names is not None and len(coarse_names) <= groups.max(initial=0):
+        raise ValueError(f"coarse_names has {len(coarse_names)} names but coarse label {groups.max()} occurs.")
+    if class_names is not None and len(class_names) != num_classes:
+        raise ValueError(f"class_names has {len(class_names)} names for {num_classes} centers.")
+    colors = _categorical_colors(groups.size)
+
+    fig = _new_figure(4.2 * len(mapping) + 1.6, 4.2)
+    axes_list = np.atleast_1d(fig.subplots(1, len(mapping), squeeze=False)[0])
+    for axes, (method, codes) in zip(axes_list, mapping.items()):
+        coordinates, explained = _principal_coordinates(codes)
+        for group, (label, color) in enumerate(zip(groups, colors)):
+            members = coarse_index == group
+            name = coarse_names[label] if coarse_names is not None else f"coarse {label}"
+            axes.scatter(*coordinates[members].T, color=color, s=36, edgecolor="white", linewidth=0.5, label=name)
+        if class_names is not None and num_classes <= 40:
+            for (x, y), text in zip(coordinates, class_names):
+                axes.annotate(text, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        axes.set_xlabel(f"principal coordinate 1 ({explained[0]:.0%} of variance)")
+        axes.set_ylabel(f"principal coordinate 2 ({explained[1]:.0%} of variance)")
+        axes.set_title(f"{method} centers" if method else "centers", loc="left")
+        axes.set_aspect("equal", adjustable="datalim")
+    _legend_outside(fig, axes_list[0], title="coarse class")
+    return fig
+
+
+def _principal_coordinates(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    centred = codes - codes.mean(axis=0)
+    left, singular, _ = np.linalg.svd(centred, full_matrices=False)
+    singular = np.pad(singular, (0, max(0, 2 - singular.size)))
+    left = np.pad(left, ((0, 0), (0, max(0, 2 - left.shape[1]))))
+    total = float(np.sum(singular**2)) or 1.0
+    return left[:, :2] * singular[:2], singular[:2] ** 2 / total
+
+
+def plot_similarity_vs_gram(similarity, centers, order=None) -> Figure:
+    """Heatmaps of the target similarity ``S`` next to ``H H^T / q`` of each center set, same class order.
+
+    ``L_semantic = ||S - H H^T / q||_F^2`` (Eq. 14) is small when the two pictures agree.
+
+    Parameters
+    ----------
+    similarity : (C, C) array in [-1, 1]
+        Class similarity ``S``.
+    centers : (C, q) array of +-1, or mapping method -> (C, q) array
+        One heatmap per center set.
+    order : (C,) permutation, optional
+        Class order of rows and columns, e.g. ``np.argsort(coarse_labels, kind="stable")``; by
+        default the order of a hierarchical clustering of ``S`` (:func:`similarity_order`).
+    """
+    mapping = _centers_mapping(centers)
+    num_classes, q = next(iter(mapping.values())).shape
+    matrix = _as_similarity(similarity, num_classes)
+    permutation = similarity_order(matrix) if order is None else _as_order(order, num_classes)
+    panels = {"target similarity $S$": matrix}
+    panels |= {f"{method or 'centers'}: $HH^\\top/q$": (codes @ codes.T) / q for method, codes in mapping.items()}
+    return _heatmap_row(panels, permutation, "similarity / cosine (unitless)")
+
+
+def _heatmap_row(panels: Mapping[str, np.ndarray], permutation: np.ndarray, colorbar_label: str) -> Figure:
+    """One heatmap per panel, side by side, rows and columns in the same class order, values in [-1, 1]."""
+    num_classes = permutation.size
+    fig = _new_figure(2.7 * len(panels) + 1.2, 3.3)
+    axes_list = np.atleast_1d(fig.subplots(1, len(panels), squeeze=False)[0])
+    for axes, (title, values) in zip(axes_list, panels.items()):
+        image = axes.imshow(values[np.ix_(permutation, permutation)], cmap=_DIVERGING_CMAP, vmin=-1, vmax=1)
+        axes.set_title(title, fontsize=10)
+        axes.set_xlabel(f"{num_classes} classes (same order)")
+        axes.set_xticks([])
+        axes.set_yticks([])
+        axes.grid(False)
+    axes_list[0].set_ylabel(f"{num_classes} classes (same order)")
+    fig.colorbar(image, ax=list(axes_list), shrink=0.85, label=colorbar_label)
+    return fig
+
+
+def plot_similarity_heatmap(similarity, class_names: Sequence[str] | None = None, cluster: bool = True) -> Figure:
+    """Heatmap of a class-similarity matrix ``S`` (values in [-1, 1]).
+
+    Parameters
+    ----------
+    similarity : (C, C) array
+    class_names : sequence of str, optional
+        Tick labels (shown when C <= 50).
+    cluster : bool
+        Reorder classes by a hierarchical clustering of ``S`` (:func:`similarity_order`).
+    """
+    matrix = _as_similarity(similarity)
+    num_classes = matrix.shape[0]
+    if class_names is not None and len(class_names) != num_classes:
+        raise ValueError(f"class_names has {len(class_names)} names but S is {num_classes}x{num_classes}.")
+    permutation = similarity_order(matrix) if cluster else np.arange(num_classes)
+
+    size = float(np.clip(num_classes * 0.18, 4.0, 10.0))
+    fig = _new_figure(size + 1.2, size)
+    axes = fig.subplots()
+    image = axes.imshow(matrix[np.ix_(permutation, permutation)], cmap=_DIVERGING_CMAP, vmin=-1, vmax=1)
+    if class_names is not None and num_classes <= 50:
+        names = [class_names[i] for i in permutation]
+        axes.set_xticks(np.arange(num_classes), names, rotation=90, fontsize=7)
+        axes.set_yticks(np.arange(num_classes), names, fontsize=7)
+    else:
+        axes.set_xticks([])
+        axes.set_yticks([])
+    order_name = "clustered order" if cluster else "given order"
+    axes.set_xlabel(f"{num_classes} classes ({order_name})")
+    axes.set_ylabel(f"{num_classes} classes ({order_name})")
+    axes.set_title("class similarity S")
+    axes.grid(False)
+    fig.colorbar(image, ax=axes, shrink=0.85, label="similarity (unitless, -1 to 1)")
+    return fig
+
+
+def _similarity_mapping(matrices) -> dict[str, np.ndarray]:
+    if not isinstance(matrices, Mapping) or not matrices:
+        raise ValueError("matrices must be a non-empty mapping name -> (C, C) similarity matrix.")
+    checked = {str(name): _as_similarity(S) for name, S in matrices.items()}
+    sizes = {S.shape[0] for S in checked.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"all matrices must describe the same classes, got sizes {sorted(sizes)}.")
+    return checked
+
+
+def plot_similarity_comparison(matrices: Mapping[str, np.ndarray], order=None) -> Figure:
+    """Several class-similarity matrices side by side, rows and columns in one class order.
+
+    Parameters
+    ----------
+    matrices : mapping name -> (C, C) array in [-1, 1]
+        E.g. the data-dependent S (Eq. 2-12), the text-embedding S (Eq. 1) and the hierarchy's S.
+    order : (C,) permutation, optional
+        Class order, by default the hierarchical clustering of the first matrix
+        (:func:`similarity_order`), so the others are read in its block structure.
+    """
+    mapping = _similarity_mapping(matrices)
+    first = next(iter(mapping.values()))
+    permutation = similarity_order(first) if order is None else _as_order(order, first.shape[0])
+    return _heatmap_row(mapping, permutation, "similarity (unitless, -1 to 1)")
+
+
+def plot_similarity_by_group(matrices: Mapping[str, np.ndarray], coarse_labels) -> Figure:
+    """Distribution of S over pairs of different classes: same coarse class vs the rest, one panel per S.
+
+    A similarity that recovers the hierarchy separates the two histograms; each panel's title gives the
+    ROC-AUC of that separation (:func:`shc.similarity.hierarchy_agreement`).
+
+    Parameters
+    ----------
+    matrices : mapping name -> (C, C) array in [-1, 1]
+    coarse_labels : (C,) int array
+        Coarse class of each class.
+    """
+    from shc.similarity import hierarchy_agreement
+
+    mapping = _similarity_mapping(matrices)
+    num_classes = next(iter(mapping.values())).shape[0]
+    coarse = np.asarray(coarse_labels)
+    if coarse.shape != (num_classes,):
+        raise ValueError(f"coarse_labels must have shape ({num_classes},), one per class; got {coarse.shape}.")
+    rows, columns = np.triu_indices(num_classes, k=1)
+    same = coarse[rows] == coarse[columns]
+    bins = np.linspace(-1.0, 1.0, 41)
+
+    fig = _new_figure(3.2 * len(mapping) + 1.6, 3.0)
+    axes_list = np.atleast_1d(fig.subplots(1, len(mapping), squeeze=False)[0])
+    for axes, (name, matrix) in zip(axes_list, mapping.items()):
+        values = matrix[rows, columns]
+        for mask, label, color in ((same, "same coarse class", "#D55E00"), (~same, "other pairs", "#0072B2")):
+            if mask.any():
+                axes.hist(values[mask], bins=bins, density=True, alpha=0.55, color=color, label=label)
+        auc = hierarchy_agreement(matrix, coarse)["roc_auc"]
+        axes.set_title(f"{name}: ROC-AUC {auc:.3f}", loc="left", fontsize=10)
+        axes.set_xlabel("similarity of two classes (unitless)")
+    axes_list[0].set_ylabel("density of class pairs")
+    _legend_outside(fig, axes_list[0])
+    return fig
+
+
+_CENTER_HISTORY_PANELS = (
+    ("objective", "objective of Eq. 22"),
+    ("s_loss", "S_loss (mean squared error)"),
+    ("d_min", "d_min (bits)"),
+    ("violation", "pairs closer than d"),
+    ("proxy_residual", "proxy residual RMS(H - M)"),
+    ("slack_residual", "slack residual mean |q - 2d - HH^T - K|"),
+)
+
+
+def plot_center_history(history_frame, group: str = "bits") -> Figure:
+    """Algorithm 1 cycle by cycle: objective, S_loss, d_min, violations and the constraint residuals.
+
+    Parameters
+    ----------
+    history_frame : pandas.DataFrame
+        One row per outer cycle (column ``cycle``; cycle 0 is the start) with the columns of
+        ``shc.centers.optimize_semantic_centers``' history (``shc.results.center_history_rows``). Several
+        runs of one ``group`` value (seeds) are averaged per cycle. A ``gv_distance`` column adds the
+        target distance d (Eq. 13) to the d_min panel as a dashed line.
+    group : str
+        Column telling the lines apart (default the code length).
+    """
+    import pandas as pd
+
+    if not isinstance(history_frame, pd.DataFrame) or history_frame.empty:
+        raise ValueError("history_frame must be a non-empty DataFrame (shc.results.center_history_rows).")
+    missing = [c for c in ("cycle", group, *(name for name, _ in _CENTER_HISTORY_PANELS)) if c not in history_frame]
+    if missing:
+        raise ValueError(f"history_frame lacks the columns {missing}; it has {list(history_frame.columns)}.")
+    groups = list(dict.fromkeys(history_frame[group]))
+    colors = _sequential_colors(len(groups))
+
+    fig = _new_figure(11.0, 5.6)
+    grid = fig.subplots(2, 3, sharex=True)
+    for value, color in zip(groups, colors):
+        frame = history_frame[history_frame[group] == value]
+        label = f"{value} bits" if group == "bits" else str(value)
+        for axes, (column, title) in zip(grid.flat, _CENTER_HISTORY_PANELS):
+            x, mean, _ = _mean_and_spread(frame, "cycle", column)
+            axes.plot(x, mean, color=color, marker="o", markersize=3, label=label)
+            axes.set_title(title, fontsize=10)
+        if "gv_distance" in frame:
+            grid[0, 2].axhline(frame["gv_distance"].iloc[0], color=color, linestyle="--", linewidth=1)
+    grid[0, 2].plot([], [], color="0.3", linestyle="--", label="GV distance d")
+    for axes in grid[1]:
+        axes.set_xlabel("outer cycle of Algorithm 1")
+    for axes in grid.flat:
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _legend_outside(fig, grid[0, 2])
+    return fig

@@ -1,0 +1,252 @@
+"""One look for every figure: the style sheet, one style per method (colour, marker, line), and saving
+figures (PNG + SVG + the CSV of what they plot) and tables atomically."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from shc._io import atomic_path
+
+#: One style per method, the same in every figure: colour, marker and line style, so curves can be
+#: told apart in colour, in greyscale print and by colour-blind readers. Colours come from the
+#: colour-blind-safe Okabe-Ito palette (center generators; SHC gets vermillion) and Paul Tol's
+#: "muted" palette; center generators draw solid lines (the MDS-centers ablation "distance" dash-dot,
+#: "random" dotted), the deep-hashing baselines dashed lines. Every marker is different.
+METHOD_STYLES: dict[str, dict[str, str]] = {
+    "shc": {"color": "#D55E00", "marker": "o", "linestyle": "-"},  # vermillion
+    "semantic": {"color": "#CC79A7", "marker": "s", "linestyle": "-"},  # reddish purple (ablation: S only)
+    "mds": {"color": "#0072B2", "marker": "^", "linestyle": "-"},  # blue
+    "distance": {"color": "#003F6B", "marker": "v", "linestyle": "-."},  # dark blue: MDS centers, SHC's loss
+    "csq": {"color": "#009E73", "marker": "D", "linestyle": "-"},  # bluish green
+    "random": {"color": "#7F7F7F", "marker": "x", "linestyle": ":"},  # grey
+    "dpsh": {"color": "#E69F00", "marker": "P", "linestyle": "--"},  # orange
+    "dtsh": {"color": "#56B4E9", "marker": "X", "linestyle": "--"},  # sky blue
+    "hashnet": {"color": "#882255", "marker": "<", "linestyle": "--"},  # wine (Tol)
+    "greedyhash": {"color": "#AA4499", "marker": ">", "linestyle": "--"},  # purple (Tol)
+    "idhn": {"color": "#44AA99", "marker": "h", "linestyle": "--"},  # teal (Tol)
+    "lth": {"color": "#999933", "marker": "*", "linestyle": "--"},  # olive (Tol)
+    "orthohash": {"color": "#332288", "marker": "p", "linestyle": "--"},  # indigo (Tol)
+}
+
+
+#: Colour of each method (the ``color`` of :data:`METHOD_STYLES`).
+METHOD_COLORS: dict[str, str] = {name: style["color"] for name, style in METHOD_STYLES.items()}
+
+
+#: Line style of a run with another class-similarity source (``shc.results.run_label``: "shc (text S)"):
+#: the method's colour and marker, this line style.
+SIMILARITY_LINESTYLES: dict[str, object] = {
+    "logits": "-",
+    "text": ":",
+    "labels": (0, (5, 1, 1, 1)),  # dash-dot, dense
+    "hierarchy": (0, (1, 1)),  # densely dotted
+}
+
+
+# Styles handed to unknown method names, chosen by a stable hash of the name (Tol "muted" and Okabe-Ito
+# colours not used above; markers and line styles cycle independently).
+_FALLBACK_COLORS = ("#117733", "#DDCC77", "#CC6677", "#88CCEE", "#000000", "#6699CC", "#997700", "#EE99AA")
+
+
+_FALLBACK_MARKERS = ("d", "H", "8", "1", "2", "3", "4", "+")
+
+
+_FALLBACK_LINESTYLES = ("-", "--", "-.", ":", (0, (3, 1, 1, 1, 1, 1)))
+
+
+_VARIANT = re.compile(r"^(?P<method>.+?)\s*\((?P<source>[^()]+?)\s+s\)$")  # lower-cased "shc (text S)"
+
+
+#: Matplotlib settings applied on top of seaborn's "whitegrid" theme by :func:`use_style`.
+STYLE_RC: dict[str, object] = {
+    "figure.dpi": 110,
+    "savefig.dpi": 150,
+    "savefig.bbox": "tight",
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "legend.framealpha": 0.85,
+    "grid.linestyle": ":",
+    "svg.fonttype": "none",  # text stays text in SVG: smaller, searchable, editable
+    "svg.hashsalt": "shc",  # stable element ids, so re-saved SVGs diff cleanly
+    "image.interpolation": "nearest",
+}
+
+
+_DIVERGING_CMAP = "RdBu_r"  # similarities in [-1, 1]: blue = dissimilar, red = similar
+
+
+def use_style(context: str = "notebook") -> None:
+    """Apply the report style (seaborn "whitegrid" theme plus :data:`STYLE_RC`) globally.
+
+    Parameters
+    ----------
+    context : str
+        Seaborn plotting context ("paper", "notebook", "talk", "poster") that scales fonts and lines.
+    """
+    import seaborn as sns
+
+    sns.set_theme(context=context, style="whitegrid", palette="colorblind", rc=STYLE_RC)
+
+
+def method_style(name: str) -> dict[str, object]:
+    """Return the plot style of a method, the same in every figure: ``{"color", "marker", "linestyle"}``.
+
+    Registered methods (case-insensitive) get their entry of :data:`METHOD_STYLES`; a run label with
+    another similarity source, ``"<method> (<source> S)"`` (:func:`shc.results.run_label`), gets the
+    method's colour and marker with the source's line style (:data:`SIMILARITY_LINESTYLES`); any other
+    name gets a colour, marker and line style picked by a stable hash of the name (identical across
+    processes and runs). Pass the dict straight to ``axes.plot(..., **method_style(name))``.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"method name must be a str, got {type(name).__name__}; pass e.g. 'shc'.")
+    key = name.strip().lower()
+    if key in METHOD_STYLES:
+        return dict(METHOD_STYLES[key])
+    variant = _VARIANT.match(key)
+    if variant and variant["method"] in METHOD_STYLES:
+        base = dict(METHOD_STYLES[variant["method"]])
+        source = variant["source"]
+        base["linestyle"] = SIMILARITY_LINESTYLES.get(source, _pick(_FALLBACK_LINESTYLES, source))
+        return base
+    return {"color": _pick(_FALLBACK_COLORS, key), "marker": _pick(_FALLBACK_MARKERS, "marker:" + key),
+            "linestyle": _pick(_FALLBACK_LINESTYLES, "line:" + key)}  # fmt: skip
+
+
+def _pick(options: Sequence, key: str):
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
+    return options[int.from_bytes(digest[:4], "big") % len(options)]
+
+
+def method_color(name: str) -> str:
+    """Return the hex colour of a method, the same in every figure (the colour of :func:`method_style`)."""
+    return method_style(name)["color"]
+
+
+def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None) -> list[Path]:
+    """Save ``fig`` as ``<path_stem>.png`` and ``<path_stem>.svg`` (atomically), and its data as ``.csv``.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure to save.
+    path_stem : str or PathLike
+        Destination without extension, e.g. ``output_dir / "figures" / "gv_bound"``; a
+        ``.png``/``.svg``/``.csv`` suffix is ignored. Parent folders are created.
+    data : pandas.DataFrame, optional
+        A tidy long-format table of exactly what the figure plots (e.g. :func:`curve_frame`), written
+        next to the pictures as ``<path_stem>.csv`` so a script can load the numbers.
+
+    Returns
+    -------
+    list of Path
+        The PNG and SVG paths, then the CSV path when ``data`` is given.
+    """
+    if not isinstance(fig, Figure):
+        raise TypeError(f"save_figure expects a matplotlib Figure, got {type(fig).__name__}.")
+    stem = _strip_suffix(Path(path_stem), (".png", ".svg", ".csv"))
+    if data is not None:
+        _require_frame(data, "save_figure's data")
+        if data.empty:
+            raise ValueError("save_figure's data is empty; pass the rows the figure plots (or data=None).")
+    paths = []
+    for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None})):
+        path = stem.with_name(f"{stem.name}.{fmt}")
+        with atomic_path(path) as temporary:
+            fig.savefig(temporary, format=fmt, metadata=metadata)
+        paths.append(path)
+    if data is not None:
+        paths.append(save_table(data, stem))
+    return paths
+
+
+def _require_frame(table, name: str) -> None:
+    import pandas as pd
+
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(table).__name__}; wrap it with pd.DataFrame(...).")
+
+
+def save_table(table, path_stem: str | os.PathLike) -> Path:
+    """Save a pandas DataFrame as ``<path_stem>.csv`` (atomically) and return the path.
+
+    The index is written only when it carries information (i.e. it is not the default
+    0..n-1 :class:`pandas.RangeIndex`).
+    """
+    import pandas as pd
+
+    _require_frame(table, "save_table's table")
+    stem = _strip_suffix(Path(path_stem), (".csv",))
+    path = stem.with_name(f"{stem.name}.csv")
+    with atomic_path(path) as temporary:
+        table.to_csv(temporary, index=not isinstance(table.index, pd.RangeIndex))
+    return path
+
+
+def _strip_suffix(path: Path, suffixes: tuple[str, ...]) -> Path:
+    return path.with_suffix("") if path.suffix.lower() in suffixes else path
+
+
+def _legend_outside(fig: Figure, axes, title: str | None = None) -> None:
+    handles, labels = axes.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside right upper", title=title)
+
+
+def _marker_spacing(points: int, markers: int = 12) -> dict[str, object]:
+    """Marker size and spacing: about ``markers`` markers per line, so dense curves stay readable."""
+    return {"markersize": 4, "markevery": max(1, points // markers)}
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _sequential_colors(count: int) -> list:
+    from matplotlib import colormaps
+
+    return list(colormaps["viridis"](np.linspace(0.1, 0.85, count)))
+
+
+def _categorical_colors(count: int) -> list:
+    from matplotlib import colormaps
+
+    palette = colormaps["tab10" if count <= 10 else "tab20"]
+    return [palette(i % palette.N) for i in range(count)]
+
+
+def matrix_frame(matrices, names=None, coarse_labels=None):
+    """Tidy ``source, row, column, value`` rows of one or several (C, C) matrices (what a heatmap draws).
+
+    ``matrices`` is a (C, C) array or a mapping name -> array; ``names`` labels the classes (default 0..C-1);
+    with ``coarse_labels`` two more columns give each class's coarse class.
+    """
+    import pandas as pd
+
+    if not isinstance(matrices, Mapping):
+        matrices = {"matrix": matrices}
+    frames = []
+    for source, matrix in matrices.items():
+        matrix = np.asarray(matrix)
+        if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+            raise ValueError(f"matrix {source!r} must be square (C, C), got shape {matrix.shape}.")
+        count = matrix.shape[0]
+        labels = np.asarray(list(names) if names is not None else range(count), dtype=object)
+        if len(labels) != count:
+            raise ValueError(f"{len(labels)} names for a {count} x {count} matrix.")
+        rows, columns = np.divmod(np.arange(count * count), count)
+        frame = pd.DataFrame({"source": source, "row": labels[rows], "column": labels[columns],
+                              "value": matrix.reshape(-1)})
+        if coarse_labels is not None:
+            coarse = np.asarray(coarse_labels)
+            frame["row_coarse"], frame["column_coarse"] = coarse[rows], coarse[columns]
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)

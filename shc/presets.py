@@ -1,0 +1,324 @@
+"""Presets as data: one table names every experiment grid, for both command lines and the notebooks.
+
+A :class:`Preset` is plain data over the default :class:`~shc.runs.RunConfig`: the datasets, methods,
+code lengths and seeds of its pipeline grid, the RunConfig fields it changes (epochs, optimiser, ...),
+and the parameter sets of the report notebooks it runs. ``python -m shc.pipeline --preset NAME`` runs
+``configs()``; ``python -m shc.reports --preset NAME`` runs its notebooks, after computing every run they
+read. **A new preset is one** ``PRESETS.register(Preset(...))`` **entry here.**
+
+=========  ===========================================================================================
+tiny       CI's smoke run: a 20-class digits composite, 2 epochs, 1 seed, 16 bits (about a minute).
+quick      The embedded default at smoke scale: 100-class digits composite, small CNN, 12 epochs,
+           3 seeds. Its numbers are *not* evidence: the runs have not converged and the testbed saturates.
+standard   The evidence preset: fashion-composite, converged runs, 3 seeds (see docs/standard.md).
+paper      The paper's datasets and hyper-parameters (ImageNet ResNet34, 300 epochs), for a GPU machine.
+=========  ===========================================================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from shc.registry import Registry
+from shc.runs import RunConfig
+
+__all__ = ["NOTEBOOKS", "PRESETS", "Preset", "add_grid_arguments", "configs_from_arguments", "default_run_dir",
+           "describe_config", "get_preset", "notebook_configs", "report_configs"]
+
+#: The report notebooks, in the order they run.
+NOTEBOOKS = ("00_center_geometry", "01_similarity", "02_hash_centers", "03_train_hashing", "04_retrieval",
+             "05_ablations", "06_baselines")
+
+PAPER_DATASETS = ("cifar100", "stanford-cars-a", "stanford-cars-b", "nabirds-a", "nabirds-b")
+CENTER_METHODS = ("random", "csq", "mds", "shc")
+BASELINES = ("dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "csq", "mds", "lth", "orthohash", "shc")  # Table 4
+ABLATIONS = ("distance", "semantic", "shc")  # Table 7: d only, S only, both (one loss)
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One experiment grid (immutable).
+
+    Attributes
+    ----------
+    name, description : str
+    datasets, methods, bits, seeds : tuple
+        The pipeline grid (``python -m shc.pipeline --preset NAME``).
+    config : mapping
+        :class:`~shc.runs.RunConfig` fields over the defaults (epochs, backbone, dataset_options, ...).
+    dataset_config : mapping dataset -> mapping
+        Further fields for one dataset (the paper trains CIFAR-100 with lr 7e-5).
+    notebooks : mapping notebook stem -> tuple of parameter sets
+        The report notebooks of this preset and their own parameters. A notebook that reads the
+        pipeline's runs (01-06) also gets ``preset``, ``dataset`` (one report per dataset) and ``seeds``;
+        those that compare code lengths (02-06) also ``bits``, unless their set names them.
+    """
+
+    name: str
+    description: str
+    datasets: tuple[str, ...]
+    methods: tuple[str, ...]
+    bits: tuple[int, ...]
+    seeds: tuple[int, ...]
+    config: Mapping[str, Any] = field(default_factory=dict)
+    dataset_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    notebooks: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "config", _frozen(self.config))
+        object.__setattr__(self, "dataset_config", _frozen({k: _frozen(v) for k, v in self.dataset_config.items()}))
+        object.__setattr__(self, "notebooks", _frozen({k: tuple(map(_frozen, v)) for k, v in self.notebooks.items()}))
+        unknown = sorted(set(self.notebooks) - set(NOTEBOOKS))
+        if unknown:
+            raise ValueError(f"preset {self.name!r} names unknown notebooks {unknown}; known: {NOTEBOOKS}.")
+        self.base()  # validates the config fields
+
+    def base(self, dataset: str | None = None, **overrides: Any) -> RunConfig:
+        """The RunConfig every run of this preset starts from (for ``dataset``), with ``overrides``."""
+        fields = {**self.config, **(self.dataset_config.get(dataset, {}) if dataset else {}), **overrides}
+        if dataset is not None:
+            fields["dataset"] = dataset
+        return RunConfig(**fields)
+
+    def configs(self, *, methods: Sequence[str] | None = None, bits: Sequence[int] | None = None,
+                seeds: Sequence[int] | None = None, datasets: Sequence[str] | None = None,
+                epochs: int | None = None, **overrides: Any) -> list[RunConfig]:
+        """The grid as configs (dataset, then seed, then code length, then method order).
+
+        ``epochs``, when given, sets the epochs of *both* networks (hashing and stage-1 classifier, unless
+        ``overrides`` names ``classifier_epochs``), so one override shortens every training of a batch.
+        """
+        if epochs is not None:
+            overrides = {"classifier_epochs": epochs, **overrides, "epochs": epochs}
+        chosen = {"methods": methods or self.methods, "bits": bits or self.bits,
+                  "seeds": self.seeds if seeds is None else seeds, "datasets": datasets or self.datasets}
+        for name, values in chosen.items():
+            values = list(values)
+            duplicates = sorted({str(v) for v in values if values.count(v) > 1})
+            if duplicates:
+                raise ValueError(f"{name} lists {', '.join(duplicates)} more than once; seeds and settings of a "
+                                 "grid must be distinct (a repeated seed would be averaged as if independent).")
+            if not values:
+                raise ValueError(f"{name} is empty; give at least one value.")
+        configs = []
+        for dataset in chosen["datasets"]:
+            base = self.base(dataset, **overrides)
+            for seed in chosen["seeds"]:
+                for q in chosen["bits"]:
+                    for method in chosen["methods"]:
+                        configs.append(base.replace(seed=seed, bits=q, method=method))
+        return configs
+
+    def notebook_parameters(self, stem: str) -> list[dict[str, Any]]:
+        """The parameter sets of notebook ``stem`` in this preset (empty: the preset does not run it)."""
+        sets = self.notebooks.get(stem, ())
+        if stem not in _PIPELINE_NOTEBOOKS:
+            return [dict(parameters) for parameters in sets]
+        common = {"preset": self.name, "seeds": list(self.seeds)}
+        if stem in _CODE_NOTEBOOKS:
+            common["bits"] = list(self.bits)
+        return [{**common, "dataset": dataset, **dict(parameters)} for dataset in self.datasets for parameters in sets]
+
+
+#: Notebooks that read the pipeline's runs (they declare ``preset``, ``dataset``, ``seeds``, ...).
+_PIPELINE_NOTEBOOKS = frozenset(NOTEBOOKS[1:])
+#: ... and those that compare code lengths (they also declare ``bits``).
+_CODE_NOTEBOOKS = frozenset(NOTEBOOKS[2:])
+
+PRESETS: Registry[Preset] = Registry("preset")
+
+
+def get_preset(name: str) -> Preset:
+    return PRESETS.get(name)
+
+
+def _center_notebooks(centers: Sequence[str], hashing: Sequence[str], baselines: Sequence[str],
+                      top_pairs: int, examples: int, k: int, geometry: Sequence[Mapping[str, Any]]):
+    return {
+        "00_center_geometry": tuple(geometry),
+        "01_similarity": ({"top_pairs": top_pairs},),
+        "02_hash_centers": ({"methods": list(centers)},),
+        "03_train_hashing": ({"methods": list(hashing)},),
+        "04_retrieval": ({"methods": list(hashing), "example_methods": ["mds", "shc"], "example_queries": examples,
+                          "example_k": k},),
+        "05_ablations": ({"methods": list(ABLATIONS)},),
+        "06_baselines": ({"methods": list(baselines)},),
+    }
+
+
+PRESETS.register("tiny", Preset(
+    name="tiny",
+    description="CI's smoke run: a 20-class digits composite, 2 epochs, 1 seed, 16 bits (about a minute).",
+    datasets=("digits-composite",), methods=("mds", "shc"), bits=(16,), seeds=(0,),
+    config={"epochs": 2, "classifier_epochs": 2, "eval_every": 1, "dataset_options": {
+        "num_classes": 20, "train_per_class": 20, "val_per_class": 5, "query_per_class": 5,
+        "database_per_class": 20}},
+    notebooks=_center_notebooks(
+        centers=(*CENTER_METHODS, "semantic"), hashing=("mds", "shc"),
+        baselines=("dpsh", "greedyhash", "orthohash", "shc"), top_pairs=5, examples=3, k=5,
+        geometry=[{"num_classes": 20, "bits": 16, "gv_classes": [10, 100, 1000], "gv_bits": [16, 32, 64]}]),
+))
+PRESETS.register("quick", Preset(
+    name="quick",
+    description="Smoke scale on the embedded default (100-class digits composite, small CNN, 12 epochs, "
+                "3 seeds): not converged, the testbed saturates; its numbers are not evidence.",
+    datasets=("digits-composite",), methods=CENTER_METHODS, bits=(16, 32, 64), seeds=(0, 1, 2),
+    notebooks=_center_notebooks(
+        centers=(*CENTER_METHODS, "semantic"), hashing=CENTER_METHODS, baselines=BASELINES, top_pairs=15,
+        examples=6, k=10, geometry=[{"num_classes": 100, "bits": 32}]),
+))
+PRESETS.register("standard", Preset(
+    name="standard",
+    description="The evidence preset: fashion-composite (100 classes of two Fashion-MNIST items), "
+                "converged runs, 3 seeds (docs/standard.md).",
+    datasets=("fashion-composite",), methods=CENTER_METHODS, bits=(16, 32, 64), seeds=(0, 1, 2),
+    config={"epochs": 24, "eval_every": 3},
+    notebooks=_center_notebooks(
+        centers=(*CENTER_METHODS, "semantic"), hashing=CENTER_METHODS, baselines=BASELINES, top_pairs=15,
+        examples=6, k=10, geometry=[{"num_classes": 100, "bits": 32}]),
+))
+PRESETS.register("paper", Preset(
+    name="paper",
+    description="The paper's datasets and hyper-parameters (ImageNet ResNet34, RMSprop, cosine annealing, "
+                "batch 64, 300 epochs, lr 7e-5 on CIFAR-100 and 1e-4 elsewhere), for a GPU machine.",
+    datasets=PAPER_DATASETS, methods=(*CENTER_METHODS, "semantic", "distance", "dpsh", "dtsh", "hashnet",
+                                      "greedyhash", "idhn", "lth", "orthohash"),
+    bits=(16, 32, 64), seeds=(0,),
+    config={"backbone": "resnet34", "pretrained": True, "epochs": 300, "classifier_epochs": 300, "batch_size": 64,
+            "eval_every": 10, "lr": 1e-4, "classifier_lr": 1e-4},
+    dataset_config={"cifar100": {"lr": 7e-5, "classifier_lr": 7e-5}},
+    notebooks=_center_notebooks(
+        centers=(*CENTER_METHODS, "semantic"), hashing=BASELINES, baselines=BASELINES, top_pairs=15,
+        examples=6, k=10, geometry=[{"num_classes": 100, "bits": q} for q in (16, 32, 64)]),
+))
+
+
+# --------------------------------------------------------------------------------------------
+# Notebooks: their configs, and where their runs are
+# --------------------------------------------------------------------------------------------
+def report_configs(preset: str, dataset: str, methods: Sequence[str], bits: Sequence[int], seeds: Sequence[int],
+                   run_dir: str | None = None, epochs: int | None = None, **overrides: Any) -> list[RunConfig]:
+    """The grid a report notebook reads: preset ``preset`` restricted to one dataset.
+
+    ``run_dir`` None means :func:`default_run_dir` of the preset (where ``python -m shc.reports`` puts it).
+    """
+    run_dir = str(default_run_dir(preset)) if run_dir is None else str(run_dir)
+    return get_preset(preset).configs(methods=list(methods), bits=list(bits), seeds=list(seeds), datasets=[dataset],
+                                      epochs=epochs, run_dir=run_dir, **overrides)
+
+
+def default_run_dir(preset: str) -> Path:
+    """``runs/<preset>`` of the repository holding the notebooks: the batch runner's default, so a notebook
+    opened by hand reads the batch's cached runs."""
+    from shc.reports.plan import default_notebooks_dir
+
+    get_preset(preset)
+    return default_notebooks_dir().parent / "runs" / preset
+
+
+#: What each pipeline notebook reads: stage-1 S of every source (01), centers (02) or whole runs (03-06).
+NOTEBOOK_READS = {"01_similarity": "similarity", "02_hash_centers": "centers", "03_train_hashing": "runs",
+                  "04_retrieval": "runs", "05_ablations": "runs", "06_baselines": "runs"}
+
+
+def notebook_configs(parameters: Mapping[str, Any], run_dir: str | None = None,
+                     notebook: str | None = None) -> dict[str, list[RunConfig]]:
+    """What a pipeline notebook's parameter set reads, for computing it first.
+
+    Returns ``{"runs": configs to run through all stages, "centers": configs whose stages 1-2 are read,
+    "similarity": configs whose stage-1 S of every source is read}`` (:data:`NOTEBOOK_READS`); empty
+    lists for notebooks that read no runs. Notebook 05 also reads SHC with the text S.
+    """
+    needs: dict[str, list[RunConfig]] = {"runs": [], "centers": [], "similarity": []}
+    if "preset" not in parameters:
+        return needs
+    common = dict(preset=parameters["preset"], dataset=parameters["dataset"], seeds=parameters["seeds"],
+                  run_dir=run_dir if run_dir is not None else parameters.get("run_dir"),
+                  epochs=parameters.get("epochs"), **dict(parameters.get("config_overrides") or {}))
+    reads = NOTEBOOK_READS.get(notebook or "", "runs" if parameters.get("methods") else "similarity")
+    if reads == "similarity":
+        needs["similarity"] = report_configs(methods=["shc"], bits=[32], **common)
+        return needs
+    needs[reads] = report_configs(methods=parameters["methods"], bits=parameters["bits"], **common)
+    if notebook == "05_ablations" and "shc" in parameters["methods"]:
+        needs["runs"] += report_configs(methods=["shc"], bits=parameters["bits"], similarity="text", **common)
+    return needs
+
+
+# --------------------------------------------------------------------------------------------
+# Command-line grid options (python -m shc.pipeline and python -m shc.reports share them)
+# --------------------------------------------------------------------------------------------
+def add_grid_arguments(parser: argparse.ArgumentParser) -> None:
+    from shc.cli_common import non_negative_int, positive_int
+
+    parser.add_argument("--preset", default="quick", choices=PRESETS.names(),
+                        help="experiment grid (default quick): " + "; ".join(
+                            f"{name}: {p.description.split(':')[0].split('(')[0].strip()}" for name, p in
+                            PRESETS.items()))
+    parser.add_argument("--methods", nargs="+", metavar="METHOD", help="override the methods")
+    parser.add_argument("--bits", nargs="+", type=positive_int, metavar="Q", help="override the code lengths")
+    parser.add_argument("--seeds", nargs="+", type=non_negative_int, metavar="SEED", help="override the seeds")
+    parser.add_argument("--datasets", "--dataset", nargs="+", dest="datasets", metavar="DATASET",
+                        help="override the datasets")
+    parser.add_argument("--epochs", type=positive_int, help="epochs of both networks (classifier and hashing)")
+    parser.add_argument("--data-root", help="folder holding the dataset files (e.g. an imagefolder's root)")
+    parser.add_argument("--device", help="auto (default), cpu, cuda or cuda:N")
+
+
+def _grid_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    if getattr(args, "data_root", None):
+        root = Path(args.data_root).expanduser()
+        if not root.is_dir():
+            raise ValueError(f"--data-root {args.data_root!r} is not a folder; give the folder holding the images.")
+        overrides["data_root"] = str(root.resolve())
+    if getattr(args, "device", None):
+        overrides["device"] = args.device
+    return overrides
+
+
+def _check_names(option: str, values: Sequence[str] | None, known: Sequence[str]) -> None:
+    import difflib
+
+    for value in values or ():
+        if value not in known:
+            close = difflib.get_close_matches(value, list(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"{option}: unknown value {value!r}{hint}; choose from {', '.join(known)}.")
+
+
+def configs_from_arguments(args: argparse.Namespace, run_dir: str) -> list[RunConfig]:
+    """The configs of the grid options in ``args`` (validated; errors name the option)."""
+    from shc.data import available_datasets
+    from shc.methods import available_methods
+
+    _check_names("--methods", args.methods, available_methods())
+    _check_names("--datasets", args.datasets, available_datasets())
+    for q in args.bits or ():
+        if not 8 <= q <= 1024:
+            raise ValueError(f"--bits: {q} is outside [8, 1024] (the paper uses 16, 32, 64).")
+    try:
+        return get_preset(args.preset).configs(methods=args.methods, bits=args.bits, seeds=args.seeds,
+                                               datasets=args.datasets, epochs=args.epochs, run_dir=run_dir,
+                                               **_grid_overrides(args))
+    except ValueError as error:
+        raise ValueError(f"preset {args.preset!r}: {str(error).replace('bits: ', '--bits: ', 1)}") from None
+
+
+def describe_config(config: RunConfig) -> str:
+    """One line: dataset, method, bits, seed and the schedule (for ``--list``)."""
+    changed = {key: value for key, value in (("epochs", config.epochs), ("backbone", config.backbone),
+                                             ("lr", config.lr), ("similarity", config.similarity))}
+    options = json.dumps(dict(config.dataset_options)) if config.dataset_options else ""
+    return (f"{config.dataset} {options} seed {config.seed} {config.bits} bits {config.method}: "
+            + ", ".join(f"{k}={v}" for k, v in changed.items())).replace("  ", " ")

@@ -1,0 +1,68 @@
+"""Batch runner for the report notebooks: compute first, then papermill, HTML, figures, tables and an index.
+
+Usage (from the repository root)::
+
+    python -m shc.reports --preset quick                 # every notebook of the "quick" preset
+    python -m shc.reports --preset paper --only 00_center_geometry --bits 16 32 64
+    python -m shc.reports --preset tiny --output /tmp/reports --skip-existing
+    python -m shc.reports --preset quick --list          # the planned reports and the runs they read
+    python -m shc.reports --strip-notebooks              # clear outputs before committing notebooks
+
+For a preset (:mod:`shc.presets`), the runner
+
+1. computes, through :mod:`shc.pipeline`, every run its notebooks read (cached runs are skipped), so the
+   notebooks only read and show (:mod:`shc.results` never trains);
+2. executes each notebook with papermill in a kernel of the *current* interpreter, passing its parameter
+   set plus ``output_dir`` and ``run_dir``, into a building folder that replaces the previous report only
+   when it succeeded (:mod:`shc.reports.execute`);
+3. converts the executed notebook to HTML twice: ``<stem>.html`` (with code) and ``<stem>-report.html``
+   (outputs only, for reading), and records the outcome in ``run.json``;
+4. rebuilds ``index.html``, which links every report with its headline numbers.
+
+Layout::
+
+    reports/<preset>/index.html
+    reports/<preset>/<notebook-stem>[/<variant>]/
+        <stem>.ipynb  <stem>.html  <stem>-report.html  run.json  summary.json
+        figures/*.png, *.svg        tables/*.csv
+
+Modules: :mod:`~shc.reports.plan` (preset table x overrides -> jobs), :mod:`~shc.reports.execute`
+(one report), :mod:`~shc.reports.export` (HTML), :mod:`~shc.reports.index` (the index page),
+:mod:`~shc.reports.notebooks` (clean notebooks), :mod:`~shc.reports.summary` (headline numbers),
+:mod:`~shc.reports.cli` (the batch and the command line).
+"""
+
+from __future__ import annotations
+
+from shc.reports.cli import compute_runs, main, run_reports, summary_table
+from shc.reports.execute import (
+    FAILURE_FILE,
+    KERNEL_LOG_FILE,
+    RECORD_FILE,
+    ReportResult,
+    current_interpreter_kernel_spec,
+    execute_report,
+)
+from shc.reports.export import notebook_title, render_html
+from shc.reports.index import INDEX_FILE, write_index
+from shc.reports.notebooks import check_notebook, strip_notebook
+from shc.reports.plan import (
+    OVERRIDE_PARAMETERS,
+    RUNNER_PARAMETERS,
+    ReportJob,
+    apply_overrides,
+    declared_parameters,
+    default_notebooks_dir,
+    notebook_table,
+    plan_jobs,
+    variant_names,
+)
+from shc.reports.summary import SUMMARY_FILE, format_summary, publish_summary, read_summary, show_summary
+
+__all__ = [
+    "FAILURE_FILE", "INDEX_FILE", "KERNEL_LOG_FILE", "OVERRIDE_PARAMETERS", "RECORD_FILE", "RUNNER_PARAMETERS",
+    "SUMMARY_FILE", "ReportJob", "ReportResult", "apply_overrides", "check_notebook", "compute_runs",
+    "current_interpreter_kernel_spec", "declared_parameters", "default_notebooks_dir", "execute_report",
+    "format_summary", "main", "notebook_table", "notebook_title", "plan_jobs", "publish_summary", "read_summary",
+    "render_html", "run_reports", "show_summary", "strip_notebook", "summary_table", "variant_names", "write_index",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from shc.reports.cli import main
+
+sys.exit(main())

@@ -1,0 +1,242 @@
+"""Running a preset's reports: compute every run the notebooks read, execute them, write the index.
+
+Command line: ``python -m shc.reports --preset NAME`` (see ``--help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from shc.reports.execute import ReportResult, describe_error, execute_report, output_lock
+from shc.reports.index import write_index
+from shc.reports.notebooks import check_notebook, strip_notebook
+from shc.reports.plan import OVERRIDE_PARAMETERS, ReportJob, default_notebooks_dir, plan_jobs
+from shc.reports.summary import format_summary
+
+__all__ = ["compute_runs", "main", "run_reports"]
+
+
+def compute_runs(jobs: Sequence[ReportJob], run_root: str | os.PathLike = "runs", progress: bool = True,
+                 log: Callable[[str], None] = print) -> int:
+    """Compute, through :mod:`shc.pipeline`, every run the notebooks of ``jobs`` read (cached runs are skipped).
+
+    Compute first, then the notebooks only read and show (:mod:`shc.results` never trains). Returns the
+    number of runs of the batch.
+    """
+    from shc import pipeline
+    from shc.presets import notebook_configs
+
+    runs: dict[str, Any] = {}
+    centers: dict[str, Any] = {}
+    stage1: dict[str, Any] = {}
+    for job in jobs:
+        needs = notebook_configs(job.parameters, str(Path(run_root) / job.preset), job.notebook)
+        runs.update({_key(config): config for config in needs["runs"]})
+        centers.update({_key(config): config for config in needs["centers"]})
+        stage1.update({_key(config): config for config in needs["similarity"]})
+    if stage1:
+        log(f"computing stage 1 (every S source) for {len(stage1)} seed(s) ...")
+        pipeline.compute_similarities(list(stage1.values()), progress=progress)
+    if centers:
+        log(f"computing {len(centers)} center set(s) (stages 1-2) ...")
+        for config in centers.values():
+            pipeline.run_centers(config, progress=progress)
+    if runs:
+        log(f"computing {len(runs)} run(s) the notebooks read (cached ones are skipped) ...")
+        pipeline.run_grid(list(runs.values()), progress=progress, log=log)
+    return len(runs)
+
+
+def _key(config) -> str:
+    import dataclasses
+
+    return json.dumps(dataclasses.asdict(config), sort_keys=True, default=str)
+
+
+def run_reports(
+    preset: str,
+    *,
+    only: Sequence[str] | None = None,
+    overrides: Mapping[str, Sequence[Any]] | None = None,
+    output_root: str | os.PathLike = "reports",
+    run_root: str | os.PathLike = "runs",
+    notebooks_dir: str | os.PathLike | None = None,
+    table: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]] | None = None,
+    skip_existing: bool = False,
+    timeout: float | None = None,
+    compute: bool = True,
+    progress: bool = True,
+    provenance: dict[str, Any] | None = None,
+    log: Callable[[str], None] = print,
+) -> list[ReportResult]:
+    """Compute the runs of a preset's notebooks, execute every report (one after the other), write the index.
+
+    A failing notebook is logged and recorded; the others still run. See :func:`plan_jobs` and
+    :func:`execute_report` for the arguments; ``compute=False`` skips the computing step (the notebooks
+    then fail clearly on a missing run). Returns one result per job, in order, and ends with a summary
+    table (notebook, status, time, report path).
+    """
+    jobs = plan_jobs(preset, only=only, overrides=overrides, notebooks_dir=notebooks_dir, table=table)
+    preset_dir = Path(output_root) / preset
+    results = []
+    total_started = time.perf_counter()
+    with output_lock(preset_dir, f"python -m shc.reports --preset {preset}"):
+        if compute:
+            compute_runs(jobs, run_root, progress=progress, log=log)
+        for number, job in enumerate(jobs, start=1):
+            prefix = f"[{number}/{len(jobs)}] {job.name}"
+            ignored = "".join(f" (--{option} does not apply)" for option in job.ignored_overrides)
+            log(f"{prefix}: running ...{ignored}")
+            result = execute_report(job, notebooks_dir=notebooks_dir, output_root=output_root, run_root=run_root,
+                                    timeout=timeout, skip_existing=skip_existing, provenance=provenance)
+            results.append(result)
+            log(f"{prefix}: {_describe(result)}")
+            write_index(preset_dir)  # keep the index current, so it is useful while a long batch runs
+        index = write_index(preset_dir)
+    elapsed = time.perf_counter() - total_started
+    log(summary_table(results))
+    failed = [result for result in results if not result.ok]
+    log(f"{len(results) - len(failed)}/{len(results)} reports ok in {elapsed:.1f} s; index: {index}")
+    for result in failed:
+        where = result.failed_notebook or result.output_dir
+        log(f"FAILED {result.job.name}: {describe_error(result.error)} (partial notebook: {where})")
+    return results
+
+
+def summary_table(results: Sequence[ReportResult]) -> str:
+    """A plain-text table: notebook, status, time, report page (:func:`shc.progress.summary_table`)."""
+    from shc.progress import summary_table as table
+
+    return table([{"notebook": r.job.notebook, "variant": r.job.variant, "status": r.status, "seconds": r.seconds,
+                   "report": r.output_dir / f"{r.job.notebook}-report.html"} for r in results])
+
+
+def _describe(result: ReportResult) -> str:
+    if result.status == "skipped":
+        return "skipped (up to date)"
+    if result.status == "failed":
+        return f"FAILED after {result.seconds:.1f} s: {describe_error(result.error)}"
+    summary = format_summary(result.summary)
+    return f"ok in {result.seconds:.1f} s" + (f"  [{summary}]" if summary else "")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from shc.cli_common import non_negative_int, positive_float, positive_int
+    from shc.presets import PRESETS
+
+    parser = argparse.ArgumentParser(
+        prog="python -m shc.reports",
+        description="Compute a preset's runs, execute the report notebooks with papermill and render them to "
+                    "HTML with an index.",
+    )
+    parser.add_argument("--preset", default="quick", choices=PRESETS.names(),
+                        help=f"experiment grid: {', '.join(PRESETS.names())} (default quick)")
+    parser.add_argument("--only", nargs="+", metavar="NOTEBOOK", help="notebook stems or prefixes, e.g. 00")
+    parser.add_argument("--output", default="reports", help="report root: reports go to OUTPUT/PRESET/")
+    parser.add_argument("--runs", default="runs", help="pipeline artifact root: notebooks get run_dir=RUNS/PRESET")
+    parser.add_argument("--notebooks", default=None, help="notebook folder (default: the repository's notebooks/)")
+    parser.add_argument("--dataset", nargs="+", help="override the dataset (several: one report each)")
+    parser.add_argument("--bits", nargs="+", type=positive_int, help="override the code lengths")
+    parser.add_argument("--methods", nargs="+", help="override the methods")
+    parser.add_argument("--seeds", nargs="+", type=non_negative_int, help="override the seeds")
+    parser.add_argument("--epochs", nargs=1, type=positive_int, help="override the number of training epochs")
+    parser.add_argument("--timeout", type=positive_float, default=None,
+                        help="per-cell time limit in seconds (default none)")
+    parser.add_argument("--skip-existing", action="store_true",
+                        help="skip reports whose last run used the same parameters, succeeded, and is newer "
+                             "than the notebook and the shc package")  # fmt: skip
+    parser.add_argument("--no-compute", action="store_true",
+                        help="do not compute missing runs first (the notebooks then fail on a missing run)")
+    parser.add_argument("--list", action="store_true", help="print the planned reports and runs, and exit")
+    parser.add_argument("--strip-notebooks", action="store_true", help="clear outputs of the notebooks and exit")
+    parser.add_argument("--check-notebooks", action="store_true", help="check the notebooks are clean and exit")
+    return parser
+
+
+def _validate_overrides(overrides: Mapping[str, Sequence[Any]]) -> None:
+    from shc.data import available_datasets
+    from shc.methods import available_methods
+    from shc.presets import _check_names
+
+    _check_names("--methods", overrides.get("methods"), available_methods())
+    _check_names("--dataset", overrides.get("dataset"), available_datasets())
+    for option in ("bits", "seeds", "methods", "dataset"):
+        values = list(overrides.get(option) or [])
+        repeated = sorted({str(v) for v in values if values.count(v) > 1})
+        if repeated:
+            raise ValueError(f"--{option} lists {', '.join(repeated)} more than once; give distinct values.")
+    for q in overrides.get("bits") or ():
+        if not 8 <= q <= 1024:
+            raise ValueError(f"--bits: {q} is outside [8, 1024] (the paper uses 16, 32, 64).")
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    arguments = _parser().parse_args(argv)
+    notebooks_dir = Path(arguments.notebooks) if arguments.notebooks else default_notebooks_dir()
+    if not notebooks_dir.is_dir():
+        raise FileNotFoundError(f"--notebooks {str(notebooks_dir)!r} is not a folder of notebooks.")
+    notebooks = sorted(notebooks_dir.glob("*.ipynb"))
+    if arguments.strip_notebooks:
+        for path in notebooks:
+            print(f"{path}: {'stripped' if strip_notebook(path) else 'already clean'}")
+        return 0
+    if arguments.check_notebooks:
+        problems = {path: check_notebook(path) for path in notebooks}
+        for path, found in problems.items():
+            print(f"{path}: {'; '.join(found) if found else 'ok'}")
+        return 1 if any(problems.values()) else 0
+
+    overrides = {option: getattr(arguments, option) for option in OVERRIDE_PARAMETERS if getattr(arguments, option)}
+    _validate_overrides(overrides)
+    if arguments.list:
+        from shc.presets import notebook_configs
+
+        jobs = plan_jobs(arguments.preset, only=arguments.only, overrides=overrides, notebooks_dir=notebooks_dir)
+        runs: dict = {}
+        for job in jobs:
+            print(f"{job.name}: {json.dumps(job.parameters)}")
+            needs = notebook_configs(job.parameters, str(Path(arguments.runs) / job.preset), job.notebook)["runs"]
+            runs.update({_key(config): config for config in needs})
+        print(f"{len(jobs)} reports reading {len(runs)} runs")
+        return 0
+    for folder, option in ((arguments.output, "--output"), (arguments.runs, "--runs")):
+        _check_writable(Path(folder), option)
+    from shc.provenance import provenance
+
+    results = run_reports(
+        arguments.preset,
+        only=arguments.only,
+        overrides=overrides,
+        output_root=arguments.output,
+        run_root=arguments.runs,
+        notebooks_dir=notebooks_dir,
+        skip_existing=arguments.skip_existing,
+        timeout=arguments.timeout,
+        compute=not arguments.no_compute,
+        provenance=provenance(command=["python", "-m", "shc.reports", *(argv or sys.argv[1:])],
+                              preset=arguments.preset, overrides=overrides),
+    )
+    return 0 if all(result.ok for result in results) else 1
+
+
+def _check_writable(folder: Path, option: str) -> None:
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and (not existing.is_dir() or not os.access(existing, os.W_OK)):
+        raise PermissionError(f"{option} {str(folder)!r} cannot be written (is {existing} a writable folder?); "
+                              f"choose another {option}.")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status (non-zero when a report failed)."""
+    from shc.cli_common import run_cli
+
+    return run_cli(_main, argv)

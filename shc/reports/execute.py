@@ -1,0 +1,334 @@
+"""Executing one report: papermill into a building folder, HTML, a ``run.json`` record, then an atomic swap.
+
+A report is built in a temporary sibling folder and moved into place only when it succeeded, so the last
+good report is never lost: a failed run leaves it untouched and puts the failing executed notebook beside
+it (``<stem>.failed.ipynb``, rendered as ``<stem>.failed.html``, described in ``failure.json``); an
+interrupted run leaves nothing but the old report. The output folder is locked while a report is built,
+so two batches writing into one folder are refused instead of mixing their files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from shc._io import atomic_path, exclusive_lock, jsonable, write_text
+from shc.provenance import Timer
+from shc.reports.export import notebook_title, render_html
+from shc.reports.plan import ReportJob, default_notebooks_dir
+from shc.reports.summary import read_summary
+
+__all__ = ["FAILURE_FILE", "KERNEL_LOG_FILE", "RECORD_FILE", "ReportResult", "current_interpreter_kernel_spec",
+           "describe_error", "execute_report", "output_lock", "read_record"]
+
+RECORD_FILE = "run.json"
+FAILURE_FILE = "failure.json"
+KERNEL_LOG_FILE = "kernel.log"
+
+
+def current_interpreter_kernel_spec():
+    """Kernel spec running ``ipykernel`` in *this* interpreter, importing *this* ``shc``.
+
+    Installed kernelspecs (``jupyter kernelspec list``) are not consulted: a "python3" spec of
+    another environment would silently run the notebooks with other packages, and a fresh venv
+    may have none. The kernel's ``PYTHONPATH`` starts with the folder holding this ``shc``
+    package, so an uninstalled checkout works too, and matplotlib uses the inline backend so
+    figures land in the notebook (and the HTML) even when ``MPLBACKEND`` is set to e.g. Agg.
+    """
+    from jupyter_client.kernelspec import KernelSpec
+
+    package_parent = str(Path(__file__).resolve().parents[2])
+    python_path = os.pathsep.join([package_parent, *filter(None, [os.environ.get("PYTHONPATH")])])
+    return KernelSpec(
+        argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        display_name=f"Python {sys.version_info.major}.{sys.version_info.minor} (shc reports)",
+        language="python",
+        interrupt_mode="signal",
+        env={"PYTHONPATH": python_path, "MPLBACKEND": "module://matplotlib_inline.backend_inline"},
+    )
+
+
+def _kernel_manager_class(kernel_log: Path | None = None) -> type:
+    """A kernel manager class starting :func:`current_interpreter_kernel_spec` whatever kernel is asked for.
+
+    With ``kernel_log``, the kernel process's own stdout/stderr (start-up warnings, crashes; not the
+    notebook's output, which travels over the Jupyter protocol) go to that file instead of the console.
+    """
+    from jupyter_client import AsyncKernelManager
+
+    class CurrentInterpreterKernelManager(AsyncKernelManager):
+        @property
+        def kernel_spec(self):
+            if self._kernel_spec is None:
+                self._kernel_spec = current_interpreter_kernel_spec()
+            return self._kernel_spec
+
+        async def start_kernel(self, **kwargs):
+            if kernel_log is None:
+                return await super().start_kernel(**kwargs)
+            with open(kernel_log, "wb") as log:  # the kernel process keeps its own handle
+                kwargs.setdefault("stdout", log)
+                kwargs.setdefault("stderr", log)
+                return await super().start_kernel(**kwargs)
+
+    return CurrentInterpreterKernelManager
+
+
+
+@dataclass
+class ReportResult:
+    """Outcome of one :class:`ReportJob`."""
+
+    job: ReportJob
+    status: str  #: "ok", "failed" or "skipped" (up to date, see ``skip_existing``)
+    seconds: float
+    output_dir: Path
+    error: dict[str, Any] | None = None  #: type, message, cell (index, execution count, first line)
+    summary: dict[str, Any] | None = None
+    failed_notebook: Path | None = None  #: the failing executed notebook, when one was written
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+
+def output_lock(folder: Path, what: str = "a report batch", name: str = ""):
+    """Hold the lock ``folder/.{name}.lock`` (``folder/.lock`` without a name); a second holder is refused."""
+    return exclusive_lock(Path(folder) / (f".{name}.lock" if name else ".lock"), f"{what} (pid {os.getpid()})",
+                          f"{Path(folder) / name} is being written by {{holder}}; wait for it to finish or write "
+                          "the reports elsewhere with --output.")
+
+
+def execute_report(
+    job: ReportJob,
+    *,
+    notebooks_dir: str | os.PathLike | None = None,
+    output_root: str | os.PathLike = "reports",
+    run_root: str | os.PathLike = "runs",
+    timeout: float | None = None,
+    skip_existing: bool = False,
+    provenance: dict[str, Any] | None = None,
+) -> ReportResult:
+    """Execute one notebook with papermill, render its HTML and write its ``run.json`` record.
+
+    Failures in the notebook do not raise: they are returned in :attr:`ReportResult.error`; the previous
+    report (if any) stays, and the partial executed notebook is kept beside it as ``<stem>.failed.ipynb``
+    (when there is no previous report, the failed build takes its place, marked failed).
+    ``KeyboardInterrupt`` propagates; the building folder is removed and the previous report stays intact.
+
+    Parameters
+    ----------
+    job : ReportJob
+    notebooks_dir : path, optional
+        Where ``<job.notebook>.ipynb`` lives (default :func:`default_notebooks_dir`).
+    output_root : path
+        Reports go to ``<output_root>/<preset>/<notebook>[/<variant>]``.
+    run_root : path
+        The notebooks get ``run_dir = <run_root>/<preset>`` for their pipeline artifacts.
+    timeout : float, optional
+        Per-cell time limit in seconds (default: none); must be positive.
+    skip_existing : bool
+        Return "skipped" without executing when the previous run of the same parameters
+        succeeded and its HTML is newer than the notebook and every file of the ``shc`` package.
+    provenance : dict, optional
+        Recorded in ``run.json`` (commit, versions, command; see :mod:`shc.provenance`).
+    """
+    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds (or None for no limit), got {timeout!r}.")
+    notebooks_dir = Path(notebooks_dir) if notebooks_dir is not None else default_notebooks_dir()
+    notebook_path = notebooks_dir / f"{job.notebook}.ipynb"
+    if not notebook_path.is_file():
+        raise FileNotFoundError(f"notebook {notebook_path} does not exist; check --notebooks.")
+    output_dir = job.output_dir(output_root).resolve()
+    parameters = {**job.parameters, "output_dir": str(output_dir),
+                  "run_dir": str((Path(run_root) / job.preset).resolve())}
+    files = _report_files(job)
+    if skip_existing and _is_up_to_date(output_dir, files, notebook_path, parameters):
+        return ReportResult(job, "skipped", 0.0, output_dir, summary=read_summary(output_dir))
+
+    building = output_dir.with_name(f".{output_dir.name}.building-{os.getpid()}")
+    with output_lock(output_dir.parent, f"the report {job.name}", output_dir.name):
+        shutil.rmtree(building, ignore_errors=True)
+        building.mkdir(parents=True)
+        try:
+            with Timer() as timer:  # wall and CPU time, the kernel process's included
+                # The notebook writes into the building folder; the record names the final folder.
+                run_parameters = {**parameters, "output_dir": str(building)}
+                error, written = _execute_notebook(notebook_path, building / files["notebook"], run_parameters,
+                                                   building, timeout)
+                if written:  # render the partial notebook of a failed run too: it shows the traceback in context
+                    render_error = _render_both(building, files, job, Path(output_root).resolve() / job.preset,
+                                                output_dir)
+                    error = error or render_error
+            seconds = timer.wall_s
+            provenance = {**(provenance or {}), "time": timer.as_dict()}
+            status = "failed" if error else "ok"
+            present = {key: name for key, name in files.items() if (building / name).is_file()}
+            record = _record(job, status, seconds, parameters, present, notebook_path, error, provenance)
+            write_text(building / RECORD_FILE, json.dumps(record, indent=2) + "\n")
+            previous_ok = (read_record(output_dir / RECORD_FILE) or {}).get("status") == "ok"
+            failed_notebook = None
+            if status == "ok" or not previous_ok:
+                _swap(building, output_dir)
+                if status == "failed" and written:
+                    failed_notebook = output_dir / files["notebook"]
+            else:  # keep the last good report; put the failure beside it
+                failed_notebook = _keep_failure(building, output_dir, files, record)
+            if status == "ok":
+                (output_dir / FAILURE_FILE).unlink(missing_ok=True)
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+    summary = read_summary(output_dir) if status == "ok" else None
+    return ReportResult(job, status, seconds, output_dir, error, summary, failed_notebook)
+
+
+def _swap(building: Path, output_dir: Path) -> None:
+    """Move the finished ``building`` folder onto ``output_dir`` (the old one is removed after the move)."""
+    old = output_dir.with_name(f".{output_dir.name}.old-{os.getpid()}")
+    if output_dir.exists():
+        os.replace(output_dir, old)
+    os.replace(building, output_dir)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _keep_failure(building: Path, output_dir: Path, files: dict[str, str], record: dict) -> Path | None:
+    stem = Path(files["notebook"]).stem
+    kept = None
+    for key, suffix in (("notebook", ".failed.ipynb"), ("html", ".failed.html")):
+        source = building / files[key]
+        if source.is_file():
+            target = output_dir / f"{stem}{suffix}"
+            os.replace(source, target)
+            kept = kept or target
+    write_text(output_dir / FAILURE_FILE, json.dumps({**record, "files": {}}, indent=2) + "\n")
+    return kept
+
+
+def _report_files(job: ReportJob) -> dict[str, str]:
+    return {
+        "notebook": f"{job.notebook}.ipynb",
+        "html": f"{job.notebook}.html",
+        "report": f"{job.notebook}-report.html",
+        "kernel_log": KERNEL_LOG_FILE,
+    }
+
+
+def _execute_notebook(
+    notebook_path: Path, executed_path: Path, parameters: dict, output_dir: Path, timeout: float | None
+) -> tuple[dict[str, Any] | None, bool]:
+    """Run papermill into a temporary file moved onto ``executed_path``.
+
+    Returns the error (None on success) and whether an executed notebook was written (papermill
+    writes the partial notebook of a failing run too). The notebook replaces ``executed_path`` only
+    once papermill is done, so an interrupted batch leaves the previous executed notebook intact.
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    error = None
+    with atomic_path(executed_path, suffix=".tmp.ipynb") as temporary:  # papermill wants .ipynb names
+        try:
+            papermill.execute_notebook(
+                str(notebook_path),
+                str(temporary),
+                parameters=parameters,
+                kernel_name="python3",
+                kernel_manager_class=_kernel_manager_class(output_dir / KERNEL_LOG_FILE),
+                progress_bar=False,
+                cwd=str(output_dir),
+                execution_timeout=timeout,
+            )
+        except PapermillExecutionError as failure:  # papermill saved the partial notebook first
+            first_line = next((line for line in failure.source.splitlines() if line.strip()), "")
+            error = {
+                "type": failure.ename,
+                "message": _strip_ansi(str(failure.evalue)),
+                "cell_index": failure.cell_index,
+                "execution_count": failure.exec_count,
+                "cell_source": first_line[:200],
+            }
+        except Exception as failure:  # kernel died, timeout, bad parameters: report, keep going
+            error = {"type": type(failure).__name__, "message": _strip_ansi(str(failure)).strip()[:2000]}
+        written = temporary.exists()
+    return error, written
+
+
+def _strip_ansi(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
+
+
+def _render_both(building: Path, files: dict[str, str], job: ReportJob, assets_root: Path,
+                 output_dir: Path) -> dict | None:
+    """Both HTML versions of the executed notebook in ``building``, linking assets as from ``output_dir``."""
+    try:
+        notebook = building / files["notebook"]
+        for key, include_input, header in (("html", True, None), ("report", False, _report_header(job))):
+            render_html(notebook, building / files[key], include_input=include_input, header=header,
+                        assets_root=assets_root, page_path=output_dir / files[key])
+    except Exception as failure:
+        return {"type": type(failure).__name__, "message": f"HTML conversion failed: {failure}"}
+    return None
+
+
+def _report_header(job: ReportJob) -> str:
+    shown = ", ".join(f"`{key}={value!r}`" for key, value in job.parameters.items())
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f"*Report generated by `python -m shc.reports --preset {job.preset}` on {stamp}. Parameters: {shown}.*"
+
+
+def _is_up_to_date(output_dir: Path, files: dict[str, str], notebook_path: Path, parameters: dict) -> bool:
+    record = read_record(output_dir / RECORD_FILE)
+    html_path = output_dir / files["report"]
+    if not record or record.get("status") != "ok" or record.get("parameters") != jsonable(parameters):
+        return False
+    if not html_path.is_file():
+        return False
+    package_files = Path(__file__).resolve().parents[1].rglob("*.py")
+    newest_source = max(path.stat().st_mtime for path in [notebook_path, *package_files])
+    return html_path.stat().st_mtime > newest_source
+
+
+def _record(job: ReportJob, status: str, seconds: float, parameters: dict, files: dict[str, str],
+            notebook_path: Path, error: dict | None, provenance: dict | None) -> dict[str, Any]:
+    """``run.json``: what ran, how it went, which files it wrote, and what produced it."""
+    from shc import __version__
+
+    return {
+        "notebook": job.notebook,
+        "preset": job.preset,
+        "variant": job.variant,
+        "title": notebook_title(notebook_path),
+        "status": status,
+        "seconds": round(seconds, 3),
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "shc_version": __version__,
+        "parameters": jsonable(json.loads(json.dumps(parameters, default=str))),
+        "error": error,
+        "files": files,
+        "provenance": provenance or {},
+    }
+
+
+def read_record(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def describe_error(error: dict | None, full_message: bool = False) -> str:
+    """``ValueError in cell In [7]: message`` (the last line of the message unless ``full_message``)."""
+    if not error:
+        return ""
+    cell = f" in cell In [{error['execution_count']}]" if error.get("execution_count") is not None else ""
+    message = (error.get("message") or "").strip()
+    if not full_message:
+        message = message.splitlines()[-1] if message else ""
+    return f"{error.get('type')}{cell}: {message}"

@@ -1,0 +1,99 @@
+"""Executed notebook -> standalone HTML (with code, or the reading version without)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+import re
+from pathlib import Path
+
+from shc._io import write_text
+
+__all__ = ["notebook_title", "plain_title", "render_html"]
+
+
+def render_html(
+    notebook_path: str | os.PathLike,
+    html_path: str | os.PathLike,
+    *,
+    include_input: bool = True,
+    header: str | None = None,
+    assets_root: str | os.PathLike | None = None,
+    page_path: str | os.PathLike | None = None,
+) -> Path:
+    """Convert an executed notebook to a standalone HTML file (atomically), figures embedded as PNG.
+
+    The page is titled after the notebook's first heading and works offline: MathJax comes from the
+    bundle installed under ``assets_root`` (:func:`shc.offline.install_assets`, default: the page's
+    folder), referenced by a relative URL, and nothing loads from the network. The reading version
+    (``include_input=False``) also leaves out stderr streams (warnings, progress bars).
+
+    Parameters
+    ----------
+    notebook_path, html_path : path
+    include_input : bool
+        False gives the reading version: outputs and markdown only, no code, prompts or stderr.
+    header : str, optional
+        Markdown shown as the first cell (e.g. the parameters of the run).
+    assets_root : path, optional
+        Folder holding ``_assets/`` (a preset's report folder); created there when missing.
+    page_path : path, optional
+        Where the page will finally live, when it is written elsewhere first (the relative asset URL
+        is computed from it); default ``html_path``.
+    """
+    import nbformat
+
+    from shc.offline import install_assets, offline_html
+
+    notebook = nbformat.read(str(notebook_path), as_version=4)
+    notebook = copy.deepcopy(notebook)
+    if header:
+        notebook.cells.insert(0, nbformat.v4.new_markdown_cell(header))
+    if not include_input:
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                cell.outputs = [output for output in cell.outputs
+                                if not (output.output_type == "stream" and output.get("name") == "stderr")]
+    title = notebook_title(Path(notebook_path))
+    body, _ = _html_exporter(include_input).from_notebook_node(notebook, resources={"metadata": {"name": title}})
+    html_path = Path(html_path)
+    assets_root = Path(assets_root) if assets_root is not None else html_path.parent
+    install_assets(assets_root)
+    body = offline_html(body, Path(page_path) if page_path is not None else html_path, assets_root)
+    return write_text(html_path, body)
+
+
+@functools.cache
+def _html_exporter(include_input: bool):
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab", embed_images=True)
+    if not include_input:
+        exporter.exclude_input = True
+        exporter.exclude_input_prompt = True
+        exporter.exclude_output_prompt = True
+    return exporter
+
+
+def notebook_title(notebook_path: Path) -> str:
+    """The notebook's first markdown heading, without TeX markup (``$\\mathbf{S}$`` -> ``S``)."""
+    import nbformat
+
+    try:
+        notebook = nbformat.read(str(notebook_path), as_version=4)
+    except (OSError, ValueError):
+        return notebook_path.stem
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            heading = re.search(r"^#\s+(.+)$", cell.source, flags=re.MULTILINE)
+            if heading:
+                return plain_title(heading.group(1).strip())
+    return notebook_path.stem
+
+
+def plain_title(title: str) -> str:
+    """A heading without TeX markup, for titles and the index (``$\\mathbf{S}$`` -> ``S``)."""
+    return re.sub(r"\$([^$]*)\$", lambda m: re.sub(r"\\[a-zA-Z]+\{([^}]*)\}", r"\1", m.group(1)), title)
+
+

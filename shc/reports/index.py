@@ -1,0 +1,110 @@
+"""The index page of a preset's reports: one row per report with its status and headline numbers."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import quote
+
+from shc._io import write_text
+from shc.reports.export import plain_title
+from shc.reports.execute import FAILURE_FILE, RECORD_FILE, describe_error, read_record
+from shc.reports.plan import RUNNER_PARAMETERS
+from shc.reports.summary import format_summary, read_summary
+
+__all__ = ["INDEX_FILE", "write_index"]
+
+INDEX_FILE = "index.html"
+
+_INDEX_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 80rem;
+       padding: 0 1rem; color: #222; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; vertical-align: top; padding: .45rem .6rem; border-bottom: 1px solid #ddd; }
+th { background: #f4f4f4; }
+.ok { color: #1a7f37; font-weight: 600; } .failed { color: #cf222e; font-weight: 600; }
+.error { color: #cf222e; font-family: ui-monospace, monospace; font-size: .85em; white-space: pre-wrap; }
+.params, .muted { color: #666; font-size: .85em; }
+code { font-size: .9em; }
+"""
+
+
+def write_index(preset_dir: str | os.PathLike) -> Path:
+    """(Re)write ``<preset_dir>/index.html`` from every ``run.json`` record below it.
+
+    Each row links the reading version, the version with code and the executed notebook, shows
+    the status (failed rows name the error and the cell, and link the partial notebook), the
+    headline numbers of ``summary.json``, the parameters and the execution time.
+    """
+    preset_dir = Path(preset_dir)
+    records = []
+    for record_path in sorted(preset_dir.rglob(RECORD_FILE)):
+        record = read_record(record_path)
+        if record:
+            records.append((record_path.parent.relative_to(preset_dir), record))
+    rows = "\n".join(_index_row(preset_dir, folder, record, read_summary(preset_dir / folder))
+                     for folder, record in records)
+    failed = sum(record.get("status") == "failed" for _, record in records)
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    status_line = f"{len(records)} reports, {failed} failed" if records else "no reports yet"
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>shc reports: {html.escape(preset_dir.name)}</title>
+<style>{_INDEX_STYLE}</style></head>
+<body>
+<h1>shc reports: preset <code>{html.escape(preset_dir.name)}</code></h1>
+<p class="muted">{status_line}; index written {stamp}.</p>
+<table>
+<thead><tr><th>report</th><th>status</th><th>headline numbers</th><th>time</th><th>files</th></tr></thead>
+<tbody>
+{rows}
+</tbody></table>
+</body></html>
+"""
+    return write_text(preset_dir / INDEX_FILE, page)
+
+
+def _index_row(preset_dir: Path, folder: Path, record: dict, summary: dict | None) -> str:
+    def link(key: str, text: str) -> str:  # only files that are there (a published copy may omit some)
+        name = record.get("files", {}).get(key)
+        if not name or not (preset_dir / folder / name).exists():
+            return ""
+        return f'<a href="{html.escape(quote((folder / name).as_posix()))}">{text}</a>'
+
+    def links(*keys_and_texts: tuple[str, str]) -> str:
+        return " · ".join(filter(None, (link(key, text) for key, text in keys_and_texts)))
+
+    title = html.escape(plain_title(record.get("title") or record.get("notebook", str(folder))))
+    name = html.escape(folder.as_posix())
+    parameters = {k: v for k, v in (record.get("parameters") or {}).items() if k not in RUNNER_PARAMETERS}
+    shown = html.escape(", ".join(f"{k}={json.dumps(v)}" for k, v in parameters.items()))
+    heading = link("report", title) or title
+    status = record.get("status", "unknown")
+    status_cell = f'<span class="{html.escape(status)}">{html.escape(status)}</span>'
+    error = record.get("error")
+    if error:
+        first_line = f"\n{error['cell_source']}" if error.get("cell_source") else ""
+        detail = describe_error(error, full_message=True) + first_line
+        status_cell += f'<div class="error">{html.escape(detail)}</div>'
+        partial = links(("report", "report"), ("notebook", "ipynb"), ("kernel_log", "kernel log"))
+        if partial:
+            status_cell += f'<div class="muted">partial run: {partial}</div>'
+    failure = read_record(preset_dir / folder / FAILURE_FILE)
+    if failure:  # a later run failed; the last good report above stays
+        kept = [name for name in (f"{record.get('notebook')}.failed.ipynb", f"{record.get('notebook')}.failed.html")
+                if (preset_dir / folder / name).is_file()]
+        kept_links = " · ".join(f'<a href="{html.escape(quote((folder / name).as_posix()))}">{html.escape(name)}</a>'
+                                for name in kept)
+        status_cell += (f'<div class="error">last run ({html.escape(str(failure.get("finished", "")))}) failed: '
+                        f'{html.escape(describe_error(failure.get("error")))}</div>'
+                        f'<div class="muted">the report shown is the last good one; failed run: {kept_links}</div>')
+    files = links(("report", "report"), ("html", "with code"), ("notebook", "ipynb"))
+    return (
+        f"<tr><td>{heading}<div class='muted'><code>{name}</code></div><div class='params'>{shown}</div></td>"
+        f"<td>{status_cell}</td><td>{html.escape(format_summary(summary))}</td>"
+        f"<td>{record.get('seconds', 0):.1f} s</td><td>{files}</td></tr>"
+    )
+
+

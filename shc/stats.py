@@ -1,0 +1,326 @@
+"""Statistics over seeds and prose computed from them: every sentence that states a number comes from here.
+
+Report notebooks must not hard-code claims ("SHC beats MDS") that the table next to them may
+contradict. They build numeric tables with :func:`summary_frame` and word them with
+
+* :func:`compare_sentence`: one paired comparison over seeds, e.g.
+  ``"mAP@ALL, shc − mds at 16 bits: +0.041 [+0.012, +0.070] (95% t-interval over 3 seeds): higher."``;
+  "lower" when the interval lies below 0, "not distinguishable here" when it contains 0;
+* :func:`ranking_sentence`: the best method with its margin to the runner-up;
+* :func:`what_this_shows`: the closing section of a notebook, a few such sentences per code length.
+
+Paired intervals (:func:`paired_interval`) are Student-t intervals of the per-seed differences
+``a_s - b_s``: the runs of two methods with one seed share data split and initialisation seed,
+so pairing removes the seed-to-seed variation both share.
+
+:func:`format_value` and :func:`summary_table` render numbers for readers (4 significant digits,
+no ``np.float64(...)`` reprs).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "PairedInterval",
+    "compare_sentence",
+    "format_value",
+    "paired_by_seed",
+    "paired_interval",
+    "ranking_sentence",
+    "summary_frame",
+    "summary_table",
+    "what_this_shows",
+    "what_this_shows_markdown",
+]
+
+MINUS = "\u2212"  # typographic minus for "a − b"
+
+
+@dataclass(frozen=True)
+class PairedInterval:
+    """Mean of the paired differences ``a - b`` over seeds and its two-sided t-interval.
+
+    ``low``/``high`` are NaN when the interval is undefined (fewer than two pairs); ``reason`` then
+    says why.
+    """
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    confidence: float
+    reason: str | None = None
+
+    @property
+    def defined(self) -> bool:
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+    @property
+    def verdict(self) -> str:
+        """ "higher" (interval above 0), "lower" (below 0), "not distinguishable" (contains 0) or "undetermined"."""
+        if not self.defined:
+            return "undetermined"
+        if self.low > 0:
+            return "higher"
+        if self.high < 0:
+            return "lower"
+        return "not distinguishable"
+
+
+def paired_interval(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> PairedInterval:
+    """Student-t interval of the mean paired difference ``a_s - b_s`` over seeds ``s``.
+
+    ``mean ± t_{(1 + confidence) / 2, n - 1} * sd / sqrt(n)`` with ``sd`` the sample standard deviation
+    (ddof = 1) of the differences. With identical differences (sd = 0) the interval is the point.
+
+    Parameters
+    ----------
+    a, b : sequences of float, equal length
+        One value per seed, in the same seed order (see :func:`paired_by_seed`).
+    confidence : float
+        In (0, 1), e.g. 0.95.
+
+    Returns
+    -------
+    PairedInterval
+        With n < 2 the bounds are NaN and ``reason`` explains it (the mean is NaN for n = 0).
+    """
+    if not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), e.g. 0.95; got {confidence!r}.")
+    first, second = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if first.ndim != 1 or first.shape != second.shape:
+        raise ValueError(f"a and b must be 1-D with one value per seed, in the same order; got {first.shape} and "
+                         f"{second.shape}.")  # fmt: skip
+    if not (np.isfinite(first).all() and np.isfinite(second).all()):
+        raise ValueError("a and b must be finite; drop the seeds whose runs failed from both.")
+    differences = first - second
+    n = differences.size
+    if n == 0:
+        return PairedInterval(math.nan, math.nan, math.nan, 0, confidence, "no paired seeds")
+    mean = float(differences.mean())
+    if n == 1:
+        return PairedInterval(mean, math.nan, math.nan, 1, confidence, "one seed: no interval (run >= 2 seeds)")
+    from scipy.stats import t
+
+    half_width = float(t.ppf((1.0 + confidence) / 2.0, n - 1) * differences.std(ddof=1) / math.sqrt(n))
+    return PairedInterval(mean, mean - half_width, mean + half_width, n, float(confidence))
+
+
+def _frame(rows: Any):
+    import pandas as pd
+
+    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    if frame.empty:
+        raise ValueError("rows is empty; pass one row per run (e.g. shc.results.result_rows(configs)).")
+    return frame
+
+
+def summary_frame(rows: Any, metrics: Sequence[str], method: str = "label"):
+    """Numeric tables of runs: per-seed values and their mean, std and count per (method, bits, metric).
+
+    Parameters
+    ----------
+    rows : DataFrame or iterable of mappings
+        One row per run with columns ``method`` (see below), ``bits``, ``seed`` and the metrics
+        (``shc.results.result_rows``).
+    metrics : sequence of str
+        Metric columns, e.g. ``["mAP@ALL", "mAP@100"]``.
+    method : str
+        The column naming a method (default ``"label"``: the method plus a non-default S source).
+
+    Returns
+    -------
+    summary, per_seed : pandas.DataFrame
+        ``summary``: ``method, bits, metric, mean, std, n`` (std with ddof = 1, NaN for one seed);
+        ``per_seed``: ``method, bits, seed, metric, value``. Both numeric, for ``save_table``.
+    """
+    frame = _frame(rows)
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+    missing = [c for c in (method, "bits", "seed", *metrics) if c not in frame.columns]
+    if missing or not metrics:
+        raise ValueError(f"rows need the columns {missing or metrics or ['<a metric>']}; they have "
+                         f"{list(frame.columns)}.")  # fmt: skip
+    per_seed = frame.melt(id_vars=[method, "bits", "seed"], value_vars=metrics, var_name="metric", value_name="value")
+    per_seed = per_seed.rename(columns={method: "method"}).dropna(subset=["value"])
+    per_seed = per_seed[["method", "bits", "seed", "metric", "value"]].astype({"value": float})
+    summary = (per_seed.groupby(["method", "bits", "metric"], sort=False)["value"]
+               .agg(mean="mean", std="std", n="count").reset_index())  # fmt: skip
+    return summary, per_seed.reset_index(drop=True)
+
+
+def paired_by_seed(per_seed: Any, metric: str, bits: int, name_a: str, name_b: str,
+                   confidence: float = 0.95) -> PairedInterval:  # fmt: skip
+    """:func:`paired_interval` of ``name_a - name_b`` over the seeds both have (``per_seed`` of :func:`summary_frame`)."""
+    frame = _frame(per_seed)
+    rows = frame[(frame["metric"] == metric) & (frame["bits"] == bits)]
+    values = {name: rows[rows["method"] == name].set_index("seed")["value"] for name in (name_a, name_b)}
+    for name, series in values.items():
+        if series.empty:
+            raise ValueError(f"no {metric} values of {name!r} at {bits} bits; methods there: "
+                             f"{sorted(rows['method'].unique())}.")  # fmt: skip
+        if series.index.has_duplicates:
+            raise ValueError(f"{name!r} has several {metric} values for one seed at {bits} bits; one run per seed.")
+    seeds = sorted(set(values[name_a].index) & set(values[name_b].index))
+    return paired_interval(values[name_a][seeds].to_numpy(), values[name_b][seeds].to_numpy(), confidence)
+
+
+def format_value(value: Any, digits: int = 4) -> str:
+    """A number for readers: ``digits`` significant digits in fixed point, integers as integers.
+
+    NaN/None give "n/a", bools "yes"/"no"; numpy scalars print like Python numbers (no reprs);
+    very large or small magnitudes use scientific notation. Anything else is ``str(value)``.
+    """
+    if value is None:
+        return "n/a"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):d}"
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        if not math.isfinite(number):
+            return "n/a" if math.isnan(number) else ("inf" if number > 0 else "-inf")
+        if number == 0:
+            return "0"
+        magnitude = math.floor(math.log10(abs(number)))
+        if not -4 <= magnitude < 6:
+            return f"{number:.{digits - 1}e}"
+        return f"{number:.{max(0, digits - 1 - magnitude)}f}"
+    return str(value)
+
+
+def _signed(value: float, digits: int) -> str:
+    return f"{value:+.{digits}f}"
+
+
+def compare_sentence(name_a: str, name_b: str, interval: PairedInterval, metric: str, bits: int | None = None,
+                     digits: int = 3) -> str:  # fmt: skip
+    """Word a paired comparison: the mean difference, its interval and "higher"/"lower"/"not distinguishable".
+
+    Example: ``"mAP@ALL, shc − mds at 16 bits: +0.041 [+0.012, +0.070] (95% t-interval over 3 seeds):
+    higher."`` The verdict is about ``name_a`` relative to ``name_b`` and follows only from the interval.
+    """
+    if not isinstance(interval, PairedInterval):
+        raise TypeError("interval must be a PairedInterval (paired_interval or paired_by_seed).")
+    where = f" at {bits} bits" if bits is not None else ""
+    head = f"{metric}, {name_a} {MINUS} {name_b}{where}"
+    if interval.n == 0:
+        return f"{head}: no seed has both runs, so they cannot be compared."
+    if not interval.defined:
+        return (f"{head}: {_signed(interval.mean, digits)} from one seed; with no interval this difference "
+                f"cannot be told apart from seed noise ({interval.reason}).")  # fmt: skip
+    span = f"[{_signed(interval.low, digits)}, {_signed(interval.high, digits)}]"
+    level = f"{interval.confidence:.0%} t-interval over {interval.n} seeds"
+    verdict = {"higher": f"{name_a} is higher", "lower": f"{name_a} is lower",
+               "not distinguishable": "not distinguishable here"}[interval.verdict]  # fmt: skip
+    return f"{head}: {_signed(interval.mean, digits)} {span} ({level}): {verdict}."
+
+
+def _ranked(summary: Any, metric: str, bits: int, higher_is_better: bool):
+    frame = _frame(summary)
+    rows = frame[(frame["metric"] == metric) & (frame["bits"] == bits)].dropna(subset=["mean"])
+    if rows.empty:
+        raise ValueError(f"no {metric} rows at {bits} bits in the summary; metrics there: "
+                         f"{sorted(frame['metric'].unique())}, bits {sorted(frame['bits'].unique())}.")  # fmt: skip
+    return rows.sort_values("mean", ascending=not higher_is_better, kind="stable")
+
+
+def _mean_with_spread(row, digits: int) -> str:
+    spread = f" ± {row['std']:.{digits}f}" if row["n"] > 1 and math.isfinite(row["std"]) else ""
+    seeds = f"{int(row['n'])} seed" + ("s" if row["n"] != 1 else "")
+    return f"{row['mean']:.{digits}f}{spread}, {seeds}"
+
+
+def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: bool = True,
+                     per_seed: Any = None, digits: int = 3, confidence: float = 0.95) -> str:  # fmt: skip
+    """The best method at one code length and its margin to the runner-up, from the numbers.
+
+    With ``per_seed`` (of :func:`summary_frame`) the margin is also checked by a paired interval, and
+    the sentence says when the two are not distinguishable.
+    """
+    rows = _ranked(summary, metric, bits, higher_is_better)
+    best = rows.iloc[0]
+    better = "highest" if higher_is_better else "lowest"
+    sentence = f"At {bits} bits, {best['method']} has the {better} {metric} ({_mean_with_spread(best, digits)})"
+    if len(rows) == 1:
+        return sentence + "; it is the only method with this metric here."
+    second = rows.iloc[1]
+    margin = abs(best["mean"] - second["mean"])
+    side = "above" if higher_is_better else "below"
+    sentence += f", {margin:.{digits}f} {side} {second['method']} ({_mean_with_spread(second, digits)})"
+    if per_seed is not None:
+        interval = paired_by_seed(per_seed, metric, bits, best["method"], second["method"], confidence)
+        if interval.verdict == "not distinguishable":
+            sentence += f"; over the {interval.n} paired seeds the two are not distinguishable"
+        elif interval.verdict == "undetermined":
+            sentence += "; with fewer than two paired seeds the margin is not tested"
+        else:
+            sentence += (f"; the paired {interval.confidence:.0%} interval of the difference, "
+                         f"[{_signed(interval.low, digits)}, {_signed(interval.high, digits)}], excludes 0")
+    return sentence + "."
+
+
+def what_this_shows(summary: Any, per_seed: Any, metric: str, reference: str | None = None,
+                    higher_is_better: bool = True, digits: int = 3, confidence: float = 0.95) -> list[str]:  # fmt: skip
+    """A notebook's closing sentences, all computed: per code length, the ranking and the reference's comparisons.
+
+    Parameters
+    ----------
+    summary, per_seed : DataFrame
+        The two results of :func:`summary_frame`.
+    metric : str
+        The metric the section is about, e.g. "mAP@ALL".
+    reference : str, optional
+        A method compared with every other one (e.g. "shc"); skipped at code lengths without it.
+    higher_is_better : bool
+        False for losses and times.
+    """
+    sentences = []
+    frame = _frame(summary)
+    for bits in sorted(frame[frame["metric"] == metric]["bits"].unique()):
+        bits = int(bits)
+        sentences.append(ranking_sentence(summary, metric, bits, higher_is_better, per_seed, digits, confidence))
+        methods = list(_ranked(summary, metric, bits, higher_is_better)["method"])
+        if reference is None or reference not in methods:
+            continue
+        for other in methods:
+            if other != reference:
+                interval = paired_by_seed(per_seed, metric, bits, reference, other, confidence)
+                sentences.append(compare_sentence(reference, other, interval, metric, bits, digits))
+    if not sentences:
+        raise ValueError(f"the summary has no {metric} rows; metrics there: {sorted(frame['metric'].unique())}.")
+    return sentences
+
+
+def what_this_shows_markdown(sentences: Iterable[str], heading: str = "What this shows") -> str:
+    """The sentences as a Markdown section (``IPython.display.Markdown(...)`` in a notebook)."""
+    items = "\n".join(f"- {sentence}" for sentence in sentences)
+    return f"## {heading}\n\n{items}\n"
+
+
+def summary_table(summary: Mapping[str, Any], digits: int = 4, fmt: str = "html") -> str:
+    """A small name -> value mapping (e.g. a notebook's ``publish_summary`` dict) as an HTML or Markdown table.
+
+    Values go through :func:`format_value` (``digits`` significant digits), so readers see ``0.04812``,
+    not ``np.float64(0.0481234...)``. ``fmt`` is "html" or "markdown".
+    """
+    if not isinstance(summary, Mapping) or not summary:
+        raise ValueError("summary must be a non-empty mapping name -> value.")
+    rows = [(str(name), format_value(value, digits)) for name, value in summary.items()]
+    if fmt == "markdown":
+        def cell(text: str) -> str:
+            return text.replace("|", "\\|")
+
+        return "| quantity | value |\n|---|---:|\n" + "".join(f"| {cell(n)} | {cell(v)} |\n" for n, v in rows)
+    if fmt != "html":
+        raise ValueError(f"fmt must be 'html' or 'markdown', got {fmt!r}.")
+    body = "".join(f"<tr><td>{html.escape(n)}</td><td style=\"text-align:right\">{html.escape(v)}</td></tr>"
+                   for n, v in rows)  # fmt: skip
+    return f'<table class="shc-summary"><thead><tr><th>quantity</th><th>value</th></tr></thead><tbody>{body}</tbody></table>'

@@ -1,0 +1,98 @@
+"""Input validation shared by every module: one place for what a code, a label array and a distance are.
+
+Each function accepts numpy arrays, array-likes and (detached, CPU) torch tensors, returns a numpy
+array, and raises a ValueError/TypeError that names the argument, what was found and the fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["class_labels", "hamming_distance_matrix", "sign_codes", "to_numpy"]
+
+
+def to_numpy(x: Any, name: str) -> np.ndarray:
+    """numpy view of an array-like or a torch tensor (detached, on the CPU; bfloat16 -> float32)."""
+    if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch.Tensor, without importing torch
+        x = x.detach().cpu()
+        if x.is_floating_point():
+            x = x.float()  # numpy has no bfloat16; -1/+1 and 0/1 are exact in float32
+        x = x.numpy()
+    x = np.asarray(x)
+    if x.dtype == object or not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
+        raise TypeError(f"{name} must be a numeric array or tensor; got dtype {x.dtype}.")
+    return x
+
+
+def sign_codes(codes: Any, name: str = "codes", shape: tuple[int, int] | None = None) -> np.ndarray:
+    """A non-empty 2-D (n, q) array of -1/+1 codes (dtype kept), optionally of exactly ``shape``."""
+    codes = to_numpy(codes, name)
+    if codes.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D (n_items, n_bits) array of -1/+1; got shape {codes.shape}"
+            " (for a single code use codes[None, :])."
+        )
+    if codes.shape[0] == 0 or codes.shape[1] == 0:
+        raise ValueError(f"{name} is empty (shape {codes.shape}); pass at least one code of at least one bit.")
+    if shape is not None and codes.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {codes.shape}.")
+    if not np.all((codes == 1) | (codes == -1)):
+        bad = codes[(codes != 1) & (codes != -1)].ravel()[0].item()
+        raise ValueError(
+            f"{name} must contain only -1 and +1; found {bad!r}. Binarise real-valued outputs"
+            " with sign (e.g. np.where(x >= 0, 1, -1)), and map {0, 1} bits with 2 * b - 1."
+        )
+    return codes
+
+
+def class_labels(labels: Any, name: str = "labels", n_items: int | None = None, num_classes: int | None = None,
+                 items_name: str = "codes") -> np.ndarray:
+    """(n,) integer class indices or (n, C) multi-hot 0/1 rows, validated.
+
+    ``n_items`` checks the row count against the ``items_name`` it labels; ``num_classes`` checks the range
+    of class indices (and the width of multi-hot rows).
+    """
+    labels = to_numpy(labels, name)
+    if labels.ndim not in (1, 2):
+        raise ValueError(
+            f"{name} must be class indices of shape (n,) or multi-hot of shape (n, n_classes);"
+            f" got shape {labels.shape}."
+        )
+    if n_items is not None and labels.shape[0] != n_items:
+        raise ValueError(
+            f"{name} has {labels.shape[0]} rows but {items_name} has {n_items};"
+            " pass one label (row) per item."
+        )
+    if labels.ndim == 1:
+        if not np.issubdtype(labels.dtype, np.integer):
+            raise ValueError(
+                f"{name} is 1-D, so it must hold integer class indices; got dtype {labels.dtype}"
+                " (convert with .astype(int) or .long(), or pass multi-hot labels of shape (n, n_classes))."
+            )
+        if num_classes is not None and labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+            raise ValueError(f"{name} must lie in [0, {num_classes - 1}], got values in [{labels.min()}, "
+                             f"{labels.max()}]; check the number of classes or the label encoding.")
+    else:
+        if not np.all((labels == 0) | (labels == 1)):
+            raise ValueError(
+                f"{name} is 2-D, so it must be multi-hot with values 0/1 only; found other values"
+                " (threshold soft labels first, or pass 1-D class indices)."
+            )
+        if num_classes is not None and labels.shape[1] != num_classes:
+            raise ValueError(f"multi-hot {name} must have {num_classes} columns, got {labels.shape[1]}.")
+    return labels
+
+
+def hamming_distance_matrix(a: Any, b: Any | None = None) -> np.ndarray:
+    """Hamming distances between the rows of two -1/+1 code arrays, via ``D = (q - A B^T) / 2`` (Eq. 17).
+
+    ``b`` None gives the (n, n) pairwise distances of ``a``. Returns int64. For many database codes use
+    :class:`shc.retrieval.HashIndex` or :mod:`shc.metrics`, which never build the full matrix.
+    """
+    a = sign_codes(a, "a").astype(np.int64)
+    b = a if b is None else sign_codes(b, "b").astype(np.int64)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"a and b must have the same number of bits, got {a.shape[1]} and {b.shape[1]}.")
+    return (a.shape[1] - a @ b.T) // 2

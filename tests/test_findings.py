@@ -1,0 +1,64 @@
+"""Computed prose: the closing sentences follow the numbers (change the numbers, the sentences change)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shc import findings
+
+
+def _runs(shc, mds, bits=16):
+    rows = []
+    for seed, (a, b) in enumerate(zip(shc, mds)):
+        rows += [{"label": "shc", "bits": bits, "seed": seed, "mAP@ALL": a},
+                 {"label": "mds", "bits": bits, "seed": seed, "mAP@ALL": b}]
+    return pd.DataFrame(rows)
+
+
+def test_retrieval_sentences_follow_the_numbers():
+    higher = findings.retrieval_findings(_runs([0.50, 0.52, 0.55], [0.40, 0.41, 0.45]))
+    assert higher[0].startswith("At 16 bits, shc has the highest mAP@ALL")
+    assert "shc is higher" in higher[1] and "+0.103" in higher[1]  # mean paired difference (0.1+0.11+0.1)/3
+    lower = findings.retrieval_findings(_runs([0.40, 0.41, 0.45], [0.50, 0.52, 0.55]))
+    assert lower[0].startswith("At 16 bits, mds has the highest") and "shc is lower" in lower[1]
+    noisy = findings.retrieval_findings(_runs([0.50, 0.40, 0.55], [0.45, 0.50, 0.47]))
+    assert "not distinguishable" in noisy[1]
+
+
+def test_convergence_sentences_count_runs_that_peaked_at_the_end():
+    runs = pd.DataFrame({"label": ["shc", "mds"], "bits": [16, 16], "seed": [0, 0], "selected_epoch": [6, 3]})
+    history = pd.DataFrame({"label": ["shc"] * 2 + ["mds"] * 2, "bits": 16, "seed": 0, "epoch": [3, 6, 3, 6],
+                            "mAP@ALL": [0.1, 0.2, 0.3, 0.2]})
+    sentences = findings.convergence_findings(runs, history)
+    assert sentences[0].startswith("1 of 2 runs selected their last evaluated epoch (epoch 6)")
+    assert "mds 0%" in sentences[1] and "shc 100%" in sentences[1]
+    runs["selected_epoch"] = [3, 3]
+    assert findings.convergence_findings(runs, history)[0].startswith("No run selected its last evaluated epoch")
+
+
+def test_similarity_sentences_place_the_accuracy_and_name_the_better_source():
+    accuracy = pd.DataFrame({"test accuracy": [0.61], "test accuracy std": [0.02], "seeds": [3]})
+    names = ["data-dependent S", "data-dependent S, seed 1", "text S"]
+    correlations = pd.DataFrame(np.array([[1, 0.8, 0.3], [0.8, 1, 0.2], [0.3, 0.2, 1]]), index=names, columns=names)
+    agreement = pd.DataFrame({"roc_auc": [0.9, 0.7]}, index=["data-dependent S", "text S"])
+    sentences = findings.similarity_findings(accuracy, correlations, agreement)
+    assert "0.610 ± 0.020 over 3 seed(s), inside the paper's range" in sentences[0]
+    assert "between 0.800 and 0.800" in sentences[1]
+    assert sentences[-1].endswith("the data-dependent S recovers it better (0.5 is chance).")
+    accuracy["test accuracy"] = [0.3]
+    agreement["roc_auc"] = [0.6, 0.8]
+    changed = findings.similarity_findings(accuracy, correlations, agreement)
+    assert "below the paper's range" in changed[0] and "the text S recovers it better" in changed[-1]
+
+
+def test_center_sentences_report_the_gv_distance_and_the_s_loss_ratio():
+    rows = pd.DataFrame({"label": ["shc", "mds", "random"] * 2, "bits": 16, "seed": [0, 0, 0, 1, 1, 1],
+                         "d_min": [4, 4, 1, 4, 5, 2], "gv_distance": 4,
+                         "s_loss": [0.05, 0.08, 0.10, 0.06, 0.09, 0.11]})
+    sentences = findings.center_findings(rows)
+    assert sentences[0] == "d_min >= the Gilbert-Varshamov d in every run for: mds, shc; not for: random."
+    assert "shc is lower" in sentences[1] and "0.65x of mds" in sentences[1]  # mean 0.055 / 0.085
+    with pytest.raises(ValueError):
+        findings.retrieval_findings(pd.DataFrame())

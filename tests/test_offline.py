@@ -1,0 +1,159 @@
+"""Tests of shc.offline: exported pages reference no external URL and typeset their math offline."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from shc import offline
+
+MARKDOWN = (
+    "# Offline math\n\n"
+    "The similarity $\\mathbf{S}$ is approximated by\n\n"
+    "$$\\min_{\\mathbf{H}} \\|\\mathbf{S} - \\mathbf{H}\\mathbf{H}^\\top / q\\|_F^2 \\quad \\boldsymbol{x}$$\n"
+)
+
+
+def _export(notebook, include_input: bool = True) -> str:
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab", embed_images=True)
+    exporter.exclude_input = not include_input
+    body, _ = exporter.from_notebook_node(notebook)
+    return body
+
+
+@pytest.fixture(scope="module")
+def exported() -> str:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell(MARKDOWN),
+        nbformat.v4.new_code_cell("print('cost: $5')", outputs=[nbformat.v4.new_output("stream", text="cost: $5\n")]),
+    ]
+    return _export(notebook)
+
+
+@pytest.fixture()
+def offline_page(exported, tmp_path) -> Path:
+    """The exported page rewritten and written two folders below the reports root, assets installed."""
+    page = tmp_path / "quick" / "04_retrieval" / "04_retrieval-report.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(offline.offline_html(exported, page, tmp_path / "quick"), encoding="utf-8")
+    offline.install_assets(tmp_path / "quick")
+    return page
+
+
+def test_nbconvert_page_references_cdns_before_the_rewrite(exported):
+    found = offline.external_references(exported)
+    assert any("require" in url for url in found)
+    assert any("mathjax" in url.lower() for url in found)
+    assert any("mermaid" in url for url in found)
+
+
+def test_rewritten_page_has_no_external_reference_and_loads_local_mathjax(offline_page):
+    html = offline_page.read_text(encoding="utf-8")
+    assert offline.external_references(html) == []
+    sources = re.findall(r'<script[^>]*\bsrc="([^"]+)"', html)
+    assert sources == ["../_assets/mathjax/tex-svg-full.js"]
+    assert (offline_page.parent / sources[0]).resolve() == (offline_page.parents[1] / "_assets/mathjax/tex-svg-full.js")
+    assert (offline_page.parent / sources[0]).read_bytes() == offline.MATHJAX_BUNDLE.read_bytes()
+    assert "MathJax.Hub" not in html and "x-mathjax-config" not in html  # the MathJax 2 configuration is gone
+    assert "inlineMath: [['$', '$']" in html  # nbconvert's $...$ delimiters, now for MathJax 3
+    assert "\\mathbf{S}" in html  # the TeX itself is left for MathJax
+    assert offline.offline_problems(offline_page.parents[1]) == {}
+
+
+def test_offline_problems_finds_external_and_missing_references(offline_page):
+    root = offline_page.parents[1]
+    (root / "_assets" / "mathjax" / "tex-svg-full.js").unlink()
+    (root / "other.html").write_text('<link rel="stylesheet" href="//cdn.example.org/a.css">', encoding="utf-8")
+    problems = offline.offline_problems(root)
+    assert problems == {
+        "04_retrieval/04_retrieval-report.html": ["missing: ../_assets/mathjax/tex-svg-full.js"],
+        "other.html": ["//cdn.example.org/a.css"],
+    }
+
+
+def test_external_references_lists_loads_not_links():
+    page = """<html><head>
+    <link rel="stylesheet" href="https://cdn.example.org/style.css">
+    <link rel="icon" href="favicon.png">
+    <style>/* see https://example.org/doc */ @import "http://fonts.example.org/f.css";
+      .a { background: url('//img.example.org/bg.png'); } .b { background: url(data:image/png;base64,AAA); }</style>
+    <script src="local.js"></script><script src="HTTPS://cdn.example.org/lib.js"></script>
+    <script type="module">const m = await import("https://esm.example.org/m.mjs");</script>
+    </head><body>
+    <a href="https://github.com/org/shc">source</a>
+    <img src="data:image/png;base64,AAAA"><img srcset="small.png 1x, https://img.example.org/big.png 2x">
+    <div style="background-image: url(https://img.example.org/div.png)"></div>
+    <iframe src="https://frame.example.org/"></iframe>
+    </body></html>"""
+    assert offline.external_references(page) == [
+        "https://cdn.example.org/style.css",
+        "http://fonts.example.org/f.css",
+        "//img.example.org/bg.png",
+        "HTTPS://cdn.example.org/lib.js",
+        "https://esm.example.org/m.mjs",
+        "https://img.example.org/big.png",
+        "https://img.example.org/div.png",
+        "https://frame.example.org/",
+    ]
+
+
+def test_offline_html_refuses_pages_it_cannot_make_offline(tmp_path):
+    with pytest.raises(ValueError, match="https://img.example.org/x.png"):
+        offline.offline_html('<img src="https://img.example.org/x.png">', tmp_path / "a.html", tmp_path)
+    with pytest.raises(ValueError, match="mermaid"):
+        offline.offline_html('<div class="jp-Mermaid"><pre class="mermaid">graph TD</pre></div>', tmp_path / "a.html",
+                             tmp_path)  # fmt: skip
+    with pytest.raises(TypeError, match="html must be a str"):
+        offline.offline_html(b"<html></html>", tmp_path / "a.html", tmp_path)
+
+
+def test_page_without_mathjax_gets_none(tmp_path):
+    page = "<html><head><title>index</title></head><body><p>$5</p></body></html>"
+    assert offline.offline_html(page, tmp_path / "index.html", tmp_path) == page
+
+
+def test_install_assets_copies_once_and_repairs(tmp_path):
+    bundle = offline.install_assets(tmp_path)
+    assert bundle == tmp_path / "_assets" / "mathjax" / "tex-svg-full.js"
+    assert bundle.read_bytes() == offline.MATHJAX_BUNDLE.read_bytes()
+    assert (bundle.parent / "LICENSE").read_text(encoding="utf-8").count("Apache License") >= 1
+    stamp = bundle.stat().st_mtime_ns
+    os.utime(bundle, ns=(stamp - 10**9, stamp - 10**9))
+    offline.install_assets(tmp_path)
+    assert bundle.stat().st_mtime_ns == stamp - 10**9  # unchanged copy left alone
+    bundle.write_text("truncated", encoding="utf-8")
+    offline.install_assets(tmp_path)
+    assert bundle.read_bytes() == offline.MATHJAX_BUNDLE.read_bytes()
+
+
+def test_mathjax_tags_reject_external_urls():
+    with pytest.raises(ValueError, match="external URL"):
+        offline.mathjax_tags("https://cdn.example.org/mathjax.js")
+
+
+@pytest.mark.browser
+def test_math_is_typeset_in_headless_chromium_without_network(offline_page):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium); the browser check needs it")
+    command = [
+        chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",  # no network
+        f"--user-data-dir={offline_page.parents[1] / 'chromium-profile'}",
+        "--virtual-time-budget=10000", "--dump-dom", offline_page.as_uri(),
+    ]  # fmt: skip
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "<mjx-container" in dom, "MathJax did not typeset the page"
+    assert dom.count('display="true"') >= 1  # the $$...$$ equation
+    text = re.sub(r"<script\b.*?</script>|<style\b.*?</style>", "", dom, flags=re.DOTALL)
+    assert "$\\mathbf" not in text and "$$\\min" not in text  # no raw TeX left
+    assert "cost: $5" in text  # code output is not touched

@@ -1,0 +1,96 @@
+"""Tests of shc.provenance: git state in a throw-away repository, versions, and the timer."""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from shc import provenance
+
+requires_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture()
+def repo(tmp_path):
+    path = tmp_path / "repo"
+    path.mkdir()
+    _git(path, "init", "-q")
+    _git(path, "config", "user.email", "test@example.org")
+    _git(path, "config", "user.name", "test")
+    (path / "a.txt").write_text("one\n")
+    (path / ".gitignore").write_text("ignored/\n")
+    _git(path, "add", "a.txt", ".gitignore")
+    _git(path, "commit", "-q", "-m", "first")
+    return path
+
+
+@requires_git
+def test_git_state_matches_rev_parse_and_tracks_dirty(repo):
+    state = provenance.git_state(repo)
+    assert state["commit"] == _git(repo, "rev-parse", "HEAD") and len(state["commit"]) == 40
+    assert state["dirty"] is False
+    (repo / "ignored").mkdir()
+    (repo / "ignored" / "x.txt").write_text("ignored files do not make the tree dirty")
+    assert provenance.git_state(repo)["dirty"] is False
+    (repo / "a.txt").write_text("two\n")
+    assert provenance.git_state(repo / "a.txt")["dirty"] is True  # a file path inside the checkout works too
+    _git(repo, "commit", "-q", "-am", "second")
+    after = provenance.git_state(repo)
+    assert after["dirty"] is False and after["commit"] == _git(repo, "rev-parse", "HEAD") != state["commit"]
+    (repo / "new.txt").write_text("untracked")
+    assert provenance.git_state(repo)["dirty"] is True
+
+
+def test_git_state_outside_a_checkout_is_none(tmp_path, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # do not find a repository above tmp_path
+    assert provenance.git_state(tmp_path) == {"commit": None, "dirty": None, "branch": None}
+    assert provenance.git_state(tmp_path / "missing") == {"commit": None, "dirty": None, "branch": None}
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git at all
+    assert provenance.git_state(tmp_path)["commit"] is None
+
+
+@requires_git
+def test_provenance_record_is_complete_and_serialisable(repo):
+    import torch
+
+    import shc
+
+    record = provenance.provenance(["python", "-m", "shc.reports", "--preset", "quick"], preset="quick",
+                                   overrides={"bits": [16, 32]}, path=repo)  # fmt: skip
+    assert record["git"]["commit"] == _git(repo, "rev-parse", "HEAD")
+    assert record["versions"] == {"shc": shc.__version__, "torch": torch.__version__, "numpy": np.__version__,
+                                  "python": platform.python_version()}  # fmt: skip
+    assert record["command"] == ["python", "-m", "shc.reports", "--preset", "quick"]
+    assert record["preset"] == "quick" and record["overrides"] == {"bits": [16, 32]}
+    assert record["cpu_count"] >= 1 and record["torch_threads"] == torch.get_num_threads()
+    assert record["device"] in ("cpu", "cuda")
+    values = json.dumps(record, sort_keys=True)
+    assert "host" not in values and f'"{platform.node()}"' not in values  # no host name, as a key or a value
+    assert provenance.provenance()["command"][0] == "python"
+
+
+def test_timer_measures_wall_cpu_and_children():
+    with provenance.Timer() as timer:
+        subprocess.run([sys.executable, "-c", "s = 0\nfor i in range(3_000_000): s += i"], check=True)
+        deadline = time.process_time() + 0.05
+        while time.process_time() < deadline:  # some CPU time in this process too
+            pass
+    times = timer.as_dict()
+    assert set(times) == {"wall_s", "cpu_s", "children_cpu_s", "total_cpu_s"}
+    assert times["children_cpu_s"] > 0.05  # the child's loop is counted
+    assert times["cpu_s"] >= 0.04
+    assert times["wall_s"] >= times["children_cpu_s"] * 0.5
+    assert times["total_cpu_s"] == pytest.approx(times["cpu_s"] + times["children_cpu_s"], abs=2e-3)
+    with pytest.raises(RuntimeError, match="not finished"):
+        provenance.Timer().as_dict()

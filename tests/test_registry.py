@@ -1,0 +1,78 @@
+"""One registry idiom for every name -> thing table, and each table checked entry by entry (timm's pattern)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from shc.data import DATASETS
+from shc.losses import LOSSES
+from shc.methods import METHODS, build_criterion
+from shc.models import BACKBONES, build_backbone
+from shc.presets import NOTEBOOKS, PRESETS
+from shc.registry import Registry
+
+REGISTRIES = {"dataset": DATASETS, "loss": LOSSES, "method": METHODS, "backbone": BACKBONES, "preset": PRESETS}
+
+
+def test_registry_keeps_order_refuses_a_second_entry_and_suggests_close_names():
+    table = Registry("colour")
+    table.register("red", 1)
+    table.register("green")(2)
+    assert table.names() == ["red", "green"] and "red" in table and len(table) == 2
+    table.register("red", 1)  # the same object again: a no-op
+    with pytest.raises(ValueError, match="a colour named 'red' is already registered"):
+        table.register("red", 3)
+    with pytest.raises(ValueError, match=r"unknown colour 'gren'; did you mean 'green'\? Known colours: red, green"):
+        table.get("gren")
+    with pytest.raises(ValueError, match=r"unknown colour 'blue'; Known colours"):
+        table["blue"]
+
+
+@pytest.mark.parametrize("kind", sorted(REGISTRIES))
+def test_every_table_uses_the_registry_idiom(kind):
+    registry = REGISTRIES[kind]
+    assert isinstance(registry, Registry) and registry.kind == kind and len(registry) > 0
+    with pytest.raises(ValueError, match=f"unknown {kind}"):
+        registry.get("no-such-name")
+
+
+@pytest.mark.parametrize("name", METHODS.names())
+def test_every_method_builds_its_loss_on_a_tiny_problem(name):
+    spec = METHODS.get(name)
+    labels = np.arange(8) % 4
+    centers = None
+    if spec.needs_similarity:
+        centers = np.where(np.random.default_rng(0).random((4, 16)) < 0.5, -1, 1).astype(np.int8)
+    criterion = build_criterion(name, 4, 16, labels, centers=centers)
+    outputs = torch.tanh(torch.randn(8, 16))
+    loss = criterion(outputs, torch.as_tensor(labels), torch.arange(8))
+    assert loss.ndim == 0 and torch.isfinite(loss)
+
+
+@pytest.mark.parametrize("name", BACKBONES.names())
+def test_every_backbone_maps_images_to_its_feature_size(name):
+    backbone, dim = build_backbone(name, in_channels=1)
+    backbone.eval()
+    with torch.no_grad():
+        features = backbone(torch.randn(2, 1, 32, 32))
+    assert features.shape == (2, dim)
+
+
+@pytest.mark.parametrize("name", DATASETS.names())
+def test_every_dataset_entry_has_a_loader_with_keyword_options(name):
+    import inspect
+
+    entry = DATASETS.get(name)
+    parameters = inspect.signature(entry.loader).parameters
+    assert list(parameters)[:2] == ["root", "seed"]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in list(parameters.values())[2:])
+
+
+@pytest.mark.parametrize("name", PRESETS.names())
+def test_every_preset_expands_to_valid_configs_and_names_every_notebook(name):
+    preset = PRESETS.get(name)
+    configs = preset.configs()
+    assert len(configs) == len(preset.datasets) * len(preset.seeds) * len(preset.bits) * len(preset.methods)
+    assert set(preset.notebooks) == set(NOTEBOOKS)

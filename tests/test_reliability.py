@@ -1,0 +1,119 @@
+"""Regression tests for the reliability issue: each case used to give a silent wrong answer, a raw traceback,
+or lost earlier output."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shc import reports
+from shc.metrics import mean_average_precision
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_misspelt_metrics_backend_is_an_error(monkeypatch):
+    codes, labels = np.array([[1, -1], [-1, 1]]), np.array([0, 1])
+    monkeypatch.setenv("SHC_METRICS_BACKEND", "bogus")
+    with pytest.raises(ValueError, match="SHC_METRICS_BACKEND='bogus' is not a backend"):
+        mean_average_precision(codes, labels, codes, labels)
+    monkeypatch.setenv("SHC_METRICS_BACKEND", "numpy")
+    assert mean_average_precision(codes, labels, codes, labels) == 1.0
+
+
+def _nabirds_files(root: Path, class_lines: str, split_lines: str) -> None:
+    from PIL import Image
+
+    (root / "images" / "a").mkdir(parents=True)
+    for i in range(4):
+        Image.new("RGB", (4, 4)).save(root / "images" / "a" / f"{i}.jpg")
+    (root / "images.txt").write_text("".join(f"id{i} a/{i}.jpg\n" for i in range(4)))
+    (root / "image_class_labels.txt").write_text(class_lines)
+    (root / "train_test_split.txt").write_text(split_lines)
+    (root / "classes.txt").write_text("0 birds\n1 one\n2 two\n")
+    (root / "hierarchy.txt").write_text("1 0\n2 0\n")
+
+
+@pytest.mark.parametrize(
+    "classes, split, message",
+    [
+        ("id0 1\nid1 1\nid2 2\nid3 2\nid0 2\n", "id0 1\nid1 0\nid2 1\nid3 0\n", "lists id 'id0' 2 times with different"),
+        ("id0 1\nid1 1\nid2 2\nid3 2\n", "id0 1\nid1 0\nid2 2\nid3 0\n", r"must mark each image 1 \(train\) or 0"),
+        ("id0 1\nid1 one\nid2 2\nid3 2\n", "id0 1\nid1 0\nid2 1\nid3 0\n", "image_class_labels.txt must hold integers"),
+    ],
+)
+def test_inconsistent_labels_files_are_refused_naming_the_file(tmp_path, classes, split, message):
+    from shc.data.formats import _nabirds
+
+    _nabirds_files(tmp_path, classes, split)
+    with pytest.raises(ValueError, match=message):
+        _nabirds(tmp_path)
+
+
+def test_a_corrupt_image_is_named_at_load_time(tmp_path):
+    from PIL import Image
+
+    from shc.data import load_dataset
+
+    for c in range(2):
+        (tmp_path / f"c{c}").mkdir()
+        for i in range(6):
+            Image.new("RGB", (4, 4)).save(tmp_path / f"c{c}" / f"{i}.png")
+    (tmp_path / "c1" / "3.png").write_bytes(b"not a png")
+    with pytest.raises(ValueError, match=r"1 image file\(s\) cannot be read: .*c1/3.png"):
+        load_dataset("imagefolder", root=tmp_path, train_size=3, query_size=1, val_size=1)
+
+
+def _tiny_report(output: Path, *extra: str) -> list[str]:
+    return ["--preset", "tiny", "--only", "00", "--output", str(output), "--runs", str(output / "runs"), *extra]
+
+
+def test_a_failing_rerun_keeps_the_last_good_report_and_names_the_failure(tmp_path):
+    output = tmp_path / "reports"
+    assert reports.main(_tiny_report(output)) == 0
+    folder = output / "tiny" / "00_center_geometry"
+    good_html = (folder / "00_center_geometry-report.html").read_text()
+    good_summary = json.loads((folder / "summary.json").read_text())
+    assert reports.main(_tiny_report(output, "--bits", "12")) == 1  # CSQ needs a power of two: the notebook fails
+    assert (folder / "00_center_geometry-report.html").read_text() == good_html, "the good report was replaced"
+    assert json.loads((folder / "summary.json").read_text()) == good_summary
+    assert (folder / "00_center_geometry.failed.ipynb").is_file() and (folder / "failure.json").is_file()
+    index = (output / "tiny" / "index.html").read_text()
+    assert "last run" in index and "00_center_geometry.failed.ipynb" in index
+    assert not [p for p in folder.parent.iterdir() if ".building" in p.name]
+
+
+def test_an_interrupted_report_leaves_the_old_one_whole(tmp_path):
+    output = tmp_path / "reports"
+    assert reports.main(_tiny_report(output)) == 0
+    folder = output / "tiny" / "00_center_geometry"
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    process = subprocess.Popen([sys.executable, "-m", "shc.reports", *_tiny_report(output, "--bits", "32")],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(folder.parent.glob(".00_center_geometry.building-*/figures/*")):
+        time.sleep(0.2)  # wait until the 32-bit run has written figures into its building folder
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode != 0
+    after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert after == before, "an interrupted run changed the finished report"
+    assert not [p for p in folder.parent.iterdir() if ".building" in p.name], "the building folder was left"
+
+
+def test_two_batches_into_one_folder_are_refused_not_mixed(tmp_path):
+    from shc._io import exclusive_lock
+
+    output = tmp_path / "reports"
+    with exclusive_lock(output / "tiny" / ".lock", "python -m shc.reports --preset tiny (pid 4242)", "busy {holder}"):
+        assert reports.main(_tiny_report(output)) == 2  # a clear error, exit status 2
+    assert not (output / "tiny" / "00_center_geometry").exists()

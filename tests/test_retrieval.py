@@ -1,0 +1,166 @@
+"""HashIndex against brute-force references: exact top-k with ties by id, range search, MIH, files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from shc.metrics import mean_average_precision
+from shc.retrieval import HashIndex, pack_codes
+
+
+def _codes(rng, n, q):
+    return rng.choice(np.array([-1, 1], np.int8), size=(n, q))
+
+
+def _brute_force(database, ids, queries, k):
+    """Full distance matrix, then a lexsort by (distance, id): the independent reference."""
+    q = database.shape[1]
+    distances = (q - queries.astype(np.int64) @ database.astype(np.int64).T) // 2
+    order = np.array([np.lexsort((ids, row))[:k] for row in distances])
+    return np.take_along_axis(distances, order, axis=1), ids[order]
+
+
+@pytest.mark.parametrize("q", [8, 13, 64, 96, 128])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_search_equals_lexsort_by_distance_then_id_with_many_ties(q, seed):
+    rng = np.random.default_rng(seed)
+    database, queries = _codes(rng, 700, q), _codes(rng, 23, q)
+    ids = rng.choice(np.arange(-(2**62), 2**62, 2**50), size=700, replace=False)  # arbitrary int64, unsorted
+    index = HashIndex(q).add(database, ids)
+    for k in (1, 7, 100, 699, 700):
+        expected = _brute_force(database, ids, queries, k)
+        for method in ("linear", "mih"):
+            distances, found = index.search(queries, k, method=method)
+            np.testing.assert_array_equal(distances, expected[0], err_msg=f"{method} k={k}")
+            np.testing.assert_array_equal(found, expected[1], err_msg=f"{method} k={k}")
+
+
+def test_duplicate_codes_tie_by_id_not_by_insertion_order():
+    code = np.ones((1, 8), np.int8)
+    index = HashIndex(8).add(np.repeat(code, 3, axis=0), ids=[30, 10, 20]).add(code, ids=[5])
+    distances, ids = index.search(code, 3)
+    assert ids.tolist() == [[5, 10, 20]] and distances.tolist() == [[0, 0, 0]]
+
+
+def test_k_beyond_the_index_returns_every_code_without_padding():
+    rng = np.random.default_rng(3)
+    index = HashIndex(16).add(_codes(rng, 5, 16))
+    distances, ids = index.search(_codes(rng, 2, 16), 50)
+    assert distances.shape == ids.shape == (2, 5)
+    assert sorted(ids[0].tolist()) == [0, 1, 2, 3, 4]
+
+
+def test_packed_and_sign_inputs_give_the_same_index():
+    rng = np.random.default_rng(4)
+    database, queries = _codes(rng, 300, 20), _codes(rng, 9, 20)
+    by_sign = HashIndex(20).add(database.astype(np.float32)).search(queries, 10)
+    packed = HashIndex(20).add(np.packbits(database > 0, axis=1)).search(np.packbits(queries > 0, axis=1), 10)
+    np.testing.assert_array_equal(by_sign[0], packed[0])
+    np.testing.assert_array_equal(by_sign[1], packed[1])
+
+
+def test_inputs_are_validated():
+    index = HashIndex(16).add(np.ones((2, 16), np.int8))
+    with pytest.raises(ValueError, match="duplicate ids \\[1\\]"):
+        index.add(np.ones((1, 16), np.int8), ids=[1])
+    assert len(index) == 2  # nothing was added
+    with pytest.raises(ValueError, match="-1/\\+1"):
+        index.add(np.zeros((1, 16)))
+    with pytest.raises(ValueError, match="non-zero bits after bit 12"):
+        pack_codes(np.full((1, 2), 255, np.uint8), 12)
+    with pytest.raises(ValueError, match="columns"):
+        index.search(np.ones((1, 32), np.int8), 1)
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        index.search(np.ones((1, 16), np.int8), 0)
+    with pytest.raises(ValueError, match="empty"):
+        HashIndex(16).search(np.ones((1, 16), np.int8), 1)
+
+
+@pytest.mark.parametrize("radius", [0, 2, 5, 13])
+def test_range_search_equals_brute_force(radius):
+    rng = np.random.default_rng(radius)
+    database, queries = _codes(rng, 400, 13), _codes(rng, 11, 13)
+    ids = rng.permutation(10_000)[:400]
+    result = HashIndex(13).add(database, ids).range_search(queries, radius)
+    reference = _brute_force(database, ids, queries, len(database))
+    assert len(result) == len(queries)
+    for i in range(len(queries)):
+        inside = reference[0][i] <= radius
+        np.testing.assert_array_equal(result[i][0], reference[0][i][inside])
+        np.testing.assert_array_equal(result[i][1], reference[1][i][inside])
+
+
+def test_mih_equals_linear_scan_on_clustered_codes():
+    """Codes near a few centers (like trained hash codes): many exact ties, small search radii."""
+    rng = np.random.default_rng(5)
+    centers = _codes(rng, 20, 64)
+    flips = np.where(rng.random((30_000, 64)) < 0.08, -1, 1).astype(np.int8)
+    database = centers[rng.integers(0, 20, 30_000)] * flips
+    queries = centers[rng.integers(0, 20, 40)] * np.where(rng.random((40, 64)) < 0.08, -1, 1).astype(np.int8)
+    index = HashIndex(64).add(database)
+    for m in (3, 4, 7):
+        for k in (1, 100, 1000):
+            linear = index.search(queries, k, method="linear")
+            mih = index.search(queries, k, method="mih", substrings=m)
+            np.testing.assert_array_equal(linear[0], mih[0])
+            np.testing.assert_array_equal(linear[1], mih[1])
+
+
+def test_ranking_is_the_one_shc_metrics_evaluates():
+    """mAP@K recomputed from HashIndex's top K (AP = mean precision at the relevant ranks) equals shc.metrics."""
+    rng = np.random.default_rng(6)
+    database, queries = _codes(rng, 500, 12), _codes(rng, 30, 12)
+    db_labels, query_labels = rng.integers(0, 4, 500), rng.integers(0, 4, 30)
+    k = 60
+    _, ids = HashIndex(12).add(database).search(queries, k)
+    relevant = db_labels[ids] == query_labels[:, None]
+    precision_at = np.cumsum(relevant, axis=1) / np.arange(1, k + 1)
+    ap = np.where(relevant.any(axis=1), (precision_at * relevant).sum(axis=1) / np.maximum(relevant.sum(axis=1), 1), 0)
+    assert ap.mean() == pytest.approx(mean_average_precision(queries, query_labels, database, db_labels, topk=k))
+
+
+def test_save_load_round_trip_and_refusals(tmp_path):
+    rng = np.random.default_rng(7)
+    database, queries = _codes(rng, 200, 40), _codes(rng, 5, 40)
+    index = HashIndex(40).add(database, ids=rng.choice(10**9, 200, replace=False) - 5 * 10**8)
+    index.metadata = {"paths": ["a.png"] * 200}
+    path = index.save(tmp_path / "sub" / "db.shcidx")
+    assert [p.name for p in path.parent.iterdir()] == ["db.shcidx"]  # no temporary file left behind
+    loaded = HashIndex.load(path, num_bits=40)
+    assert len(loaded) == 200 and loaded.metadata == index.metadata
+    np.testing.assert_array_equal(loaded.ids, index.ids)
+    for a, b in zip(loaded.search(queries, 17), index.search(queries, 17)):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="40-bit codes but 64-bit"):
+        HashIndex.load(path, num_bits=64)
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF
+    (tmp_path / "flipped").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="checksum"):
+        HashIndex.load(tmp_path / "flipped")
+    (tmp_path / "short").write_bytes(path.read_bytes()[:-8])
+    with pytest.raises(ValueError, match="truncated"):
+        HashIndex.load(tmp_path / "short")
+    (tmp_path / "other").write_bytes(b"PK\x03\x04 a zip file")
+    with pytest.raises(ValueError, match="not a valid shc index"):
+        HashIndex.load(tmp_path / "other")
+    with pytest.raises(FileNotFoundError, match="shc index"):
+        HashIndex.load(tmp_path / "missing")
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+def test_approximate_modes_find_most_true_neighbours(kind):
+    rng = np.random.default_rng(8)
+    centers = _codes(rng, 50, 64)
+    database = centers[rng.integers(0, 50, 5000)] * np.where(rng.random((5000, 64)) < 0.1, -1, 1).astype(np.int8)
+    queries = database[:50] * np.where(rng.random((50, 64)) < 0.05, -1, 1).astype(np.int8)
+    index = HashIndex(64).add(database, ids=np.arange(5000) * 3)
+    exact_d, _ = index.search(queries, 20)
+    approx_d, approx_ids = index.search(queries, 20, method=kind)
+    assert np.isin(approx_ids, index.ids).all()
+    # ids are correct: their stored codes are at the reported distances
+    codes = database[approx_ids // 3]
+    np.testing.assert_array_equal(approx_d, (64 - np.einsum("qkb,qb->qk", codes.astype(int), queries.astype(int))) // 2)
+    # recall by distance: the k-th distance found is close to the exact one
+    assert np.mean(approx_d[:, -1] <= exact_d[:, -1] + 1) > 0.8

@@ -1,0 +1,125 @@
+"""Tests of shc.stats: paired t-intervals by hand, numeric summaries, and sentences that follow the numbers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shc import stats
+
+T_975_2 = 4.302652729749464  # Student t quantile, 0.975, 2 degrees of freedom (tables: 4.303)
+
+
+def test_paired_interval_by_hand():
+    interval = stats.paired_interval([0.6, 0.7, 0.8], [0.5, 0.5, 0.5])  # differences 0.1, 0.2, 0.3
+    half_width = T_975_2 * 0.1 / math.sqrt(3)  # sd 0.1, n 3
+    assert half_width == pytest.approx(0.248414, abs=1e-6)
+    assert interval.mean == pytest.approx(0.2)
+    assert interval.low == pytest.approx(0.2 - half_width, rel=1e-9)
+    assert interval.high == pytest.approx(0.2 + half_width, rel=1e-9)
+    assert interval.n == 3 and interval.confidence == 0.95 and interval.reason is None
+    assert interval.verdict == "not distinguishable"  # [-0.048, 0.448] contains 0
+
+
+def test_paired_interval_verdicts_and_degenerate_cases():
+    assert stats.paired_interval([1.1, 1.2, 1.3, 1.2], [1.0, 1.0, 1.0, 1.0]).verdict == "higher"
+    assert stats.paired_interval([1.0, 1.0, 1.0, 1.0], [1.1, 1.2, 1.3, 1.2]).verdict == "lower"
+    constant = stats.paired_interval([0.3, 0.4], [0.2, 0.3])  # identical differences: the point itself
+    assert (constant.low, constant.high) == pytest.approx((0.1, 0.1)) and constant.verdict == "higher"
+    one = stats.paired_interval([0.5], [0.4])
+    assert one.mean == pytest.approx(0.1) and math.isnan(one.low) and math.isnan(one.high)
+    assert "one seed" in one.reason and one.verdict == "undetermined"
+    none = stats.paired_interval([], [])
+    assert none.n == 0 and math.isnan(none.mean) and none.reason == "no paired seeds"
+    wider = stats.paired_interval([0.6, 0.7, 0.8], [0.5, 0.5, 0.5], confidence=0.99)
+    assert wider.high - wider.low > 2 * 0.248414
+    with pytest.raises(ValueError, match="same order"):
+        stats.paired_interval([1, 2], [1])
+    with pytest.raises(ValueError, match="confidence"):
+        stats.paired_interval([1, 2], [1, 2], confidence=95)
+    with pytest.raises(ValueError, match="finite"):
+        stats.paired_interval([1, np.nan], [1, 2])
+
+
+def _rows(shc_values, mds_values, bits=16):
+    return [{"label": name, "bits": bits, "seed": seed, "mAP@ALL": value, "d_min": 5}
+            for name, values in (("shc", shc_values), ("mds", mds_values)) for seed, value in enumerate(values)]
+
+
+def test_summary_frame_is_numeric_and_tidy():
+    summary, per_seed = stats.summary_frame(_rows([0.6, 0.7, 0.8], [0.5, 0.5, 0.5]), ["mAP@ALL", "d_min"])
+    assert list(summary.columns) == ["method", "bits", "metric", "mean", "std", "n"]
+    assert list(per_seed.columns) == ["method", "bits", "seed", "metric", "value"]
+    shc = summary[(summary["method"] == "shc") & (summary["metric"] == "mAP@ALL")].iloc[0]
+    assert shc["mean"] == pytest.approx(0.7) and shc["std"] == pytest.approx(0.1) and shc["n"] == 3
+    assert summary["mean"].dtype == float and len(per_seed) == 12
+    with pytest.raises(ValueError, match="seed"):
+        stats.summary_frame([{"label": "shc", "bits": 8, "mAP@ALL": 0.1}], ["mAP@ALL"])
+
+
+def test_compare_sentence_follows_the_interval():
+    higher = stats.compare_sentence("shc", "mds", stats.paired_interval([1.1, 1.2, 1.3, 1.2], [1, 1, 1, 1]),
+                                    "mAP@ALL", 16)  # fmt: skip
+    assert higher.startswith("mAP@ALL, shc \u2212 mds at 16 bits: +0.200 [")
+    assert higher.endswith("(95% t-interval over 4 seeds): shc is higher.")
+    lower = stats.compare_sentence("shc", "mds", stats.paired_interval([1, 1, 1, 1], [1.1, 1.2, 1.3, 1.2]),
+                                   "mAP@ALL", 16)  # fmt: skip
+    assert "-0.200" in lower and lower.endswith("shc is lower.")
+    unclear = stats.compare_sentence("shc", "mds", stats.paired_interval([0.6, 0.7, 0.8], [0.5, 0.5, 0.5]), "mAP@ALL")
+    assert unclear == "mAP@ALL, shc \u2212 mds: +0.200 [-0.048, +0.448] (95% t-interval over 3 seeds): not distinguishable here."
+    single = stats.compare_sentence("shc", "mds", stats.paired_interval([0.6], [0.5]), "mAP@ALL", 32)
+    assert "one seed" in single and "higher" not in single
+
+
+def test_ranking_and_what_this_shows_change_with_the_numbers():
+    summary, per_seed = stats.summary_frame(_rows([0.71, 0.72, 0.73], [0.50, 0.52, 0.51]), ["mAP@ALL"])
+    sentences = stats.what_this_shows(summary, per_seed, "mAP@ALL", reference="shc")
+    assert sentences[0].startswith("At 16 bits, shc has the highest mAP@ALL (0.720 ± 0.010, 3 seeds), 0.210 above mds")
+    assert "excludes 0" in sentences[0]
+    assert sentences[1].endswith("shc is higher.")
+
+    summary, per_seed = stats.summary_frame(_rows([0.50, 0.52, 0.51], [0.71, 0.72, 0.73]), ["mAP@ALL"])  # swapped
+    swapped = stats.what_this_shows(summary, per_seed, "mAP@ALL", reference="shc")
+    assert swapped[0].startswith("At 16 bits, mds has the highest mAP@ALL")
+    assert swapped[1].endswith("shc is lower.")
+
+    summary, per_seed = stats.summary_frame(_rows([0.60, 0.75, 0.52], [0.58, 0.55, 0.70]), ["mAP@ALL"])  # noisy
+    noisy = stats.what_this_shows(summary, per_seed, "mAP@ALL", reference="shc")
+    assert "not distinguishable" in noisy[0] and noisy[1].endswith("not distinguishable here.")
+    assert noisy != sentences != swapped
+
+    loss = stats.ranking_sentence(summary, "mAP@ALL", 16, higher_is_better=False)
+    assert loss.startswith("At 16 bits, mds has the lowest mAP@ALL") and "below shc" in loss
+    markdown = stats.what_this_shows_markdown(noisy)
+    assert markdown.startswith("## What this shows\n\n- At 16 bits")
+    with pytest.raises(ValueError, match="no mAP@100"):
+        stats.what_this_shows(summary, per_seed, "mAP@100")
+
+
+def test_format_value_and_summary_table_show_no_reprs():
+    assert stats.format_value(np.float64(0.048123456)) == "0.04812"
+    assert stats.format_value(np.float32(123.456)) == "123.5"
+    assert stats.format_value(np.int64(64)) == "64"
+    assert stats.format_value(1.5e-7) == "1.500e-07"
+    assert stats.format_value(float("nan")) == "n/a" and stats.format_value(None) == "n/a"
+    assert stats.format_value(np.bool_(True)) == "yes"
+    summary = {"S_loss random (64 bits)": np.float64(0.0481234), "d_min <shc>": np.int64(24)}
+    table = stats.summary_table(summary)
+    assert "np.float64" not in table and "0.04812" in table and "&lt;shc&gt;" in table and "<td style" in table
+    markdown = stats.summary_table(summary, digits=2, fmt="markdown")
+    assert markdown.splitlines()[2] == "| S_loss random (64 bits) | 0.048 |"
+    with pytest.raises(ValueError, match="fmt"):
+        stats.summary_table(summary, fmt="latex")
+
+
+def test_paired_by_seed_pairs_only_shared_seeds():
+    rows = _rows([0.6, 0.7, 0.8], [0.5, 0.5])  # mds lacks seed 2
+    _, per_seed = stats.summary_frame(rows, ["mAP@ALL"])
+    interval = stats.paired_by_seed(per_seed, "mAP@ALL", 16, "shc", "mds")
+    assert interval.n == 2 and interval.mean == pytest.approx(0.15)
+    with pytest.raises(ValueError, match="no mAP@ALL values of 'csq'"):
+        stats.paired_by_seed(per_seed, "mAP@ALL", 16, "shc", "csq")
+    assert isinstance(per_seed, pd.DataFrame)
