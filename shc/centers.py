@@ -15,6 +15,8 @@ Generators, all through :func:`generate_centers`:
                vectorised greedy bit-flip search (our algorithm; Wang et al.'s goal).
 ``"shc"``      the paper's semantic hash centers (Eq. 22-38, Algorithm 1), initialised by ``"mds"``.
 ``"semantic"`` the ablation without the distance term (appendix M/H alternation, Table 7 "S only").
+``"shc-ls"``   the same constrained semantic objective solved by exact feasible local search from several
+               starts (our algorithm, :mod:`shc.center_search`; ``docs/centers.md``).
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ from scipy.stats import spearmanr
 from shc.similarity import validate_similarity
 from shc.validation import hamming_distance_matrix, sign_codes
 
-CENTER_METHODS = ("random", "csq", "mds", "shc", "semantic")
-SEMANTIC_METHODS = ("shc", "semantic")
+CENTER_METHODS = ("random", "csq", "mds", "shc", "semantic", "shc-ls")
+SEMANTIC_METHODS = ("shc", "semantic", "shc-ls")
 
 #: Paper defaults for Algorithm 1 (Sec. 4.4 "Experimental Settings").
 SHC_DEFAULTS: dict[str, float | int] = {
@@ -53,6 +55,8 @@ SHC_DEFAULTS: dict[str, float | int] = {
 }
 SEMANTIC_DEFAULTS: dict[str, float | int | None] = {"mu": None, "cycles": 20}  # mu None: 1/q
 MDS_DEFAULTS: dict[str, float | int] = {"max_sweeps": 200}
+#: Above this many classes "mds" is the packed-bit greedy code (no C x C matrix; shc.center_search.greedy_code).
+DENSE_MDS_LIMIT = 2000
 
 
 # --------------------------------------------------------------------------------------------
@@ -251,10 +255,16 @@ def mds_centers(
     matrix exists) and run a greedy single-bit-flip descent on
     ``sum_{i != j} w * relu(d - D_ij)^2 + relu(q/2 - D_ij)^2`` (w large), one center at a time; the flip
     gains of all q bits of a center come from one vectorised product (the change of D_ij when bit k of
-    h_i flips is ``h_ik h_jk``). It stops when a full sweep finds no improving flip.
+    h_i flips is ``h_ik h_jk``). It stops when a full sweep finds no improving flip. Above
+    :data:`DENSE_MDS_LIMIT` classes the centers are the greedy Gilbert-Varshamov code of
+    :func:`shc.center_search.greedy_code` (packed bits, d_min >= d, not pushed further apart).
     """
     C, q = _check_sizes(num_classes, num_bits)
     d = _resolve_min_distance(C, q, min_distance)
+    if C > DENSE_MDS_LIMIT:
+        from shc.center_search import greedy_code  # it imports this module
+
+        return greedy_code(C, q, min_distance=d, seed=seed)
     rng = np.random.default_rng(seed)
     if _is_power_of_two(q):
         H = csq_centers(C, q, seed=seed).astype(np.float64)
@@ -345,15 +355,16 @@ def _projected_step(
     """One guarded projected-gradient step for center i (Eq. 36).
 
     Returns the new h_i, ``H[i]`` itself when the step changes nothing, or None when no feasible step
-    exists. The full step ``sign(h_i - g / eta)`` flips the bits where ``h_ik g_ik > eta / 2``; a smaller
-    step size flips only the strongest of them. With ``backtrack`` an infeasible full step is shrunk to
-    the largest step whose projection keeps distance >= d to every other center (the longest feasible
-    prefix of the flips ordered by ``h_ik g_ik``); without it the step is rejected whole, as in the
-    authors' release.
+    exists. For ``h_ik = +-1``, ``h_ik (h_ik - g_ik / eta) = 1 - h_ik g_ik / eta``, so the full step
+    ``sign(h_i - g / eta)`` flips exactly the bits where ``h_ik g_ik > eta`` (equality gives a zero, which
+    keeps the bit); a smaller step size flips only the strongest of them. With ``backtrack`` an
+    infeasible full step is shrunk to the largest step whose projection keeps distance >= d to every other
+    center (the longest feasible prefix of the flips ordered by ``h_ik g_ik``); without it the step is
+    rejected whole, as in the authors' release.
     """
     h = H[i]
     strength = h * gradient
-    flips = np.flatnonzero(strength > eta / 2)  # sign(h - g/eta) != h; a zero step keeps the bit
+    flips = np.flatnonzero(strength > eta)  # sign(h - g/eta) != h (Eq. 36); a zero step keeps the bit
     if flips.size == 0:
         return h
     q = H.shape[1]
@@ -532,6 +543,7 @@ _OPTIONS = {
     "mds": ("min_distance", *MDS_DEFAULTS),
     "shc": ("min_distance", "init", *SHC_DEFAULTS),
     "semantic": ("init", *SEMANTIC_DEFAULTS),
+    "shc-ls": ("min_distance", "init", "starts", "anneal_sweeps", "t_start", "t_end", "shc_cycles", "max_shc_classes"),
 }
 
 
@@ -547,17 +559,17 @@ def generate_centers(
 
     Parameters
     ----------
-    method : {"random", "csq", "mds", "shc", "semantic"}
+    method : {"random", "csq", "mds", "shc", "semantic", "shc-ls"}
     num_classes, num_bits : int
         C >= 2 and q >= 2 with C <= 2^q.
-    similarity : (C, C) array, required for "shc" and "semantic"
+    similarity : (C, C) array, required for "shc", "semantic" and "shc-ls"
         The stage-1 similarity S (entries in [-1, 1], symmetric).
     seed : int
         Same inputs and seed give the same centers on every run.
     **options
         Method options: ``min_distance`` and ``max_sweeps`` for "mds"; ``min_distance``, ``init`` and
         the Algorithm 1 parameters of :data:`SHC_DEFAULTS` for "shc"; ``mu``, ``cycles``, ``init`` for
-        "semantic".
+        "semantic"; those of :func:`shc.center_search.local_search_centers` for "shc-ls".
 
     Returns
     -------
@@ -584,6 +596,10 @@ def generate_centers(
         return mds_centers(C, q, seed=seed, **options)
     if method == "shc":
         return optimize_semantic_centers(similarity, q, seed=seed, **options).centers
+    if method == "shc-ls":
+        from shc.center_search import local_search_centers  # it imports this module
+
+        return local_search_centers(similarity, q, seed=seed, **options).centers
     return semantic_only_centers(similarity, q, seed=seed, **options).centers
 
 

@@ -119,6 +119,11 @@ for _spec in (
         "(TOIS 2025, Table 7 'd only'); compare 'mds', the MDS method with its own loss.",
     ),
     MethodSpec(
+        "shc-ls", "center", "shc-ls", True, {}, _CENTER_DEFAULTS,
+        "SHC's center loss with centers from exact feasible local search on the same objective "
+        "(shc.center_search; docs/centers.md).",
+    ),
+    MethodSpec(
         "dpsh", "dpsh", None, False, _LINEAR_HEAD, {"quantization_weight": 0.1},
         "Li, Wang & Kang, Feature Learning based Deep Supervised Hashing with Pairwise Labels, IJCAI 2016; "
         "https://github.com/TreezzZ/DPSH_PyTorch",

@@ -205,6 +205,7 @@ def run_similarity(config: RunConfig, progress: bool = False) -> np.ndarray:
 
 def run_centers(config: RunConfig, progress: bool = False) -> np.ndarray | None:
     """Stage 2: the method's hash centers (None for methods without centers; cached; rank 0 computes)."""
+    from shc.center_search import local_search_centers
     from shc.centers import center_quality, generate_centers, optimize_semantic_centers
 
     spec = method_spec(config)
@@ -219,8 +220,9 @@ def run_centers(config: RunConfig, progress: bool = False) -> np.ndarray | None:
             options = dict(config.center_options)
             started = time.perf_counter()
             history: list[dict[str, Any]] = []
-            if spec.centers == "shc":
-                result = optimize_semantic_centers(S, config.bits, seed=config.seed, **options)
+            if spec.centers in ("shc", "shc-ls"):
+                optimise = optimize_semantic_centers if spec.centers == "shc" else local_search_centers
+                result = optimise(S, config.bits, seed=config.seed, **options)
                 centers, history = result.centers, result.history
             else:
                 centers = generate_centers(spec.centers, load_data(config).num_classes, config.bits,

@@ -26,6 +26,7 @@ import scipy.sparse
 from shc.validation import to_numpy
 
 __all__ = [
+    "hierarchical_similarity",
     "hierarchy_agreement",
     "most_similar_pairs",
     "planted_similarity",
@@ -423,6 +424,47 @@ def planted_similarity(
     prototypes = rng.standard_normal((int(num_groups), dim))[groups] + noise * rng.standard_normal((num_classes, dim))
     prototypes /= np.linalg.norm(prototypes, axis=1, keepdims=True)
     return _symmetric_unit_diagonal(_center_rows(prototypes @ prototypes.T, ignore_diagonal=True))
+
+
+def hierarchical_similarity(
+    num_classes: int,
+    num_groups: int = 10,
+    within: float = 0.5,
+    noise: float = 0.1,
+    dim: int = 64,
+    seed: int = 0,
+    return_groups: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """A two-level class hierarchy as a class similarity S (test and benchmark matrices for stage 2).
+
+    The ``num_classes`` fine classes are spread over ``num_groups`` coarse groups of uneven, random
+    composition (every group non-empty). Fine class ``c`` of group ``g`` gets the prototype
+    ``sqrt(within) z_g + sqrt(1 - within) e_c`` (``z_g``, ``e_c`` random unit-variance vectors of ``dim``
+    dimensions), so two classes of one group have cosine about ``within`` and two of different groups
+    about 0 (spread ``1 / sqrt(dim)``). S is that cosine matrix plus symmetric Gaussian noise of standard
+    deviation ``noise``, clipped to [-1, 1], with unit diagonal: symmetric, valid for
+    :func:`validate_similarity`, and the same for the same seed.
+
+    Returns S, or ``(S, groups)`` with the (C,) coarse group of every class when ``return_groups``.
+    """
+    C = int(num_classes)
+    if C != num_classes or C < 2:
+        raise ValueError(f"num_classes must be an integer >= 2, got {num_classes}.")
+    if int(num_groups) != num_groups or not 1 <= num_groups <= C:
+        raise ValueError(f"num_groups must be an integer in [1, num_classes={C}], got {num_groups}.")
+    if not 0.0 <= within <= 1.0:
+        raise ValueError(f"within (the within-group cosine) must lie in [0, 1], got {within}.")
+    if noise < 0 or int(dim) < 1:
+        raise ValueError(f"noise must be >= 0 and dim >= 1, got noise={noise}, dim={dim}.")
+    rng = np.random.default_rng(seed)
+    groups = rng.permutation(np.arange(C) % int(num_groups))
+    coarse = rng.standard_normal((int(num_groups), int(dim)))
+    prototypes = np.sqrt(within) * coarse[groups] + np.sqrt(1.0 - within) * rng.standard_normal((C, int(dim)))
+    prototypes /= np.linalg.norm(prototypes, axis=1, keepdims=True)
+    perturbation = noise * rng.standard_normal((C, C))
+    S = np.clip(prototypes @ prototypes.T + np.triu(perturbation, 1) + np.triu(perturbation, 1).T, -1.0, 1.0)
+    np.fill_diagonal(S, 1.0)
+    return (S, groups) if return_groups else S
 
 
 # ----------------------------------------------------------------------------------------------

@@ -212,7 +212,7 @@ def test_infeasible_min_distance_is_refused():
 
 
 def test_unknown_method_lists_the_known_ones():
-    with pytest.raises(ValueError, match="random, csq, mds, shc, semantic"):
+    with pytest.raises(ValueError, match="random, csq, mds, shc, semantic, shc-ls"):
         generate_centers("hadamard", 10, 16)
 
 
@@ -224,3 +224,31 @@ def test_semantic_methods_need_a_similarity():
 def test_unknown_option_is_refused():
     with pytest.raises(TypeError, match="allowed: min_distance"):
         generate_centers("mds", 10, 16, eta=0.5)
+
+
+# ---------------------------------------------------------------------------------- Eq. 36 step
+def test_projected_step_flips_exactly_where_the_sign_of_eq_36_changes():
+    from shc.centers import _projected_step
+
+    eta = 0.5
+    H = np.array([[1, -1, 1, -1, 1, -1], [-1, 1, -1, 1, -1, 1]], dtype=np.float64)  # distance 6
+    gradient = np.array([0.2, -0.3, 0.6, -0.7, -0.9, 0.5])
+    # Hand computation of h - g / eta for h = [1, -1, 1, -1, 1, -1]:
+    # [1 - 0.4, -1 + 0.6, 1 - 1.2, -1 + 1.4, 1 + 1.8, -1 - 1.0] = [0.6, -0.4, -0.2, 0.4, 2.8, -2.0]:
+    # its sign differs from h at bits 2 and 3 only. h * g = [0.2, 0.3, 0.6, 0.7, -0.9, -0.5]: bits 0 and 1
+    # lie between eta / 2 and eta and must keep their sign (the old rule flipped them).
+    expected = np.sign(H[0] - gradient / eta)
+    assert np.flatnonzero(expected != H[0]).tolist() == [2, 3]
+    new_h = _projected_step(H, 0, gradient, eta, min_distance=0, backtrack=True)
+    np.testing.assert_array_equal(new_h, expected)
+    np.testing.assert_array_equal(_projected_step(H, 0, gradient, eta, min_distance=0, backtrack=False), expected)
+    # h * g == eta exactly: h - g / eta = 0, sign 0 keeps the bit.
+    np.testing.assert_array_equal(_projected_step(H, 0, np.array([0.5, 0, 0, 0, 0, 0]), eta, 0, True), H[0])
+
+
+def test_shc_ls_is_registered_and_needs_a_similarity():
+    assert "shc-ls" in CENTER_METHODS
+    with pytest.raises(ValueError, match="needs a similarity matrix"):
+        generate_centers("shc-ls", 10, 16)
+    with pytest.raises(TypeError, match="allowed: min_distance, init, starts"):
+        generate_centers("shc-ls", 10, 16, similarity=np.eye(10), eta=0.5)

@@ -21,6 +21,7 @@ from shc._io import atomic_path
 #: "random" dotted), the deep-hashing baselines dashed lines. Every marker is different.
 METHOD_STYLES: dict[str, dict[str, str]] = {
     "shc": {"color": "#D55E00", "marker": "o", "linestyle": "-"},  # vermillion
+    "shc-ls": {"color": "#8C2D04", "marker": "d", "linestyle": "-"},  # dark vermillion: SHC objective, local search
     "semantic": {"color": "#CC79A7", "marker": "s", "linestyle": "-"},  # reddish purple (ablation: S only)
     "mds": {"color": "#0072B2", "marker": "^", "linestyle": "-"},  # blue
     "distance": {"color": "#003F6B", "marker": "v", "linestyle": "-."},  # dark blue: MDS centers, SHC's loss

@@ -1,0 +1,577 @@
+"""Stage 2, beyond Algorithm 1: exact local search for semantic hash centers (center method ``"shc-ls"``).
+
+Problem (the semantic part of the paper's Eq. 22 with its distance constraint; Eq. 14, Eq. 17):
+
+    minimise  L(H) = ||S - H H^T / q||_F^2    over H in {-1, +1}^{C x q}
+    subject to D(h_i, h_j) = (q - h_i . h_j) / 2 >= d   for all i != j.
+
+Exact single-bit-flip moves. Flipping bit k of h_i (old value s = h_ik) changes h_i . h_j by
+``-2 s h_jk`` for every j != i, so R = S - H H^T / q changes by ``2 s h_jk / q`` in row and column i and
+
+    Delta L_ik = (8 / q) h_ik A_ik + 8 (C - 1) / q^2,   A_ik = sum_{j != i} R_ij h_jk.
+
+R is kept implicitly: with ``P = S H`` (C x q) and ``Q = H^T H`` (q x q),
+``A_i = P_i - h_i Q / q - (S_ii - 1) h_i``, so one move costs O(q) to evaluate, all q moves of a center
+O(q^2), and a flip O(C) to apply (column k of P, row and column k of Q, row and column i of the distance
+matrix D). Feasibility: the flip changes D_ij by ``+s h_jk``, i.e. it lowers D_ij exactly for the j whose
+bit k differs from h_ik; it is allowed iff no such j sits at D_ij == d. ``V_ik`` counts those j and is
+kept up to date from the pairs that enter or leave distance d; a move is feasible iff ``V_ik == 0``.
+The search never visits an infeasible H.
+
+:func:`local_search_centers` runs, from several starts (the MDS centers, Algorithm 1's result, a
+rounded spectral embedding of S repaired to distance d): best-improvement descent per center, simulated
+annealing over feasible single flips (random moves, Metropolis acceptance, geometric cooling), and a
+final descent; the best H over all starts is returned. Everything is seeded (numba's generator), so the
+same inputs and seed give the same centers. :func:`greedy_code` builds distance-d codes for very large C
+from packed bits (the MDS start where a dense C x C matrix does not fit).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+from shc.centers import (
+    CenterOptimisation,
+    _check_sizes,
+    _resolve_min_distance,
+    mds_centers,
+    optimize_semantic_centers,
+)
+from shc.similarity import validate_similarity
+
+__all__ = ["LS_DEFAULTS", "distance_tradeoff", "greedy_code", "local_search_centers", "packed_min_distance",
+           "relaxation_bound", "steepest_descent"]
+
+#: Defaults of :func:`local_search_centers`.
+LS_DEFAULTS: dict[str, Any] = {
+    "starts": ("mds", "shc", "spectral"),
+    "anneal_sweeps": None,  # None: about 2e8 / (C q^2) sweeps of C q proposals, clipped to [10, 300]
+    "t_start": 0.3,  # initial / final temperature, in units of the median uphill move at the local optimum
+    "t_end": 0.01,
+    "shc_cycles": 5,  # Algorithm 1 cycles for the "shc" start (it is only a start)
+    "max_shc_classes": 2000,  # above this C the Algorithm 1 start is skipped (its loop is Python per center)
+}
+_U64 = numba.uint64
+
+
+# --------------------------------------------------------------------------------------------
+# State: P = S H, Q = H^T H, D (distances), V (blocked moves), L (objective)
+# --------------------------------------------------------------------------------------------
+def _distance_matrix(H: np.ndarray, block: int = 2048) -> np.ndarray:
+    """(C, C) Hamming distances by Eq. 17, in row blocks of float32 products, as int32."""
+    C, q = H.shape
+    out = np.empty((C, C), dtype=np.int32)
+    Hf = H.astype(np.float32)
+    for start in range(0, C, block):
+        out[start:start + block] = np.rint((q - Hf[start:start + block] @ Hf.T) / 2)
+    return out
+
+
+@numba.njit(inline="always")
+def _popcount(x):
+    x = x - ((x >> _U64(1)) & _U64(0x5555555555555555))
+    x = (x & _U64(0x3333333333333333)) + ((x >> _U64(2)) & _U64(0x3333333333333333))
+    x = (x + (x >> _U64(4))) & _U64(0x0F0F0F0F0F0F0F0F)
+    return (x * _U64(0x0101010101010101)) >> _U64(56)
+
+
+def _pack(H: np.ndarray) -> np.ndarray:
+    """+-1 rows as little-endian bits in uint64 words (+1 -> 1), C-contiguous (C, ceil(q / 64))."""
+    C, q = H.shape
+    bits = np.zeros((C, 64 * ((q + 63) // 64)), dtype=np.uint8)
+    bits[:, :q] = np.asarray(H) > 0
+    return np.ascontiguousarray(np.packbits(bits, axis=1, bitorder="little").view(np.uint64))
+
+
+@numba.njit(cache=True)
+def _packed_min(packed):
+    """Minimum pairwise distance of packed codes: O(C^2 q / 64) popcounts, no C x C matrix."""
+    C, words = packed.shape
+    best = 1 << 30
+    for i in range(C):
+        for j in range(i + 1, C):
+            distance = 0
+            for w in range(words):
+                distance += _popcount(packed[i, w] ^ packed[j, w])
+            best = min(best, distance)
+    return best
+
+
+def _build_state(H: np.ndarray, S: np.ndarray, d: int, block: int = 2048):
+    """The search state of a feasible H (int8, modified in place by the search): the packed bits,
+    ``PT = (S H)^T`` (q x C, so that a flip updates one contiguous row), ``Q = H^T H``, ``V`` and L."""
+    C, q = H.shape
+    Hf = H.astype(np.float32)
+    PT = np.ascontiguousarray((S @ H.astype(S.dtype)).T, dtype=np.float64)
+    Q = (H.T.astype(np.int64) @ H.astype(np.int64)).astype(np.float64)
+    V = np.empty((C, q), dtype=np.int32)
+    for a in range(0, C, block):  # V_ik = #{j at distance d with h_jk != h_ik} = (n_i - h_ik (T H)_ik) / 2
+        tight = (np.rint((q - Hf[a:a + block] @ Hf.T) / 2) == d).astype(np.float32)
+        tight[np.arange(tight.shape[0]), np.arange(a, a + tight.shape[0])] = 0.0
+        V[a:a + block] = np.rint((tight.sum(axis=1)[:, None] - H[a:a + block] * (tight @ Hf)) / 2)
+    return _pack(H), PT, Q, V, _objective(H, S)
+
+
+def _objective(H: np.ndarray, S: np.ndarray, block: int = 2048) -> float:
+    """L(H) = ||S - H H^T / q||_F^2, in row blocks."""
+    q = H.shape[1]
+    Hf = H.astype(np.float32 if S.dtype == np.float32 else np.float64)
+    return float(sum(np.sum((S[a:a + block] - Hf[a:a + block] @ Hf.T / q).astype(np.float64) ** 2)
+                     for a in range(0, H.shape[0], block)))
+
+
+@numba.njit(cache=True)
+def _move_delta(H, S, PT, Q, i, k):
+    """Exact change of L when bit k of h_i flips (module docstring)."""
+    C, q = H.shape
+    a = PT[k, i] - (S[i, i] - 1.0) * H[i, k]
+    dot = 0.0
+    for m in range(q):
+        dot += H[i, m] * Q[m, k]
+    a -= dot / q
+    return 8.0 / q * H[i, k] * a + 8.0 * (C - 1) / (q * q)
+
+
+@numba.njit(cache=True)
+def _pair_contribution(H, V, i, j, sign):
+    """Add (sign=+1) or remove (sign=-1) the pair (i, j) at distance d from the blocked-move counts V."""
+    for m in range(H.shape[1]):
+        if H[j, m] != H[i, m]:
+            V[i, m] += sign
+            V[j, m] += sign
+
+
+@numba.njit(cache=True)
+def _flip(H, packed, S, PT, Q, V, i, k, d, entering):
+    """Apply the flip of bit k of h_i to every part of the state: O(C q / 64) for the distances by
+    popcount, O(C) for PT, O(q) for Q and O(q) per pair that leaves or enters distance d."""
+    C, q = H.shape
+    words = packed.shape[1]
+    s = H[i, k]
+    n_entering = 0
+    for j in range(C):  # D_ij before the flip; it moves by +1 where bit k agrees, -1 where it differs
+        if j == i:
+            continue
+        distance = 0
+        for w in range(words):
+            distance += _popcount(packed[i, w] ^ packed[j, w])
+        if distance == d:
+            _pair_contribution(H, V, i, j, -1)
+        if distance + (1 if H[j, k] == s else -1) == d:
+            entering[n_entering] = j
+            n_entering += 1
+    row = PT[k]
+    for j in range(C):
+        row[j] -= 2.0 * s * S[i, j]  # S is symmetric: row i is column i
+    for m in range(q):
+        if m != k:
+            change = -2.0 * s * H[i, m]
+            Q[m, k] += change
+            Q[k, m] += change
+    H[i, k] = -s
+    packed[i, k // 64] ^= _U64(1) << _U64(k % 64)
+    for t in range(n_entering):
+        _pair_contribution(H, V, i, entering[t], 1)
+
+
+@numba.njit(cache=True)
+def _descend(H, packed, S, PT, Q, V, d, L, order):
+    """Best-improvement descent per center until a full sweep finds no improving feasible flip."""
+    C, q = H.shape
+    entering = np.empty(C, dtype=np.int64)
+    flips = 0
+    improved = True
+    while improved:
+        improved = False
+        for t in range(C):
+            i = order[t]
+            for _ in range(q):
+                best, best_k = -1e-9, -1
+                for k in range(q):
+                    if V[i, k] == 0:
+                        delta = _move_delta(H, S, PT, Q, i, k)
+                        if delta < best:
+                            best, best_k = delta, k
+                if best_k < 0:
+                    break
+                _flip(H, packed, S, PT, Q, V, i, best_k, d, entering)
+                L += best
+                flips += 1
+                improved = True
+    return L, flips
+
+
+@numba.njit(cache=True)
+def _uphill_scale(H, S, PT, Q, V):
+    """Median positive change over the feasible moves (the temperature unit of the annealing)."""
+    C, q = H.shape
+    values = np.empty(C * q)
+    n = 0
+    for i in range(C):
+        for k in range(q):
+            if V[i, k] == 0:
+                delta = _move_delta(H, S, PT, Q, i, k)
+                if delta > 0:
+                    values[n] = delta
+                    n += 1
+    return np.median(values[:n]) if n > 0 else 1e-3
+
+
+@numba.njit(cache=True)
+def _anneal(H, packed, S, PT, Q, V, d, L, t_start, t_end, moves, blocks, seed):
+    """Simulated annealing over feasible single flips (random proposals, Metropolis acceptance, geometric
+    cooling from t_start to t_end). Returns the best H seen at the end of a block, its L, and L and
+    d_min after every block."""
+    np.random.seed(seed)
+    C, q = H.shape
+    entering = np.empty(C, dtype=np.int64)
+    best_H, best_L = H.copy(), L
+    trace, d_trace = np.empty(blocks), np.empty(blocks, dtype=np.int64)
+    per_block = max(moves // blocks, 1)
+    cooling = (t_end / t_start) ** (1.0 / (blocks * per_block))
+    temperature = t_start
+    for b in range(blocks):
+        for _ in range(per_block):
+            temperature *= cooling
+            i = np.random.randint(C)
+            k = np.random.randint(q)
+            if V[i, k] != 0:
+                continue
+            delta = _move_delta(H, S, PT, Q, i, k)
+            if delta <= 0.0 or np.random.random() < math.exp(-delta / temperature):
+                _flip(H, packed, S, PT, Q, V, i, k, d, entering)
+                L += delta
+        trace[b], d_trace[b] = L, _packed_min(packed)
+        if L < best_L:
+            best_H[:] = H
+            best_L = L
+    return best_H, best_L, trace, d_trace
+
+
+def _search_from(H0, S, d, seed, sweeps, t_start, t_end, history, start_name):
+    """Descent, annealing, descent from one feasible start; appends to ``history``; returns (H, L)."""
+    C, q = H0.shape
+    H = np.array(H0, dtype=np.int8, order="C")
+    packed, PT, Q, V, L = _build_state(H, S, d)
+    rng = np.random.default_rng(seed)
+    _record(history, start_name, "start", L, C, packed)
+    L, _ = _descend(H, packed, S, PT, Q, V, d, L, rng.permutation(C))
+    _record(history, start_name, "descent", L, C, packed)
+    if sweeps > 0:
+        unit = _uphill_scale(H, S, PT, Q, V)
+        blocks = int(np.clip(sweeps, 4, 50 if C <= 2000 else 10))
+        best_H, _, trace, d_trace = _anneal(H, packed, S, PT, Q, V, d, L, t_start * unit, t_end * unit,
+                                                 int(sweeps) * C * q, blocks, int(rng.integers(2**31 - 1)))
+        for value, d_min in zip(trace, d_trace):
+            _record(history, start_name, "anneal", float(value), C, None, d_min)
+        H = best_H
+        packed, PT, Q, V, L = _build_state(H, S, d)  # fresh state: no accumulated round-off
+        L, _ = _descend(H, packed, S, PT, Q, V, d, L, rng.permutation(C))
+        _record(history, start_name, "final descent", L, C, packed)
+    return H, L
+
+
+def _record(history, start, stage, L, C, packed, d_min=None):
+    d_min = int(_packed_min(packed)) if packed is not None else int(d_min)
+    history.append({"cycle": len(history), "start": start, "stage": stage, "objective": float(L),
+                    "s_loss": float(L) / C**2, "d_min": d_min})
+
+
+# --------------------------------------------------------------------------------------------
+# Starts
+# --------------------------------------------------------------------------------------------
+def _top_eigenpairs(S: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k largest eigenpairs of symmetric S (exact up to C = 3000, else randomized subspace iteration)."""
+    C = S.shape[0]
+    if C <= 3000:
+        values, vectors = np.linalg.eigh(S.astype(np.float64))
+        return values[::-1][:k], vectors[:, ::-1][:, :k]
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((C, k + 16)).astype(S.dtype)
+    for _ in range(4):
+        X, _ = np.linalg.qr(S @ X)
+    small = X.T @ (S @ X)
+    values, rotation = np.linalg.eigh((small + small.T) / 2)
+    order = np.argsort(values)[::-1][:k]
+    return values[order], X @ rotation[:, order]
+
+
+def _spectral_start(S: np.ndarray, q: int, d: int, seed: int) -> np.ndarray | None:
+    """Signs of the rank-q embedding of S (rotated by a few ITQ steps), repaired to distance d; None if
+    the repair fails."""
+    values, vectors = _top_eigenpairs(S, q, seed)
+    X = np.zeros((S.shape[0], q))
+    X[:, :values.size] = vectors * np.sqrt(np.maximum(values, 0.0))  # C < q: fewer than q eigenpairs exist
+    rng = np.random.default_rng(seed)
+    rotation = np.linalg.qr(rng.standard_normal((q, q)))[0]
+    for _ in range(10):
+        B = np.where(X @ rotation >= 0, 1.0, -1.0)
+        u, _, vt = np.linalg.svd(X.T @ B)
+        rotation = u @ vt
+    H = np.where(X @ rotation >= 0, 1, -1).astype(np.int8)
+    D = _distance_matrix(H)
+    ok = _repair(H, D, d, int(rng.integers(2**31 - 1)), 20 * H.shape[0])
+    return H if ok else None
+
+
+@numba.njit(cache=True)
+def _repair(H, D, d, seed, max_steps):
+    """Raise every distance to >= d: on the center with the largest shortfall ``sum_j max(d - D_ij, 0)``,
+    the flip that most lowers the total shortfall (a random flip when none does); True on success."""
+    np.random.seed(seed)
+    C, q = H.shape
+    shortfall = np.zeros(C, dtype=np.int64)
+    for i in range(C):
+        for j in range(C):
+            if j != i and D[i, j] < d:
+                shortfall[i] += d - D[i, j]
+    gain = np.zeros(q)
+    for step in range(max_steps):
+        i = np.argmax(shortfall)
+        if shortfall[i] == 0:
+            return True
+        gain[:] = 0.0
+        for j in range(C):
+            if j != i and D[i, j] <= d:
+                for m in range(q):
+                    if H[j, m] == H[i, m]:  # the flip raises D_ij
+                        gain[m] -= 1.0 if D[i, j] < d else 0.0
+                    else:
+                        gain[m] += 1.0
+        k = np.argmin(gain)
+        if gain[k] >= 0:
+            k = np.random.randint(q)
+        s = H[i, k]
+        for j in range(C):
+            if j != i:
+                before = max(d - D[i, j], 0)
+                change = 1 if H[j, k] == s else -1
+                D[i, j] += change
+                D[j, i] += change
+                after = max(d - D[i, j], 0)
+                shortfall[i] += after - before
+                shortfall[j] += after - before
+        H[i, k] = -s
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# Public functions
+# --------------------------------------------------------------------------------------------
+def local_search_centers(
+    similarity: Any,
+    num_bits: int,
+    min_distance: int | None = None,
+    seed: int = 0,
+    init: Any | None = None,
+    starts: tuple[str, ...] = LS_DEFAULTS["starts"],
+    anneal_sweeps: int | None = LS_DEFAULTS["anneal_sweeps"],
+    t_start: float = LS_DEFAULTS["t_start"],
+    t_end: float = LS_DEFAULTS["t_end"],
+    shc_cycles: int = LS_DEFAULTS["shc_cycles"],
+    max_shc_classes: int = LS_DEFAULTS["max_shc_classes"],
+) -> CenterOptimisation:
+    """Semantic hash centers by exact feasible local search (center method ``"shc-ls"``).
+
+    Minimises ``||S - H H^T / q||_F^2`` (Eq. 14) subject to ``D(h_i, h_j) >= d`` (Eq. 22; ``d`` the
+    Gilbert-Varshamov distance of Eq. 13 unless ``min_distance`` is given) by descent and simulated
+    annealing over single-bit flips with exact objective changes (module docstring), from each of
+    ``starts`` (``"mds"``: :func:`shc.centers.mds_centers`, or ``init`` when given; ``"shc"``: Algorithm
+    1 run for ``shc_cycles`` cycles from the MDS centers, skipped above ``max_shc_classes`` classes;
+    ``"spectral"``: signs of the rank-q embedding of S repaired to distance d, skipped if the repair
+    fails). Every visited H has ``d_min >= d``; the best over all starts is returned.
+
+    ``anneal_sweeps`` sets the annealing length in units of C q proposals (0: descent only; None: about
+    2e8 / (C q^2), clipped to [10, 300], under a second per start at C = 555, q = 64). ``t_start`` and
+    ``t_end`` are the temperatures in units of the median uphill move at the first local optimum.
+
+    Returns a :class:`shc.centers.CenterOptimisation`; its history has one record per stage and
+    annealing block (``cycle``, ``start``, ``stage``, ``objective`` = L, ``s_loss`` = L / C^2, ``d_min``)
+    and ``best_cycle`` points at the final record of the winning start.
+    """
+    S = validate_similarity(similarity)
+    C, q = _check_sizes(S.shape[0], num_bits)
+    d = _resolve_min_distance(C, q, min_distance)
+    unknown = sorted(set(starts) - {"mds", "shc", "spectral"})
+    if unknown or not starts:
+        raise ValueError(f"starts must be a non-empty subset of ('mds', 'shc', 'spectral'), got {starts!r}.")
+    if not 0 < t_end <= t_start:
+        raise ValueError(f"temperatures must satisfy 0 < t_end <= t_start, got t_start={t_start}, t_end={t_end}.")
+    if C > 3000:
+        S = S.astype(np.float32)  # halves the largest array; the objective is accumulated in float64
+    sweeps = int(np.clip(2e8 / (C * q * q), 10, 300)) if anneal_sweeps is None else int(anneal_sweeps)
+    if init is not None:
+        mds = np.asarray(init).astype(np.int8)
+        if mds.shape != (C, q) or not np.all(np.abs(mds) == 1):
+            raise ValueError(f"init must be a ({C}, {q}) array of +-1, got shape {mds.shape}.")
+    else:
+        mds = mds_centers(C, q, min_distance=d, seed=seed)
+    if packed_min_distance(mds) < d:
+        raise ValueError(f"the start centers must have d_min >= {d}; pass feasible init or lower min_distance.")
+    candidates = {"mds": lambda: mds,
+                  "shc": lambda: optimize_semantic_centers(S, q, min_distance=d, init=mds, seed=seed,
+                                                           cycles=shc_cycles).centers if C <= max_shc_classes else None,
+                  "spectral": lambda: _spectral_start(S, q, d, seed)}
+    history: list[dict[str, Any]] = []
+    best_H, best_L, best_cycle = None, np.inf, 0
+    for number, name in enumerate(starts):
+        start = candidates[name]()
+        if start is None:
+            continue
+        H, L = _search_from(start, S, d, seed + 7919 * number, sweeps, t_start, t_end, history, name)
+        if L < best_L - 1e-9:
+            best_H, best_L, best_cycle = H.copy(), L, len(history) - 1
+    if best_H is None:
+        raise RuntimeError(f"none of the starts {tuple(starts)} gave feasible centers at d = {d}; add 'mds' to starts.")
+    params = {"starts": tuple(starts), "anneal_sweeps": sweeps, "t_start": t_start, "t_end": t_end,
+              "shc_cycles": shc_cycles, "max_shc_classes": max_shc_classes}
+    return CenterOptimisation(best_H.astype(np.int8), history, best_cycle, d, params)
+
+
+def steepest_descent(similarity: Any, init: Any, min_distance: int) -> np.ndarray:
+    """Plain feasible steepest descent (the ``ls-plain`` reference): from ``init``, flip the single bit
+    of lowest exact Delta L among all (i, k) that keep every distance >= d, until none improves.
+
+    Plain numpy with R = S - H H^T / q and A = R_offdiag H kept explicitly (O(C q) per flip); independent
+    of the compiled kernels, so the tests use it as their reference.
+    """
+    S = validate_similarity(similarity)
+    H = np.array(init, dtype=np.float64)
+    C, q = H.shape
+    R = S - H @ H.T / q
+    np.fill_diagonal(R, 0.0)
+    A = R @ H
+    D = np.rint((q - H @ H.T) / 2)
+    np.fill_diagonal(D, q + 1)
+    def first_feasible(candidates):  # the best move whose flip keeps every D_ij >= d
+        for batch in range(0, candidates.size, 64):
+            rows, bits = np.divmod(candidates[batch:batch + 64], q)
+            # blocked: some j at distance d whose bit k differs from h_ik (the flip would lower D_ij)
+            blocked = ((D[rows] == min_distance) & (H[:, bits].T != H[rows, bits][:, None])).any(axis=1)
+            if not blocked.all():
+                first = int(np.argmin(blocked))
+                return rows[first], bits[first]
+        return None
+
+    while True:
+        delta = (8.0 / q * H * A + 8.0 * (C - 1) / q**2).ravel()
+        improving = np.flatnonzero(delta < -1e-9)
+        few = improving[np.argpartition(delta[improving], 63)[:64]] if improving.size > 64 else improving
+        move = first_feasible(few[np.argsort(delta[few], kind="stable")])
+        if move is None and improving.size > 64:
+            rest = np.setdiff1d(improving, few)
+            move = first_feasible(rest[np.argsort(delta[rest], kind="stable")])
+        if move is None:
+            return H.astype(np.int8)
+        i, k = move
+        s = H[i, k]
+        change = 2.0 * s * H[:, k] / q  # change of R_ij, j != i
+        change[i] = 0.0
+        A += np.outer(change, H[i])  # rows j != i: the R_ji term with the old h_i ...
+        R[:, i] += change
+        R[i, :] += change
+        A[:, k] -= 2.0 * s * R[:, i]  # ... and bit k of h_i itself
+        A[i] += change @ H
+        D[i, :] += s * H[:, k]
+        D[:, i] += s * H[:, k]
+        D[i, i] = q + 1
+        H[i, k] = -s
+
+
+def relaxation_bound(similarity: Any, num_bits: int) -> float:
+    """A lower bound on the per-entry S_loss of any centers: ``H H^T / q`` is positive semidefinite of
+    rank <= q, so ``||S - H H^T / q||_F^2 >= sum(eig(S)^2) - sum of the q largest positive eig(S)^2``
+    (Eckart-Young); returned divided by C^2."""
+    S = validate_similarity(similarity)
+    values = np.linalg.eigvalsh(S)
+    kept = np.sort(values[values > 0])[::-1][: int(num_bits)]
+    return float((np.sum(values**2) - np.sum(kept**2)) / S.shape[0] ** 2)
+
+
+def distance_tradeoff(similarity: Any, num_bits: int, distances: Any, seed: int = 0, **options: Any) -> list[dict]:
+    """The price of separation: shc-ls centers for each required distance d in ``distances``.
+
+    One row per d: ``d``, the reached ``d_min``, ``s_loss`` (per entry) and ``spearman`` of
+    :func:`shc.centers.center_quality`, and the relaxation ``bound`` (the same for every d). S_loss can
+    only rise with d up to search noise; ``options`` go to :func:`local_search_centers`.
+    """
+    from shc.centers import center_quality
+
+    S = validate_similarity(similarity)
+    bound = relaxation_bound(S, num_bits)
+    rows = []
+    for d in distances:
+        H = local_search_centers(S, num_bits, min_distance=int(d), seed=seed, **options).centers
+        quality = center_quality(H, S)
+        rows.append({"d": int(d), "d_min": quality["d_min"], "s_loss": quality["s_loss"],
+                     "spearman": quality["spearman"], "bound": bound})
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Very large C: greedy codes from packed bits
+# --------------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _greedy_packed(num_codes, words, last_mask, d, seed, max_tries):
+    """Random candidates, each kept iff its distance to every kept code is >= d (packed uint64 words)."""
+    np.random.seed(seed)
+    codes = np.zeros((num_codes, words), dtype=np.uint64)
+    candidate = np.zeros(words, dtype=np.uint64)
+    kept = 0
+    for _ in range(max_tries):
+        for w in range(words):
+            low = _U64(np.random.randint(0, 1 << 32))
+            high = _U64(np.random.randint(0, 1 << 32))
+            candidate[w] = (high << _U64(32)) | low
+        candidate[words - 1] &= last_mask
+        ok = True
+        for j in range(kept):
+            distance = 0
+            for w in range(words):
+                distance += _popcount(codes[j, w] ^ candidate[w])
+            if distance < d:
+                ok = False
+                break
+        if ok:
+            codes[kept] = candidate
+            kept += 1
+            if kept == num_codes:
+                break
+    return codes, kept
+
+
+def greedy_code(num_classes: int, num_bits: int, min_distance: int | None = None, seed: int = 0,
+                max_tries: int | None = None) -> np.ndarray:
+    """C codes with pairwise distance >= d by the greedy Gilbert-Varshamov construction, for large C.
+
+    Random candidates are kept when they are at distance >= d from every code kept so far; codes are
+    packed 64 bits to a uint64 word and compared by popcount, so memory is O(C q / 8) bytes and no C x C
+    matrix is formed. Raises RuntimeError when ``max_tries`` candidates (default 50 C) were not enough.
+    """
+    C, q = _check_sizes(num_classes, num_bits)
+    d = _resolve_min_distance(C, q, min_distance)
+    words = (q + 63) // 64
+    last_bits = q - 64 * (words - 1)
+    last_mask = np.uint64((1 << last_bits) - 1) if last_bits < 64 else np.uint64(2**64 - 1)
+    tries = 50 * C if max_tries is None else int(max_tries)
+    packed, kept = _greedy_packed(C, words, last_mask, d, seed, tries)
+    if kept < C:
+        raise RuntimeError(
+            f"greedy_code found only {kept} of {C} codes of {q} bits at distance >= {d} in {tries} tries; "
+            "lower min_distance or raise max_tries."
+        )
+    bits = np.unpackbits(packed.view(np.uint8).reshape(C, words * 8), axis=1, bitorder="little")[:, :q]
+    return (bits.astype(np.int8) * 2 - 1).astype(np.int8)
+
+
+def packed_min_distance(centers: Any) -> int:
+    """d_min of +-1 centers by popcount over packed bits: O(C^2 q / 64) time, O(C q / 8) memory, for C
+    where the (C, C) matrix of :func:`shc.centers.center_quality` does not fit (C = 40,000: 12.8 GB)."""
+    H = np.asarray(centers)
+    if H.ndim != 2 or H.shape[0] < 2 or not np.all(np.abs(H) == 1):
+        raise ValueError(f"centers must be a (C, q) array of +-1 with C >= 2, got shape {H.shape}.")
+    return int(_packed_min(_pack(H)))

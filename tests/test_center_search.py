@@ -1,0 +1,212 @@
+"""Center method "shc-ls" (shc.center_search) and the hierarchical test matrices, against brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from shc import center_search as cs
+from shc.centers import center_quality, generate_centers, gv_min_distance, mds_centers
+from shc.similarity import hierarchical_similarity, validate_similarity
+
+
+def brute_objective(H: np.ndarray, S: np.ndarray) -> float:
+    q = H.shape[1]
+    return float(sum((S[i, j] - np.dot(H[i], H[j]) / q) ** 2 for i in range(len(H)) for j in range(len(H))))
+
+
+def brute_d_min(H: np.ndarray) -> int:
+    return min(int(np.sum(H[i] != H[j])) for i, j in itertools.combinations(range(len(H)), 2))
+
+
+def flipped(H: np.ndarray, i: int, k: int) -> np.ndarray:
+    out = H.copy()
+    out[i, k] = -out[i, k]
+    return out
+
+
+def feasible_improving_moves(H: np.ndarray, S: np.ndarray, d: int) -> list[tuple[int, int]]:
+    base = brute_objective(H, S)
+    return [(i, k) for i in range(H.shape[0]) for k in range(H.shape[1])
+            if brute_d_min(flipped(H, i, k)) >= d and brute_objective(flipped(H, i, k), S) < base - 1e-9]
+
+
+# ---------------------------------------------------------------------------------- hierarchical S
+def test_hierarchical_similarity_invariants():
+    S, groups = hierarchical_similarity(120, num_groups=8, within=0.6, noise=0.1, seed=3, return_groups=True)
+    assert S.shape == (120, 120) and groups.shape == (120,)
+    np.testing.assert_array_equal(S, S.T)
+    np.testing.assert_array_equal(np.diag(S), 1.0)
+    assert S.min() >= -1 and S.max() <= 1
+    np.testing.assert_array_equal(validate_similarity(S), S)
+    assert set(np.unique(groups)) == set(range(8))
+    same = (groups[:, None] == groups[None, :]) & ~np.eye(120, dtype=bool)
+    different = groups[:, None] != groups[None, :]
+    assert abs(S[same].mean() - 0.6) < 0.1 and abs(S[different].mean()) < 0.05
+    np.testing.assert_array_equal(S, hierarchical_similarity(120, num_groups=8, within=0.6, noise=0.1, seed=3))
+    assert not np.array_equal(S, hierarchical_similarity(120, num_groups=8, within=0.6, noise=0.1, seed=4))
+
+
+@pytest.mark.parametrize("kwargs, message", [({"num_groups": 0}, "num_groups"), ({"within": 1.5}, "within"),
+                                             ({"noise": -1.0}, "noise")])
+def test_hierarchical_similarity_refuses_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        hierarchical_similarity(20, **kwargs)
+
+
+# ---------------------------------------------------------------------------------- exact deltas
+@pytest.fixture(scope="module")
+def small_problem():
+    S = hierarchical_similarity(14, num_groups=3, noise=0.2, seed=5)
+    S[0, 0] = S[3, 3] = 0.9  # a diagonal other than 1 must be handled too (the diagonal term never changes)
+    H = mds_centers(14, 12, min_distance=3, seed=1)
+    return S, H, 3
+
+
+def test_every_move_delta_equals_the_brute_force_change(small_problem):
+    S, H, d = small_problem
+    _, PT, Q, V, L = cs._build_state(H, S, d)
+    assert L == pytest.approx(brute_objective(H, S))
+    for i, k in itertools.product(range(H.shape[0]), range(H.shape[1])):
+        expected = brute_objective(flipped(H, i, k), S) - brute_objective(H, S)
+        assert cs._move_delta(H, S, PT, Q, i, k) == pytest.approx(expected, abs=1e-9)
+        # V_ik counts the centers at distance d that the flip would bring below d
+        after = np.sum(flipped(H, i, k)[i] != H, axis=1)
+        assert V[i, k] == np.sum((np.sum(H[i] != H, axis=1) == d) & (after < d))
+
+
+def test_bookkeeping_after_many_flips_equals_full_recomputation(small_problem):
+    S, H0, d = small_problem
+    H = H0.copy()
+    packed, PT, Q, V, L = cs._build_state(H, S, d)
+    rng = np.random.default_rng(0)
+    entering = np.empty(H.shape[0], dtype=np.int64)
+    done = 0
+    while done < 400:
+        i, k = int(rng.integers(H.shape[0])), int(rng.integers(H.shape[1]))
+        if V[i, k] == 0:  # only feasible flips, as the search does
+            L += cs._move_delta(H, S, PT, Q, i, k)
+            cs._flip(H, packed, S, PT, Q, V, i, k, d, entering)
+            done += 1
+    assert brute_d_min(H) >= d
+    packed2, PT2, Q2, V2, L2 = cs._build_state(H.copy(), S, d)
+    np.testing.assert_array_equal(packed, packed2)
+    np.testing.assert_allclose(PT, PT2, atol=1e-9)
+    np.testing.assert_array_equal(Q, Q2)
+    np.testing.assert_array_equal(V, V2)
+    assert L == pytest.approx(L2, abs=1e-8) and L2 == pytest.approx(brute_objective(H, S))
+
+
+def test_steepest_descent_ends_in_a_feasible_local_minimum(small_problem):
+    S, H, d = small_problem
+    result = cs.steepest_descent(S, H, d)
+    assert brute_d_min(result) >= d
+    assert brute_objective(result, S) < brute_objective(H, S)
+    assert feasible_improving_moves(result, S, d) == []
+
+
+def test_compiled_descent_ends_in_a_feasible_local_minimum(small_problem):
+    S, H0, d = small_problem
+    H = H0.copy()
+    packed, PT, Q, V, L = cs._build_state(H, S, d)
+    L, flips = cs._descend(H, packed, S, PT, Q, V, d, L, np.arange(H.shape[0]))
+    assert flips > 0 and brute_d_min(H) >= d
+    assert L == pytest.approx(brute_objective(H, S))
+    assert feasible_improving_moves(H, S, d) == []
+
+
+# ---------------------------------------------------------------------------------- shc-ls
+CASES = [(40, 16, 0), (60, 24, 1), (90, 32, 2)]
+
+
+@pytest.fixture(scope="module")
+def searched():
+    results = {}
+    for C, q, seed in CASES:
+        S = hierarchical_similarity(C, num_groups=int(np.random.default_rng(seed).integers(3, 9)),
+                                    within=0.4 + 0.1 * seed, noise=0.15, seed=100 + seed)
+        results[C, q] = (S, cs.local_search_centers(S, q, seed=seed, anneal_sweeps=30))
+    return results
+
+
+@pytest.mark.parametrize("num_classes, num_bits, seed", CASES)
+def test_shc_ls_keeps_the_distance_and_beats_plain_descent(searched, num_classes, num_bits, seed):
+    S, result = searched[num_classes, num_bits]
+    d = gv_min_distance(num_classes, num_bits)
+    H = result.centers
+    assert H.dtype == np.int8 and H.shape == (num_classes, num_bits) and set(np.unique(H)) == {-1, 1}
+    assert brute_d_min(H) >= d and result.min_distance == d
+    assert all(record["d_min"] >= d for record in result.history)
+    mds = mds_centers(num_classes, num_bits, seed=seed)
+    plain = cs.steepest_descent(S, mds, d)
+    loss = center_quality(H, S)["s_loss"]
+    assert loss <= center_quality(plain, S)["s_loss"] + 1e-12
+    assert loss < 0.8 * center_quality(mds, S)["s_loss"]
+    assert loss >= cs.relaxation_bound(S, num_bits) - 1e-12
+
+
+def test_shc_ls_history_points_at_the_returned_centers(searched):
+    S, result = searched[60, 24]
+    best = result.history[result.best_cycle]
+    assert best["objective"] == pytest.approx(brute_objective(result.centers, S), rel=1e-9)
+    assert best["s_loss"] == pytest.approx(best["objective"] / 60**2)
+    assert best["objective"] == min(r["objective"] for r in result.history if r["stage"] == "final descent")
+    assert {r["start"] for r in result.history} <= {"mds", "shc", "spectral"}
+    assert [r["cycle"] for r in result.history] == list(range(len(result.history)))
+
+
+def test_shc_ls_honours_a_user_distance_and_is_deterministic():
+    S = hierarchical_similarity(50, num_groups=5, seed=9)
+    first = generate_centers("shc-ls", 50, 16, similarity=S, seed=4, min_distance=5, anneal_sweeps=20)
+    second = generate_centers("shc-ls", 50, 16, similarity=S, seed=4, min_distance=5, anneal_sweeps=20)
+    np.testing.assert_array_equal(first, second)
+    assert brute_d_min(first) >= 5
+
+
+def test_shc_ls_refuses_an_infeasible_start_and_unknown_starts():
+    S = hierarchical_similarity(20, num_groups=4, seed=0)
+    with pytest.raises(ValueError, match="d_min >= "):
+        cs.local_search_centers(S, 16, init=np.ones((20, 16), dtype=np.int8))
+    with pytest.raises(ValueError, match="starts must be"):
+        cs.local_search_centers(S, 16, starts=("greedy",))
+
+
+def test_spectral_start_is_feasible_when_returned():
+    S = hierarchical_similarity(80, num_groups=6, seed=2)
+    H = cs._spectral_start(S, 16, gv_min_distance(80, 16), seed=0)
+    assert H is not None and brute_d_min(H) >= gv_min_distance(80, 16)
+
+
+def test_fewer_classes_than_bits():
+    H = generate_centers("shc-ls", 4, 8, similarity=np.eye(4), anneal_sweeps=5)
+    assert brute_d_min(H) >= gv_min_distance(4, 8)
+
+
+def test_relaxation_bound_hand_computed():
+    # S = I (C = 4): eigenvalues 1, 1, 1, 1; two bits keep two of them: (4 - 2) / 16.
+    assert cs.relaxation_bound(np.eye(4), 2) == pytest.approx(2 / 16)
+    # S = all ones: one eigenvalue 4, rank one suffices: bound 0, reached by identical codes.
+    assert cs.relaxation_bound(np.ones((4, 4)), 2) == pytest.approx(0.0, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------- large C
+def test_greedy_code_and_packed_distance_against_brute_force():
+    H = cs.greedy_code(300, 20, seed=1)
+    d = gv_min_distance(300, 20)
+    assert H.shape == (300, 20) and H.dtype == np.int8 and brute_d_min(H) >= d
+    np.testing.assert_array_equal(H, cs.greedy_code(300, 20, seed=1))
+    random = generate_centers("random", 70, 80, seed=0)  # two words per code
+    assert cs.packed_min_distance(random) == brute_d_min(random)
+    with pytest.raises(RuntimeError, match="found only"):
+        cs.greedy_code(300, 20, min_distance=7, max_tries=2000)
+
+
+def test_mds_switches_to_the_greedy_code_above_the_dense_limit(monkeypatch):
+    import shc.centers
+
+    monkeypatch.setattr(shc.centers, "DENSE_MDS_LIMIT", 100)
+    H = generate_centers("mds", 150, 24, seed=0)
+    np.testing.assert_array_equal(H, cs.greedy_code(150, 24, seed=0))
+    assert brute_d_min(H) >= gv_min_distance(150, 24)
