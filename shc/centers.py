@@ -54,7 +54,7 @@ SHC_DEFAULTS: dict[str, float | int] = {
     "backtrack": True,
 }
 SEMANTIC_DEFAULTS: dict[str, float | int | None] = {"mu": None, "cycles": 20}  # mu None: 1/q
-MDS_DEFAULTS: dict[str, float | int] = {"max_sweeps": 200}
+MDS_DEFAULTS: dict[str, float | int] = {"max_sweeps": 200, "restarts": 500}
 #: Above this many classes "mds" is the packed-bit greedy code (no C x C matrix; shc.center_search.greedy_code).
 DENSE_MDS_LIMIT = 2000
 
@@ -244,6 +244,7 @@ def mds_centers(
     min_distance: int | None = None,
     seed: int = 0,
     max_sweeps: int = 200,
+    restarts: int = 500,
 ) -> np.ndarray:
     """Minimal-distance-separated centers (the goal of Wang et al.'s MDS, CVPR 2023).
 
@@ -255,7 +256,9 @@ def mds_centers(
     matrix exists) and run a greedy single-bit-flip descent on
     ``sum_{i != j} w * relu(d - D_ij)^2 + relu(q/2 - D_ij)^2`` (w large), one center at a time; the flip
     gains of all q bits of a center come from one vectorised product (the change of D_ij when bit k of
-    h_i flips is ``h_ik h_jk``). It stops when a full sweep finds no improving flip. Above
+    h_i flips is ``h_ik h_jk``). It stops when a full sweep finds no improving flip; a local minimum
+    that leaves pairs closer than d gets one center of each such pair redrawn and descends again (up to
+    ``restarts`` times), so small crowded cases (e.g. C=17, q=8, d=3) are solved too. Above
     :data:`DENSE_MDS_LIMIT` classes the centers are the greedy Gilbert-Varshamov code of
     :func:`shc.center_search.greedy_code` (packed bits, d_min >= d, not pushed further apart).
     """
@@ -275,9 +278,32 @@ def mds_centers(
 
     target, hard_weight = q / 2.0, 100.0 * q * q
     gram = H @ H.T
-    for _ in range(int(max_sweeps)):
+    for _ in range(int(restarts) + 1):
+        _descend(H, gram, d, target, hard_weight, rng, int(max_sweeps))
+        distances = (q - gram) / 2
+        np.fill_diagonal(distances, q)
+        too_close = np.flatnonzero((distances < d).any(axis=1))
+        if too_close.size == 0:
+            return H.astype(np.int8)
+        # A local minimum with pairs closer than d: redraw one center of each such pair and descend again.
+        redraw = too_close[rng.random(too_close.size) < 0.5] if too_close.size > 1 else too_close
+        H[redraw] = _balanced_random_rows(rng, redraw.size, q)
+        gram = H @ H.T
+    achieved = int(_offdiag((q - gram) / 2).min())
+    raise RuntimeError(
+        f"MDS search reached d_min={achieved} < {d} for C={C}, q={q} within {restarts} restarts of {max_sweeps} "
+        f"sweeps. Such a code may not exist: the Gilbert-Varshamov argument guarantees {C} codes at distance "
+        f"{d - 1} only (e.g. no 21 codes of 8 bits are 3 apart). Pass min_distance={d - 1}, or use more bits."
+    )
+
+
+def _descend(H: np.ndarray, gram: np.ndarray, d: int, target: float, hard_weight: float,
+             rng: np.random.Generator, max_sweeps: int) -> None:
+    """Greedy single-bit-flip descent of the MDS penalty, in place on ``H`` and its Gram matrix."""
+    q = H.shape[1]
+    for _ in range(max_sweeps):
         improved = False
-        for i in rng.permutation(C):
+        for i in rng.permutation(H.shape[0]):
             distances = (q - gram[i]) / 2.0
             base = _distance_penalty(distances, d, target, hard_weight)
             up = _distance_penalty(distances + 1.0, d, target, hard_weight) - base
@@ -294,14 +320,7 @@ def mds_centers(
                 H[i, k] = -H[i, k]
                 improved = True
         if not improved:
-            break
-    achieved = int(_offdiag((q - gram) / 2).min())
-    if achieved < d:
-        raise RuntimeError(
-            f"MDS search reached d_min={achieved} < {d} for C={C}, q={q} within {max_sweeps} sweeps; "
-            "raise max_sweeps, try another seed, or lower min_distance."
-        )
-    return H.astype(np.int8)
+            return
 
 
 # --------------------------------------------------------------------------------------------

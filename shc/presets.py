@@ -164,7 +164,7 @@ PRESETS.register("tiny", Preset(
         "num_classes": 20, "train_per_class": 20, "val_per_class": 5, "query_per_class": 5,
         "database_per_class": 20}},
     notebooks=_center_notebooks(
-        centers=(*CENTER_METHODS, "semantic"), hashing=("mds", "shc"),
+        centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=("mds", "shc"),
         baselines=("dpsh", "greedyhash", "orthohash", "shc"), top_pairs=5, examples=3, k=5,
         geometry=[{"num_classes": 20, "bits": 16, "gv_classes": [10, 100, 1000], "gv_bits": [16, 32, 64]}]),
 ))
@@ -174,7 +174,7 @@ PRESETS.register("quick", Preset(
                 "3 seeds): not converged, the testbed saturates; its numbers are not evidence.",
     datasets=("digits-composite",), methods=CENTER_METHODS, bits=(16, 32, 64), seeds=(0, 1, 2),
     notebooks=_center_notebooks(
-        centers=(*CENTER_METHODS, "semantic"), hashing=CENTER_METHODS, baselines=BASELINES, top_pairs=15,
+        centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=CENTER_METHODS, baselines=BASELINES, top_pairs=15,
         examples=6, k=10, geometry=[{"num_classes": 100, "bits": 32}]),
 ))
 PRESETS.register("standard", Preset(
@@ -189,7 +189,7 @@ PRESETS.register("standard", Preset(
             "backbone": "composite_cnn", "epochs": 96, "lr": 3e-3, "classifier_epochs": 8,
             "classifier_lr": 1e-3, "eval_every": 6},
     notebooks=_center_notebooks(
-        centers=(*CENTER_METHODS, "semantic"), hashing=CENTER_METHODS, baselines=BASELINES, top_pairs=15,
+        centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=CENTER_METHODS, baselines=BASELINES, top_pairs=15,
         examples=6, k=10, geometry=[{"num_classes": 100, "bits": 32}]),
 ))
 PRESETS.register("paper", Preset(
@@ -203,7 +203,7 @@ PRESETS.register("paper", Preset(
             "eval_every": 10, "lr": 1e-4, "classifier_lr": 1e-4},
     dataset_config={"cifar100": {"lr": 7e-5, "classifier_lr": 7e-5}},
     notebooks=_center_notebooks(
-        centers=(*CENTER_METHODS, "semantic"), hashing=BASELINES, baselines=BASELINES, top_pairs=15,
+        centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=BASELINES, baselines=BASELINES, top_pairs=15,
         examples=6, k=10, geometry=[{"num_classes": 100, "bits": q} for q in (16, 32, 64)]),
 ))
 
