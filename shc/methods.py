@@ -177,7 +177,11 @@ def get_method(name: str) -> MethodSpec:
 
 
 def _check_centers(centers: Any, num_classes: int, num_bits: int, name: str) -> np.ndarray:
-    return sign_codes(centers, f"the centers of method {name!r} (num_classes, num_bits)", shape=(num_classes, num_bits))
+    shape = np.shape(centers)
+    if tuple(shape) != (num_classes, num_bits):
+        raise ValueError(f"method {name!r} needs ({num_classes}, {num_bits}) centers (num_classes, num_bits), got "
+                         f"shape {tuple(shape)}.")
+    return sign_codes(centers, f"the centers of method {name!r}")
 
 
 def build_criterion(

@@ -405,7 +405,7 @@ def _check_codes(codes: Any, name: str) -> np.ndarray:
 
 
 def _check_labels(labels: Any, name: str, n_items: int, codes_name: str) -> np.ndarray:
-    return class_labels(labels, name, n_items=n_items, items_name=f"{codes_name} ({n_items} codes)")
+    return class_labels(labels, name, n_items=n_items, items_name=codes_name)
 
 
 def _validate(query_codes: Any, query_labels: Any, db_codes: Any, db_labels: Any) -> _Data:

@@ -17,8 +17,8 @@ def to_numpy(x: Any, name: str) -> np.ndarray:
     """numpy view of an array-like or a torch tensor (detached, on the CPU; bfloat16 -> float32)."""
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # torch.Tensor, without importing torch
         x = x.detach().cpu()
-        if x.is_floating_point():
-            x = x.float()  # numpy has no bfloat16; -1/+1 and 0/1 are exact in float32
+        if x.is_floating_point() and x.element_size() < 4:
+            x = x.float()  # numpy has no bfloat16; half precision values are exact in float32
         x = x.numpy()
     x = np.asarray(x)
     if x.dtype == object or not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):

@@ -97,7 +97,7 @@ def test_centers_are_a_buffer_that_follows_the_module():
 
 @pytest.mark.parametrize(
     ("centers", "message"),
-    [(torch.tensor([[1.0, 0.0]]), "only -1 and \\+1"), (torch.ones(4), "\\(C, q\\) matrix")],
+    [(torch.tensor([[1.0, 0.0]]), "only -1 and \\+1"), (torch.ones(4), "must be a 2-D")],
 )
 def test_center_loss_rejects_bad_centers(centers, message):
     with pytest.raises(ValueError, match=message):

@@ -32,12 +32,12 @@ from shc.similarity import hierarchy_agreement, most_similar_pairs, similarity_c
 NOTEBOOKS = ("01_similarity", "02_hash_centers", "03_train_hashing", "04_retrieval", "05_ablations", "06_baselines")
 FIGURES = {
     "01_similarity": ("similarity_heatmap", "similarity_sources", "similarity_by_coarse_class"),
-    "02_hash_centers": ("distance_histograms", "similarity_vs_gram", "shc_history"),
-    "03_train_hashing": ("convergence",),
-    "04_retrieval": ("pr_curve_16bits", "precision_at_k_16bits", "recall_at_k_16bits", "example_queries_mds",
-                     "example_queries_shc"),
+    "02_hash_centers": ("distance_histograms", "similarity_vs_gram", "shc_history", "shc_ls_history"),
+    "03_train_hashing": ("convergence", "convergence_overlay"),
+    "04_retrieval": ("pr_curve_radius_16bits", "pr_curve_rank_16bits", "precision_at_k_16bits", "recall_at_k_16bits",
+                     "example_queries_mds", "example_queries_shc", "code_embedding_shc", "class_ap_vs_similarity"),
     "05_ablations": (),
-    "06_baselines": ("pr_curve_16bits", "precision_at_k_16bits", "recall_at_k_16bits"),
+    "06_baselines": ("pr_curve_rank_16bits", "precision_at_k_16bits", "recall_at_k_16bits"),
 }  # fmt: skip
 TABLES = {
     "01_similarity": ("classifier_accuracy", "most_similar_pairs", "similarity_correlations", "hierarchy_agreement"),
@@ -127,6 +127,8 @@ def test_every_figure_and_table_is_written(batch):
             for suffix in (".png", ".svg"):
                 path = _report(batch, stem) / "figures" / f"{figure}{suffix}"
                 assert path.is_file() and path.stat().st_size > 1000, path
+        for png in (_report(batch, stem) / "figures").glob("*.png"):  # every figure has the data it draws
+            assert len(_csv_rows(png.with_suffix(".csv"))) > 1, png
         for table in TABLES[stem]:
             assert len(_csv_rows(_report(batch, stem) / "tables" / f"{table}.csv")) > 1, (stem, table)
 
@@ -137,8 +139,8 @@ def test_notebooks_share_one_set_of_stage_artifacts(batch):
     folders = {path.name.rsplit("-", 1)[0] for path in (batch["run_dir"] / "digits-composite" / "seed0").iterdir()}
     assert folders == {
         "stage1-logits", "stage1-text", "stage1-hierarchy",
-        *(f"stage2-{m}-16bit" for m in ("random", "csq", "mds", "shc", "semantic", "distance", "shc-text",
-                                         "orthohash")),
+        *(f"stage2-{m}-16bit" for m in ("random", "csq", "mds", "shc", "shc-ls", "semantic", "distance",
+                                         "shc-text", "orthohash")),
         *(f"stage3-{m}-16bit" for m in ("mds", "shc", "semantic", "distance", "shc-text", "dpsh", "greedyhash",
                                          "orthohash")),
     }  # fmt: skip

@@ -18,7 +18,7 @@ from shc.plots.style import (
     _sequential_colors,
     method_color,
 )
-from shc.validation import sign_codes
+from shc.validation import hamming_distance_matrix, sign_codes
 
 
 def _as_centers(centers, name: str = "centers") -> np.ndarray:
@@ -413,3 +413,36 @@ def plot_center_history(history_frame, group: str = "bits") -> Figure:
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     _legend_outside(fig, grid[0, 2])
     return fig
+
+
+def distance_frame(centers_by_method: Mapping[str, np.ndarray]):
+    """Tidy ``method, i, j, distance`` rows: every pairwise Hamming distance (i < j) of each center set,
+    what :func:`plot_distance_histograms` counts."""
+    import pandas as pd
+
+    frames = []
+    for method, centers in _centers_mapping(centers_by_method).items():
+        distances = hamming_distance_matrix(centers)
+        i, j = np.triu_indices(len(centers), k=1)
+        frames.append(pd.DataFrame({"method": method, "i": i, "j": j, "distance": distances[i, j]}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def gram_frames(similarity, centers_by_method: Mapping[str, np.ndarray], names=None):
+    """Tidy rows of S and of every H H^T / q (what :func:`plot_similarity_vs_gram` draws)."""
+    from shc.plots.style import matrix_frame
+
+    matrices = {"S": _as_similarity(similarity)}
+    for method, centers in _centers_mapping(centers_by_method).items():
+        matrices[method] = centers @ centers.T / centers.shape[1]
+    return matrix_frame(matrices, names)
+
+
+def gv_bound_frame(num_classes_list: Sequence[int], bits_list: Sequence[int]):
+    """Tidy ``classes, bits, gv_distance`` rows (what :func:`plot_gv_bound` draws)."""
+    import pandas as pd
+
+    from shc.centers import gv_min_distance
+
+    return pd.DataFrame([{"classes": int(c), "bits": int(q), "gv_distance": gv_min_distance(int(c), int(q))}
+                         for q in np.unique(bits_list) for c in np.unique(num_classes_list)])
