@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
+
+from shc._io import atomic_path
 
 __all__ = ["DOWNLOAD_TIMEOUT", "DownloadError", "download_file", "download_timeout"]
 
@@ -53,16 +54,10 @@ def _digest(path: Path, algorithm: str) -> str:
 def _fetch(url: str, destination: Path, timeout: float) -> None:
     """Stream ``url`` into a temporary file next to ``destination``, then rename it (never half a file)."""
     request = urllib.request.Request(url, headers={"User-Agent": "shc"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        with tempfile.NamedTemporaryFile(dir=destination.parent, suffix=".part", delete=False) as handle:
-            try:
-                for chunk in iter(lambda: response.read(_CHUNK), b""):
-                    handle.write(chunk)
-            except BaseException:
-                handle.close()
-                os.unlink(handle.name)
-                raise
-    os.replace(handle.name, destination)
+    with urllib.request.urlopen(request, timeout=timeout) as response, \
+            atomic_path(destination, suffix=".part") as partial, open(partial, "wb") as handle:
+        for chunk in iter(lambda: response.read(_CHUNK), b""):
+            handle.write(chunk)
 
 
 def download_file(

@@ -773,14 +773,7 @@ def _compiled_average_precision() -> Any:
 
 
 def _build_kernel(numba: Any) -> Any:
-    u64 = numba.uint64
-
-    @numba.njit(inline="always")
-    def popcount(x):  # SWAR popcount; LLVM lowers it to the POPCNT instruction
-        x = x - ((x >> u64(1)) & u64(0x5555555555555555))
-        x = (x & u64(0x3333333333333333)) + ((x >> u64(2)) & u64(0x3333333333333333))
-        x = (x + (x >> u64(4))) & u64(0x0F0F0F0F0F0F0F0F)
-        return (x * u64(0x0101010101010101)) >> u64(56)
+    from shc.retrieval._kernels import popcount  # one compiled popcount for the package
 
     @numba.njit(parallel=True, cache=True)
     def average_precision(query_codes, db_codes, query_labels, db_labels, cuts):

@@ -646,7 +646,7 @@ def top_results(config: RunConfig, n_queries: int = 5, k: int = 10,
 
 # Command line -------------------------------------------------------------------------------
 def _markdown_table(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> str:
-    from shc.stats import format_value, summary_frame
+    from shc.stats import summary_frame
 
     summary, _ = summary_frame(rows, [metric])
     bits = sorted(summary["bits"].unique())

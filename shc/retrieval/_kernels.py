@@ -273,7 +273,6 @@ def mih_search(queries, k, table_codes, table_rows, offsets, sub_start, sub_leng
     """
     n_queries, n_words = queries.shape
     m = sub_start.shape[0]
-    n_db = table_rows.shape[1]
     n_values = 64 * n_words + 1
     max_length = 0
     for j in range(m):

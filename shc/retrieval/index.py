@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from shc._io import atomic_path
 
 __all__ = ["FORMAT_VERSION", "HashIndex", "RangeResult", "pack_codes"]
 
@@ -406,16 +407,10 @@ class HashIndex:
         header = json.dumps({"format_version": FORMAT_VERSION, "num_bits": self.num_bits, "count": len(self),
                              "words": int(self._codes.shape[1]), "crc32": crc,
                              "metadata": self.metadata}).encode()
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as handle:
-            try:
-                handle.write(_MAGIC + len(header).to_bytes(4, "little") + header)
-                handle.write(codes)
-                handle.write(ids)
-            except BaseException:
-                handle.close()
-                os.unlink(handle.name)
-                raise
-        os.replace(handle.name, path)
+        with atomic_path(path) as temporary, open(temporary, "wb") as handle:
+            handle.write(_MAGIC + len(header).to_bytes(4, "little") + header)
+            handle.write(codes)
+            handle.write(ids)
         return path
 
     @classmethod
