@@ -326,3 +326,21 @@ def test_main_strip_and_check_notebooks(tmp_path, capsys):
     assert reports.main(["--strip-notebooks", "--notebooks", str(tmp_path)]) == 0
     assert reports.main(["--check-notebooks", "--notebooks", str(tmp_path)]) == 0
     assert "a.ipynb: stripped" in capsys.readouterr().out
+
+
+def test_reading_page_leaves_out_stderr_and_is_titled_and_offline(tmp_path):
+    from shc.offline import external_references
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("# 07 · Centers of $\\mathbf{S}$\n\n$$x^2$$"),
+                      nbformat.v4.new_code_cell("print(1)")]
+    notebook.cells[1].outputs = [nbformat.v4.new_output("stream", name="stderr", text="a warning\n"),
+                                 nbformat.v4.new_output("stream", name="stdout", text="the result\n")]
+    path = tmp_path / "n.ipynb"
+    nbformat.write(notebook, path)
+    full = reports.render_html(path, tmp_path / "full.html", include_input=True).read_text()
+    reading = reports.render_html(path, tmp_path / "reading.html", include_input=False).read_text()
+    stderr = 'data-mime-type="application/vnd.jupyter.stderr"'
+    assert stderr in full and stderr not in reading and "the result" in reading
+    assert "<title>07 · Centers of S</title>" in reading
+    assert external_references(reading) == [] and (tmp_path / "_assets" / "mathjax").is_dir()
