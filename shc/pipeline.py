@@ -119,12 +119,26 @@ def _lock(directory: Path):
 
 
 def _cached(config: RunConfig, stage: str, name: str) -> Path | None:
-    """The artifact if it is there and its folder's record matches the stage's identity."""
+    """The artifact if it is there and its folder's record matches the stage's identity.
+
+    Under torchrun, rank 0 decides and the other ranks follow (a rank that looked a moment later could see
+    a file rank 0 just wrote, skip the stage's barrier, and deadlock the job).
+    """
     directory = stage_directories(config)[stage]
     path = directory / name
-    if path.exists() and read_identity(directory) == jsonable(stage_identities(config)[stage]):
-        return path
-    return None
+    found = path.exists() and read_identity(directory) == jsonable(stage_identities(config)[stage])
+    return path if _agreed(found) else None
+
+
+def _agreed(flag: bool) -> bool:
+    """Rank 0's ``flag`` on every rank (itself outside torchrun)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return flag
+    shared = [flag]
+    dist.broadcast_object_list(shared, src=0)
+    return bool(shared[0])
 
 
 def _load_array(path: Path) -> np.ndarray:
