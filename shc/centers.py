@@ -30,11 +30,10 @@ from scipy.linalg import hadamard
 from scipy.special import comb
 from scipy.stats import spearmanr
 
+from shc.registry import Registry
 from shc.similarity import validate_similarity
 from shc.validation import hamming_distance_matrix, sign_codes
 
-CENTER_METHODS = ("random", "csq", "mds", "shc", "semantic", "shc-ls")
-SEMANTIC_METHODS = ("shc", "semantic", "shc-ls")
 
 #: Paper defaults for Algorithm 1 (Sec. 4.4 "Experimental Settings").
 SHC_DEFAULTS: dict[str, float | int] = {
@@ -556,14 +555,68 @@ def semantic_only_centers(
 # --------------------------------------------------------------------------------------------
 # Front door
 # --------------------------------------------------------------------------------------------
-_OPTIONS = {
-    "random": (),
-    "csq": (),
-    "mds": ("min_distance", *MDS_DEFAULTS),
-    "shc": ("min_distance", "init", *SHC_DEFAULTS),
-    "semantic": ("init", *SEMANTIC_DEFAULTS),
-    "shc-ls": ("min_distance", "init", "starts", "anneal_sweeps", "t_start", "t_end", "shc_cycles", "max_shc_classes"),
-}
+@dataclass(frozen=True)
+class CenterGenerator:
+    """One center method: ``run(C, q, S, seed, **options) -> (centers, history)``, its options, whether it needs S."""
+
+    name: str
+    run: Any
+    options: tuple[str, ...]
+    needs_similarity: bool
+
+
+def _without_history(function):
+    return lambda C, q, S, seed, **options: (function(C, q, seed=seed, **options), [])
+
+
+def _with_history(function):
+    def run(C, q, S, seed, **options):
+        result = function(S, q, seed=seed, **options)
+        return result.centers, result.history
+
+    return run
+
+
+def _local_search(S, q, seed=0, **options):
+    from shc.center_search import local_search_centers  # it imports this module
+
+    return local_search_centers(S, q, seed=seed, **options)
+
+
+#: Every center method by name; a new one is one ``CENTER_GENERATORS.register(name, CenterGenerator(...))``.
+CENTER_GENERATORS: Registry[CenterGenerator] = Registry("center method")
+for _generator in (
+    CenterGenerator("random", _without_history(random_centers), (), False),
+    CenterGenerator("csq", _without_history(csq_centers), (), False),
+    CenterGenerator("mds", _without_history(mds_centers), ("min_distance", *MDS_DEFAULTS), False),
+    CenterGenerator("shc", _with_history(optimize_semantic_centers), ("min_distance", "init", *SHC_DEFAULTS), True),
+    CenterGenerator("semantic", _with_history(semantic_only_centers), ("init", *SEMANTIC_DEFAULTS), True),
+    CenterGenerator("shc-ls", _with_history(_local_search), ("min_distance", "init", "starts", "anneal_sweeps",
+                                                             "t_start", "t_end", "shc_cycles", "max_shc_classes"),
+                    True),
+):
+    CENTER_GENERATORS.register(_generator.name, _generator)
+CENTER_METHODS = tuple(CENTER_GENERATORS.names())
+SEMANTIC_METHODS = tuple(name for name, g in CENTER_GENERATORS.items() if g.needs_similarity)
+
+
+def run_center_method(method: str, num_classes: int, num_bits: int, similarity: Any | None = None, seed: int = 0,
+                      **options: Any) -> tuple[np.ndarray, list[dict[str, float]]]:
+    """:func:`generate_centers` plus the optimiser's record (one dict per iteration; empty for the
+    generators without iterations): what stage 2 stores."""
+    generator = CENTER_GENERATORS.get(method)
+    C, q = _check_sizes(num_classes, num_bits)
+    unknown = sorted(set(options) - set(generator.options))
+    if unknown:
+        allowed = ", ".join(generator.options) or "none"
+        raise TypeError(f"Unknown option(s) {unknown} for method {method!r}; allowed: {allowed}.")
+    if generator.needs_similarity:
+        if similarity is None:
+            raise ValueError(
+                f"method {method!r} needs a similarity matrix (stage 1); pass similarity=S of shape ({C}, {C})."
+            )
+        validate_similarity(similarity, num_classes=C)
+    return generator.run(C, q, similarity, seed, **options)
 
 
 def generate_centers(
@@ -594,36 +647,14 @@ def generate_centers(
     -------
     (C, q) int8 array with entries in {-1, +1}.
     """
-    if method not in CENTER_METHODS:
-        raise ValueError(f"Unknown center method {method!r}; known methods: {', '.join(CENTER_METHODS)}.")
-    C, q = _check_sizes(num_classes, num_bits)
-    unknown = sorted(set(options) - set(_OPTIONS[method]))
-    if unknown:
-        allowed = ", ".join(_OPTIONS[method]) or "none"
-        raise TypeError(f"Unknown option(s) {unknown} for method {method!r}; allowed: {allowed}.")
-    if method in SEMANTIC_METHODS:
-        if similarity is None:
-            raise ValueError(
-                f"method {method!r} needs a similarity matrix (stage 1); pass similarity=S of shape ({C}, {C})."
-            )
-        validate_similarity(similarity, num_classes=C)
-    if method == "random":
-        return random_centers(C, q, seed=seed)
-    if method == "csq":
-        return csq_centers(C, q, seed=seed)
-    if method == "mds":
-        return mds_centers(C, q, seed=seed, **options)
-    if method == "shc":
-        return optimize_semantic_centers(similarity, q, seed=seed, **options).centers
-    if method == "shc-ls":
-        from shc.center_search import local_search_centers  # it imports this module
-
-        return local_search_centers(similarity, q, seed=seed, **options).centers
-    return semantic_only_centers(similarity, q, seed=seed, **options).centers
+    return run_center_method(method, num_classes, num_bits, similarity, seed, **options)[0]
 
 
 __all__ = [
+    "CENTER_GENERATORS",
     "CENTER_METHODS",
+    "CenterGenerator",
+    "run_center_method",
     "CenterOptimisation",
     "SHC_DEFAULTS",
     "center_quality",

@@ -52,3 +52,18 @@ def _check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: 
             + "; ".join(differences)
             + f"). Use another run_dir, or delete {path.parent} to start this run over."
         )
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """``torch.load`` of a checkpoint written by the training loop; a damaged file is named with the fix."""
+    import torch
+
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # truncated, not a torch file, unpickling refused: all mean "damaged"
+        reason = str(error).strip().splitlines()[0][:120] if str(error).strip() else ""
+        raise ValueError(f"checkpoint {path} cannot be read ({type(error).__name__}: {reason}); delete it to "
+                         "train that run again from its last intact state (or from scratch).") from None
+    if not isinstance(checkpoint, dict):
+        raise ValueError(f"checkpoint {path} does not hold a training checkpoint; delete it and rerun.")
+    return checkpoint

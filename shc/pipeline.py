@@ -219,8 +219,7 @@ def run_similarity(config: RunConfig, progress: bool = False) -> np.ndarray:
 
 def run_centers(config: RunConfig, progress: bool = False) -> np.ndarray | None:
     """Stage 2: the method's hash centers (None for methods without centers; cached; rank 0 computes)."""
-    from shc.center_search import local_search_centers
-    from shc.centers import center_quality, generate_centers, optimize_semantic_centers
+    from shc.centers import center_quality, run_center_method
 
     spec = method_spec(config)
     if spec.centers is None:
@@ -231,16 +230,9 @@ def run_centers(config: RunConfig, progress: bool = False) -> np.ndarray | None:
     S = run_similarity(config, progress) if spec.needs_similarity else None
     with _stage(config, "stage2") as directory:
         if _is_main():
-            options = dict(config.center_options)
             started = time.perf_counter()
-            history: list[dict[str, Any]] = []
-            if spec.centers in ("shc", "shc-ls"):
-                optimise = optimize_semantic_centers if spec.centers == "shc" else local_search_centers
-                result = optimise(S, config.bits, seed=config.seed, **options)
-                centers, history = result.centers, result.history
-            else:
-                centers = generate_centers(spec.centers, load_data(config).num_classes, config.bits,
-                                           similarity=S, seed=config.seed, **options)
+            centers, history = run_center_method(spec.centers, load_data(config).num_classes, config.bits,
+                                                 similarity=S, seed=config.seed, **dict(config.center_options))
             quality = {"seconds": time.perf_counter() - started, **center_quality(centers, S)}
             write_json(directory / "quality.json", quality)
             write_json(directory / "history.json", history)

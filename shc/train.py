@@ -75,7 +75,14 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from shc.checkpoint import CHECKPOINT_VERSION, _check_same_run, _run_identity, _save_torch, _write_history
+from shc.checkpoint import (
+    CHECKPOINT_VERSION,
+    _check_same_run,
+    _run_identity,
+    _save_torch,
+    _write_history,
+    load_checkpoint,
+)
 from shc.devices import (
     PRECISIONS,
     _autocast,
@@ -89,7 +96,13 @@ from shc.devices import (
     resolve_precision,
     set_seed,
 )
-from shc.distributed import _epoch_batches, _gather_rng, _process_group, _Ranks, _restore_rng
+from shc.distributed import (
+    _epoch_batches,
+    _gather_rng,
+    _process_group,
+    _Ranks,
+    _restore_rng,
+)
 
 __all__ = [
     "History",
@@ -441,7 +454,7 @@ def _resume(state: _TrainingState, last_path: Path, identity: dict[str, Any], co
     """Load ``last.pt`` if it exists (refusing another run's); returns (completed epochs, its history)."""
     if not last_path.exists():
         return 0, None
-    checkpoint = torch.load(last_path, map_location="cpu", weights_only=True)
+    checkpoint = load_checkpoint(last_path)
     _check_same_run(checkpoint["identity"], identity, last_path)
     state.load_state_dict(checkpoint)
     epoch, rng_states = checkpoint["epoch"], checkpoint["rng"]
@@ -605,7 +618,7 @@ def _fit(
         dist.broadcast_object_list(shared, src=0)
         history = shared[0]
     if evaluate is not None and history.best_epoch is not None:
-        best = torch.load(best_path, map_location="cpu", weights_only=True)
+        best = load_checkpoint(best_path)
         model.load_state_dict(best["model"])
         history.selected = "best"
     else:

@@ -76,3 +76,18 @@ def test_every_preset_expands_to_valid_configs_and_names_every_notebook(name):
     configs = preset.configs()
     assert len(configs) == len(preset.datasets) * len(preset.seeds) * len(preset.bits) * len(preset.methods)
     assert set(preset.notebooks) == set(NOTEBOOKS)
+
+
+@pytest.mark.parametrize("name", __import__("shc.centers", fromlist=["x"]).CENTER_GENERATORS.names())
+def test_every_center_method_gives_valid_centers_and_refuses_unknown_options(name):
+    from shc.centers import CENTER_GENERATORS, center_quality, gv_min_distance, run_center_method
+    from shc.similarity import hierarchical_similarity
+
+    generator = CENTER_GENERATORS.get(name)
+    S = hierarchical_similarity(12, num_groups=3, seed=0) if generator.needs_similarity else None
+    centers, history = run_center_method(name, 12, 16, similarity=S, seed=0)
+    assert centers.shape == (12, 16) and set(np.unique(centers)) <= {-1, 1}
+    if "min_distance" in generator.options:  # the methods that guarantee the GV distance
+        assert center_quality(centers)["d_min"] >= gv_min_distance(12, 16)
+    with pytest.raises(TypeError, match="Unknown option"):
+        run_center_method(name, 12, 16, similarity=S, no_such_option=1)

@@ -117,3 +117,61 @@ def test_two_batches_into_one_folder_are_refused_not_mixed(tmp_path):
     with exclusive_lock(output / "tiny" / ".lock", "python -m shc.reports --preset tiny (pid 4242)", "busy {holder}"):
         assert reports.main(_tiny_report(output)) == 2  # a clear error, exit status 2
     assert not (output / "tiny" / "00_center_geometry").exists()
+
+
+def test_a_damaged_checkpoint_is_named_with_the_fix(tmp_path):
+    from shc.losses import ClassificationLoss
+    from shc.models import build_classifier
+    from shc.train import TrainConfig, fit
+
+    class Images(torch_dataset()):
+        pass
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "last.pt").write_bytes(b"\x80\x02 truncated")
+    config = TrainConfig(epochs=1, batch_size=4, precision="fp32", device="cpu")
+    with pytest.raises(ValueError, match=r"checkpoint .*last.pt cannot be read .*delete it"):
+        fit(build_classifier("small_cnn", 2, in_channels=1), ClassificationLoss(), Images(), config, run,
+            progress=False)
+
+
+def torch_dataset():
+    import torch
+
+    class Images(torch.utils.data.Dataset):
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            return torch.randn(1, 8, 8), i % 2, i
+
+    return Images
+
+
+def test_hashindex_search_equals_the_brute_force_ranking_property():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+
+    from shc.retrieval import HashIndex
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.data())
+    def check(data):
+        q = data.draw(st.integers(1, 70))
+        n = data.draw(st.integers(1, 60))
+        codes = data.draw(hnp.arrays(np.int8, (n, q), elements=st.sampled_from([-1, 1])))
+        queries = data.draw(hnp.arrays(np.int8, (data.draw(st.integers(1, 5)), q), elements=st.sampled_from([-1, 1])))
+        ids = data.draw(hnp.arrays(np.int64, n, elements=st.integers(-2**62, 2**62), unique=True))
+        k = data.draw(st.integers(1, n))
+        index = HashIndex(q)
+        index.add(codes, ids)
+        distances, found = index.search(queries, k)
+        for row, query in enumerate(queries):
+            d = (codes != query).sum(axis=1)
+            order = np.lexsort((ids, d))[:k]  # by distance, ties by ascending id
+            np.testing.assert_array_equal(found[row], ids[order])
+            np.testing.assert_array_equal(distances[row], d[order])
+
+    check()

@@ -156,7 +156,7 @@ def test_index_lists_both_runs_with_status_summary_and_working_links(batch):
 
 def test_writes_are_atomic_no_temporary_files_left(batch):
     leftovers = [p for p in batch["root"].rglob("*")
-                 if (p.name.startswith(".") and p.name != ".lock") or ".tmp" in p.name]  # .lock: the folders' locks
+                 if (p.name.startswith(".") and not p.name.endswith(".lock")) or ".tmp" in p.name]  # locks stay
     assert leftovers == []
 
 
