@@ -188,3 +188,19 @@ def test_training_does_not_depend_on_what_ran_before(tmp_path):
     second = config.replace(run_dir=str(tmp_path / "b"))
     run(second)
     assert load_history(first)["loss"].tolist() == load_history(second)["loss"].tolist()
+
+
+def test_a_tiny_variant_of_the_standard_preset_runs(tmp_path):
+    """The evidence preset's path end to end (fashion-composite, composite_cnn, 14x28) at toy size."""
+    from shc.data.composites import DEBIAN_FASHION_MNIST
+
+    if not DEBIAN_FASHION_MNIST.is_dir():
+        pytest.skip("Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist; .ci/run does it)")
+    options = {"num_classes": 10, "train_per_class": 10, "val_per_class": 2, "query_per_class": 2,
+               "database_per_class": 5, "image_size": 14}
+    config = preset("standard", methods=["shc"], bits=[16], seeds=[0], epochs=1, eval_every=1,
+                    dataset_options=options, run_dir=str(tmp_path))[0]
+    assert (config.dataset, config.backbone, config.lr) == ("fashion-composite", "composite_cnn", 3e-3)
+    result = run(config)
+    assert result.centers.shape == (10, 16) and 0 <= result.metrics["mAP@ALL"] <= 1
+    assert result.similarity.shape == (10, 10)
