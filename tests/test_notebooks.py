@@ -467,3 +467,4 @@ def test_every_generated_page_works_offline_is_titled_and_shows_no_stderr_or_rep
         assert title not in ("Notebook", "") and "$" not in title, f"{page.name}: title {title!r}"
         assert 'data-mime-type="application/vnd.jupyter.stderr"' not in text, f"{page.name} shows stderr"
         assert "np.float64(" not in text and "np.int64(" not in text, f"{page.name} shows numpy reprs"
+        assert "PosixPath(" not in text, f"{page.name} shows a path repr"
