@@ -318,27 +318,116 @@ def run(config: RunConfig, progress: bool = False) -> RunResult:
     return RunResult(config, metrics, centers, S, stage_directories(config)["stage3"])
 
 
-def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print) -> list[dict[str, Any]]:
+def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, jobs: int = 1) -> list[dict[str, Any]]:
     """Run every config (cached stages are skipped) and return one row of headline numbers each.
 
-    With ``progress``, one line per run (``[n/N] ... (seconds, ETA)``) and each training's epoch bar.
+    With ``progress``, one line per run (``[n/N] ... (seconds, ETA)``) and, serially, each training's epoch
+    bar. ``jobs > 1`` trains up to ``jobs`` hashing networks at once in worker processes, each with
+    ``cpu_count // jobs`` threads, after stages 1 and 2 of every config were computed here: on a small CPU
+    two single-threaded trainings finish sooner than two consecutive two-threaded ones (the small CNN does not
+    keep two threads busy; :func:`grid_workers` has the measurement). Results do not depend on ``jobs`` beyond
+    floating-point summation order. Rows come back in the order of ``configs``.
     """
-    rows = []
     configs = list(configs)
+    jobs = _positive_jobs(jobs)
     started_all = time.perf_counter()
-    for number, config in enumerate(configs, 1):
-        started = time.perf_counter()
-        metrics = run(config, progress=progress).metrics
-        rows.append({"dataset": config.dataset, "method": config.method, "similarity": config.similarity,
-                     "bits": config.bits, "seed": config.seed, **{key: metrics[key] for key in MAP_KEYS},
-                     "train_seconds": metrics["train_seconds"]})
+    rows: list[dict[str, Any] | None] = [None] * len(configs)
+
+    def finished(index: int, metrics: Mapping[str, Any], seconds: float) -> None:
+        config = configs[index]
+        rows[index] = {"dataset": config.dataset, "method": config.method, "similarity": config.similarity,
+                       "bits": config.bits, "seed": config.seed, **{key: metrics[key] for key in MAP_KEYS},
+                       "train_seconds": metrics["train_seconds"]}
         if progress and _is_main():
+            done = sum(row is not None for row in rows)
             elapsed = time.perf_counter() - started_all
-            eta = elapsed / number * (len(configs) - number)
-            log(f"[{number}/{len(configs)}] {config.dataset} {config.method} {config.bits} bits seed {config.seed}: "
+            eta = elapsed / done * (len(configs) - done)
+            log(f"[{done}/{len(configs)}] {config.dataset} {config.method} {config.bits} bits seed {config.seed}: "
                 + ", ".join(f"{key} {metrics[key]:.4f}" for key in MAP_KEYS)
-                + f" ({time.perf_counter() - started:.1f} s; ETA {eta / 60:.1f} min)")
-    return rows
+                + f" ({seconds:.1f} s; ETA {eta / 60:.1f} min)")
+
+    if jobs == 1 or len(configs) < 2 or _distributed()[1] > 1:
+        for index, config in enumerate(configs):
+            started = time.perf_counter()
+            finished(index, run(config, progress=progress).metrics, time.perf_counter() - started)
+        return rows  # type: ignore[return-value]
+    for config in configs:  # stages 1 and 2 here (shared between cells, and each locked while computed)
+        if method_spec(config).needs_similarity:
+            run_similarity(config, progress)
+        run_centers(config, progress)
+    pending = []
+    for index, config in enumerate(configs):
+        cached = _cached(config, "stage3", "metrics.json")
+        if cached is not None:
+            finished(index, json.loads(cached.read_text()), 0.0)
+        else:
+            pending.append(index)
+    with grid_workers(min(jobs, len(pending) or 1)) as pool:
+        futures = {pool.submit(_timed_hashing, configs[index]): index for index in pending}
+        try:
+            for future in _as_completed(futures):
+                metrics, seconds = future.result()
+                finished(futures[future], metrics, seconds)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+    return rows  # type: ignore[return-value]
+
+
+def _positive_jobs(jobs: int) -> int:
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer (1 = one run at a time), got {jobs!r}.")
+    return jobs
+
+
+@contextlib.contextmanager
+def grid_workers(jobs: int) -> Iterator[Any]:
+    """A pool of ``jobs`` worker processes (spawned) that share this machine's cores between them.
+
+    Each worker runs ``torch.set_num_threads(cores // jobs)`` (and the same for numba). Measured on the
+    2-core machine (``benchmarks/bench_grid_jobs.py``), one training step of the standard preset's network
+    takes 7.0 ms with two threads and 11.3 ms with one, so two one-thread workers move about 1.25x as many
+    images a second, more once the Python overhead of each step (data, loss, optimizer) runs in parallel too.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    threads = max(1, _cpu_count() // jobs)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_worker, initargs=(threads,))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _init_worker(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    with contextlib.suppress(Exception):
+        import numba
+
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+
+def _timed_hashing(config: RunConfig) -> tuple[dict[str, Any], float]:
+    started = time.perf_counter()
+    return run_hashing(config, progress=False), time.perf_counter() - started
+
+
+def _as_completed(futures):
+    from concurrent.futures import as_completed
+
+    return as_completed(futures)
 
 
 def compute_similarities(configs: Iterable[RunConfig], sources: Sequence[str] = ("logits", "text", "hierarchy"),
@@ -385,6 +474,15 @@ def report_configs(preset_name: str, dataset: str, methods: Sequence[str], bits:
     return configs(preset_name, dataset, methods, bits, seeds, run_dir, epochs=epochs, **overrides)
 
 
+def _jobs_argument(text: str) -> int:
+    import argparse
+
+    try:
+        return _positive_jobs(int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--jobs takes a positive integer, got {text!r}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from shc.cli_common import run_cli
 
@@ -403,6 +501,9 @@ def _main(argv: Sequence[str] | None) -> int:
                         help="artifact root (default: runs/<preset>, where python -m shc.reports reads them)")
     parser.add_argument("--list", action="store_true", help="print the grid the preset expands to and exit")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    parser.add_argument("--jobs", type=_jobs_argument, default=1,
+                        help="hashing runs trained at once, each on cores/JOBS threads (default 1; 2 is faster "
+                             "on a 2-core CPU, see docs/standard.md)")
     args = parser.parse_args(argv)
     configs = presets.configs_from_arguments(args, run_dir=args.run_dir or str(Path("runs") / args.preset))
     if args.list:
@@ -420,7 +521,7 @@ def _main(argv: Sequence[str] | None) -> int:
         dist.init_process_group("nccl" if use_cuda else "gloo")
     try:
         started = time.perf_counter()
-        rows = run_grid(configs, progress=not args.quiet)
+        rows = run_grid(configs, progress=not args.quiet, jobs=args.jobs)
         if _is_main():
             for metric in MAP_KEYS:
                 print(f"\n{metric} (mean ± std over seeds)\n{summarize(rows, metric).to_string()}")
