@@ -12,7 +12,7 @@ The configuration is ``shc.pipeline.preset("standard")`` when the pipeline has t
 :data:`STANDARD` below (the one docs/standard.md proposes); ``--set FIELD=JSON`` overrides any
 :class:`shc.pipeline.RunConfig` field, e.g. ``--set lr=0.002 --set 'dataset_options={"train_per_class": 100}'``.
 
-Run: ``python benchmarks/standard_convergence.py [--epochs E] [--methods random csq mds shc] [--run-dir DIR]``.
+Run: ``python benchmarks/standard_convergence.py [--epochs E] [--methods random csq mds shc] [--run-dir DIR] [--jobs 2]``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from shc.methods import available_methods
-from shc.pipeline import RunConfig, preset, run, stage_directories
+from shc.pipeline import RunConfig, preset, run_centers, run_grid, run_similarity, stage_directories
+from shc.results import load_metrics
+from shc.runs import method_spec
 from shc.presets import PRESETS
 
 STANDARD: dict[str, Any] = {
@@ -71,8 +73,8 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
 def _share_stages(done: RunConfig, todo: RunConfig) -> None:
     """Copy the finished stage-1 and stage-2 folders of ``done`` to ``todo`` (same classifier, same centers).
 
-    The stage-3 folder name does not hold the epoch count, so the two budgets live in two run
-    directories (``epochs<E>/``, ``epochs<2E>/``); the pipeline checks each copied folder's config.json.
+    The two budgets live in two run directories (``epochs<E>/``, ``epochs<2E>/``); the pipeline checks
+    each copied folder's config.json against its identity before using it.
     """
     source, target = stage_directories(done), stage_directories(todo)
     for stage in ("stage1", "stage2"):
@@ -81,22 +83,27 @@ def _share_stages(done: RunConfig, todo: RunConfig) -> None:
 
 
 def convergence_rows(base: RunConfig, methods: list[str], epochs: int, bits: int, seed: int,
-                     tolerance: float = TOLERANCE) -> list[dict[str, Any]]:
-    """One row per method: mAPs at ``epochs`` and ``2 * epochs``, the change of mAP@ALL, converged or not."""
+                     tolerance: float = TOLERANCE, jobs: int = 1) -> list[dict[str, Any]]:
+    """One row per method: mAPs at ``epochs`` and ``2 * epochs``, the change of mAP@ALL, converged or not.
+
+    Stages 1 and 2 are computed once (under ``epochs<E>/``) and copied for ``2E``; the ``2 x len(methods)``
+    hashing runs then go through :func:`shc.pipeline.run_grid` (``jobs`` at once).
+    """
+    def config_of(method: str, budget: int) -> RunConfig:
+        return base.replace(method=method, bits=bits, seed=seed, epochs=budget,
+                            run_dir=str(Path(base.run_dir) / f"epochs{budget}"))
+
+    for method in methods:
+        short = config_of(method, epochs)
+        if method_spec(short).needs_similarity:
+            run_similarity(short)
+        run_centers(short)
+        _share_stages(short, config_of(method, 2 * epochs))
+    configs = [config_of(method, budget) for method in methods for budget in (epochs, 2 * epochs)]
+    run_grid(configs, progress=True, log=lambda line: print(line, file=sys.stderr, flush=True), jobs=jobs)
     rows = []
     for method in methods:
-        results = {}
-        for budget in (epochs, 2 * epochs):
-            started = time.perf_counter()
-            config = base.replace(method=method, bits=bits, seed=seed, epochs=budget,
-                                  run_dir=str(Path(base.run_dir) / f"epochs{budget}"))
-            if budget != epochs:
-                _share_stages(base.replace(method=method, bits=bits, seed=seed, epochs=epochs,
-                                           run_dir=str(Path(base.run_dir) / f"epochs{epochs}")), config)
-            results[budget] = run(config).metrics
-            print(f"{method} {budget} epochs: mAP@ALL {results[budget]['mAP@ALL']:.4f} "
-                  f"({time.perf_counter() - started:.0f} s wall here)", file=sys.stderr, flush=True)
-        short, long = results[epochs], results[2 * epochs]
+        short, long = (load_metrics(config_of(method, budget)) for budget in (epochs, 2 * epochs))
         change = abs(long["mAP@ALL"] - short["mAP@ALL"])
         row: dict[str, Any] = {"method": method}
         for budget, metrics in ((epochs, short), (2 * epochs, long)):
@@ -105,7 +112,7 @@ def convergence_rows(base: RunConfig, methods: list[str], epochs: int, bits: int
             "|ΔmAP@ALL|": f"{change:.3f}",
             "converged": "yes" if change <= tolerance else "no",
             "selected epochs": f"{short['selected_epoch']}/{epochs}, {long['selected_epoch']}/{2 * epochs}",
-            "s/run": f"{short['train_seconds']:.0f}, {long['train_seconds']:.0f}",
+            "train s": f"{short['train_seconds']:.0f}, {long['train_seconds']:.0f}",
         })
         rows.append(row)
     return rows
@@ -119,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bits", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--run-dir", default="runs/standard-convergence")
+    parser.add_argument("--jobs", type=int, default=1, help="hashing runs trained at once (shc.pipeline --jobs)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON",
                         help="override a RunConfig field (repeatable)")
     args = parser.parse_args(argv)
@@ -128,8 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     base, source = base_config({**_parse_set(args.set), "run_dir": args.run_dir})
     epochs = args.epochs or base.epochs
     started = time.perf_counter()
-    rows = convergence_rows(base, args.methods, epochs, args.bits, args.seed)
-    stage1 = Path(base.run_dir) / f"epochs{epochs}" / base.dataset / f"seed{args.seed}" / "stage1-logits" / "metrics.json"
+    rows = convergence_rows(base, args.methods, epochs, args.bits, args.seed, jobs=args.jobs)
+    stage1 = stage_directories(base.replace(method="shc", bits=args.bits, seed=args.seed, epochs=epochs, run_dir=str(
+        Path(base.run_dir) / f"epochs{epochs}")))["stage1"] / "metrics.json"
     accuracy = json.loads(stage1.read_text()).get("test_accuracy") if stage1.exists() else None
     fields = {key: value for key, value in vars(base.replace(epochs=epochs)).items()
               if key not in ("method", "bits", "seed", "run_dir")}

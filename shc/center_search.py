@@ -362,19 +362,12 @@ def _repair(H, D, d, seed, max_steps):
 # --------------------------------------------------------------------------------------------
 # Public functions
 # --------------------------------------------------------------------------------------------
-def local_search_centers(
-    similarity: Any,
-    num_bits: int,
-    min_distance: int | None = None,
-    seed: int = 0,
-    init: Any | None = None,
-    starts: tuple[str, ...] = LS_DEFAULTS["starts"],
-    anneal_sweeps: int | None = LS_DEFAULTS["anneal_sweeps"],
-    t_start: float = LS_DEFAULTS["t_start"],
-    t_end: float = LS_DEFAULTS["t_end"],
-    shc_cycles: int = LS_DEFAULTS["shc_cycles"],
-    max_shc_classes: int = LS_DEFAULTS["max_shc_classes"],
-) -> CenterOptimisation:
+def local_search_centers(similarity: Any, num_bits: int, min_distance: int | None = None, seed: int = 0,
+                         init: Any | None = None, starts: tuple[str, ...] = LS_DEFAULTS["starts"],
+                         anneal_sweeps: int | None = LS_DEFAULTS["anneal_sweeps"],
+                         t_start: float = LS_DEFAULTS["t_start"], t_end: float = LS_DEFAULTS["t_end"],
+                         shc_cycles: int = LS_DEFAULTS["shc_cycles"],
+                         max_shc_classes: int = LS_DEFAULTS["max_shc_classes"]) -> CenterOptimisation:
     """Semantic hash centers by exact feasible local search (center method ``"shc-ls"``).
 
     Minimises ``||S - H H^T / q||_F^2`` (Eq. 14) subject to ``D(h_i, h_j) >= d`` (Eq. 22; ``d`` the

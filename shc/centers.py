@@ -237,14 +237,8 @@ def _distance_penalty(distances: np.ndarray, min_distance: int, target: float, h
     return hard_weight * np.maximum(min_distance - distances, 0.0) ** 2 + np.maximum(target - distances, 0.0) ** 2
 
 
-def mds_centers(
-    num_classes: int,
-    num_bits: int,
-    min_distance: int | None = None,
-    seed: int = 0,
-    max_sweeps: int = 200,
-    restarts: int = 500,
-) -> np.ndarray:
+def mds_centers(num_classes: int, num_bits: int, min_distance: int | None = None, seed: int = 0, max_sweeps: int = 200,
+                restarts: int = 500) -> np.ndarray:
     """Minimal-distance-separated centers (the goal of Wang et al.'s MDS, CVPR 2023).
 
     Every pairwise Hamming distance is >= ``min_distance`` (default: :func:`gv_min_distance`), and
@@ -508,14 +502,8 @@ def optimize_semantic_centers(
     return CenterOptimisation(best_H.astype(np.int8), history, best_cycle, d, params)
 
 
-def semantic_only_centers(
-    similarity: Any,
-    num_bits: int,
-    init: Any | None = None,
-    seed: int = 0,
-    mu: float | None = None,
-    cycles: int = 20,
-) -> CenterOptimisation:
+def semantic_only_centers(similarity: Any, num_bits: int, init: Any | None = None, seed: int = 0,
+                          mu: float | None = None, cycles: int = 20) -> CenterOptimisation:
     """SHC without the distance term (the paper's ablation, Sec. 4.6.1, Eq. 46-49).
 
     Minimises ``||S - H M^T / q||_F^2 + mu ||H - M||_F^2`` by alternating, in row form,
@@ -619,14 +607,8 @@ def run_center_method(method: str, num_classes: int, num_bits: int, similarity: 
     return generator.run(C, q, similarity, seed, **options)
 
 
-def generate_centers(
-    method: str,
-    num_classes: int,
-    num_bits: int,
-    similarity: Any | None = None,
-    seed: int = 0,
-    **options: Any,
-) -> np.ndarray:
+def generate_centers(method: str, num_classes: int, num_bits: int, similarity: Any | None = None, seed: int = 0,
+                     **options: Any) -> np.ndarray:
     """Generate C hash centers of q bits with one of :data:`CENTER_METHODS`.
 
     Parameters

@@ -446,15 +446,8 @@ class HashNetLoss(nn.Module):
         Continuation schedule, official values 200, 0.005, 0.5.
     """
 
-    def __init__(
-        self,
-        num_classes: int,
-        num_bits: int,
-        alpha: float | None = None,
-        step_size: int = 200,
-        gamma: float = 0.005,
-        power: float = 0.5,
-    ) -> None:
+    def __init__(self, num_classes: int, num_bits: int, alpha: float | None = None, step_size: int = 200,
+                 gamma: float = 0.005, power: float = 0.5) -> None:
         super().__init__()
         self.num_classes, self.num_bits = int(num_classes), int(num_bits)
         self.alpha = 10.0 / num_bits if alpha is None else _positive_number(alpha, "alpha")
@@ -552,14 +545,8 @@ class IDHNLoss(nn.Module):
     scale, soft_weight, quantization_weight : float
     """
 
-    def __init__(
-        self,
-        num_classes: int,
-        num_bits: int,
-        scale: float = 5.0,
-        soft_weight: float = 0.1,
-        quantization_weight: float = 0.1,
-    ) -> None:
+    def __init__(self, num_classes: int, num_bits: int, scale: float = 5.0, soft_weight: float = 0.1,
+                 quantization_weight: float = 0.1) -> None:
         super().__init__()
         self.num_classes, self.num_bits = int(num_classes), int(num_bits)
         self.scale = _positive_number(scale, "scale")

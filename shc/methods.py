@@ -86,16 +86,23 @@ class MethodSpec:
 _LINEAR_HEAD = {"activation": "identity"}
 _CENTER_DEFAULTS = {"gamma": 1e-4}  # CSQ's lambda, kept by SHC (paper Sec. 4.4)
 
+
+def _center_loss_method(name: str, centers: str, reference: str) -> MethodSpec:
+    """A method trained with the CSQ/SHC center loss (:class:`shc.losses.CenterLoss`, paper Eq. 41-43) on the
+    centers of generator ``centers``; it needs S exactly when those centers do."""
+    return MethodSpec(name, "center", centers, centers in SEMANTIC_METHODS, {}, _CENTER_DEFAULTS, reference)
+
+
 METHODS: Registry[MethodSpec] = Registry("method")
 """Every method by name, in the order of :func:`available_methods`; a new method is one
 ``METHODS.register(name, MethodSpec(...))``."""
 for _spec in (
-    MethodSpec(
-        "shc", "center", "shc", True, {}, _CENTER_DEFAULTS,
+    _center_loss_method(
+        "shc", "shc",
         "Chen et al., Deep Hashing with Semantic Hash Centers for Image Retrieval, ACM TOIS 2025.",
     ),
-    MethodSpec(
-        "csq", "center", "csq", False, {}, _CENTER_DEFAULTS,
+    _center_loss_method(
+        "csq", "csq",
         "Yuan et al., Central Similarity Quantization, CVPR 2020; "
         "https://github.com/yuanli2333/Hadamard-Matrix-for-hashing",
     ),
@@ -105,21 +112,21 @@ for _spec in (
         "Wang et al., Hash Centers with Minimal Distance Separation, CVPR 2023; "
         "https://github.com/Wangld5/Center-Hashing",
     ),
-    MethodSpec(
-        "random", "center", "random", False, {}, _CENTER_DEFAULTS,
+    _center_loss_method(
+        "random", "random",
         "Random (Bernoulli) centers with the CSQ/SHC loss: CSQ's random-center variant (CVPR 2020).",
     ),
-    MethodSpec(
-        "semantic", "center", "semantic", True, {}, _CENTER_DEFAULTS,
+    _center_loss_method(
+        "semantic", "semantic",
         "SHC ablation: centers from the semantic term alone, no distance constraint (TOIS 2025, Table 7).",
     ),
-    MethodSpec(
-        "distance", "center", "mds", False, {}, _CENTER_DEFAULTS,
+    _center_loss_method(
+        "distance", "mds",
         "SHC ablation: minimum-distance (MDS) centers with SHC's center loss, no semantic term "
         "(TOIS 2025, Table 7 'd only'); compare 'mds', the MDS method with its own loss.",
     ),
-    MethodSpec(
-        "shc-ls", "center", "shc-ls", True, {}, _CENTER_DEFAULTS,
+    _center_loss_method(
+        "shc-ls", "shc-ls",
         "SHC's center loss with centers from exact feasible local search on the same objective "
         "(shc.center_search; docs/centers.md).",
     ),
@@ -184,15 +191,8 @@ def _check_centers(centers: Any, num_classes: int, num_bits: int, name: str) -> 
     return sign_codes(centers, f"the centers of method {name!r}")
 
 
-def build_criterion(
-    name: str,
-    num_classes: int,
-    num_bits: int,
-    train_labels: Any,
-    centers: Any | None = None,
-    seed: int = 0,
-    **overrides: Any,
-) -> nn.Module:
+def build_criterion(name: str, num_classes: int, num_bits: int, train_labels: Any, centers: Any | None = None,
+                    seed: int = 0, **overrides: Any) -> nn.Module:
     """The training loss of method ``name`` with its published hyper-parameters.
 
     Parameters

@@ -225,31 +225,24 @@ def rank_pr_curve(
     return {key: metrics[key] for key in ("rank_k", "rank_precision", "rank_recall")}
 
 
-def average_precision_per_query(
-    query_codes: Any,
-    query_labels: Any,
-    db_codes: Any,
-    db_labels: Any,
-    topk: int | None = None,
-    *,
-    tie_aware: bool = False,
-    chunk_size: int | None = None,
-    num_workers: int | None = None,
-) -> np.ndarray:
+def average_precision_per_query(query_codes: Any, query_labels: Any, db_codes: Any, db_labels: Any,
+                                topk: int | None = None, *, tie_aware: bool = False, **options: Any) -> np.ndarray:
     """AP@K of every query, in query order: the terms whose mean is :func:`mean_average_precision`.
 
-    Average them by class with :func:`per_class_mean` (per-class AP). Arguments as in
-    :func:`mean_average_precision`.
+    Average them by class with :func:`per_class_mean` (per-class AP). Arguments, and the keyword
+    ``options`` (``chunk_size``, ``num_workers``), as in :func:`mean_average_precision`.
 
     Returns
     -------
     np.ndarray of float64, shape (n_queries,)
     """
+    unknown = sorted(set(options) - {"chunk_size", "num_workers"})
+    if unknown:
+        raise TypeError(f"average_precision_per_query got unknown option(s) {unknown}; "
+                        "it takes tie_aware, chunk_size and num_workers.")
     key = ("tie_aware_" if tie_aware else "") + _map_key(topk).replace("mAP", "AP")
-    metrics = evaluate(
-        query_codes, query_labels, db_codes, db_labels, topks=(topk,), ks=(), pr=False, tie_aware=tie_aware,
-        per_query=True, chunk_size=chunk_size, num_workers=num_workers,
-    )
+    metrics = evaluate(query_codes, query_labels, db_codes, db_labels, topks=(topk,), ks=(), pr=False,
+                       tie_aware=tie_aware, per_query=True, **options)
     return metrics[key]
 
 

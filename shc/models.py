@@ -398,16 +398,9 @@ class Classifier(nn.Module):
         return self.head(self.features(images))
 
 
-def build_hashing_network(
-    backbone_name: str,
-    num_bits: int,
-    pretrained: bool = False,
-    weights: str | os.PathLike | None = None,
-    in_channels: int = 3,
-    batch_norm: bool = False,
-    activation: str = "tanh",
-    memory_slots: int = 0,
-) -> HashingNetwork:
+def build_hashing_network(backbone_name: str, num_bits: int, pretrained: bool = False,
+                          weights: str | os.PathLike | None = None, in_channels: int = 3, batch_norm: bool = False,
+                          activation: str = "tanh", memory_slots: int = 0) -> HashingNetwork:
     """:class:`HashingNetwork` on ``build_backbone(backbone_name, pretrained, weights, in_channels)``.
 
     ``batch_norm``, ``activation`` and ``memory_slots`` are the head options of :class:`HashingNetwork`
@@ -419,13 +412,8 @@ def build_hashing_network(
     )
 
 
-def build_classifier(
-    backbone_name: str,
-    num_classes: int,
-    pretrained: bool = False,
-    weights: str | os.PathLike | None = None,
-    in_channels: int = 3,
-) -> Classifier:
+def build_classifier(backbone_name: str, num_classes: int, pretrained: bool = False,
+                     weights: str | os.PathLike | None = None, in_channels: int = 3) -> Classifier:
     """:class:`Classifier` on ``build_backbone(backbone_name, pretrained, weights, in_channels)``."""
     backbone, feature_dim = build_backbone(backbone_name, pretrained, weights, in_channels)
     return Classifier(backbone, feature_dim, num_classes)

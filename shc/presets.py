@@ -156,6 +156,10 @@ def _center_notebooks(centers: Sequence[str], hashing: Sequence[str], baselines:
     }
 
 
+_FULL_SIZE_NOTEBOOKS = {  # the notebook settings of the 100-class presets (quick, standard, paper)
+    "centers": (*CENTER_METHODS, "shc-ls", "semantic"), "baselines": BASELINES, "top_pairs": 15, "examples": 6,
+    "k": 10, "geometry": [{"num_classes": 100, "bits": 32}]}
+
 PRESETS.register("tiny", Preset(
     name="tiny",
     description="CI's smoke run: a 20-class digits composite, 2 epochs, 1 seed, 16 bits (about a minute).",
@@ -173,9 +177,7 @@ PRESETS.register("quick", Preset(
     description="Smoke scale on the embedded default (100-class digits composite, small CNN, 12 epochs, "
                 "3 seeds): not converged, the testbed saturates; its numbers are not evidence.",
     datasets=("digits-composite",), methods=CENTER_METHODS, bits=(16, 32, 64), seeds=(0, 1, 2),
-    notebooks=_center_notebooks(
-        centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=CENTER_METHODS, baselines=BASELINES, top_pairs=15,
-        examples=6, k=10, geometry=[{"num_classes": 100, "bits": 32}]),
+    notebooks=_center_notebooks(hashing=CENTER_METHODS, **_FULL_SIZE_NOTEBOOKS),
 ))
 PRESETS.register("standard", Preset(
     name="standard",
@@ -188,9 +190,7 @@ PRESETS.register("standard", Preset(
                                 "database_per_class": 50, "image_size": 14},
             "backbone": "composite_cnn", "epochs": 96, "lr": 3e-3, "classifier_epochs": 8,
             "classifier_lr": 1e-3, "eval_every": 6},
-    notebooks=_center_notebooks(
-        centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=CENTER_METHODS, baselines=BASELINES, top_pairs=15,
-        examples=6, k=10, geometry=[{"num_classes": 100, "bits": 32}]),
+    notebooks=_center_notebooks(hashing=(*CENTER_METHODS, "shc-ls"), **_FULL_SIZE_NOTEBOOKS),
 ))
 PRESETS.register("paper", Preset(
     name="paper",
@@ -202,9 +202,8 @@ PRESETS.register("paper", Preset(
     config={"backbone": "resnet34", "pretrained": True, "epochs": 300, "classifier_epochs": 300, "batch_size": 64,
             "eval_every": 10, "lr": 1e-4, "classifier_lr": 1e-4},
     dataset_config={"cifar100": {"lr": 7e-5, "classifier_lr": 7e-5}},
-    notebooks=_center_notebooks(
-        centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=BASELINES, baselines=BASELINES, top_pairs=15,
-        examples=6, k=10, geometry=[{"num_classes": 100, "bits": q} for q in (16, 32, 64)]),
+    notebooks=_center_notebooks(hashing=BASELINES, **{
+        **_FULL_SIZE_NOTEBOOKS, "geometry": [{"num_classes": 100, "bits": q} for q in (16, 32, 64)]}),
 ))
 
 

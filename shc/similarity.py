@@ -401,13 +401,8 @@ def similarity_from_labels(
 # ----------------------------------------------------------------------------------------------
 # synthetic similarity with a known structure (tests, benchmarks, teaching notebooks)
 # ----------------------------------------------------------------------------------------------
-def planted_similarity(
-    num_classes: int,
-    num_groups: int = 10,
-    noise: float = 0.3,
-    dim: int = 32,
-    seed: int = 0,
-) -> np.ndarray:
+def planted_similarity(num_classes: int, num_groups: int = 10, noise: float = 0.3, dim: int = 32,
+                       seed: int = 0) -> np.ndarray:
     """A class similarity with a planted group structure, on the scale of the data-dependent S.
 
     Class ``c`` belongs to group ``c % num_groups``; its prototype is its group's random direction
@@ -426,15 +421,9 @@ def planted_similarity(
     return _symmetric_unit_diagonal(_center_rows(prototypes @ prototypes.T, ignore_diagonal=True))
 
 
-def hierarchical_similarity(
-    num_classes: int,
-    num_groups: int = 10,
-    within: float = 0.5,
-    noise: float = 0.1,
-    dim: int = 64,
-    seed: int = 0,
-    return_groups: bool = False,
-) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+def hierarchical_similarity(num_classes: int, num_groups: int = 10, within: float = 0.5, noise: float = 0.1,
+                            dim: int = 64, seed: int = 0,
+                            return_groups: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """A two-level class hierarchy as a class similarity S (test and benchmark matrices for stage 2).
 
     The ``num_classes`` fine classes are spread over ``num_groups`` coarse groups of uneven, random

@@ -38,6 +38,17 @@ def test_convergence_sentences_count_runs_that_peaked_at_the_end():
     assert findings.convergence_findings(runs, history)[0].startswith("No run selected its last evaluated epoch")
 
 
+def test_convergence_sentence_states_the_late_gain_of_validation_map():
+    """Gain from the last evaluation at or before 3/4 of the run to the last one: shc 0.30 -> 0.40 (+0.10) and
+    mds 0.50 -> 0.48 (-0.02) over epochs 2, 4, 6, 8 (3/4 of 8 = 6): mean +0.04, largest +0.10."""
+    runs = pd.DataFrame({"label": ["shc", "mds"], "bits": [16, 16], "seed": [0, 0], "selected_epoch": [8, 6]})
+    history = pd.DataFrame({"label": ["shc"] * 4 + ["mds"] * 4, "bits": 16, "seed": 0, "epoch": [2, 4, 6, 8] * 2,
+                            "mAP@ALL": [0.1, 0.2, 0.3, 0.4, 0.3, 0.4, 0.5, 0.48]})
+    sentence = findings.convergence_findings(runs, history)[0]
+    assert "1 of 2 runs selected their last evaluated epoch (epoch 8)" in sentence
+    assert "rose by +0.040 on average (largest +0.100)" in sentence
+
+
 def test_similarity_sentences_place_the_accuracy_and_name_the_better_source():
     accuracy = pd.DataFrame({"test accuracy": [0.61], "test accuracy std": [0.02], "seeds": [3]})
     names = ["data-dependent S", "data-dependent S, seed 1", "text S"]

@@ -204,3 +204,34 @@ def test_a_tiny_variant_of_the_standard_preset_runs(tmp_path):
     result = run(config)
     assert result.centers.shape == (10, 16) and 0 <= result.metrics["mAP@ALL"] <= 1
     assert result.similarity.shape == (10, 10)
+
+
+def test_parallel_grid_equals_serial_single_thread_runs_in_config_order(tmp_path):
+    """run_grid(jobs=2) trains in spawned one-thread workers; a one-thread serial run gives the same numbers."""
+    import torch
+
+    configs = [RunConfig(method=method, epochs=1, eval_every=1, bits=16, run_dir=str(tmp_path / "parallel"),
+                         dataset_options={"num_classes": 10, "train_per_class": 10, "val_per_class": 2,
+                                          "query_per_class": 2, "database_per_class": 5})
+               for method in ("shc", "random", "csq")]
+    parallel = run_grid(configs, progress=False, jobs=2)
+    assert [(row["method"], row["bits"]) for row in parallel] == [("shc", 16), ("random", 16), ("csq", 16)]
+    for config, row in zip(configs, parallel):
+        stored = json.loads((stage_directories(config)["stage3"] / "metrics.json").read_text())
+        assert row["mAP@ALL"] == stored["mAP@ALL"]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        serial = run_grid([c.replace(run_dir=str(tmp_path / "serial")) for c in configs], progress=False)
+    finally:
+        torch.set_num_threads(threads)
+    assert [row["mAP@ALL"] for row in serial] == [row["mAP@ALL"] for row in parallel]
+    lines = []  # a second call finds every cell cached: no worker starts, rows come back at once
+    assert run_grid(configs, progress=True, log=lines.append, jobs=2) == parallel
+    assert len(lines) == 3 and all("(0.0 s;" in line for line in lines)
+
+
+@pytest.mark.parametrize("jobs", [0, -1, 1.5, True])
+def test_jobs_must_be_a_positive_integer(jobs):
+    with pytest.raises(ValueError, match="jobs must be a positive integer"):
+        run_grid([], jobs=jobs)

@@ -21,7 +21,7 @@ def _brute_force(database, ids, queries, k):
     return np.take_along_axis(distances, order, axis=1), ids[order]
 
 
-@pytest.mark.parametrize("q", [8, 13, 64, 96, 128])
+@pytest.mark.parametrize("q", [8, 13, 64, 96, 128, 200])  # one, two and four 64-bit words (each kernel path)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_search_equals_lexsort_by_distance_then_id_with_many_ties(q, seed):
     rng = np.random.default_rng(seed)
@@ -164,3 +164,25 @@ def test_approximate_modes_find_most_true_neighbours(kind):
     np.testing.assert_array_equal(approx_d, (64 - np.einsum("qkb,qb->qk", codes.astype(int), queries.astype(int))) // 2)
     # recall by distance: the k-th distance found is close to the exact one
     assert np.mean(approx_d[:, -1] <= exact_d[:, -1] + 1) > 0.8
+
+
+@pytest.mark.parametrize("q", [64, 128, 256])
+def test_linear_scan_skips_chunks_without_losing_late_close_codes(q):
+    """20,000 far codes with a few near ones planted late and across chunk boundaries, many at equal
+    distance: the chunked scan (64 rows per chunk, chunks beyond the k-th distance skipped) still returns
+    exactly the brute-force (distance, id) order."""
+    rng = np.random.default_rng(q)
+    database = _codes(rng, 20_000, q)
+    queries = _codes(rng, 5, q)
+    for position in (63, 64, 127, 5_000, 19_999):  # chunk edges and the very end
+        for query in range(5):
+            near = queries[query].copy()
+            near[rng.choice(q, size=2, replace=False)] *= -1
+            database[position - query] = near
+    ids = np.arange(20_000, dtype=np.int64)[::-1].copy()  # descending ids: ties must follow id, not row
+    index = HashIndex(q).add(database, ids)
+    for k in (1, 3, 10, 150):
+        expected = _brute_force(database, ids, queries, k)
+        distances, found = index.search(queries, k, method="linear")
+        np.testing.assert_array_equal(distances, expected[0])
+        np.testing.assert_array_equal(found, expected[1])

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -266,60 +268,49 @@ def _idx_base(kind: str, root: Path | None, download: bool) -> _BaseImages:
     )
 
 
-def _per_class(train: int, val: int, query: int, database: int) -> dict[str, int]:
-    """Images per class and split, from the loaders' keyword options (explicit there, so the registry lists them)."""
-    return {"train": train, "val": val, "query": query, "database": database}
+_SPLIT_OPTIONS = {"train_per_class": 50, "val_per_class": 10, "query_per_class": 10, "database_per_class": 50}
+"""Images per class in each split, by default: the keyword options every composite shares."""
 
 
-def _load_digits_composite(
-    root: Path | None,
-    seed: int,
-    *,
-    num_digits: int | None = None,
-    num_classes: int | None = None,
-    train_per_class: int = 50,
-    val_per_class: int = 10,
-    query_per_class: int = 10,
-    database_per_class: int = 50,
-) -> DatasetSplits:
-    """Embedded scikit-learn digits composites (``root`` is unused)."""
-    per_class = _per_class(train_per_class, val_per_class, query_per_class, database_per_class)
-    return _composite_dataset("digits-composite", _sklearn_digits(), num_digits, num_classes, per_class, seed)
+def _composite_loader(name: str, base: Callable[[Path | None, bool], _BaseImages], items_option: str,
+                      downloads: bool, doc: str) -> Callable[..., DatasetSplits]:
+    """The loader of composite dataset ``name``, composed from the base images ``base(root, download)``.
 
-
-def _load_mnist_composite(
-    root: Path | None,
-    seed: int,
-    *,
-    num_digits: int | None = None,
-    num_classes: int | None = None,
-    train_per_class: int = 50,
-    val_per_class: int = 10,
-    query_per_class: int = 10,
-    database_per_class: int = 50,
-    download: bool = False,
-) -> DatasetSplits:
-    """MNIST digit composites from idx files."""
-    per_class = _per_class(train_per_class, val_per_class, query_per_class, database_per_class)
-    return _composite_dataset(
-        "mnist-composite", _idx_base("mnist", root, download), num_digits, num_classes, per_class, seed
+    Its signature is ``(root, seed, *, <items_option>=None, num_classes=None, train_per_class=50,
+    val_per_class=10, query_per_class=10, database_per_class=50[, download=False])``: explicit, so that
+    :func:`shc.data.load_dataset` and the dataset listing read every option and its default from it. One
+    body serves every base (digits, MNIST, Fashion-MNIST); ``items_option`` is the name users know for the
+    number of items side by side (``num_digits`` or ``num_items``).
+    """
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    options = {items_option: None, "num_classes": None, **_SPLIT_OPTIONS, **({"download": False} if downloads else {})}
+    signature = inspect.Signature(
+        [inspect.Parameter("root", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Path | None),
+         inspect.Parameter("seed", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=int)]
+        + [inspect.Parameter(key, keyword, default=value) for key, value in options.items()],
+        return_annotation=DatasetSplits,
     )
 
+    def load(root: Path | None, seed: int, **given: Any) -> DatasetSplits:
+        bound = signature.bind(root, seed, **given)  # a TypeError names an unknown option
+        bound.apply_defaults()
+        values = bound.arguments
+        per_class = {split: values[f"{split}_per_class"] for split in ("train", "val", "query", "database")}
+        images = base(root, values.get("download", False))
+        return _composite_dataset(name, images, values[items_option], values["num_classes"], per_class, seed)
 
-def _load_fashion_composite(
-    root: Path | None,
-    seed: int,
-    *,
-    num_items: int | None = None,
-    num_classes: int | None = None,
-    train_per_class: int = 50,
-    val_per_class: int = 10,
-    query_per_class: int = 10,
-    database_per_class: int = 50,
-    download: bool = False,
-) -> DatasetSplits:
-    """Fashion-MNIST item composites ("T-shirt/top + Trouser") from idx files."""
-    per_class = _per_class(train_per_class, val_per_class, query_per_class, database_per_class)
-    return _composite_dataset(
-        "fashion-composite", _idx_base("fashion", root, download), num_items, num_classes, per_class, seed
-    )
+    load.__signature__ = signature  # type: ignore[attr-defined]
+    load.__name__ = load.__qualname__ = "_load_" + name.replace("-", "_")
+    load.__doc__ = doc
+    return load
+
+
+_load_digits_composite = _composite_loader(
+    "digits-composite", lambda root, download: _sklearn_digits(), "num_digits", False,
+    "Embedded scikit-learn digits composites (``root`` is unused).")
+_load_mnist_composite = _composite_loader(
+    "mnist-composite", lambda root, download: _idx_base("mnist", root, download), "num_digits", True,
+    "MNIST digit composites from idx files.")
+_load_fashion_composite = _composite_loader(
+    "fashion-composite", lambda root, download: _idx_base("fashion", root, download), "num_items", True,
+    'Fashion-MNIST item composites ("T-shirt/top + Trouser") from idx files.')

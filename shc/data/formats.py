@@ -51,6 +51,11 @@ class _Catalog:
             protocol=f"{protocol}: {_describe_sizes(indices)}",
         )
 
+    def random_split(self, name: str, seed: int, sizes: tuple, protocol: str) -> DatasetSplits:
+        """Every image split at random, stratified and disjoint, into ``sizes`` = (train, query, database,
+        val) (see :func:`shc.data.splits._random_protocol`)."""
+        return self.split(name, _random_protocol(self.everything.labels, seed, *sizes), protocol)
+
 
 def default_data_root() -> Path:
     """Where datasets are looked for when ``root`` is None: ``$SHC_DATA_ROOT`` or ``~/shc-data``."""
@@ -85,16 +90,9 @@ def _read_cifar_pickle(path: Path) -> dict[str, Any]:
     return {_text(key): value for key, value in content.items()}
 
 
-def _load_cifar100(
-    root: Path | None,
-    seed: int,
-    *,
-    train_size: int | float = 10_000,
-    query_size: int | float = 5_000,
-    database_size: int | float | None = None,
-    val_size: int | float = 0.1,
-    download: bool = False,
-) -> DatasetSplits:
+def _load_cifar100(root: Path | None, seed: int, *, train_size: int | float = 10_000, query_size: int | float = 5_000,
+                   database_size: int | float | None = None, val_size: int | float = 0.1,
+                   download: bool = False) -> DatasetSplits:
     """CIFAR-100 (python pickles), train and test pooled (60,000), stratified random disjoint
     10,000 train / 5,000 query / 45,000 database (100 / 50 / 450 per class), 20 superclasses."""
     required = ("train", "test", "meta")
@@ -136,10 +134,8 @@ def _load_cifar100(
         coarse_labels=coarse_of_class,
         coarse_names=[_text(n) for n in meta["coarse_label_names"]],
     )
-    indices = _random_protocol(fine, seed, train_size, query_size, database_size, val_size)
-    return catalog.split(
-        "cifar100",
-        indices,
+    return catalog.random_split(
+        "cifar100", seed, (train_size, query_size, database_size, val_size),
         f"CIFAR-100, train+test pooled ({len(fine):,}), stratified random disjoint split, val carved from "
         "train (paper Table 1: train 10,000 / query 5,000 / database 45,000)",
     )
@@ -205,24 +201,14 @@ def _load_stanford_cars_a(root: Path | None, seed: int, *, val_size: int | float
     )
 
 
-def _load_stanford_cars_b(
-    root: Path | None,
-    seed: int,
-    *,
-    train_size: int | float = 5_880,
-    query_size: int | float = 1_958,
-    database_size: int | float | None = None,
-    val_size: int | float = 0.1,
-) -> DatasetSplits:
+def _load_stanford_cars_b(root: Path | None, seed: int, *, train_size: int | float = 5_880,
+                          query_size: int | float = 1_958, database_size: int | float | None = None,
+                          val_size: int | float = 0.1) -> DatasetSplits:
     """Stanford Cars, all 16,185 images split at random (stratified), disjoint:
     5,880 train / 1,958 query / 8,347 database (the rest)."""
-    catalog = _stanford_cars(root)
-    indices = _random_protocol(
-        catalog.everything.labels, seed, train_size, query_size, database_size, val_size
-    )
-    return catalog.split(
-        "stanford-cars-b",
-        indices,
+    sizes = (train_size, query_size, database_size, val_size)
+    return _stanford_cars(root).random_split(
+        "stanford-cars-b", seed, sizes,
         "Stanford Cars-B, all images, stratified random disjoint split, val carved from train "
         "(paper Table 1: train 5,880 / query 1,958 / database 8,347)",
     )
@@ -325,26 +311,15 @@ def _load_nabirds_a(
     )
 
 
-def _load_nabirds_b(
-    root: Path | None,
-    seed: int,
-    *,
-    train_size: int | float = 16_384,
-    query_size: int | float = 8_171,
-    database_size: int | float | None = None,
-    val_size: int | float = 0.1,
-) -> DatasetSplits:
+def _load_nabirds_b(root: Path | None, seed: int, *, train_size: int | float = 16_384, query_size: int | float = 8_171,
+                    database_size: int | float | None = None, val_size: int | float = 0.1) -> DatasetSplits:
     """NABirds, all images split at random (stratified), disjoint: 16,384 train / 8,171 query /
     database = all the rest (24,007). The paper's 25,612 database images would make the three sum to
     50,167, more than the 48,562 NABirds holds, so train and query keep the paper's sizes and the
     database takes every remaining image."""
-    catalog = _nabirds(root)
-    indices = _random_protocol(
-        catalog.everything.labels, seed, train_size, query_size, database_size, val_size
-    )
-    return catalog.split(
-        "nabirds-b",
-        indices,
+    sizes = (train_size, query_size, database_size, val_size)
+    return _nabirds(root).random_split(
+        "nabirds-b", seed, sizes,
         "NABirds-B, all images, stratified random disjoint split, val carved from train, database = "
         "the rest (paper's 16,384 / 8,171 / 25,612 exceeds the 48,562 images); coarse = parent class",
     )
@@ -366,16 +341,9 @@ def _verify_images(paths: Sequence[Path]) -> None:
         raise ValueError(f"{len(bad)} image file(s) cannot be read: {shown}. Replace or remove them.")
 
 
-def _load_imagefolder(
-    root: Path | None,
-    seed: int,
-    *,
-    train_size: int | float = 0.5,
-    query_size: int | float = 0.1,
-    database_size: int | float | None = None,
-    val_size: int | float = 0.1,
-    extensions: Sequence[str] = IMAGE_EXTENSIONS,
-) -> DatasetSplits:
+def _load_imagefolder(root: Path | None, seed: int, *, train_size: int | float = 0.5, query_size: int | float = 0.1,
+                      database_size: int | float | None = None, val_size: int | float = 0.1,
+                      extensions: Sequence[str] = IMAGE_EXTENSIONS) -> DatasetSplits:
     """A user's ``root/<class>/**/<image>`` tree, stratified random disjoint split."""
     if root is None or not root.is_dir():
         raise FileNotFoundError(
@@ -393,9 +361,7 @@ def _load_imagefolder(
     paths = [path for files in files_of_class.values() for path in files]
     _verify_images(paths)
     catalog = _Catalog(HashingSplit(labels, paths=paths), list(files_of_class))
-    indices = _random_protocol(labels, seed, train_size, query_size, database_size, val_size)
-    return catalog.split(
-        "imagefolder",
-        indices,
+    return catalog.random_split(
+        "imagefolder", seed, (train_size, query_size, database_size, val_size),
         f"image folder {root}, stratified random disjoint split, val carved from train",
     )

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from shc.plots.style import _legend_outside, _marker_spacing, _new_figure, method_style
+from shc.plots.style import _figure_per_method, _legend_outside, _marker_spacing, _new_figure, method_style
 
 
 def plot_curves(
@@ -34,10 +34,7 @@ def plot_curves(
     x_values = np.asarray(x, dtype=np.float64)
     if x_values.ndim != 1 or x_values.size == 0:
         raise ValueError(f"x must be a non-empty 1-D array, got shape {x_values.shape}.")
-    if not ys_by_method:
-        raise ValueError("ys_by_method is empty; pass at least one method -> values.")
-    fig = _new_figure(7.0, 4.2)
-    axes = fig.subplots()
+    fig, axes = _figure_per_method(ys_by_method, "ys_by_method", "values", 7.0, 4.2)
     for method, values in ys_by_method.items():
         runs = np.atleast_2d(np.asarray(values, dtype=np.float64))
         if runs.ndim != 2 or runs.shape[1] != x_values.size:
@@ -78,10 +75,7 @@ def plot_pr_curves(
     """
     if kind not in ("radius", "rank"):
         raise ValueError(f"kind must be 'radius' or 'rank', got {kind!r}.")
-    if not pr_by_method:
-        raise ValueError("pr_by_method is empty; pass at least one method -> {'precision', 'recall'}.")
-    fig = _new_figure(6.0, 4.5)
-    axes = fig.subplots()
+    fig, axes = _figure_per_method(pr_by_method, "pr_by_method", "{'precision', 'recall'}", 6.0, 4.5)
     for method, curve in pr_by_method.items():
         precision = np.asarray(_pr_entry(curve, "precision", method), dtype=np.float64)
         recall = np.asarray(_pr_entry(curve, "recall", method), dtype=np.float64)

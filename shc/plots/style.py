@@ -219,6 +219,15 @@ def _new_figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def _figure_per_method(by_method: object, name: str, expected: str, width: float, height: float):
+    """A one-axes figure for a ``method -> data`` mapping, refusing an empty one (naming ``name`` and what
+    each entry should be)."""
+    if not by_method:
+        raise ValueError(f"{name} is empty; pass at least one method -> {expected}.")
+    fig = _new_figure(width, height)
+    return fig, fig.subplots()
+
+
 def _sequential_colors(count: int) -> list:
     from matplotlib import colormaps
 

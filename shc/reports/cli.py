@@ -24,11 +24,12 @@ __all__ = ["compute_runs", "main", "run_reports"]
 
 
 def compute_runs(jobs: Sequence[ReportJob], run_root: str | os.PathLike = "runs", progress: bool = True,
-                 log: Callable[[str], None] = print) -> int:
+                 log: Callable[[str], None] = print, grid_jobs: int = 1) -> int:
     """Compute, through :mod:`shc.pipeline`, every run the notebooks of ``jobs`` read (cached runs are skipped).
 
-    Compute first, then the notebooks only read and show (:mod:`shc.results` never trains). Returns the
-    number of runs of the batch.
+    Compute first, then the notebooks only read and show (:mod:`shc.results` never trains). ``grid_jobs``
+    hashing runs train at once (:func:`shc.pipeline.run_grid`'s ``jobs``). Returns the number of runs of
+    the batch.
     """
     from shc import pipeline
     from shc.presets import notebook_configs
@@ -50,7 +51,7 @@ def compute_runs(jobs: Sequence[ReportJob], run_root: str | os.PathLike = "runs"
             pipeline.run_centers(config, progress=progress)
     if runs:
         log(f"computing {len(runs)} run(s) the notebooks read (cached ones are skipped) ...")
-        pipeline.run_grid(list(runs.values()), progress=progress, log=log)
+        pipeline.run_grid(list(runs.values()), progress=progress, log=log, jobs=grid_jobs)
     return len(runs)
 
 
@@ -75,12 +76,13 @@ def run_reports(
     progress: bool = True,
     provenance: dict[str, Any] | None = None,
     log: Callable[[str], None] = print,
+    grid_jobs: int = 1,
 ) -> list[ReportResult]:
     """Compute the runs of a preset's notebooks, execute every report (one after the other), write the index.
 
     A failing notebook is logged and recorded; the others still run. See :func:`plan_jobs` and
     :func:`execute_report` for the arguments; ``compute=False`` skips the computing step (the notebooks
-    then fail clearly on a missing run). Returns one result per job, in order, and ends with a summary
+    then fail clearly on a missing run), ``grid_jobs`` runs train at once while computing. Returns one result per job, in order, and ends with a summary
     table (notebook, status, time, report path).
     """
     jobs = plan_jobs(preset, only=only, overrides=overrides, notebooks_dir=notebooks_dir, table=table)
@@ -89,7 +91,7 @@ def run_reports(
     total_started = time.perf_counter()
     with output_lock(preset_dir, f"python -m shc.reports --preset {preset}"):
         if compute:
-            compute_runs(jobs, run_root, progress=progress, log=log)
+            compute_runs(jobs, run_root, progress=progress, log=log, grid_jobs=grid_jobs)
         for number, job in enumerate(jobs, start=1):
             prefix = f"[{number}/{len(jobs)}] {job.name}"
             ignored = "".join(f" (--{option} does not apply)" for option in job.ignored_overrides)
@@ -154,6 +156,8 @@ def _parser() -> argparse.ArgumentParser:
                              "than the notebook and the shc package")  # fmt: skip
     parser.add_argument("--no-compute", action="store_true",
                         help="do not compute missing runs first (the notebooks then fail on a missing run)")
+    parser.add_argument("--jobs", type=positive_int, default=1,
+                        help="hashing runs trained at once while computing, each on cores/JOBS threads (default 1)")
     parser.add_argument("--list", action="store_true", help="print the planned reports and runs, and exit")
     parser.add_argument("--strip-notebooks", action="store_true", help="clear outputs of the notebooks and exit")
     parser.add_argument("--check-notebooks", action="store_true", help="check the notebooks are clean and exit")
@@ -220,6 +224,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         skip_existing=arguments.skip_existing,
         timeout=arguments.timeout,
         compute=not arguments.no_compute,
+        grid_jobs=arguments.jobs,
         provenance=provenance(command=["python", "-m", "shc.reports", *(argv or sys.argv[1:])],
                               preset=arguments.preset, overrides=overrides),
     )
