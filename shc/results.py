@@ -675,7 +675,6 @@ def _main(argv: Sequence[str] | None) -> int:
     import argparse
     import datetime
 
-    from shc.findings import retrieval_findings
     from shc.presets import PRESETS, get_preset
 
     parser = argparse.ArgumentParser(prog="python -m shc.results",
@@ -687,6 +686,9 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--metrics", nargs="+", default=["mAP@ALL", "mAP@100"], choices=list(MAP_KEYS))
     parser.add_argument("--reference", default="shc", help="the method every other is compared with")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables (the README's format)")
+    parser.add_argument("--extended", action="store_true",
+                        help="also the ablations (Table 7: distance only, semantic only; Table 8: text S) and the "
+                             "baselines (Table 4) that python -m shc.reports computes for notebooks 05 and 06")
     args = parser.parse_args(argv)
     preset = get_preset(args.preset)
     run_dir = args.run_dir or f"runs/{args.preset}"
@@ -703,12 +705,33 @@ def _main(argv: Sequence[str] | None) -> int:
         print(_markdown_table(rows, metric, order) if args.markdown else
               rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
         print()
-    if args.reference in order:
-        print(f"Paired comparisons with {args.reference} (mAP@ALL; 95% t-interval over seeds of the per-seed "
-              "differences, same split and initial weights):\n")
-        for sentence in retrieval_findings(rows, "mAP@ALL", reference=args.reference):
-            print(f"- {sentence}")
+    _print_comparisons(rows, args.reference, order)
+    if args.extended:
+        from shc.presets import ABLATIONS, BASELINES
+
+        for title, extra in (("Ablations (paper Tables 7 and 8)",
+                              [*preset.configs(methods=list(ABLATIONS), run_dir=run_dir),
+                               *preset.configs(methods=["shc"], run_dir=run_dir, similarity="text")]),
+                             ("Baselines (paper Table 4)", preset.configs(methods=list(BASELINES), run_dir=run_dir))):
+            extra_rows = result_rows(extra)
+            labels = list(dict.fromkeys(extra_rows["label"]))
+            print(f"### {title}\n\n**mAP@ALL** ({len(extra)} runs)\n")
+            print(_markdown_table(extra_rows, "mAP@ALL", labels) if args.markdown else
+                  extra_rows.pivot_table(index="label", columns="bits", values="mAP@ALL", aggfunc="mean").to_string())
+            print()
+            _print_comparisons(extra_rows, args.reference, labels)
     return 0
+
+
+def _print_comparisons(rows: pd.DataFrame, reference: str, order: Sequence[str]) -> None:
+    from shc.findings import retrieval_findings
+
+    if reference in order:
+        print(f"Paired comparisons with {reference} (mAP@ALL; 95% t-interval over seeds of the per-seed "
+              "differences, same split and initial weights):\n")
+        for sentence in retrieval_findings(rows, "mAP@ALL", reference=reference):
+            print(f"- {sentence}")
+        print()
 
 
 if __name__ == "__main__":

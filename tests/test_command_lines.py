@@ -93,3 +93,33 @@ def test_results_command_names_the_missing_runs_and_the_command_that_computes_th
     assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--markdown"]) == 2
     err = capsys.readouterr().err
     assert "has not been computed" in err and "python -m shc.reports --preset" in err
+
+
+def test_results_extended_prints_the_ablation_and_baseline_tables_of_the_stored_runs(capsys, tmp_path):
+    """--extended reads the runs notebooks 05 and 06 use (ablations, SHC with the text S, baselines): written
+    here with planted mAP values, so the table cells and the paired comparison are known in advance."""
+    from shc import results
+    from shc._io import write_json
+    from shc.presets import ABLATIONS, BASELINES, get_preset
+    from shc.runs import stage_directories, stage_identities
+
+    preset = get_preset("tiny")
+    configs = preset.configs(run_dir=str(tmp_path))
+    configs += preset.configs(methods=list(ABLATIONS), run_dir=str(tmp_path))
+    configs += preset.configs(methods=["shc"], run_dir=str(tmp_path), similarity="text")
+    configs += preset.configs(methods=list(BASELINES), run_dir=str(tmp_path))
+    planted = {"shc": 0.5, "mds": 0.3, "distance": 0.2, "semantic": 0.4, "text": 0.1}
+    for config in configs:
+        directory = stage_directories(config)["stage3"]
+        if directory.exists():
+            continue
+        directory.mkdir(parents=True)
+        write_json(directory / "config.json", stage_identities(config)["stage3"])
+        value = planted["text"] if config.similarity == "text" else planted.get(config.method, 0.25)
+        write_json(directory / "metrics.json", {"mAP@100": value, "mAP@1000": value, "mAP@ALL": value,
+                                                "selected_epoch": 2, "train_seconds": 1.0})
+    assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--markdown", "--extended"]) == 0
+    out = capsys.readouterr().out
+    assert "### Ablations (paper Tables 7 and 8)" in out and "### Baselines (paper Table 4)" in out
+    assert "| shc (text S) | 0.1000 |" in out and "| semantic | 0.4000 |" in out and "| dpsh | 0.2500 |" in out
+    assert "mAP@ALL, shc − shc (text S) at 16 bits: +0.400" in out
