@@ -18,6 +18,7 @@ run its notebooks read before running them):
 from __future__ import annotations
 
 import json
+import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -696,9 +697,10 @@ def _main(argv: Sequence[str] | None) -> int:
     rows = result_rows(configs)
     order = list(dict.fromkeys(c.method for c in configs))
     stamp = datetime.date.today().isoformat()
+    command = " ".join(["python -m shc.results", *(sys.argv[1:] if argv is None else argv)])
     print(f"Results of preset `{args.preset}` ({preset.datasets[0]}; {len(configs)} runs: "
           f"{len(order)} methods x {len(preset.bits)} code lengths x {len(set(c.seed for c in configs))} seeds), "
-          f"read from `{run_dir}` on {stamp} by `python -m shc.results --preset {args.preset} --markdown`. "
+          f"read from `{run_dir}` on {stamp} by `{command}`. "
           "Cells are mean ± std over seeds of the query-set mAP of the model selected on the validation split.\n")
     for metric in args.metrics:
         print(f"**{metric}**\n")
