@@ -126,7 +126,7 @@ def mih_rows(n: int, queries_count: int) -> list[dict]:
             "case": f"MIH vs linear, {kind} codes", "bits": 64, "codes": n, "queries": queries_count,
             "ours s": f"{mih:.3f}", "linear s": f"{linear:.3f}", "speed-up": f"{linear / mih:.1f}x",
             "= linear (d, ids)": bool(np.array_equal(linear_d, mih_d) and np.array_equal(linear_ids, mih_ids)),
-            "auto picks": index.choose_method(K), "m": m, "build s": f"{build:.1f}",
+            "auto picks": index.choose_method(K, queries), "m": m, "build s": f"{build:.1f}",
             "index MB": f"{index.nbytes / 2**20:.0f}",
             "tables MB": f"{sum(a.nbytes for a in tables.values()) / 2**20:.0f}",
         })

@@ -21,6 +21,15 @@ def _brute_force(database, ids, queries, k):
     return np.take_along_axis(distances, order, axis=1), ids[order]
 
 
+def _assert_exact(index, database, ids, queries, ks, method="linear"):
+    """``index.search`` equals the brute force, distances and ids, for every k in ``ks``."""
+    for k in ks:
+        expected = _brute_force(database, ids, queries, k)
+        distances, found = index.search(queries, k, method=method)
+        np.testing.assert_array_equal(distances, expected[0], err_msg=f"{method} k={k}")
+        np.testing.assert_array_equal(found, expected[1], err_msg=f"{method} k={k}")
+
+
 @pytest.mark.parametrize("q", [8, 13, 64, 96, 128, 200])  # one, two and four 64-bit words (each kernel path)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_search_equals_lexsort_by_distance_then_id_with_many_ties(q, seed):
@@ -28,12 +37,8 @@ def test_search_equals_lexsort_by_distance_then_id_with_many_ties(q, seed):
     database, queries = _codes(rng, 700, q), _codes(rng, 23, q)
     ids = rng.choice(np.arange(-(2**62), 2**62, 2**50), size=700, replace=False)  # arbitrary int64, unsorted
     index = HashIndex(q).add(database, ids)
-    for k in (1, 7, 100, 699, 700):
-        expected = _brute_force(database, ids, queries, k)
-        for method in ("linear", "mih"):
-            distances, found = index.search(queries, k, method=method)
-            np.testing.assert_array_equal(distances, expected[0], err_msg=f"{method} k={k}")
-            np.testing.assert_array_equal(found, expected[1], err_msg=f"{method} k={k}")
+    for method in ("linear", "mih"):
+        _assert_exact(index, database, ids, queries, (1, 7, 100, 699, 700), method)
 
 
 def test_duplicate_codes_tie_by_id_not_by_insertion_order():
@@ -180,9 +185,43 @@ def test_linear_scan_skips_chunks_without_losing_late_close_codes(q):
             near[rng.choice(q, size=2, replace=False)] *= -1
             database[position - query] = near
     ids = np.arange(20_000, dtype=np.int64)[::-1].copy()  # descending ids: ties must follow id, not row
-    index = HashIndex(q).add(database, ids)
-    for k in (1, 3, 10, 150):
-        expected = _brute_force(database, ids, queries, k)
-        distances, found = index.search(queries, k, method="linear")
-        np.testing.assert_array_equal(distances, expected[0])
-        np.testing.assert_array_equal(found, expected[1])
+    _assert_exact(HashIndex(q).add(database, ids), database, ids, queries, (1, 3, 10, 150))
+
+
+@pytest.mark.parametrize("q", [64, 128])
+def test_linear_scan_when_the_top_k_fills_at_distance_zero(q):
+    """More than k exact copies of each query, the first ones early: after them the bound is negative (no code
+    can enter), and the later copies must lose their ties to the earlier ids."""
+    rng = np.random.default_rng(q + 1)
+    database = _codes(rng, 6_000, q)
+    queries = _codes(rng, 3, q)
+    for query in range(3):
+        database[[10 + query, 700 + query, 2_000 + query, 5_990 + query]] = queries[query]
+    ids = rng.permutation(6_000).astype(np.int64)
+    _assert_exact(HashIndex(q).add(database, ids), database, ids, queries, (1, 2, 4, 5))
+
+
+@pytest.mark.parametrize("mih_seconds, chosen", [(5.0, "linear"), (0.5, "mih")])
+def test_auto_search_probes_both_methods_and_keeps_the_exact_answer(monkeypatch, mih_seconds, chosen):
+    """Automatic search on a large batch times MIH and the linear scan on the first queries (a fake clock makes
+    either one the faster here), answers the rest with the faster, and reuses the probe's answers: the result
+    is the brute force's either way."""
+    import shc.retrieval.index as index_module
+
+    monkeypatch.setattr(index_module, "MIH_MIN_SIZE", 100)
+    monkeypatch.setattr(index_module, "PROBE_QUERIES", 4)
+    rng = np.random.default_rng(8)
+    database, queries = _codes(rng, 3_000, 64), _codes(rng, 11, 64)
+    ids = rng.permutation(3_000).astype(np.int64)
+    index = HashIndex(64).add(database, ids)
+    assert index.choose_method(10) == "mih"  # no batch given: no probe
+    assert index.choose_method(10, queries[:7]) == "mih"  # fewer than 2 x PROBE_QUERIES: no probe
+
+    def fake_clock(ticks):
+        values = iter(ticks)
+        return lambda: next(values)
+
+    monkeypatch.setattr(index_module.time, "perf_counter", fake_clock([0.0, mih_seconds, 10.0, 11.0]))
+    assert index.choose_method(10, queries) == chosen
+    monkeypatch.setattr(index_module.time, "perf_counter", fake_clock([0.0, mih_seconds, 10.0, 11.0]))
+    _assert_exact(index, database, ids, queries, (10,), method="auto")

@@ -42,6 +42,7 @@ def compute_runs(jobs: Sequence[ReportJob], run_root: str | os.PathLike = "runs"
         runs.update({_key(config): config for config in needs["runs"]})
         centers.update({_key(config): config for config in needs["centers"]})
         stage1.update({_key(config): config for config in needs["similarity"]})
+    started = time.perf_counter()
     if stage1:
         log(f"computing stage 1 (every S source) for {len(stage1)} seed(s) ...")
         pipeline.compute_similarities(list(stage1.values()), progress=progress)
@@ -52,6 +53,9 @@ def compute_runs(jobs: Sequence[ReportJob], run_root: str | os.PathLike = "runs"
     if runs:
         log(f"computing {len(runs)} run(s) the notebooks read (cached ones are skipped) ...")
         pipeline.run_grid(list(runs.values()), progress=progress, log=log, jobs=grid_jobs)
+    seconds = time.perf_counter() - started
+    log(f"computed {len(runs)} run(s) and their stages 1-2 in {seconds:.0f} s ({seconds / 60:.1f} min; cached "
+        "ones are read, not recomputed)")
     return len(runs)
 
 

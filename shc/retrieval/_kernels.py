@@ -146,26 +146,31 @@ is skipped without touching the selection buffers."""
 def _hits(query, flat, c0, n_words, bound):
     """How many of the CHUNK rows from ``c0`` lie within ``bound`` of the query (no branch per row).
 
-    ``flat`` is the database as one contiguous 1-D array of words (row j's words at ``j * n_words``): with a
-    unit stride the one- and two-word loops compile to vector loads and vector popcounts."""
+    ``flat`` is the database as one contiguous 1-D array of words (row j's words at ``j * n_words``). The
+    indices are unsigned on purpose: numba wraps negative signed indices around, and that per-element select
+    turned the loads into gathers (``vpgatherqq``); with unsigned indices LLVM emits contiguous vector loads,
+    ``vpopcntq`` and a vector compare (2-3x faster on AVX-512). ``bound < 0`` (k codes at distance 0
+    already) admits nothing."""
     hits = np.int64(0)
+    if bound < 0:
+        return hits
+    limit = u64(bound)
+    base = u64(c0) * u64(n_words)
     if n_words == 1:
         word = query[0]
         for j in range(CHUNK):
-            d = np.int64(popcount(word ^ flat[c0 + j]))
-            hits += ((d - bound - 1) >> 63) & 1  # 1 exactly when d <= bound
+            hits += np.int64(popcount(word ^ flat[base + u64(j)]) <= limit)
     elif n_words == 2:
         w0, w1 = query[0], query[1]
-        base = 2 * c0
         for j in range(CHUNK):
-            d = np.int64(popcount(w0 ^ flat[base + 2 * j]) + popcount(w1 ^ flat[base + 2 * j + 1]))
-            hits += ((d - bound - 1) >> 63) & 1
+            d = popcount(w0 ^ flat[base + u64(2 * j)]) + popcount(w1 ^ flat[base + u64(2 * j + 1)])
+            hits += np.int64(d <= limit)
     else:
         for j in range(CHUNK):
-            d = np.int64(0)
+            d = u64(0)
             for w in range(n_words):
-                d += np.int64(popcount(query[w] ^ flat[(c0 + j) * n_words + w]))
-            hits += ((d - bound - 1) >> 63) & 1
+                d += popcount(query[w] ^ flat[base + u64(j * n_words + w)])
+            hits += np.int64(d <= limit)
     return hits
 
 
@@ -269,20 +274,18 @@ def _kth_distance(hist, k):
 
 
 @numba.njit(inline="always")
-def _next_within(codes, query, n_words, start, end, threshold):
+def _next_within(flat, query, n_words, start, end, threshold):
     """First position p in [start, end) whose code lies within ``threshold`` of the query, and its distance
-    (``(end, 0)`` if none): the tight loop of a bucket scan."""
-    if n_words == 1:
-        word = query[0]
-        for p in range(start, end):
-            d = np.int64(popcount(word ^ codes[p, 0]))
-            if d <= threshold:
-                return p, d
-        return end, np.int64(0)
+    (``(end, 0)`` if none): the tight loop of a bucket scan. ``flat`` is the table's codes as one 1-D array,
+    read with unsigned indices (no wraparound select; see :func:`_hits`). Uniformly random codes make MIH
+    read many short buckets scattered in memory: that latency, not this loop, bounds it (docs/retrieval.md)."""
+    limit = u64(threshold)
     for p in range(start, end):
-        d = np.int64(_distance(query, codes[p], n_words))
-        if d <= threshold:
-            return p, d
+        d = u64(0)
+        for w in range(n_words):
+            d += popcount(query[w] ^ flat[u64(p * n_words + w)])
+        if d <= limit:
+            return p, np.int64(d)
     return end, np.int64(0)
 
 
@@ -321,7 +324,7 @@ def mih_search(queries, k, table_codes, table_rows, offsets, sub_start, sub_leng
         for r in range(max_length + 1):
             for j in range(m):
                 length = sub_length[j]
-                codes_j = table_codes[j]
+                flat_j = table_codes[j].reshape(table_codes.shape[1] * n_words)
                 if r <= length:
                     mask = (np.int64(1) << r) - 1  # Gosper's hack: every length-bit mask with r bits set
                     limit = np.int64(1) << length
@@ -330,7 +333,7 @@ def mih_search(queries, k, table_codes, table_rows, offsets, sub_start, sub_leng
                         p = offsets[j, bucket] - 1
                         end = offsets[j, bucket + 1]
                         while True:
-                            p, d = _next_within(codes_j, query, n_words, p + 1, end, threshold)
+                            p, d = _next_within(flat_j, query, n_words, p + 1, end, threshold)
                             if p == end:
                                 break
                             for w in range(n_words):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,10 @@ MIH_MIN_SIZE = 2_000_000
 """Automatic search uses multi-index hashing from this many codes on (below it the linear scan wins)."""
 MIH_MAX_K = 1000
 """... and for k up to this (a large k needs a large radius, where the linear scan wins again)."""
+PROBE_QUERIES = 32
+"""Where MIH is a candidate and a batch holds at least twice this many queries, automatic search times MIH and
+the linear scan on the first PROBE_QUERIES queries and answers the rest with the faster (MIH's speed depends on
+the data: 7x the linear scan on clustered codes, slower on uniformly random ones; docs/retrieval.md)."""
 METHODS = ("auto", "linear", "mih", "hnsw", "ivf")
 
 
@@ -200,10 +205,34 @@ class HashIndex:
             raise ValueError("the index is empty: add codes before searching.")
         return int(min(k, len(self)))
 
-    def choose_method(self, k: int) -> str:
-        """The exact method :meth:`search` uses for ``method="auto"``: "mih" from MIH_MIN_SIZE codes on for
-        k <= MIH_MAX_K (where the radius it needs stays small), else "linear"."""
-        return "mih" if len(self) >= MIH_MIN_SIZE and k <= MIH_MAX_K else "linear"
+    def choose_method(self, k: int, queries: Any = None) -> str:
+        """The exact method :meth:`search` uses for ``method="auto"``.
+
+        "linear" below MIH_MIN_SIZE codes or for k > MIH_MAX_K (where MIH's radius grows large). Otherwise
+        "mih", unless ``queries`` (the batch to be searched) holds at least ``2 * PROBE_QUERIES`` queries: then
+        both methods are timed on its first PROBE_QUERIES queries and the faster is returned. MIH's cost depends
+        on how the codes cluster (trained codes sit near their hash centers and MIH stops at a small radius;
+        uniformly random codes need a large one), while the linear scan's does not, and it amortises each read
+        of the codes over a block of queries: on a large batch of uniform codes it wins. A lone query is not
+        probed: MIH answers it without reading the whole index.
+        """
+        return self._auto(k, None if queries is None else self._queries(queries))[0]
+
+    def _auto(self, k: int, packed: np.ndarray | None) -> tuple[str, tuple[np.ndarray, np.ndarray] | None]:
+        """``(method, probe answer)``: the choice of :meth:`choose_method` and, when it timed a probe, the chosen
+        method's (rows, distances) for the probe queries (the batch's first PROBE_QUERIES), reused by search."""
+        if len(self) < MIH_MIN_SIZE or k > MIH_MAX_K:
+            return "linear", None
+        if packed is None or len(packed) < 2 * PROBE_QUERIES:
+            return "mih", None
+        probe = packed[:PROBE_QUERIES]
+        started = time.perf_counter()
+        by_mih = self._mih_topk(probe, k)
+        mih_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        by_linear = self._linear_topk(probe, k)
+        linear_seconds = time.perf_counter() - started
+        return ("mih", by_mih) if mih_seconds <= linear_seconds else ("linear", by_linear)
 
     def search(self, queries: Any, k: int, method: str = "auto", **options: Any) -> tuple[np.ndarray, np.ndarray]:
         """The k nearest codes of each query in Hamming distance.
@@ -233,14 +262,17 @@ class HashIndex:
         packed = self._queries(queries)
         if method in ("hnsw", "ivf"):
             return self.approximate_search(packed, k, kind=method, **options)
+        done = 0
         if method == "auto":
-            method = self.choose_method(k)
-        if method == "mih":
-            rows, distances = self._mih_topk(packed, k, **options)
-        else:
-            if options:
-                raise ValueError(f"the linear scan takes no options, got {sorted(options)}.")
-            rows, distances = self._linear_topk(packed, k)
+            method, probed = self._auto(k, None if options else packed)  # options (MIH's m): no probe
+            if probed is not None:
+                done = len(probed[0])
+        if options and method != "mih":
+            raise ValueError(f"the linear scan takes no options, got {sorted(options)}.")
+        topk = self._mih_topk if method == "mih" else self._linear_topk
+        rows, distances = topk(packed[done:], k, **options)
+        if done:
+            rows, distances = np.concatenate([probed[0], rows]), np.concatenate([probed[1], distances])
         return distances, self._ids[rows]
 
     def _linear_topk(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
