@@ -29,7 +29,7 @@ MIH_MAX_K = 1000
 PROBE_QUERIES = 32
 """Where MIH is a candidate and a batch holds at least twice this many queries, automatic search times MIH and
 the linear scan on the first PROBE_QUERIES queries and answers the rest with the faster (MIH's speed depends on
-the data: 7x the linear scan on clustered codes, slower on uniformly random ones; docs/retrieval.md)."""
+the data: 8x the linear scan on 10M clustered codes, slower on uniformly random ones; docs/retrieval.md)."""
 METHODS = ("auto", "linear", "mih", "hnsw", "ivf")
 
 
