@@ -5,30 +5,32 @@ For each method (16 bits, seed 0 unless told otherwise) it runs ``shc.pipeline.r
 and cached), and prints mAP@100 / mAP@1000 / mAP@ALL at both budgets, ``|mAP@ALL(2E) - mAP@ALL(E)|``,
 whether that is at most the tolerance (0.02, issue 9), the selected (best validation) epoch and the
 seconds of each hashing run (training plus the validation evaluations, as recorded in ``metrics.json``).
-Runs are cached under ``--run-dir`` (``epochs<E>/`` and ``epochs<2E>/``, sharing stages 1 and 2): a
-rerun prints the table at once, an interrupted one resumes.
+Runs are cached under ``--run-dir`` (both budgets side by side, sharing stages 1 and 2; ``--run-dir
+runs/standard`` makes the E runs the grid's own cells): a rerun prints the table at once, an interrupted one
+resumes.
 
 The configuration is ``shc.pipeline.preset("standard")`` when the pipeline has that preset, else
 :data:`STANDARD` below (the one docs/standard.md proposes); ``--set FIELD=JSON`` overrides any
 :class:`shc.pipeline.RunConfig` field, e.g. ``--set lr=0.002 --set 'dataset_options={"train_per_class": 100}'``.
 
-Run: ``python benchmarks/standard_convergence.py [--epochs E] [--methods random csq mds shc] [--run-dir DIR] [--jobs 2]``.
+Run: ``python benchmarks/standard_convergence.py [--preset standard] [--epochs E] [--methods random csq mds shc]
+[--run-dir DIR] [--jobs 2]``. The doubling rule is applied to the primary metric, the tie-aware mAP@ALL
+(``shc.evaluation``); the change with ties by index is printed beside it. A method with its own fields in the
+preset (``Preset.method_config``) is run with them, except its epochs: E and 2E are what is tested.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from shc.methods import available_methods
-from shc.pipeline import RunConfig, preset, run_centers, run_grid, run_similarity, stage_directories
+from shc.pipeline import RunConfig, preset, run_grid, stage_directories
 from shc.results import load_metrics
-from shc.runs import method_spec
 from shc.presets import PRESETS
 
 STANDARD: dict[str, Any] = {
@@ -46,15 +48,24 @@ STANDARD: dict[str, Any] = {
 }
 """The proposed ``standard`` preset's RunConfig fields (method, bits, seed and run_dir vary)."""
 TOLERANCE = 0.02
-MAP_KEYS = ("mAP@100", "mAP@1000", "mAP@ALL")
+PRIMARY_METRIC = "tie_aware_mAP@ALL"  # shc.evaluation.PRIMARY_METRIC: the doubling rule is applied to it
+MAP_KEYS = ("tie_aware_mAP@100", "tie_aware_mAP@ALL", "mAP@ALL")
 
 
-def base_config(overrides: dict[str, Any]) -> tuple[RunConfig, str]:
-    """The standard configuration (the pipeline's preset if it has one) with ``overrides``."""
-    if "standard" in PRESETS:
-        config = preset("standard", methods=["shc"], bits=[16], seeds=[0])[0].replace(**overrides)
-        return config, "shc.pipeline.preset('standard')"
+def base_config(overrides: dict[str, Any], preset_name: str = "standard") -> tuple[RunConfig, str]:
+    """The configuration of preset ``preset_name`` (the pipeline's, if it has one) with ``overrides``."""
+    if preset_name in PRESETS:
+        config = preset(preset_name, methods=["shc"], bits=[16], seeds=[0])[0].replace(**overrides)
+        return config, f"shc.pipeline.preset({preset_name!r})"
     return RunConfig(**{**STANDARD, **overrides}), "benchmarks/standard_convergence.py STANDARD"
+
+
+def method_fields(preset_name: str, method: str) -> dict[str, Any]:
+    """The preset's per-method fields of ``method`` (its own epochs, say), without the epochs: E is tested."""
+    if preset_name not in PRESETS:
+        return {}
+    return {key: value for key, value in PRESETS.get(preset_name).method_config.get(method, {}).items()
+            if key != "epochs"}
 
 
 def _parse_set(items: list[str]) -> dict[str, Any]:
@@ -70,46 +81,30 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
     return overrides
 
 
-def _share_stages(done: RunConfig, todo: RunConfig) -> None:
-    """Copy the finished stage-1 and stage-2 folders of ``done`` to ``todo`` (same classifier, same centers).
-
-    The two budgets live in two run directories (``epochs<E>/``, ``epochs<2E>/``); the pipeline checks
-    each copied folder's config.json against its identity before using it.
-    """
-    source, target = stage_directories(done), stage_directories(todo)
-    for stage in ("stage1", "stage2"):
-        if source[stage].exists() and not target[stage].exists():
-            shutil.copytree(source[stage], target[stage])
-
-
 def convergence_rows(base: RunConfig, methods: list[str], epochs: int, bits: int, seed: int,
-                     tolerance: float = TOLERANCE, jobs: int = 1) -> list[dict[str, Any]]:
+                     tolerance: float = TOLERANCE, jobs: int = 1, preset_name: str = "standard") -> list[dict[str, Any]]:
     """One row per method: mAPs at ``epochs`` and ``2 * epochs``, the change of mAP@ALL, converged or not.
 
-    Stages 1 and 2 are computed once (under ``epochs<E>/``) and copied for ``2E``; the ``2 x len(methods)``
-    hashing runs then go through :func:`shc.pipeline.run_grid` (``jobs`` at once).
+    Both budgets live in one run directory: the epochs are part of stage 3's identity, so the two runs sit side
+    by side and share stages 1 and 2 (whose identities do not hold them). Pointed at a preset's own run
+    directory (``--run-dir runs/standard``), the E runs are the grid's cells. The ``2 x len(methods)`` hashing
+    runs go through :func:`shc.pipeline.run_grid` (``jobs`` at once).
     """
     def config_of(method: str, budget: int) -> RunConfig:
-        return base.replace(method=method, bits=bits, seed=seed, epochs=budget,
-                            run_dir=str(Path(base.run_dir) / f"epochs{budget}"))
+        return base.replace(method=method, bits=bits, seed=seed, epochs=budget, **method_fields(preset_name, method))
 
-    for method in methods:
-        short = config_of(method, epochs)
-        if method_spec(short).needs_similarity:
-            run_similarity(short)
-        run_centers(short)
-        _share_stages(short, config_of(method, 2 * epochs))
     configs = [config_of(method, budget) for method in methods for budget in (epochs, 2 * epochs)]
     run_grid(configs, progress=True, log=lambda line: print(line, file=sys.stderr, flush=True), jobs=jobs)
     rows = []
     for method in methods:
         short, long = (load_metrics(config_of(method, budget)) for budget in (epochs, 2 * epochs))
-        change = abs(long["mAP@ALL"] - short["mAP@ALL"])
+        change = abs(long[PRIMARY_METRIC] - short[PRIMARY_METRIC])
         row: dict[str, Any] = {"method": method}
         for budget, metrics in ((epochs, short), (2 * epochs, long)):
-            row.update({f"{key} @{budget}": f"{metrics[key]:.3f}" for key in MAP_KEYS})
+            row.update({f"{key.replace('tie_aware_', 'ta ')} @{budget}": f"{metrics[key]:.3f}" for key in MAP_KEYS})
         row.update({
-            "|ΔmAP@ALL|": f"{change:.3f}",
+            "|ΔmAP@ALL| ta": f"{change:.3f}",
+            "|ΔmAP@ALL| id": f"{abs(long['mAP@ALL'] - short['mAP@ALL']):.3f}",
             "converged": "yes" if change <= tolerance else "no",
             "selected epochs": f"{short['selected_epoch']}/{epochs}, {long['selected_epoch']}/{2 * epochs}",
             "train s": f"{short['train_seconds']:.0f}, {long['train_seconds']:.0f}",
@@ -125,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
                         default=[m for m in ("random", "csq", "mds", "shc", "shc-ls") if m in available_methods()])
     parser.add_argument("--bits", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--run-dir", default="runs/standard-convergence")
+    parser.add_argument("--preset", default="standard", help="the preset whose configuration is tested")
+    parser.add_argument("--run-dir", default=None, help="default runs/<preset>-convergence")
     parser.add_argument("--jobs", type=int, default=1, help="hashing runs trained at once (shc.pipeline --jobs)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON",
                         help="override a RunConfig field (repeatable)")
@@ -133,12 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from run import print_table
 
-    base, source = base_config({**_parse_set(args.set), "run_dir": args.run_dir})
+    run_dir = args.run_dir or f"runs/{args.preset}-convergence"
+    base, source = base_config({**_parse_set(args.set), "run_dir": run_dir}, args.preset)
     epochs = args.epochs or base.epochs
     started = time.perf_counter()
-    rows = convergence_rows(base, args.methods, epochs, args.bits, args.seed, jobs=args.jobs)
-    stage1 = stage_directories(base.replace(method="shc", bits=args.bits, seed=args.seed, epochs=epochs, run_dir=str(
-        Path(base.run_dir) / f"epochs{epochs}")))["stage1"] / "metrics.json"
+    rows = convergence_rows(base, args.methods, epochs, args.bits, args.seed, jobs=args.jobs, preset_name=args.preset)
+    stage1 = stage_directories(base.replace(method="shc", bits=args.bits, seed=args.seed))["stage1"] / "metrics.json"
     accuracy = json.loads(stage1.read_text()).get("test_accuracy") if stage1.exists() else None
     fields = {key: value for key, value in vars(base.replace(epochs=epochs)).items()
               if key not in ("method", "bits", "seed", "run_dir")}
@@ -146,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     if accuracy is not None:
         print(f"stage-1 classifier accuracy on the query split: {accuracy:.3f}")
     print_table(f"convergence at {args.bits} bits, seed {args.seed}: E={epochs} vs 2E={2 * epochs} epochs "
-                f"(converged: |ΔmAP@ALL| <= {TOLERANCE}); {time.perf_counter() - started:.0f} s wall", rows)
+                f"(converged: |ΔmAP@ALL| tie-aware <= {TOLERANCE}; ta = tie-aware, id = ties by index); "
+                f"{time.perf_counter() - started:.0f} s wall", rows)
     return 0
 
 

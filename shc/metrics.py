@@ -13,8 +13,11 @@ Conventions (the same in every function of this module):
   of 0/1, the same format for queries and database.
 - **Ties** in Hamming distance are broken by database index (a stable sort), so
   results never depend on the sort algorithm, the threads or the CPU.
-  ``tie_aware=True`` instead gives the *expected* AP over uniformly random orders
-  within each tie (He et al., "Hashing as Tie-Aware Learning to Rank", CVPR 2018).
+  ``tie_aware=True`` instead gives the *expected* AP, precision@K, recall@K and
+  rank-based PR curve over uniformly random orders within each tie (He et al.,
+  "Hashing as Tie-Aware Learning to Rank", CVPR 2018), in closed form. These do
+  not depend on the database order at all; the pipeline reports them first
+  (docs/evaluation.md says why).
 - **AP@K** of one query is the mean, over the relevant items in its top K, of the
   precision at their rank; a query with no relevant item in its top K scores 0
   and still counts in the mean. ``topk=None`` is the whole database (mAP@ALL,
@@ -133,6 +136,7 @@ def precision_recall_at_k(
     db_labels: Any,
     ks: Iterable[int] = DEFAULT_KS,
     *,
+    tie_aware: bool = False,
     chunk_size: int | None = None,
     num_workers: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -141,7 +145,9 @@ def precision_recall_at_k(
     Precision@K is (relevant items in the top K) / K, with K clipped to the
     database size; every query counts. Recall@K divides by all relevant items
     in the database; queries without any are left out (NaN if none has one).
-    Arguments as in :func:`mean_average_precision`.
+    ``tie_aware=True`` gives their expectations over uniformly random orders within
+    Hamming-distance ties (closed form, see :func:`_expected_hits`) instead of ties
+    by database index. Other arguments as in :func:`mean_average_precision`.
 
     Returns
     -------
@@ -149,9 +155,10 @@ def precision_recall_at_k(
     """
     metrics = evaluate(
         query_codes, query_labels, db_codes, db_labels,
-        topks=(), ks=ks, pr=False, chunk_size=chunk_size, num_workers=num_workers,
+        topks=(), ks=ks, pr=False, tie_aware=tie_aware, chunk_size=chunk_size, num_workers=num_workers,
     )
-    return metrics["precision@k"], metrics["recall@k"]
+    prefix = "tie_aware_" if tie_aware else ""
+    return metrics[prefix + "precision@k"], metrics[prefix + "recall@k"]
 
 
 def pr_curve(
@@ -203,10 +210,13 @@ def rank_pr_curve(
     db_labels: Any,
     num_points: int = DEFAULT_RANK_POINTS,
     *,
+    tie_aware: bool = False,
     chunk_size: int | None = None,
     num_workers: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Precision-recall curve of the Hamming *ranking* (ties by database index), as in the paper's figures.
+
+    ``tie_aware=True`` gives the expected curve over random orders within ties (closed form).
 
     At cut-off n every query retrieves its top n items: precision is (relevant in the top n) / n over
     all queries, recall (relevant in the top n) / (relevant in the database) over the queries with a
@@ -219,10 +229,12 @@ def rank_pr_curve(
         ``"rank_k"`` (int cut-offs), ``"rank_precision"``, ``"rank_recall"`` (float64), equal shapes.
     """
     metrics = evaluate(
-        query_codes, query_labels, db_codes, db_labels, topks=(), ks=(), pr=False,
+        query_codes, query_labels, db_codes, db_labels, topks=(), ks=(), pr=False, tie_aware=tie_aware,
         rank_points=num_points, chunk_size=chunk_size, num_workers=num_workers,
     )
-    return {key: metrics[key] for key in ("rank_k", "rank_precision", "rank_recall")}
+    prefix = "tie_aware_" if tie_aware else ""
+    return {"rank_k": metrics["rank_k"], "rank_precision": metrics[prefix + "rank_precision"],
+            "rank_recall": metrics[prefix + "rank_recall"]}
 
 
 def average_precision_per_query(query_codes: Any, query_labels: Any, db_codes: Any, db_labels: Any,
@@ -314,7 +326,8 @@ def evaluate(
     pr : bool
         Also compute the Hamming-radius PR curve (see :func:`pr_curve`).
     tie_aware : bool
-        Also compute the tie-aware mAP@K (see :func:`mean_average_precision`).
+        Also compute the tie-aware mAP@K (see :func:`mean_average_precision`) and the expected
+        precision@K, recall@K and rank-based PR curve over random orders within ties.
     rank_points : int
         If > 0, also the rank-based PR curve at ``rank_cutoffs(n_db, rank_points)`` (see
         :func:`rank_pr_curve`).
@@ -329,7 +342,9 @@ def evaluate(
         ``"mAP@<K>"`` (float; ``"mAP@ALL"`` for None) for each K of ``topks``;
         ``"k"`` (int array), ``"precision@k"``, ``"recall@k"`` (float arrays);
         if ``pr``: ``"pr_radius"``, ``"pr_precision"``, ``"pr_recall"``;
-        if ``tie_aware``: ``"tie_aware_mAP@<K>"`` for each K of ``topks``;
+        if ``tie_aware``: ``"tie_aware_mAP@<K>"`` for each K of ``topks``, ``"tie_aware_precision@k"``
+        and ``"tie_aware_recall@k"`` (if ``ks``), ``"tie_aware_rank_precision"`` and
+        ``"tie_aware_rank_recall"`` (if ``rank_points``);
         if ``rank_points``: ``"rank_k"``, ``"rank_precision"``, ``"rank_recall"``;
         if ``per_query``: ``"AP@<K>"`` (and ``"tie_aware_AP@<K>"``), (n_queries,) float arrays.
     """
@@ -483,7 +498,7 @@ class _Plan:
 
     @property
     def needs_histograms(self) -> bool:
-        return self.pr or (self.tie_aware and len(self.topk_cut) > 0)
+        return self.pr or (self.tie_aware and len(self.topk_cut) + len(self.k_cut) + len(self.rank_cut) > 0)
 
 
 def _plan(data: _Data, topks: Sequence[int | None], ks: Iterable[int], pr: bool, tie_aware: bool,
@@ -552,6 +567,12 @@ def _chunk_sums(data: _Data, plan: _Plan, rows: slice) -> dict[str, np.ndarray]:
             sums["tie_aware_ap"] = tie_aware_ap.sum(axis=0)
             if plan.per_query:
                 sums["tie_aware_ap_rows"] = tie_aware_ap
+        for name, cuts in (("", plan.k_cut), ("rank_", plan.rank_cut)) if plan.tie_aware else ():
+            if len(cuts):  # expected precision@K and recall@K over random orders within ties
+                hits_at_k = _expected_hits(n_at, relevant_at, cuts)
+                sums[f"tie_aware_{name}precision@k"] = (hits_at_k / cuts).sum(axis=0)
+                sums[f"tie_aware_{name}recall@k"] = (hits_at_k[has_relevant]
+                                                     / n_relevant[has_relevant, None]).sum(axis=0)
         if plan.pr:
             retrieved = np.cumsum(n_at, axis=1)  # items within radius r, r = 0..q
             relevant_retrieved = np.cumsum(relevant_at, axis=1)
@@ -672,6 +693,27 @@ def _tie_aware_average_precision(n_at: np.ndarray, relevant_at: np.ndarray, cuts
                 harmonic,
             )
     return ap
+
+
+def _expected_hits(n_at: np.ndarray, relevant_at: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """(chunk, n_cuts) expected relevant items in the top K over uniformly random orders within each tie.
+
+    The tie group holding rank K (N items, R relevant before it; n items, r relevant in it) puts a
+    hypergeometric number of its relevant items into its first K - N positions, with mean
+    (K - N) r / n; the groups before it count whole. So the expectation interpolates the cumulative
+    relevant count linearly between the group boundaries. Exact; no sort, no sampling.
+    """
+    n_rows, n_values = n_at.shape
+    within = np.cumsum(n_at, axis=1)  # items at distance <= d, non-decreasing per row, last = n_db
+    relevant_within = np.cumsum(relevant_at, axis=1)
+    stride = int(within[:, -1].max(initial=0)) + 1
+    offsets = np.arange(n_rows)[:, None] * stride  # rows laid end to end stay sorted
+    group = np.searchsorted((within + offsets).ravel(), (cuts[None, :] + offsets).ravel(), side="left")
+    group = group.reshape(n_rows, len(cuts))  # flat index of the group holding rank K (within >= K first)
+    size = n_at.ravel()[group]
+    before = within.ravel()[group] - size
+    relevant_before = relevant_within.ravel()[group] - relevant_at.ravel()[group]
+    return relevant_before + (cuts[None, :] - before) * relevant_at.ravel()[group] / size
 
 
 def _expected_precision_sum(
@@ -835,6 +877,14 @@ def _finalize(total: dict[str, np.ndarray], data: _Data, plan: _Plan) -> dict[st
         result["rank_k"] = plan.rank_cut.copy()
         result["rank_precision"] = total["rank_precision@k"] / data.n_queries
         result["rank_recall"] = mean(total["rank_recall@k"], total["n_with_relevant"])
+    if plan.tie_aware:
+        for name, cuts in (("", plan.k_cut), ("rank_", plan.rank_cut)):
+            if len(cuts):
+                key = "rank_" if name else ""
+                result[f"tie_aware_{key}precision" + ("" if name else "@k")] = (
+                    total[f"tie_aware_{name}precision@k"] / data.n_queries)
+                result[f"tie_aware_{key}recall" + ("" if name else "@k")] = mean(
+                    total[f"tie_aware_{name}recall@k"], total["n_with_relevant"])
     if plan.per_query:
         for prefix in ("", "tie_aware_") if plan.tie_aware else ("",):
             for i, topk in enumerate(plan.topks):

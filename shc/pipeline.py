@@ -36,9 +36,12 @@ from typing import Any
 import numpy as np
 
 from shc._io import exclusive_lock, jsonable, save_npy, save_npz, write_json
+from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC, evaluate_codes, selection_scores
 from shc.runs import (
     MAP_KEYS,
     SIMILARITY_SOURCES,
+    TIE_AWARE_MAP_KEYS,
+    MissingRunError,
     RunConfig,
     load_data,
     method_spec,
@@ -48,7 +51,7 @@ from shc.runs import (
 )
 
 __all__ = ["MAP_KEYS", "SIMILARITY_SOURCES", "RunConfig", "RunResult", "encode", "load_data", "main", "preset",
-           "report_configs", "run", "run_centers", "run_grid", "run_hashing", "run_similarity",
+           "reevaluate", "report_configs", "run", "run_centers", "run_grid", "run_hashing", "run_similarity",
            "stage_directories", "summarize"]
 
 
@@ -257,16 +260,57 @@ def _write_encoder_record(config: RunConfig, directory: Path) -> None:
     write_encoder_record(config, directory)
 
 
+def _load_codes(directory: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(directory / "codes.npz") as archive:
+            return {key: archive[key] for key in archive.files}
+    except (OSError, ValueError, EOFError) as error:
+        raise ValueError(f"{directory / 'codes.npz'} is damaged ({error}); delete {directory} and rerun to "
+                         "retrain the run.") from None
+
+
+def reevaluate(config: RunConfig, force: bool = False) -> dict[str, Any]:
+    """A finished stage 3's ``metrics.json``, measured anew from its stored codes when it is older than
+    :data:`shc.evaluation.EVALUATION_VERSION` (or always, with ``force``); nothing is retrained.
+
+    The training fields (selected epoch, training time, ...) are kept; the file is replaced atomically.
+    Raises :class:`~shc.runs.MissingRunError` when the run has not finished.
+    """
+    path = _cached(config, "stage3", "metrics.json")
+    if path is None:
+        raise MissingRunError(f"stage 3 of {config.method}, {config.bits} bits, seed {config.seed} has not finished "
+                              f"in {config.run_dir!r}: there are no codes to evaluate. Run it first "
+                              "(`python -m shc.pipeline --preset <preset>`).")
+    try:
+        metrics = json.loads(path.read_text())
+    except (OSError, ValueError):
+        metrics = {}  # a damaged record is rebuilt from the codes below; only the training fields are lost
+    if not force and metrics.get("evaluation", 0) >= EVALUATION_VERSION:
+        return metrics
+    metrics = {**metrics, **evaluate_codes(_load_codes(path.parent))}
+    if _is_main():
+        write_json(path, metrics)
+    return metrics
+
+
+def _finished(config: RunConfig) -> dict[str, Any] | None:
+    """The metrics of a finished stage 3 (re-evaluated from its codes if stale), None if it has not finished."""
+    return reevaluate(config) if _cached(config, "stage3", "metrics.json") is not None else None
+
+
 def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
-    """Stage 3 and evaluation: train the hashing network, encode query and database, measure (cached)."""
+    """Stage 3 and evaluation: train the hashing network, encode query and database, measure (cached).
+
+    Model selection maximises the validation split's :data:`~shc.evaluation.PRIMARY_METRIC`; the query set is
+    measured once, by :func:`shc.evaluation.evaluate_codes` on the stored codes.
+    """
     from shc.methods import build_criterion
-    from shc.metrics import DEFAULT_RANK_POINTS, evaluate
     from shc.models import build_hashing_network
     from shc.train import fit, set_seed
 
-    cached = _cached(config, "stage3", "metrics.json")
-    if cached is not None:
-        return json.loads(cached.read_text())
+    finished = _finished(config)
+    if finished is not None:
+        return finished
     spec = method_spec(config)
     data = load_data(config)
     centers = run_centers(config, progress)
@@ -280,28 +324,19 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
                                     centers=centers, seed=config.seed, **dict(config.method_options))
 
         def validate(network) -> dict[str, float]:
-            scores = evaluate(encode(network, data.val, config), data.val.labels,
-                              encode(network, data.database, config), data.database.labels, ks=(), pr=False)
-            return {key: scores[key] for key in MAP_KEYS}
+            return selection_scores(encode(network, data.val, config), data.val.labels,
+                                    encode(network, data.database, config), data.database.labels)
 
         started = time.perf_counter()
-        history = fit(model, criterion, data.train, _train_config(config, config.epochs, config.lr, "mAP@ALL"),
+        history = fit(model, criterion, data.train, _train_config(config, config.epochs, config.lr, PRIMARY_METRIC),
                       directory / "train", evaluate=validate, progress=progress)
         train_seconds = time.perf_counter() - started
         if _is_main():
-            query_codes, db_codes = encode(model, data.query, config), encode(model, data.database, config)
-            save_npz(directory / "codes.npz", query_codes=query_codes, query_labels=data.query.labels,
-                     database_codes=db_codes, database_labels=data.database.labels)
-            scores = evaluate(query_codes, data.query.labels, db_codes, data.database.labels,
-                              rank_points=DEFAULT_RANK_POINTS, per_query=True)
+            codes = {"query_codes": encode(model, data.query, config), "query_labels": data.query.labels,
+                     "database_codes": encode(model, data.database, config), "database_labels": data.database.labels}
+            save_npz(directory / "codes.npz", **codes)
             metrics = jsonable({
-                **{key: scores[key] for key in MAP_KEYS},
-                "k": scores["k"], "precision@k": scores["precision@k"], "recall@k": scores["recall@k"],
-                "pr_radius": scores["pr_radius"], "pr_precision": scores["pr_precision"],
-                "pr_recall": scores["pr_recall"], "rank_k": scores["rank_k"],
-                "rank_precision": scores["rank_precision"], "rank_recall": scores["rank_recall"],
-                "query_AP@ALL": scores["AP@ALL"],
-                "selected_epoch": history.best_epoch, "train_seconds": train_seconds,
+                **evaluate_codes(codes), "selected_epoch": history.best_epoch, "train_seconds": train_seconds,
                 "method": config.method, "bits": config.bits, "seed": config.seed, "dataset": config.dataset,
             })
             write_json(directory / "metrics.json", metrics)  # last: its presence marks the stage complete
@@ -338,14 +373,15 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
     def finished(index: int, metrics: Mapping[str, Any], seconds: float) -> None:
         config = configs[index]
         rows[index] = {"dataset": config.dataset, "method": config.method, "similarity": config.similarity,
-                       "bits": config.bits, "seed": config.seed, **{key: metrics[key] for key in MAP_KEYS},
+                       "bits": config.bits, "seed": config.seed,
+                       **{key: metrics[key] for key in (*TIE_AWARE_MAP_KEYS, *MAP_KEYS)},
                        "train_seconds": metrics["train_seconds"]}
         if progress and _is_main():
             done = sum(row is not None for row in rows)
             elapsed = time.perf_counter() - started_all
             eta = elapsed / done * (len(configs) - done)
             log(f"[{done}/{len(configs)}] {config.dataset} {config.method} {config.bits} bits seed {config.seed}: "
-                + ", ".join(f"{key} {metrics[key]:.4f}" for key in MAP_KEYS)
+                + ", ".join(f"{key} {metrics[key]:.4f}" for key in (*TIE_AWARE_MAP_KEYS, "mAP@ALL"))
                 + f" ({seconds:.1f} s; ETA {eta / 60:.1f} min)")
 
     if jobs == 1 or len(configs) < 2 or _distributed()[1] > 1:
@@ -359,9 +395,9 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
         run_centers(config, progress)
     pending = []
     for index, config in enumerate(configs):
-        cached = _cached(config, "stage3", "metrics.json")
-        if cached is not None:
-            finished(index, json.loads(cached.read_text()), 0.0)
+        metrics = _finished(config)
+        if metrics is not None:
+            finished(index, metrics, 0.0)
         else:
             pending.append(index)
     from concurrent.futures import as_completed
@@ -499,6 +535,9 @@ def _main(argv: Sequence[str] | None) -> int:
                         help="artifact root (default: runs/<preset>, where python -m shc.reports reads them)")
     parser.add_argument("--list", action="store_true", help="print the grid the preset expands to and exit")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    parser.add_argument("--reevaluate", action="store_true",
+                        help="measure every finished run of the grid anew from its stored codes (nothing is trained) "
+                             "and print how long it took; unfinished runs are listed, not computed")
     parser.add_argument("--jobs", type=_jobs_argument, default=1,
                         help="hashing runs trained at once, each on cores/JOBS threads (default 1; 2 is faster "
                              "on a 2-core CPU, see docs/standard.md)")
@@ -509,6 +548,8 @@ def _main(argv: Sequence[str] | None) -> int:
             print(presets.describe_config(config))
         print(f"{len(configs)} runs")
         return 0
+    if args.reevaluate:
+        return _reevaluate_grid(configs)
     import torch.distributed as dist
 
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
@@ -521,12 +562,30 @@ def _main(argv: Sequence[str] | None) -> int:
         started = time.perf_counter()
         rows = run_grid(configs, progress=not args.quiet, jobs=args.jobs)
         if _is_main():
-            for metric in MAP_KEYS:
+            for metric in (*TIE_AWARE_MAP_KEYS, *MAP_KEYS):
                 print(f"\n{metric} (mean ± std over seeds)\n{summarize(rows, metric).to_string()}")
             print(f"\n{len(configs)} runs in {time.perf_counter() - started:.0f} s")
     finally:
         if world_size > 1 and dist.is_initialized():
             dist.destroy_process_group()
+    return 0
+
+
+def _reevaluate_grid(configs: Sequence[RunConfig]) -> int:
+    """``--reevaluate``: every finished run of ``configs`` measured anew from its codes; the time it took."""
+    started, done, missing = time.perf_counter(), 0, []
+    for config in configs:
+        try:
+            reevaluate(config, force=True)
+            done += 1
+        except MissingRunError:
+            missing.append(config)
+    print(f"re-evaluated {done} run(s) from their stored codes in {time.perf_counter() - started:.1f} s "
+          f"(evaluation version {EVALUATION_VERSION})")
+    if missing:
+        print(f"{len(missing)} run(s) have not finished (nothing to evaluate): "
+              + "; ".join(f"{c.method} {c.bits} bits seed {c.seed}" for c in missing[:10])
+              + ("; ..." if len(missing) > 10 else ""))
     return 0
 
 

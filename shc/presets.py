@@ -58,6 +58,9 @@ class Preset:
         :class:`~shc.runs.RunConfig` fields over the defaults (epochs, backbone, dataset_options, ...).
     dataset_config : mapping dataset -> mapping
         Further fields for one dataset (the paper trains CIFAR-100 with lr 7e-5).
+    method_config : mapping method -> mapping
+        Further fields for one method (e.g. the epochs a baseline needs to converge). Fields given to
+        :meth:`configs` explicitly (``epochs=...``) win over these.
     notebooks : mapping notebook stem -> tuple of parameter sets
         The report notebooks of this preset and their own parameters. A notebook that reads the
         pipeline's runs (01-06) also gets ``preset``, ``dataset`` (one report per dataset) and ``seeds``;
@@ -72,11 +75,15 @@ class Preset:
     seeds: tuple[int, ...]
     config: Mapping[str, Any] = field(default_factory=dict)
     dataset_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    method_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     notebooks: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "config", _frozen(self.config))
         object.__setattr__(self, "dataset_config", _frozen({k: _frozen(v) for k, v in self.dataset_config.items()}))
+        object.__setattr__(self, "method_config", _frozen({k: _frozen(v) for k, v in self.method_config.items()}))
+        for method, fields in self.method_config.items():
+            self.base(method=method, **fields)  # validates the method name and its fields
         object.__setattr__(self, "notebooks", _frozen({k: tuple(map(_frozen, v)) for k, v in self.notebooks.items()}))
         unknown = sorted(set(self.notebooks) - set(NOTEBOOKS))
         if unknown:
@@ -116,7 +123,8 @@ class Preset:
             for seed in chosen["seeds"]:
                 for q in chosen["bits"]:
                     for method in chosen["methods"]:
-                        configs.append(base.replace(seed=seed, bits=q, method=method))
+                        own = {k: v for k, v in self.method_config.get(method, {}).items() if k not in overrides}
+                        configs.append(base.replace(seed=seed, bits=q, method=method, **own))
         return configs
 
     def notebook_parameters(self, stem: str) -> list[dict[str, Any]]:

@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from shc.runs import MissingRunError  # noqa: F401  (what every loader here raises)
-from shc.runs import MAP_KEYS, RunConfig, artifact, load_data
+from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC
+from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, RunConfig, artifact, load_data
 from shc.runs import method_spec as _method
 from shc.runs import other_similarity as _other_similarity
 
@@ -89,9 +90,21 @@ def load_center_history(config: RunConfig) -> pd.DataFrame:
 
 
 def load_metrics(config: RunConfig) -> dict[str, Any]:
-    """Stage 3's ``metrics.json``: mAP@100/1000/ALL, P@K and R@K (``k``, ``precision@k``, ``recall@k``),
-    the Hamming-radius PR curve, the selected epoch and the training time, on the query set."""
-    return json.loads(_artifact(config, "stage3", "metrics.json").read_text())
+    """Stage 3's ``metrics.json`` (:func:`shc.evaluation.evaluate_codes`): on the query set, mAP@100/1000/ALL
+    tie-aware (``tie_aware_mAP@...``, primary) and with ties by index, P@K and R@K and the rank-based PR curve
+    in both rankings, the Hamming-radius PR curve; the selected epoch and the training time.
+
+    A run measured by an older evaluation raises a :class:`~shc.runs.MissingRunError` naming the command that
+    re-evaluates it from its stored codes (no retraining)."""
+    metrics = json.loads(_artifact(config, "stage3", "metrics.json").read_text())
+    if metrics.get("evaluation", 0) < EVALUATION_VERSION:
+        raise MissingRunError(
+            f"{_artifact(config, 'stage3', 'metrics.json')} was measured by evaluation version "
+            f"{metrics.get('evaluation', 'before 3')}, older than this package's {EVALUATION_VERSION} (tie-aware "
+            "metrics). Re-evaluate it from its stored codes, nothing is retrained: `python -m shc.pipeline --preset "
+            "<preset> --reevaluate` (or any pipeline/reports command that reads the run), or in Python "
+            "`shc.pipeline.reevaluate(config)`.")
+    return metrics
 
 
 def load_history(config: RunConfig) -> pd.DataFrame:
@@ -123,15 +136,16 @@ def result_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     """One row per config with its identity and stage-3 headline numbers (a DataFrame).
 
     Columns: dataset, method, similarity (None for methods that use no S), label (:func:`run_label`), bits,
-    seed, mAP@100, mAP@1000, mAP@ALL, selected_epoch, train_seconds. The runs must exist
-    (:func:`run_grid`).
+    seed, tie_aware_mAP@100, tie_aware_mAP@1000, tie_aware_mAP@ALL (expected over random orders within
+    Hamming ties: the primary numbers), mAP@100, mAP@1000, mAP@ALL (ties by database index), selected_epoch,
+    train_seconds. The runs must exist (:func:`run_grid`).
     """
     import pandas as pd
 
     rows = []
     for config in configs:
         metrics = load_metrics(config)
-        rows.append({**_identity(config), **{key: metrics[key] for key in MAP_KEYS},
+        rows.append({**_identity(config), **{key: metrics[key] for key in (*TIE_AWARE_MAP_KEYS, *MAP_KEYS)},
                      "selected_epoch": metrics["selected_epoch"], "train_seconds": metrics["train_seconds"]})
     return pd.DataFrame(rows)
 
@@ -464,7 +478,9 @@ def center_table(configs: Iterable[RunConfig], similarity: str = "logits",
 
 
 # Curves and example queries ----------------------------------------------------------------
-_CURVE_AXES = {"precision@k": "k", "recall@k": "k", "pr_precision": "pr_radius", "pr_recall": "pr_radius"}
+_CURVE_AXES = {"precision@k": "k", "recall@k": "k", "tie_aware_precision@k": "k", "tie_aware_recall@k": "k",
+               "pr_precision": "pr_radius", "pr_recall": "pr_radius", "rank_precision": "rank_k",
+               "rank_recall": "rank_k", "tie_aware_rank_precision": "rank_k", "tie_aware_rank_recall": "rank_k"}
 
 
 def curves_by_method(configs: Iterable[RunConfig], key: str, bits: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -517,7 +533,8 @@ def curve_rows(configs: Iterable[RunConfig], kind: str):
     """The tidy table of one retrieval curve over every run: ``method, bits, seed, <x>, precision, recall``.
 
     ``kind`` is "k" (precision@K / recall@K), "radius" (precision-recall by Hamming radius) or "rank"
-    (precision-recall at cut-offs of the Hamming ranking, ties by index: the paper's figures). Exactly what
+    (precision-recall at cut-offs of the Hamming ranking: the paper's figures); "k" and "rank" are expectations
+    over random orders within Hamming ties, "k-by-index" and "rank-by-index" break ties by index. Exactly what
     the curve figures draw; save it beside them (``plots.save_figure(fig, stem, data=...)``).
     """
     from shc.plots import curve_frame
@@ -602,6 +619,18 @@ class ExampleQueries:
                              "correct": self.correct.reshape(-1)})
 
 
+def _spread_queries(labels: np.ndarray, n_queries: int) -> np.ndarray:
+    """Positions of ``n_queries`` queries of distinct, evenly spaced classes (the splits are stored in a random
+    order); evenly spaced positions for multi-label data or when there are fewer classes than queries."""
+    spaced = np.round(np.linspace(0, len(labels) - 1, n_queries)).astype(np.int64)
+    if labels.ndim != 1:
+        return spaced
+    classes, first = np.unique(labels, return_index=True)  # first query of each class
+    if len(classes) < n_queries:
+        return spaced
+    return first[np.round(np.linspace(0, len(classes) - 1, n_queries)).astype(np.int64)]
+
+
 def top_results(config: RunConfig, n_queries: int = 5, k: int = 10,
                 query_indices: Sequence[int] | None = None) -> ExampleQueries:
     """Example retrievals of a finished run: queries, their top-k database images and which are correct.
@@ -611,8 +640,8 @@ def top_results(config: RunConfig, n_queries: int = 5, k: int = 10,
     config : RunConfig
         A run whose stage 3 exists (its stored codes are ranked, :func:`hamming_top_k`).
     n_queries : int
-        Number of queries, at evenly spaced positions of the query split (different classes for the
-        composites, whose splits are stored class by class), unless ``query_indices`` is given.
+        Number of queries: the first query of each of ``n_queries`` evenly spaced classes (single-label data;
+        multi-label data: evenly spaced positions of the query split), unless ``query_indices`` is given.
     k : int
         Results per query.
     query_indices : sequence of int, optional
@@ -623,7 +652,7 @@ def top_results(config: RunConfig, n_queries: int = 5, k: int = 10,
     if query_indices is None:
         if not 1 <= n_queries <= num_queries:
             raise ValueError(f"n_queries must lie in [1, {num_queries}] (the query split size), got {n_queries}.")
-        chosen = np.round(np.linspace(0, num_queries - 1, n_queries)).astype(np.int64)
+        chosen = _spread_queries(codes["query_labels"], n_queries)
     else:
         chosen = np.asarray(query_indices, dtype=np.int64)
         if chosen.ndim != 1 or chosen.size == 0 or chosen.min() < 0 or chosen.max() >= num_queries:
@@ -684,7 +713,9 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--preset", default="standard", choices=PRESETS.names())
     parser.add_argument("--methods", nargs="+", help="methods (default: the preset's grid)")
     parser.add_argument("--run-dir", default=None, help="artifact root (default: runs/<preset>)")
-    parser.add_argument("--metrics", nargs="+", default=["mAP@ALL", "mAP@100"], choices=list(MAP_KEYS))
+    parser.add_argument("--metrics", nargs="+", choices=[*TIE_AWARE_MAP_KEYS, *MAP_KEYS],
+                        default=["tie_aware_mAP@ALL", "mAP@ALL", "tie_aware_mAP@100", "mAP@100"],
+                        help="tables to print (default: mAP@ALL and mAP@100, tie-aware and with ties by index)")
     parser.add_argument("--reference", default="shc", help="the method every other is compared with")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables (the README's format)")
     parser.add_argument("--extended", action="store_true",
@@ -701,9 +732,12 @@ def _main(argv: Sequence[str] | None) -> int:
     print(f"Results of preset `{args.preset}` ({preset.datasets[0]}; {len(configs)} runs: "
           f"{len(order)} methods x {len(preset.bits)} code lengths x {len(set(c.seed for c in configs))} seeds), "
           f"read from `{run_dir}` on {stamp} by `{command}`. "
-          "Cells are mean ± std over seeds of the query-set mAP of the model selected on the validation split.\n")
+          "Cells are mean ± std over seeds of the query-set mAP of the model selected on the validation split. "
+          "*Tie-aware* is the expectation over random orders within Hamming-distance ties (primary: it does not "
+          "depend on how the database is stored); *ties by index* ranks a tie in database order, which is "
+          "seeded random.\n")
     for metric in args.metrics:
-        print(f"**{metric}**\n")
+        print(f"**{_metric_title(metric)}**\n")
         print(_markdown_table(rows, metric, order) if args.markdown else
               rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
         print()
@@ -717,21 +751,28 @@ def _main(argv: Sequence[str] | None) -> int:
                              ("Baselines (paper Table 4)", preset.configs(methods=list(BASELINES), run_dir=run_dir))):
             extra_rows = result_rows(extra)
             labels = list(dict.fromkeys(extra_rows["label"]))
-            print(f"### {title}\n\n**mAP@ALL** ({len(extra)} runs)\n")
-            print(_markdown_table(extra_rows, "mAP@ALL", labels) if args.markdown else
-                  extra_rows.pivot_table(index="label", columns="bits", values="mAP@ALL", aggfunc="mean").to_string())
-            print()
+            print(f"### {title}\n")
+            for metric in (PRIMARY_METRIC, "mAP@ALL"):
+                print(f"**{_metric_title(metric)}** ({len(extra)} runs)\n")
+                print(_markdown_table(extra_rows, metric, labels) if args.markdown else
+                      extra_rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
+                print()
             _print_comparisons(extra_rows, args.reference, labels)
     return 0
+
+
+def _metric_title(metric: str) -> str:
+    """``tie_aware_mAP@ALL`` -> ``mAP@ALL, tie-aware``; ``mAP@ALL`` -> ``mAP@ALL, ties by index``."""
+    return metric.removeprefix("tie_aware_") + (", tie-aware" if metric.startswith("tie_aware_") else ", ties by index")
 
 
 def _print_comparisons(rows: pd.DataFrame, reference: str, order: Sequence[str]) -> None:
     from shc.findings import retrieval_findings
 
     if reference in order:
-        print(f"Paired comparisons with {reference} (mAP@ALL; 95% t-interval over seeds of the per-seed "
-              "differences, same split and initial weights):\n")
-        for sentence in retrieval_findings(rows, "mAP@ALL", reference=reference):
+        print(f"Paired comparisons with {reference} ({_metric_title(PRIMARY_METRIC)}; 95% t-interval over seeds of "
+              "the per-seed differences, same split and initial weights):\n")
+        for sentence in retrieval_findings(rows, PRIMARY_METRIC, reference=reference):
             print(f"- {sentence}")
         print()
 

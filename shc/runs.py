@@ -30,14 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from shc._io import jsonable
+from shc.evaluation import EVALUATION_VERSION, MAP_KEYS, PRIMARY_METRIC, TIE_AWARE_MAP_KEYS  # noqa: F401
 
-__all__ = ["MAP_KEYS", "SIMILARITY_SOURCES", "MissingRunError", "RunConfig", "identity_key", "load_data",
-           "method_spec", "other_similarity", "stage_directories", "stage_identities"]
+__all__ = ["MAP_KEYS", "PRIMARY_METRIC", "SIMILARITY_SOURCES", "TIE_AWARE_MAP_KEYS", "MissingRunError", "RunConfig",
+           "identity_key", "load_data", "method_spec", "other_similarity", "stage_directories", "stage_identities"]
 
 SIMILARITY_SOURCES = ("logits", "text", "labels", "hierarchy")
-MAP_KEYS = ("mAP@100", "mAP@1000", "mAP@ALL")
-#: Version of what stage 3 measures and stores (2: + rank-based PR curve and per-query AP@ALL).
-EVALUATION_VERSION = 2
 _OPTIMIZERS = ("rmsprop", "adam", "sgd")
 _MASKS = ("label", "argmax")
 _PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -236,8 +234,8 @@ def stage_identities(config: RunConfig) -> dict[str, dict[str, Any] | None]:
         **data, "method": config.method, "bits": config.bits, "backbone": config.backbone,
         "pretrained": config.pretrained, "weights": config.weights, "epochs": config.epochs, "lr": config.lr,
         "batch_size": config.batch_size, "optimizer": config.optimizer, "eval_every": config.eval_every,
-        "method_options": dict(config.method_options), "evaluation": EVALUATION_VERSION,
-    }
+        "method_options": dict(config.method_options), "select": PRIMARY_METRIC,
+    }  # what is measured on the query set is not here: it is recomputed from the codes (shc.evaluation)
     if stage2 is not None:
         stage3["stage2"] = stage2
     return {"stage1": stage1, "stage2": stage2, "stage3": stage3}

@@ -119,6 +119,26 @@ def test_digits_deterministic_per_seed(digits):
     assert not np.array_equal(stored_images(other.train), stored_images(digits.train))
 
 
+@pytest.mark.parametrize("name", ["query", "database"])
+def test_evaluation_splits_are_stored_in_a_seeded_class_independent_order(digits, name):
+    # Hamming ties are broken by database index: the index must carry no information about the class.
+    labels = digits.splits[name].labels
+    index = np.arange(len(labels))
+    assert np.any(np.diff(labels) < 0), "the split is still sorted by class"
+    # the class is not a function of the index: blocks of consecutive items mix classes as a random order does
+    blocks = labels[: len(labels) // 50 * 50].reshape(-1, 50)
+    distinct = np.mean([len(set(block.tolist())) for block in blocks])
+    assert distinct > 30, distinct  # 50 items of a random order over 100 classes hold about 40 classes
+    assert abs(np.corrcoef(index, labels)[0, 1]) < 0.1
+    again, other = load_dataset("digits-composite", seed=0), load_dataset("digits-composite", seed=1)
+    np.testing.assert_array_equal(again.splits[name].labels, labels)  # same seed, same order
+    np.testing.assert_array_equal(again.splits[name].source_ids, digits.splits[name].source_ids)
+    # the same samples as the loader's class-by-class split (its images stay with their labels and provenance:
+    # test_digits_composites_are_real_digits_from_disjoint_pools)
+    assert sorted(labels.tolist()) == sorted(np.repeat(np.arange(100), len(labels) // 100).tolist())
+    assert not np.array_equal(other.splits[name].labels, labels)
+
+
 def test_digits_three_digit_subset_of_555(base_digits):
     splits = load_dataset(
         "digits-composite",

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from shc import metrics
-from shc.metrics import DEFAULT_KS, evaluate, mean_average_precision, pr_curve, precision_recall_at_k
+from shc.metrics import (DEFAULT_KS, evaluate, mean_average_precision, pr_curve, precision_recall_at_k,
+                         rank_pr_curve)
 
 # --------------------------------------------------------------------------- #
 # Brute-force references: Python loops over queries and ranks, nothing shared with shc.metrics
@@ -196,6 +197,54 @@ def test_tie_aware_map_equals_mean_over_all_tie_orders(multi_label):
     for topk in (1, 2, 3, 4, 5, 6, None):
         got = mean_average_precision(qc, ql, dc, dl, topk, tie_aware=True, chunk_size=4)
         assert got == pytest.approx(brute_tie_aware_map(qc, ql, dc, dl, topk), abs=1e-12), topk
+
+
+def brute_tie_aware_hits(qc, ql, dc, dl, cuts):
+    """Per query and cut-off K, the relevant items in the top K averaged over every order within the ties."""
+    hits = np.zeros((len(qc), len(cuts)))
+    for i in range(len(qc)):
+        _, distances = ranking(qc[i], dc)
+        groups = [np.flatnonzero(distances == d) for d in np.unique(distances)]
+        orders = list(itertools.product(*(itertools.permutations(group) for group in groups)))
+        for order in orders:
+            relevant = np.array([shares_label(ql[i], dl[j]) for group in order for j in group], dtype=float)
+            hits[i] += np.cumsum(relevant)[np.minimum(cuts, len(dc)) - 1] / len(orders)
+    return hits
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_expected_precision_recall_equal_mean_over_all_tie_orders(multi_label):
+    rng = np.random.default_rng(50 + multi_label)
+    qc, ql, dc, dl = clustered_data(rng, 6, 7, 3, 3, multi_label, flip=0.3)
+    ks = np.array([1, 2, 3, 5, 7, 9])  # 9 > n_db: clipped to the database size
+    got = evaluate(qc, ql, dc, dl, topks=(), ks=ks, pr=False, tie_aware=True, rank_points=7, chunk_size=4)
+    hits = brute_tie_aware_hits(qc, ql, dc, dl, ks)
+    n_relevant = np.array([sum(shares_label(ql[i], dl[j]) for j in range(len(dc))) for i in range(len(qc))])
+    has = n_relevant > 0
+    np.testing.assert_allclose(got["tie_aware_precision@k"], (hits / np.minimum(ks, len(dc))).mean(0), atol=1e-12)
+    np.testing.assert_allclose(got["tie_aware_recall@k"], (hits[has] / n_relevant[has, None]).mean(0), atol=1e-12)
+    cuts = np.arange(1, 8)  # rank_points >= n_db: every cut-off
+    np.testing.assert_array_equal(got["rank_k"], cuts)
+    rank_hits = brute_tie_aware_hits(qc, ql, dc, dl, cuts)
+    np.testing.assert_allclose(got["tie_aware_rank_precision"], (rank_hits / cuts).mean(0), atol=1e-12)
+    np.testing.assert_allclose(got["tie_aware_rank_recall"], (rank_hits[has] / n_relevant[has, None]).mean(0),
+                               atol=1e-12)
+    # the functional API returns the same numbers
+    precision, recall = precision_recall_at_k(qc, ql, dc, dl, ks, tie_aware=True)
+    np.testing.assert_allclose(precision, got["tie_aware_precision@k"], atol=1e-15)
+    curve = rank_pr_curve(qc, ql, dc, dl, 7, tie_aware=True)
+    np.testing.assert_allclose(curve["rank_precision"], got["tie_aware_rank_precision"], atol=1e-15)
+
+
+def test_expected_precision_differs_from_id_order_on_a_class_sorted_database():
+    # One query of class 0; the database holds a single tie (identical codes) sorted by class: id order puts the
+    # five class-1 items first, so P@1..5 = 0 by id, 0.5 in expectation (half the tie is relevant).
+    query, db = np.ones((1, 8)), np.ones((10, 8))
+    labels = np.repeat([1, 0], 5)
+    got = evaluate(query, [0], db, labels, topks=(None,), ks=(1, 5, 10), pr=False, tie_aware=True)
+    np.testing.assert_array_equal(got["precision@k"], [0.0, 0.0, 0.5])
+    np.testing.assert_allclose(got["tie_aware_precision@k"], [0.5, 0.5, 0.5])
+    np.testing.assert_allclose(got["tie_aware_recall@k"], [0.1, 0.5, 1.0])
 
 
 def test_tie_aware_map_matches_random_tie_orders_on_large_ties():
@@ -387,7 +436,8 @@ def test_evaluate_keys_and_shapes():
     assert set(result) == {
         "mAP@100", "mAP@1000", "mAP@ALL", "k", "precision@k", "recall@k",
         "pr_radius", "pr_precision", "pr_recall",
-        "tie_aware_mAP@100", "tie_aware_mAP@1000", "tie_aware_mAP@ALL",
+        "tie_aware_mAP@100", "tie_aware_mAP@1000", "tie_aware_mAP@ALL", "tie_aware_precision@k",
+        "tie_aware_recall@k",
     }  # fmt: skip
     np.testing.assert_array_equal(result["k"], DEFAULT_KS)
     assert DEFAULT_KS[:4] == (1, 5, 10, 15) and DEFAULT_KS[-1] == 500 and len(DEFAULT_KS) == 101

@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 
 from shc.centers import gv_min_distance
-from shc.metrics import mean_average_precision
-from shc.pipeline import MAP_KEYS, RunConfig, preset, run, run_grid, stage_directories, summarize
+from shc.evaluation import EVALUATION_VERSION
+from shc.metrics import mean_average_precision, precision_recall_at_k
+from shc.pipeline import MAP_KEYS, RunConfig, _reevaluate_grid, preset, run, run_grid, stage_directories, summarize
+from shc.results import load_metrics
+from shc.runs import MissingRunError
 
 FAST = dict(epochs=2, classifier_epochs=2, eval_every=1, bits=16)
 
@@ -57,6 +60,48 @@ def test_rerun_skips_cached_stages(shc_run):
     assert (stage3 / "codes.npz").stat().st_mtime_ns == before
     assert again.metrics == result.metrics
     np.testing.assert_array_equal(again.centers, result.centers)
+
+
+def test_tie_aware_numbers_are_stored_and_match_the_metrics_of_the_codes(shc_run):
+    config, result = shc_run
+    codes = np.load(stage_directories(config)["stage3"] / "codes.npz")
+    args = codes["query_codes"], codes["query_labels"], codes["database_codes"], codes["database_labels"]
+    assert result.metrics["tie_aware_mAP@ALL"] == pytest.approx(mean_average_precision(*args, tie_aware=True))
+    assert result.metrics["tie_aware_mAP@100"] == pytest.approx(mean_average_precision(*args, 100, tie_aware=True))
+    precision, _ = precision_recall_at_k(*args, result.metrics["k"], tie_aware=True)
+    np.testing.assert_allclose(result.metrics["tie_aware_precision@k"], precision)
+    assert result.metrics["evaluation"] == EVALUATION_VERSION
+    # the database is stored in a random order, so the two rankings differ only by the draw of tie orders
+    assert abs(result.metrics["mAP@ALL"] - result.metrics["tie_aware_mAP@ALL"]) < 0.05
+
+
+def test_a_run_measured_by_an_older_evaluation_is_reevaluated_from_its_codes_not_retrained(shc_run, tmp_path,
+                                                                                           capsys):
+    config, result = shc_run
+    stage3 = stage_directories(config)["stage3"]
+    copy = config.replace(run_dir=str(tmp_path / "runs"))
+    shutil.copytree(stage_directories(config)["stage3"].parent, stage_directories(copy)["stage3"].parent)
+    path = stage_directories(copy)["stage3"] / "metrics.json"
+    old = {key: value for key, value in result.metrics.items() if not key.startswith(("tie_aware", "query_tie"))}
+    path.write_text(json.dumps({**old, "evaluation": 2}))
+    with pytest.raises(MissingRunError, match="--reevaluate"):
+        load_metrics(copy)  # the read-only layer names the command; it never shows stale numbers
+    checkpoint = (stage_directories(copy)["stage3"] / "train" / "last.pt").stat().st_mtime_ns
+    again = run(copy)  # re-evaluated from codes.npz: the same numbers as the fresh run, no training
+    assert (stage_directories(copy)["stage3"] / "train" / "last.pt").stat().st_mtime_ns == checkpoint
+    assert set(again.metrics) == set(result.metrics)
+    for key, value in result.metrics.items():
+        if isinstance(value, str):
+            assert again.metrics[key] == value
+        else:
+            np.testing.assert_allclose(np.asarray(again.metrics[key], float), np.asarray(value, float), err_msg=key)
+    assert load_metrics(copy) == again.metrics
+    # --reevaluate measures every finished run of a grid anew and names those that have not finished
+    unfinished = copy.replace(seed=7)
+    assert _reevaluate_grid([copy, unfinished]) == 0
+    out = capsys.readouterr().out
+    assert "re-evaluated 1 run(s)" in out and "1 run(s) have not finished" in out and "seed 7" in out
+    assert stage3.exists()  # the original run is untouched
 
 
 def test_changing_one_setting_coexists_and_reuses_the_shared_stages(shc_run):

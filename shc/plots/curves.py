@@ -87,7 +87,7 @@ def plot_pr_curves(
     axes.set_xlim(0, 1.02)
     axes.set_ylim(0, 1.02)
     default = "precision-recall within Hamming radius r = 0..q" if kind == "radius" else (
-        "precision-recall of the Hamming ranking (top n, ties by index)")
+        "precision-recall of the Hamming ranking (top n, expected over random tie orders)")
     axes.set_title(title or default)
     _legend_outside(fig, axes, title="method")
     return fig
@@ -204,9 +204,13 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
 #: Curve kinds of :func:`curve_frame`: the x column in the tidy frame and the keys of the metric arrays
 #: (``shc.metrics.evaluate`` / ``shc.results.load_metrics``) for x, precision and recall.
 CURVE_KINDS: dict[str, tuple[str, str, str, str]] = {
-    "k": ("k", "k", "precision@k", "recall@k"),  # precision@K and recall@K
-    "radius": ("radius", "pr_radius", "pr_precision", "pr_recall"),  # PR within Hamming radius r
-    "rank": ("rank", "rank_k", "rank_precision", "rank_recall"),  # PR at cut-offs of the ranking
+    # precision@K and recall@K, expected over random orders within Hamming ties (shc.evaluation)
+    "k": ("k", "k", "tie_aware_precision@k", "tie_aware_recall@k"),
+    "radius": ("radius", "pr_radius", "pr_precision", "pr_recall"),  # PR within Hamming radius r (no ties)
+    "rank": ("rank", "rank_k", "tie_aware_rank_precision", "tie_aware_rank_recall"),  # PR at ranking cut-offs
+    # the same two with ties broken by database index (the DeepHash-pytorch protocol)
+    "k-by-index": ("k", "k", "precision@k", "recall@k"),
+    "rank-by-index": ("rank", "rank_k", "rank_precision", "rank_recall"),
 }
 
 

@@ -1,0 +1,82 @@
+"""What stage 3 measures on the query set, from the stored codes alone.
+
+A finished stage 3 keeps its codes (``codes.npz``: query and database codes and labels, in split order), so
+a new metric or a new evaluation never needs a retraining: :func:`evaluate_codes` turns the codes into every
+number ``metrics.json`` holds, and :func:`shc.pipeline.reevaluate` rewrites a run's ``metrics.json`` from its
+codes when its :data:`EVALUATION_VERSION` is older than this module's.
+
+Two rankings of the same codes are reported (docs/evaluation.md):
+
+- **tie-aware** (primary, keys ``tie_aware_*``): the expectation over a uniformly random order within every
+  Hamming-distance tie (He et al., CVPR 2018): mAP@K, precision@K, recall@K and the rank-based PR curve, in
+  closed form. It does not depend on how the database is stored, and it is what a user who breaks ties at
+  random sees on average. Center methods put many items on one code, so their rankings are full of ties:
+  only this number compares them fairly with methods whose codes spread out.
+- **ties by database index** (keys without prefix): the protocol of the DeepHash-pytorch family that the
+  paper follows. On a database stored in a seeded random order (:func:`shc.data.evaluation_order`) it is
+  one random draw of the tie order, so it scatters around the tie-aware value.
+
+The Hamming-radius PR curve (``pr_*``) retrieves whole tie groups and needs neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from shc._io import jsonable
+
+__all__ = ["EVALUATION_VERSION", "MAP_KEYS", "PRIMARY_METRIC", "TIE_AWARE_MAP_KEYS", "evaluate_codes",
+           "selection_scores"]
+
+#: Version of what :func:`evaluate_codes` measures (3: + tie-aware mAP, expected P@K/R@K and rank curve).
+EVALUATION_VERSION = 3
+MAP_KEYS = ("mAP@100", "mAP@1000", "mAP@ALL")
+TIE_AWARE_MAP_KEYS = tuple(f"tie_aware_{key}" for key in MAP_KEYS)
+#: The number that model selection maximises and that the comparisons of methods use.
+PRIMARY_METRIC = "tie_aware_mAP@ALL"
+
+_CURVES = ("k", "precision@k", "recall@k", "tie_aware_precision@k", "tie_aware_recall@k", "pr_radius",
+           "pr_precision", "pr_recall", "rank_k", "rank_precision", "rank_recall", "tie_aware_rank_precision",
+           "tie_aware_rank_recall")
+
+
+def evaluate_codes(codes: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Every stage-3 number of the query set from its codes: the evaluation part of ``metrics.json``.
+
+    Parameters
+    ----------
+    codes : mapping
+        ``query_codes``, ``query_labels``, ``database_codes``, ``database_labels`` (a ``codes.npz``).
+
+    Returns
+    -------
+    dict (JSON-ready)
+        mAP@100/1000/ALL in both rankings (:data:`MAP_KEYS`, :data:`TIE_AWARE_MAP_KEYS`), the precision@K and
+        recall@K curves (K = 1, 5, ..., 500) and the rank-based PR curve in both rankings, the Hamming-radius PR
+        curve, every query's AP@ALL in both (``query_AP@ALL``, ``query_tie_aware_AP@ALL``) and ``evaluation``:
+        :data:`EVALUATION_VERSION`.
+    """
+    from shc.metrics import DEFAULT_RANK_POINTS, evaluate
+
+    missing = sorted({"query_codes", "query_labels", "database_codes", "database_labels"} - set(codes))
+    if missing:
+        raise ValueError(f"the codes lack {missing}; they must come from a stage 3's codes.npz (recompute the run).")
+    scores = evaluate(codes["query_codes"], codes["query_labels"], codes["database_codes"], codes["database_labels"],
+                      tie_aware=True, rank_points=DEFAULT_RANK_POINTS, per_query=True)
+    return jsonable({
+        **{key: scores[key] for key in (*MAP_KEYS, *TIE_AWARE_MAP_KEYS, *_CURVES)},
+        "query_AP@ALL": scores["AP@ALL"], "query_tie_aware_AP@ALL": scores["tie_aware_AP@ALL"],
+        "evaluation": EVALUATION_VERSION,
+    })
+
+
+def selection_scores(query_codes: Any, query_labels: Any, db_codes: Any, db_labels: Any) -> dict[str, float]:
+    """The validation numbers of model selection: mAP@100/1000/ALL in both rankings (selection maximises
+    :data:`PRIMARY_METRIC`, which does not depend on the database's order)."""
+    from shc.metrics import evaluate
+
+    scores = evaluate(query_codes, query_labels, db_codes, db_labels, ks=(), pr=False, tie_aware=True)
+    return {key: scores[key] for key in (*MAP_KEYS, *TIE_AWARE_MAP_KEYS)}
