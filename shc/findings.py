@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from shc.stats import compare_sentence, format_value, paired_by_seed, summary_frame, what_this_shows
+from shc.evaluation import PRIMARY_METRIC
+from shc.stats import compare_sentence, format_value, metric_name, paired_by_seed, summary_frame, what_this_shows
 
 __all__ = ["ablation_findings", "center_findings", "convergence_findings", "retrieval_findings",
            "similarity_findings"]
@@ -22,7 +23,7 @@ __all__ = ["ablation_findings", "center_findings", "convergence_findings", "retr
 PAPER_ACCURACY = (0.48, 0.74)
 
 
-def retrieval_findings(runs: Any, metric: str = "mAP@ALL", reference: str | None = "shc",
+def retrieval_findings(runs: Any, metric: str = PRIMARY_METRIC, reference: str | None = "shc",
                        method: str = "label") -> list[str]:
     """Per code length: the best method and its margin, and ``reference`` against every other method
     (paired by seed). ``runs`` is :func:`shc.results.result_rows`."""
@@ -39,29 +40,30 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
     0 at the last epoch, so a converged run often peaks there. The late gain says whether the curve was still
     climbing; the test of convergence is doubling the budget (``benchmarks/standard_convergence.py``).
     """
-    evaluated = history.dropna(subset=["mAP@ALL"]) if "mAP@ALL" in history else history
+    column = PRIMARY_METRIC if PRIMARY_METRIC in history else "mAP@ALL"  # runs before tie-aware selection: id order
+    evaluated = history.dropna(subset=[column]) if column in history else history
     last = evaluated.groupby(["label", "bits", "seed"])["epoch"].max().rename("last_evaluated")
     table = runs.set_index(["label", "bits", "seed"]).join(last)
     at_end = int((table["selected_epoch"] == table["last_evaluated"]).sum())
     total = len(table)
     epochs = int(evaluated["epoch"].max())
     if at_end == 0:
-        sentence = (f"No run selected its last evaluated epoch: every validation mAP@ALL peaked before epoch "
-                    f"{epochs}, so the schedule is long enough for model selection.")
+        sentence = (f"No run selected its last evaluated epoch: every validation {metric_name(column)} peaked "
+                    f"before epoch {epochs}, so the schedule is long enough for model selection.")
     else:
         sentence = (f"{at_end} of {total} runs selected their last evaluated epoch (epoch {epochs}); under the "
                     "cosine schedule, whose learning rate reaches 0 there, a converged run often peaks at its end.")
     gains = []
-    if "mAP@ALL" in evaluated:
+    if column in evaluated:
         for _, curve in evaluated.groupby(["label", "bits", "seed"]):
             curve = curve.sort_values("epoch")
             late = curve[curve["epoch"] <= 0.75 * curve["epoch"].max()]
             if len(late) and len(curve) > 1:
-                gains.append(float(curve["mAP@ALL"].iloc[-1] - late["mAP@ALL"].iloc[-1]))
+                gains.append(float(curve[column].iloc[-1] - late[column].iloc[-1]))
     if gains:
-        sentence += (f" Over the last quarter of training, validation mAP@ALL rose by {np.mean(gains):+.3f} on "
-                     f"average (largest {max(gains):+.3f}); whether the budget suffices is tested by doubling it "
-                     "(benchmarks/standard_convergence.py).")
+        sentence += (f" Over the last quarter of training, validation {metric_name(column)} rose by "
+                     f"{np.mean(gains):+.3f} on average (largest {max(gains):+.3f}); whether the budget suffices is "
+                     "tested by doubling it (benchmarks/standard_convergence.py).")
     by_method = table.assign(at_end=table["selected_epoch"] == table["last_evaluated"]).groupby(level="label")[
         "at_end"].mean()
     worst = by_method.sort_values(ascending=False)
@@ -121,7 +123,7 @@ def center_findings(rows: Any, reference: str = "shc", baseline: str = "mds") ->
     return sentences
 
 
-def ablation_findings(runs: Any, variants: Mapping[str, str], metric: str = "mAP@ALL",
+def ablation_findings(runs: Any, variants: Mapping[str, str], metric: str = PRIMARY_METRIC,
                       reference: str = "shc") -> list[str]:
     """Notebook 05: ``reference`` against each other variant (``variants`` maps method -> display name)."""
     renamed = runs.assign(label=runs["label"].map(lambda name: variants.get(name, name)))

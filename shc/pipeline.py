@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from shc._io import exclusive_lock, jsonable, save_npy, save_npz, write_json
+from shc._io import exclusive_lock, jsonable, save_npy, save_npz, save_torch, write_json
 from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC, evaluate_codes, selection_scores
 from shc.runs import (
     MAP_KEYS,
@@ -51,7 +51,8 @@ from shc.runs import (
 )
 
 __all__ = ["MAP_KEYS", "SIMILARITY_SOURCES", "RunConfig", "RunResult", "encode", "load_data", "main", "preset",
-           "reevaluate", "report_configs", "run", "run_centers", "run_grid", "run_hashing", "run_similarity",
+           "reevaluate", "report_configs", "run", "run_centers", "run_grid", "run_hashing", "run_pretraining",
+           "run_similarity",
            "stage_directories", "summarize"]
 
 
@@ -171,6 +172,44 @@ def _accuracy(model, split, config: RunConfig) -> float:
     return float((logits.argmax(dim=1).numpy() == split.labels).mean())
 
 
+def run_pretraining(config: RunConfig, progress: bool = False) -> Path | None:
+    """Stage 0: the backbone pretrained on ``config.pretrain``'s source task (cached); the path of its
+    ``weights.pt``, or None when the run has no pretraining (:mod:`shc.pretraining`)."""
+    if config.pretrain is None:
+        return None
+    cached = _cached(config, "stage0", "weights.pt")
+    if cached is not None:
+        return cached
+    from shc.losses import ClassificationLoss
+    from shc.models import build_classifier
+    from shc.pretraining import pretraining_data
+    from shc.train import fit, set_seed
+
+    source = pretraining_data(config)
+    with _stage(config, "stage0") as directory:
+        set_seed(config.seed)
+        classifier = build_classifier(config.backbone, len(source.class_names))
+        started = time.perf_counter()
+        history = fit(classifier, ClassificationLoss(), source.train,
+                      _train_config(config, config.pretrain_epochs, config.pretrain_lr, "accuracy"),
+                      directory / "classifier", evaluate=lambda model: {"accuracy": _accuracy(model, source.val, config)},
+                      progress=progress)
+        if _is_main():
+            save_torch(classifier.backbone.state_dict(), directory / "weights.pt")
+            write_json(directory / "metrics.json", {
+                "source": config.pretrain, "description": source.description, "classes": list(source.class_names),
+                "train_images": len(source.train), "val_accuracy": _accuracy(classifier, source.val, config),
+                "selected_epoch": history.best_epoch, "train_seconds": time.perf_counter() - started})
+    _barrier()
+    return stage_directories(config)["stage0"] / "weights.pt"
+
+
+def _start_weights(config: RunConfig, progress: bool) -> str | None:
+    """The weights both networks of ``config`` start from: stage 0's when it pretrains, else ``config.weights``."""
+    pretrained = run_pretraining(config, progress)
+    return str(pretrained) if pretrained is not None else config.weights
+
+
 def _similarity(config: RunConfig, directory: Path, progress: bool) -> tuple[np.ndarray, dict[str, Any]]:
     from shc import similarity as sim
 
@@ -188,9 +227,9 @@ def _similarity(config: RunConfig, directory: Path, progress: bool) -> tuple[np.
     from shc.models import build_classifier
     from shc.train import fit, predict, set_seed
 
+    weights = _start_weights(config, progress)
     set_seed(config.seed)  # the initial weights must not depend on what ran before in this process
-    classifier = build_classifier(config.backbone, data.num_classes, pretrained=config.pretrained,
-                                  weights=config.weights)
+    classifier = build_classifier(config.backbone, data.num_classes, pretrained=config.pretrained, weights=weights)
     started = time.perf_counter()
     fit(classifier, ClassificationLoss(), data.train,
         _train_config(config, config.classifier_epochs, config.classifier_lr, "accuracy"),
@@ -314,12 +353,13 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
     spec = method_spec(config)
     data = load_data(config)
     centers = run_centers(config, progress)
+    weights = _start_weights(config, progress)
     with _stage(config, "stage3") as directory:
         if _is_main():
             _write_encoder_record(config, directory)
         set_seed(config.seed)  # initial weights (network and any loss parameters) independent of earlier runs
         model = build_hashing_network(config.backbone, config.bits, pretrained=config.pretrained,
-                                      weights=config.weights, **dict(spec.head))
+                                      weights=weights, **dict(spec.head))
         criterion = build_criterion(config.method, data.num_classes, config.bits, data.train.labels,
                                     centers=centers, seed=config.seed, **dict(config.method_options))
 
@@ -389,7 +429,8 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
             started = time.perf_counter()
             finished(index, run(config, progress=progress).metrics, time.perf_counter() - started)
         return rows  # type: ignore[return-value]
-    for config in configs:  # stages 1 and 2 here (shared between cells, and each locked while computed)
+    for config in configs:  # stages 0-2 here (shared between cells, and each locked while computed)
+        run_pretraining(config, progress)
         if method_spec(config).needs_similarity:
             run_similarity(config, progress)
         run_centers(config, progress)

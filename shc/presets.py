@@ -11,6 +11,11 @@ tiny       CI's smoke run: a 20-class digits composite, 2 epochs, 1 seed, 16 bit
 quick      The embedded default at smoke scale: 100-class digits composite, small CNN, 12 epochs,
            3 seeds. Its numbers are *not* evidence: the runs have not converged and the testbed saturates.
 standard   The evidence preset: fashion-composite, converged runs, 3 seeds (see docs/standard.md).
+standard-pretrained
+           The standard preset from a backbone pretrained on single Fashion-MNIST items (stage 0): the
+           analogue of the paper's ImageNet start, for the centre methods, shc-ls, GreedyHash and LTH.
+tiny-pretrained
+           CI's smoke run of the pretrained regime.
 paper      The paper's datasets and hyper-parameters (ImageNet ResNet34, 300 epochs), for a GPU machine.
 =========  ===========================================================================================
 """
@@ -201,6 +206,29 @@ PRESETS.register("standard", Preset(
             "classifier_lr": 1e-3, "eval_every": 6},
     notebooks=_center_notebooks(hashing=(*CENTER_METHODS, "shc-ls"), **_FULL_SIZE_NOTEBOOKS),
 ))
+_STANDARD = PRESETS.get("standard")
+PRETRAINED_METHODS = (*CENTER_METHODS, "shc-ls", "greedyhash", "lth")
+"""The methods whose ranking the pretrained regime tests: the center methods, shc-ls and the two baselines
+that beat SHC from scratch."""
+PRESETS.register("standard-pretrained", Preset(
+    name="standard-pretrained",
+    description="The standard preset with a pretrained backbone: composite_cnn pretrained once per seed on "
+                "single Fashion-MNIST items outside the query pool (stage 0, shc.pretraining), then fine-tuned "
+                "(docs/standard.md).",
+    datasets=_STANDARD.datasets, methods=PRETRAINED_METHODS, bits=_STANDARD.bits, seeds=_STANDARD.seeds,
+    config={**_STANDARD.config, "pretrain": "items", "pretrain_epochs": 12, "pretrain_lr": 1e-3},
+    method_config=_STANDARD.method_config,
+    notebooks={stem: sets for stem, sets in _center_notebooks(
+        hashing=PRETRAINED_METHODS, **{**_FULL_SIZE_NOTEBOOKS, "baselines": ("csq", "mds", "greedyhash", "lth", "shc")}
+    ).items() if stem != "05_ablations"},  # the ablations are the standard preset's question, not this one's
+))
+PRESETS.register("tiny-pretrained", Preset(
+    name="tiny-pretrained",
+    description="CI's smoke run of the pretrained regime: the tiny preset with one epoch of item pretraining.",
+    datasets=PRESETS.get("tiny").datasets, methods=("mds", "shc", "greedyhash"), bits=(16,), seeds=(0,),
+    config={**PRESETS.get("tiny").config, "pretrain": "items", "pretrain_epochs": 1},
+    notebooks=PRESETS.get("tiny").notebooks,
+))
 PRESETS.register("paper", Preset(
     name="paper",
     description="The paper's datasets and hyper-parameters (ImageNet ResNet34, RMSprop, cosine annealing, "
@@ -331,7 +359,8 @@ def configs_from_arguments(args: argparse.Namespace, run_dir: str) -> list[RunCo
 def describe_config(config: RunConfig) -> str:
     """One line: dataset, method, bits, seed and the schedule (for ``--list``)."""
     changed = {key: value for key, value in (("epochs", config.epochs), ("backbone", config.backbone),
-                                             ("lr", config.lr), ("similarity", config.similarity))}
+                                             ("lr", config.lr), ("similarity", config.similarity),
+                                             ("pretrain", config.pretrain)) if value is not None}
     options = json.dumps(dict(config.dataset_options)) if config.dataset_options else ""
     return (f"{config.dataset} {options} seed {config.seed} {config.bits} bits {config.method}: "
             + ", ".join(f"{k}={v}" for k, v in changed.items())).replace("  ", " ")

@@ -29,9 +29,13 @@ import pandas as pd
 
 from shc.runs import MissingRunError  # noqa: F401  (what every loader here raises)
 from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC
-from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, RunConfig, artifact, load_data
+from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, RunConfig, StaleRunError, artifact, load_data
 from shc.runs import method_spec as _method
 from shc.runs import other_similarity as _other_similarity
+
+
+#: The mAP columns every retrieval table shows: tie-aware (primary) beside ties by database index.
+REPORTED_MAP_KEYS = (*TIE_AWARE_MAP_KEYS, *MAP_KEYS)
 
 
 def run_label(config: RunConfig) -> str:
@@ -98,7 +102,7 @@ def load_metrics(config: RunConfig) -> dict[str, Any]:
     re-evaluates it from its stored codes (no retraining)."""
     metrics = json.loads(_artifact(config, "stage3", "metrics.json").read_text())
     if metrics.get("evaluation", 0) < EVALUATION_VERSION:
-        raise MissingRunError(
+        raise StaleRunError(
             f"{_artifact(config, 'stage3', 'metrics.json')} was measured by evaluation version "
             f"{metrics.get('evaluation', 'before 3')}, older than this package's {EVALUATION_VERSION} (tie-aware "
             "metrics). Re-evaluate it from its stored codes, nothing is retrained: `python -m shc.pipeline --preset "
@@ -145,7 +149,7 @@ def result_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     rows = []
     for config in configs:
         metrics = load_metrics(config)
-        rows.append({**_identity(config), **{key: metrics[key] for key in (*TIE_AWARE_MAP_KEYS, *MAP_KEYS)},
+        rows.append({**_identity(config), **{key: metrics[key] for key in REPORTED_MAP_KEYS},
                      "selected_epoch": metrics["selected_epoch"], "train_seconds": metrics["train_seconds"]})
     return pd.DataFrame(rows)
 
@@ -290,8 +294,9 @@ _LOWER_IS_BETTER = frozenset({"s_loss", "seconds", "train_seconds", "num_at_d_mi
 _INTEGER_VALUES = frozenset({"d_min", "gv_distance", "num_at_d_min", "selected_epoch"})
 _VALUE_DIGITS = {"d_min": 1, "gv_distance": 1, "num_at_d_min": 1, "mean_distance": 2, "seconds": 3,
                  "train_seconds": 1, "selected_epoch": 1}
-_VALUE_NAMES = {"s_loss": "S_loss", "mean_distance": "mean distance", "spearman": "Spearman",
-                "gv_distance": "GV d", "num_at_d_min": "pairs at d_min", "train_seconds": "train seconds",
+_VALUE_NAMES = {**{key: f"{key.removeprefix('tie_aware_')} (tie-aware)" for key in TIE_AWARE_MAP_KEYS},
+                **{key: f"{key} (ties by index)" for key in MAP_KEYS}, "s_loss": "S_loss",
+                "mean_distance": "mean distance", "spearman": "Spearman", "gv_distance": "GV d", "num_at_d_min": "pairs at d_min", "train_seconds": "train seconds",
                 "selected_epoch": "selected epoch"}
 _KEY_NAMES = {"label": "method", "similarity": "S source"}
 
@@ -718,6 +723,9 @@ def _main(argv: Sequence[str] | None) -> int:
                         help="tables to print (default: mAP@ALL and mAP@100, tie-aware and with ties by index)")
     parser.add_argument("--reference", default="shc", help="the method every other is compared with")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables (the README's format)")
+    parser.add_argument("--paper", action="store_true",
+                        help="also the paper's Table 4 differences (SHC minus the best baseline, CSQ and MDS, mAP@100) "
+                             "beside ours from this preset's runs of SHC and the baselines that exist")
     parser.add_argument("--extended", action="store_true",
                         help="also the ablations (Table 7: distance only, semantic only; Table 8: text S) and the "
                              "baselines (Table 4) that python -m shc.reports computes for notebooks 05 and 06")
@@ -758,7 +766,45 @@ def _main(argv: Sequence[str] | None) -> int:
                       extra_rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
                 print()
             _print_comparisons(extra_rows, args.reference, labels)
+    if args.paper:
+        _print_paper_comparison(preset, run_dir)
     return 0
+
+
+def finished_configs(configs: Iterable[RunConfig]) -> list[RunConfig]:
+    """The configs whose stage 3 has finished (a run measured by an older evaluation raises its
+    :class:`~shc.runs.StaleRunError`: it exists, so it is not silently left out)."""
+    finished = []
+    for config in configs:
+        try:
+            load_metrics(config)
+        except StaleRunError:
+            raise
+        except MissingRunError:
+            continue
+        finished.append(config)
+    return finished
+
+
+def _print_paper_comparison(preset, run_dir: str) -> None:
+    from shc.paper import PAPER_BASELINES, comparison_markdown, our_differences, paper_differences
+
+    configs = finished_configs(preset.configs(methods=list(dict.fromkeys(("shc", *PAPER_BASELINES))), run_dir=run_dir))
+    frames = [paper_differences("mAP@100")]
+    if configs:
+        rows = result_rows(configs)
+        present = [m for m in PAPER_BASELINES if m in set(rows["method"])]
+        for metric, ranking in (("tie_aware_mAP@100", "tie-aware"), ("mAP@100", "ties by index")):
+            frames.append(our_differences(rows, metric, f"ours: {preset.name} ({ranking})"))
+        found = f"our baselines: {', '.join(present)} ({len(configs)} runs)"
+    else:
+        found = "no finished run of SHC or a baseline in this preset yet"
+    print(f"### The paper side by side (Table 4, mAP@100)\n\nThe paper's rows are its Table 4 "
+          f"(shc/assets/paper_results.csv, extracted from its LaTeX; one run each). Ours: {found}; mean paired "
+          "difference over seeds with its 95% t-interval. \"best baseline\" is the best of the paper's nine "
+          "that ran.\n")
+    print(comparison_markdown(frames))
+    print()
 
 
 def _metric_title(metric: str) -> str:

@@ -5,6 +5,7 @@ module; it trains nothing.
 Layout of a run directory::
 
     <run_dir>/<dataset>/seed<k>/
+        stage0-pretrain-<source>-<key>/ weights.pt, metrics.json, classifier/ (only with ``pretrain``)
         stage1-<source>-<key>/          similarity.npy, metrics.json, classifier/ (training run), config.json
         stage2-<variant>-<q>bit-<key>/  centers.npy, quality.json, history.json, config.json
         stage3-<variant>-<q>bit-<key>/  train/, codes.npz, metrics.json, encoder.json, config.json
@@ -32,7 +33,7 @@ from typing import Any
 from shc._io import jsonable
 from shc.evaluation import EVALUATION_VERSION, MAP_KEYS, PRIMARY_METRIC, TIE_AWARE_MAP_KEYS  # noqa: F401
 
-__all__ = ["MAP_KEYS", "PRIMARY_METRIC", "SIMILARITY_SOURCES", "TIE_AWARE_MAP_KEYS", "MissingRunError", "RunConfig",
+__all__ = ["MAP_KEYS", "PRIMARY_METRIC", "SIMILARITY_SOURCES", "TIE_AWARE_MAP_KEYS", "MissingRunError", "RunConfig", "StaleRunError",
            "identity_key", "load_data", "method_spec", "other_similarity", "stage_directories", "stage_identities"]
 
 SIMILARITY_SOURCES = ("logits", "text", "labels", "hierarchy")
@@ -43,6 +44,10 @@ _PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 class MissingRunError(FileNotFoundError):
     """A stage's artifacts are not in the run directory; the message names the command that computes them."""
+
+
+class StaleRunError(MissingRunError):
+    """A finished run was measured by an older evaluation; the message names the command that re-evaluates it."""
 
 
 def _positive_int(name: str, value: Any, upper: int | None = None) -> None:
@@ -87,6 +92,10 @@ class RunConfig:
         Which logit stage 1 masks (see :func:`shc.similarity.similarity_from_logits`).
     backbone, pretrained, weights
         Passed to :func:`shc.models.build_backbone` for both the classifier and the hashing network.
+    pretrain, pretrain_epochs, pretrain_lr
+        A source task of :mod:`shc.pretraining` (e.g. ``"items"``) that pretrains the backbone once per dataset
+        and seed (stage 0), whose weights then start both networks; None (default) starts from ``pretrained``
+        / ``weights``. Its schedule: epochs and learning rate (batch size and optimiser as the runs').
     epochs, lr, classifier_epochs, classifier_lr, batch_size, optimizer, eval_every
         The training schedules of stage 3 and stage 1 (RMSprop with cosine annealing by default).
     method_options, center_options
@@ -109,6 +118,9 @@ class RunConfig:
     backbone: str = "small_cnn"
     pretrained: bool = False
     weights: str | None = None
+    pretrain: str | None = None
+    pretrain_epochs: int = 10
+    pretrain_lr: float = 1e-3
     epochs: int = 12
     lr: float = 1e-3
     classifier_epochs: int = 8
@@ -140,10 +152,17 @@ class RunConfig:
         if method_spec(self).centers == "csq" and self.bits & (self.bits - 1):
             raise ValueError(f"bits: {self.bits} is not a power of two, and method {self.method!r} uses Hadamard "
                              "centers, which exist only for 16, 32, 64, ... bits; use such a length or another method.")
-        for name in ("epochs", "classifier_epochs", "batch_size", "eval_every"):
+        for name in ("epochs", "classifier_epochs", "batch_size", "eval_every", "pretrain_epochs"):
             _positive_int(name, getattr(self, name))
-        for name in ("lr", "classifier_lr"):
+        for name in ("lr", "classifier_lr", "pretrain_lr"):
             _positive_float(name, getattr(self, name))
+        if self.pretrain is not None:
+            from shc.pretraining import available_pretrain_sources
+
+            _choice("pretraining source (pretrain)", self.pretrain, available_pretrain_sources())
+            if self.pretrained or self.weights is not None:
+                raise ValueError(f"pretrain={self.pretrain!r} gives the backbone its starting weights; it cannot be "
+                                 "combined with pretrained=True or weights=. Set one of them.")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}.")
         for name in ("dataset_options", "method_options", "center_options"):
@@ -214,17 +233,24 @@ def _data_identity(config: RunConfig) -> dict[str, Any]:
 
 
 def stage_identities(config: RunConfig) -> dict[str, dict[str, Any] | None]:
-    """The identity of each stage of ``config`` (None for a stage the method does not have).
+    """The identity of each stage of ``config`` (None for a stage the run does not have).
 
-    Stage 1 appears when the method's centers need S; stage 2 when the method has centers.
+    Stage 0 (the pretrained backbone) appears when ``config.pretrain`` names a source; stage 1 when the
+    method's centers need S; stage 2 when the method has centers.
     """
     spec = method_spec(config)
     data = _data_identity(config)
+    stage0 = None
+    if config.pretrain is not None:
+        stage0 = {**data, "pretrain": config.pretrain, "backbone": config.backbone, "epochs": config.pretrain_epochs,
+                  "lr": config.pretrain_lr, "batch_size": config.batch_size, "optimizer": config.optimizer}
+    start = {} if stage0 is None else {"stage0": stage0}  # the starting weights of both networks
     stage1 = {**data, "similarity": config.similarity}
     if config.similarity == "logits":
         stage1.update(mask=config.mask, backbone=config.backbone, pretrained=config.pretrained,
                       weights=config.weights, classifier_epochs=config.classifier_epochs,
-                      classifier_lr=config.classifier_lr, batch_size=config.batch_size, optimizer=config.optimizer)
+                      classifier_lr=config.classifier_lr, batch_size=config.batch_size, optimizer=config.optimizer,
+                      **start)
     stage2 = None
     if spec.centers is not None:
         stage2 = {**data, "centers": spec.centers, "bits": config.bits, "center_options": dict(config.center_options)}
@@ -234,11 +260,11 @@ def stage_identities(config: RunConfig) -> dict[str, dict[str, Any] | None]:
         **data, "method": config.method, "bits": config.bits, "backbone": config.backbone,
         "pretrained": config.pretrained, "weights": config.weights, "epochs": config.epochs, "lr": config.lr,
         "batch_size": config.batch_size, "optimizer": config.optimizer, "eval_every": config.eval_every,
-        "method_options": dict(config.method_options), "select": PRIMARY_METRIC,
+        "method_options": dict(config.method_options), "select": PRIMARY_METRIC, **start,
     }  # what is measured on the query set is not here: it is recomputed from the codes (shc.evaluation)
     if stage2 is not None:
         stage3["stage2"] = stage2
-    return {"stage1": stage1, "stage2": stage2, "stage3": stage3}
+    return {"stage0": stage0, "stage1": stage1, "stage2": stage2, "stage3": stage3}
 
 
 def identity_key(identity: Mapping[str, Any]) -> str:
@@ -252,8 +278,8 @@ def stage_directories(config: RunConfig) -> dict[str, Path]:
     root = Path(config.run_dir) / config.dataset / f"seed{config.seed}"
     identities = stage_identities(config)
     variant = f"{config.method}-{config.similarity}" if other_similarity(config) else config.method
-    names = {"stage1": f"stage1-{config.similarity}", "stage2": f"stage2-{variant}-{config.bits}bit",
-             "stage3": f"stage3-{variant}-{config.bits}bit"}
+    names = {"stage0": f"stage0-pretrain-{config.pretrain}", "stage1": f"stage1-{config.similarity}",
+             "stage2": f"stage2-{variant}-{config.bits}bit", "stage3": f"stage3-{variant}-{config.bits}bit"}
     return {stage: root / f"{name}-{identity_key(identities[stage] or {})}" for stage, name in names.items()}
 
 

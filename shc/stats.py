@@ -196,6 +196,11 @@ def format_value(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def metric_name(metric: str) -> str:
+    """A metric key for readers: ``tie_aware_mAP@ALL`` -> ``tie-aware mAP@ALL`` (others unchanged)."""
+    return "tie-aware " + metric.removeprefix("tie_aware_") if metric.startswith("tie_aware_") else metric
+
+
 def _signed(value: float, digits: int) -> str:
     return f"{value:+.{digits}f}"
 
@@ -210,7 +215,7 @@ def compare_sentence(name_a: str, name_b: str, interval: PairedInterval, metric:
     if not isinstance(interval, PairedInterval):
         raise TypeError("interval must be a PairedInterval (paired_interval or paired_by_seed).")
     where = f" at {bits} bits" if bits is not None else ""
-    head = f"{metric}, {name_a} {MINUS} {name_b}{where}"
+    head = f"{metric_name(metric)}, {name_a} {MINUS} {name_b}{where}"
     if interval.n == 0:
         return f"{head}: no seed has both runs, so they cannot be compared."
     if not interval.defined:
@@ -248,7 +253,8 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
     rows = _ranked(summary, metric, bits, higher_is_better)
     best = rows.iloc[0]
     better = "highest" if higher_is_better else "lowest"
-    sentence = f"At {bits} bits, {best['method']} has the {better} {metric} ({_mean_with_spread(best, digits)})"
+    sentence = (f"At {bits} bits, {best['method']} has the {better} {metric_name(metric)} "
+                f"({_mean_with_spread(best, digits)})")
     if len(rows) == 1:
         return sentence + "; it is the only method with this metric here."
     second = rows.iloc[1]

@@ -116,10 +116,16 @@ def test_results_extended_prints_the_ablation_and_baseline_tables_of_the_stored_
         directory.mkdir(parents=True)
         write_json(directory / "config.json", stage_identities(config)["stage3"])
         value = planted["text"] if config.similarity == "text" else planted.get(config.method, 0.25)
-        write_json(directory / "metrics.json", {"mAP@100": value, "mAP@1000": value, "mAP@ALL": value,
-                                                "selected_epoch": 2, "train_seconds": 1.0})
-    assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--markdown", "--extended"]) == 0
+        write_json(directory / "metrics.json", {  # tie-aware = planted value, ties by index 0.01 below
+            **{key: value for key in results.TIE_AWARE_MAP_KEYS}, **{key: value - 0.01 for key in results.MAP_KEYS},
+            "selected_epoch": 2, "train_seconds": 1.0, "evaluation": results.EVALUATION_VERSION})
+    assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--markdown", "--extended", "--paper"]) == 0
     out = capsys.readouterr().out
     assert "### Ablations (paper Tables 7 and 8)" in out and "### Baselines (paper Table 4)" in out
+    assert "**mAP@ALL, tie-aware** (10 runs)" in out and "**mAP@ALL, ties by index** (10 runs)" in out
     assert "| shc (text S) | 0.1000 |" in out and "| semantic | 0.4000 |" in out and "| dpsh | 0.2500 |" in out
-    assert "mAP@ALL, shc − shc (text S) at 16 bits: +0.400" in out
+    assert "| shc (text S) | 0.0900 |" in out  # the ties-by-index table
+    assert "tie-aware mAP@ALL, shc − shc (text S) at 16 bits: +0.400" in out
+    # --paper: the paper's Table 4 differences beside ours (best baseline mds 0.3; one seed: no interval)
+    assert "| paper | cifar100 | 16 | 0.6360 | mds | +0.016 | +0.024 | +0.016 |" in out
+    assert "| ours: tiny (tie-aware) | digits-composite | 16 | 0.5000 | mds | +0.200 | +0.250 | +0.200 |" in out

@@ -9,22 +9,24 @@ import pytest
 from shc import findings
 
 
-def _runs(shc, mds, bits=16):
+def _runs(shc, mds, bits=16, metric="tie_aware_mAP@ALL"):
     rows = []
     for seed, (a, b) in enumerate(zip(shc, mds)):
-        rows += [{"label": "shc", "bits": bits, "seed": seed, "mAP@ALL": a},
-                 {"label": "mds", "bits": bits, "seed": seed, "mAP@ALL": b}]
+        rows += [{"label": "shc", "bits": bits, "seed": seed, metric: a},
+                 {"label": "mds", "bits": bits, "seed": seed, metric: b}]
     return pd.DataFrame(rows)
 
 
 def test_retrieval_sentences_follow_the_numbers():
     higher = findings.retrieval_findings(_runs([0.50, 0.52, 0.55], [0.40, 0.41, 0.45]))
-    assert higher[0].startswith("At 16 bits, shc has the highest mAP@ALL")
+    assert higher[0].startswith("At 16 bits, shc has the highest tie-aware mAP@ALL")  # the primary metric
     assert "shc is higher" in higher[1] and "+0.103" in higher[1]  # mean paired difference (0.1+0.11+0.1)/3
     lower = findings.retrieval_findings(_runs([0.40, 0.41, 0.45], [0.50, 0.52, 0.55]))
     assert lower[0].startswith("At 16 bits, mds has the highest") and "shc is lower" in lower[1]
     noisy = findings.retrieval_findings(_runs([0.50, 0.40, 0.55], [0.45, 0.50, 0.47]))
     assert "not distinguishable" in noisy[1]
+    by_index = findings.retrieval_findings(_runs([0.50, 0.52, 0.55], [0.40, 0.41, 0.45], metric="mAP@ALL"), "mAP@ALL")
+    assert by_index[1].startswith("mAP@ALL, shc")
 
 
 def test_convergence_sentences_count_runs_that_peaked_at_the_end():

@@ -386,11 +386,17 @@ def _runs():
                 "pr_recall": np.array([0.0, 0.4, 1.0]),
                 "rank_k": np.array([1, 50, 100]), "rank_precision": np.array([1.0, 0.7, 0.2]) * scale,
                 "rank_recall": np.array([0.01, 0.5, 1.0]),
+                # expectations over random tie orders: other numbers, so a kind reading the wrong keys is caught
+                "tie_aware_precision@k": scale * np.array([0.85, 0.75, 0.65]) - seed / 100,
+                "tie_aware_recall@k": scale * np.array([0.12, 0.32, 0.52]),
+                "tie_aware_rank_precision": np.array([0.95, 0.65, 0.2]) * scale,
+                "tie_aware_rank_recall": np.array([0.01, 0.45, 1.0]),
             })  # fmt: skip
     return runs
 
 
-@pytest.mark.parametrize("kind, x_name, first_x", [("k", "k", 1), ("radius", "radius", 0), ("rank", "rank", 1)])
+@pytest.mark.parametrize("kind, x_name, first_x", [("k", "k", 1), ("radius", "radius", 0), ("rank", "rank", 1),
+                                                   ("k-by-index", "k", 1), ("rank-by-index", "rank", 1)])
 def test_curve_frame_is_tidy_and_holds_the_arrays(kind, x_name, first_x):
     frame = plots.curve_frame(_runs(), kind)
     assert list(frame.columns) == ["method", "bits", "seed", x_name, "precision", "recall"]
@@ -403,6 +409,13 @@ def test_curve_frame_is_tidy_and_holds_the_arrays(kind, x_name, first_x):
     np.testing.assert_array_equal(row["recall"], source[recall_key])
 
 
+def test_curves_of_the_ranking_are_the_tie_aware_ones_unless_asked_by_index():
+    runs = _runs()
+    for kind, key in (("k", "tie_aware_precision@k"), ("k-by-index", "precision@k"), ("rank", "tie_aware_rank_precision"),
+                      ("rank-by-index", "rank_precision")):
+        np.testing.assert_array_equal(plots.curve_frame(runs, kind)["precision"].to_numpy()[:3], runs[0][key])
+
+
 def test_curve_frame_rejects_bad_runs():
     with pytest.raises(ValueError, match="unknown curve kind"):
         plots.curve_frame(_runs(), "roc")
@@ -413,7 +426,7 @@ def test_curve_frame_rejects_bad_runs():
 
 
 def test_curves_plotted_from_the_frame_show_its_numbers(tmp_path):
-    frame = plots.curve_frame(_runs(), "k")
+    frame = plots.curve_frame(_runs(), "k-by-index")
     x, curves = plots.curve_arrays(frame, "precision")
     np.testing.assert_array_equal(x, [1, 5, 10])
     np.testing.assert_allclose(curves["shc"], [[0.9, 0.8, 0.7], [0.89, 0.79, 0.69]])
@@ -434,7 +447,7 @@ def test_pr_arrays_average_seeds_and_skip_undefined_precision():
     rank = plots.pr_arrays(plots.curve_frame(_runs(), "rank"), bits=16)
     fig = plots.plot_pr_curves(rank, kind="rank")
     assert "ranking" in fig.axes[0].get_title()
-    np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), [1.0, 0.7, 0.2])
+    np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), [0.95, 0.65, 0.2])  # the tie-aware curve
     with pytest.raises(ValueError, match="bits=8"):
         plots.pr_arrays(plots.curve_frame(_runs(), "rank"), bits=8)
 

@@ -75,7 +75,9 @@ def test_every_preset_expands_to_valid_configs_and_names_every_notebook(name):
     preset = PRESETS.get(name)
     configs = preset.configs()
     assert len(configs) == len(preset.datasets) * len(preset.seeds) * len(preset.bits) * len(preset.methods)
-    assert set(preset.notebooks) == set(NOTEBOOKS)
+    assert preset.notebooks and set(preset.notebooks) <= set(NOTEBOOKS)
+    if name != "standard-pretrained":  # it leaves out 05 (the ablations are the standard preset's question)
+        assert set(preset.notebooks) == set(NOTEBOOKS)
 
 
 @pytest.mark.parametrize("name", __import__("shc.centers", fromlist=["x"]).CENTER_GENERATORS.names())

@@ -89,6 +89,15 @@ def _sklearn_digits() -> _BaseImages:
     return _BaseImages(images, targets.astype(np.int64), tuple("0123456789"), description, "digit", "")
 
 
+def _pools(base: _BaseImages, per_class: dict[str, int], seed: int):
+    """The seeded partition of the base images into one disjoint pool per split (in ``per_class`` order), in
+    proportion to the images per class of each split: ``(rng, pool sizes, pool id of each base image)``. The
+    generator goes on to draw the composites, so every caller sees the same pools for a seed."""
+    rng = np.random.default_rng(seed)
+    pool_sizes = _apportion(len(base.labels), list(per_class.values()))
+    return rng, pool_sizes, _stratified_partition(base.labels, pool_sizes, rng)
+
+
 def _composite_dataset(
     name: str,
     base: _BaseImages,
@@ -132,9 +141,7 @@ def _composite_dataset(
     numbers = np.arange(num_classes, dtype=np.int64) * total // num_classes  # evenly spaced subset
     class_items = np.stack(np.unravel_index(numbers, (num_base,) * num_items), axis=1)  # (C, k)
 
-    rng = np.random.default_rng(seed)
-    pool_sizes = _apportion(len(base.labels), list(per_class.values()))
-    pool_of = _stratified_partition(base.labels, pool_sizes, rng)
+    rng, pool_sizes, pool_of = _pools(base, per_class, seed)
     splits = {}
     for pool, (split, count) in enumerate(per_class.items()):
         members = np.flatnonzero(pool_of == pool)
@@ -272,6 +279,60 @@ _SPLIT_OPTIONS = {"train_per_class": 50, "val_per_class": 10, "query_per_class":
 """Images per class in each split, by default: the keyword options every composite shares."""
 
 
+#: The base images of every composite dataset by name: ``base(root, download) -> _BaseImages``.
+COMPOSITE_BASES: dict[str, Callable[[Path | None, bool], _BaseImages]] = {}
+
+
+@dataclass(frozen=True)
+class ItemImages:
+    """Single base items of a composite dataset, outside some of its splits' pools (a pretraining source).
+
+    ``images`` are ``(n, h, k * w)`` uint8 canvases the size of the dataset's composites, each holding one item at
+    a random one of the ``k`` positions (background elsewhere); ``labels`` the item's base class.
+    """
+
+    images: np.ndarray
+    labels: np.ndarray
+    names: tuple[str, ...]
+    source_ids: np.ndarray  # (n,) base-image ids
+    description: str
+
+
+def composite_items(name: str, root: Path | None, seed: int, exclude: Sequence[str] = ("query",),
+                    num_items: int = 2, download: bool = False, **per_class: int) -> ItemImages:
+    """Every base image of composite dataset ``name`` outside the pools of the ``exclude`` splits, alone on a
+    canvas the size of a ``num_items`` composite (the pools are those of :func:`shc.data.load_dataset` with the
+    same ``seed`` and ``*_per_class`` options, so no image of an excluded split is among them).
+
+    A source task disjoint from the composite classes: its labels are single base classes (10 here), never an
+    ordered tuple of them, and with the default ``exclude`` no query image's item is in it.
+    """
+    if name not in COMPOSITE_BASES:
+        raise ValueError(f"{name!r} is not a composite dataset; item pretraining needs one of "
+                         f"{sorted(COMPOSITE_BASES)}.")
+    split_counts = {split: per_class.pop(f"{split}_per_class", _SPLIT_OPTIONS[f"{split}_per_class"])
+                    for split in ("train", "val", "query", "database")}
+    if per_class:
+        raise ValueError(f"unknown option(s) {sorted(per_class)} for composite_items; it takes num_items, download "
+                         "and the *_per_class counts.")
+    unknown = sorted(set(exclude) - set(split_counts))
+    if unknown:
+        raise ValueError(f"exclude names unknown split(s) {unknown}; choose from {list(split_counts)}.")
+    base = COMPOSITE_BASES[name](root, download)
+    _, _, pool_of = _pools(base, split_counts, seed)
+    excluded = [list(split_counts).index(split) for split in exclude]
+    members = np.flatnonzero(~np.isin(pool_of, excluded))
+    rng = np.random.default_rng([seed, 0x17E5])  # the position of each item: independent of the composites' draws
+    position = rng.integers(0, num_items, len(members))
+    height, width = base.images.shape[1:]
+    canvas = np.zeros((len(members), height, num_items, width), np.uint8)
+    canvas[np.arange(len(members)), :, position] = base.images[members]
+    kept = ", ".join(split for split in split_counts if split not in exclude)
+    return ItemImages(canvas.reshape(len(members), height, num_items * width), base.labels[members].copy(),
+                      base.names, members, f"{len(members):,} single {base.item_word}s of {base.description} (the "
+                      f"{kept} pools of seed {seed}), each at a random one of {num_items} positions")
+
+
 def _composite_loader(name: str, base: Callable[[Path | None, bool], _BaseImages], items_option: str,
                       downloads: bool, doc: str) -> Callable[..., DatasetSplits]:
     """The loader of composite dataset ``name``, composed from the base images ``base(root, download)``.
@@ -299,6 +360,7 @@ def _composite_loader(name: str, base: Callable[[Path | None, bool], _BaseImages
         images = base(root, values.get("download", False))
         return _composite_dataset(name, images, values[items_option], values["num_classes"], per_class, seed)
 
+    COMPOSITE_BASES[name] = base
     load.__signature__ = signature  # type: ignore[attr-defined]
     load.__name__ = load.__qualname__ = "_load_" + name.replace("-", "_")
     load.__doc__ = doc

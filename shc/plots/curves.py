@@ -100,6 +100,11 @@ def _pr_entry(curve: Mapping[str, np.ndarray], key: str, method: str) -> np.ndar
     raise KeyError(f"pr_by_method[{method!r}] has no '{key}' (or 'pr_{key}') entry; pass the dict of evaluate().")
 
 
+def _default_map_columns(columns) -> list[str]:
+    tie_aware = [c for c in columns if str(c).startswith("tie_aware_mAP")]
+    return tie_aware or [c for c in columns if str(c).startswith("mAP")]
+
+
 def plot_training_history(history_frame, metrics: Sequence[str] | None = None) -> Figure:
     """Training loss and validation metrics against the epoch.
 
@@ -110,14 +115,15 @@ def plot_training_history(history_frame, metrics: Sequence[str] | None = None) -
         ``history.csv`` of :mod:`shc.train`), metric columns such as ``mAP@ALL``, and optionally a
         ``method`` column (one line per method).
     metrics : sequence of str, optional
-        Metric columns for the right panel; by default every column whose name starts with "mAP".
+        Metric columns for the right panel; by default the tie-aware mAP columns (``tie_aware_mAP@...``, what
+        model selection reads), or every column starting with "mAP" in histories that have none.
     """
     import pandas as pd
 
     if not isinstance(history_frame, pd.DataFrame) or not {"epoch", "loss"} <= set(history_frame.columns):
         raise ValueError("history_frame must be a DataFrame with 'epoch' and 'loss' columns (History.to_frame()).")
     columns = history_frame.columns
-    metric_columns = list(metrics) if metrics is not None else [c for c in columns if str(c).startswith("mAP")]
+    metric_columns = list(metrics) if metrics is not None else _default_map_columns(columns)
     missing = [c for c in metric_columns if c not in columns]
     if missing:
         raise ValueError(f"metric columns {missing} are not in the history (columns: {list(columns)}).")
@@ -163,7 +169,7 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
         Stacked training histories with columns ``bits``, ``epoch``, ``loss``, ``group`` and the metrics
         (``shc.results.history_rows``); metrics are NaN on epochs without evaluation.
     metrics : sequence of str, optional
-        Metric columns, by default those starting with "mAP".
+        Metric columns, by default the tie-aware mAP columns (else those starting with "mAP").
     group : str
         The column naming a line (its style is :func:`method_style` of the value).
     """
@@ -172,7 +178,7 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
     if not isinstance(history_frame, pd.DataFrame):
         raise TypeError("history_frame must be a pandas DataFrame (shc.results.history_rows(configs)).")
     columns = history_frame.columns
-    metric_columns = list(metrics) if metrics is not None else [c for c in columns if str(c).startswith("mAP")]
+    metric_columns = list(metrics) if metrics is not None else _default_map_columns(columns)
     missing = [c for c in ("bits", "epoch", "loss", group, *metric_columns) if c not in columns]
     if missing or history_frame.empty:
         raise ValueError(f"history_frame needs rows and the columns {missing or ['bits', 'epoch', 'loss']} "
@@ -259,7 +265,7 @@ def curve_frame(runs, kind: str):
 
 
 def _curve_x(frame) -> str:
-    names = [name for name, *_ in CURVE_KINDS.values() if name in frame.columns]
+    names = list(dict.fromkeys(name for name, *_ in CURVE_KINDS.values() if name in frame.columns))
     if len(names) != 1 or not {*_RUN_COLUMNS, "precision", "recall"} <= set(frame.columns):
         raise ValueError(f"frame must come from curve_frame (method, bits, seed, one of k/radius/rank, precision, "
                          f"recall); it has {list(frame.columns)}.")  # fmt: skip

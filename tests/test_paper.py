@@ -1,0 +1,57 @@
+"""The paper's numbers as data (extracted from its LaTeX, not typed in) and the side-by-side differences."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shc.paper import PAPER_RESULTS, extract_tables, load_paper_results, our_differences, paper_differences
+
+PAPER_TEX = Path(__file__).resolve().parents[2] / "shared" / "paper" / "shc-paper.tex"
+
+
+@pytest.mark.skipif(not PAPER_TEX.is_file(), reason=f"the paper's LaTeX source is not at {PAPER_TEX}")
+def test_the_stored_numbers_are_the_latex_tables():
+    stored = load_paper_results()
+    pd.testing.assert_frame_equal(stored, extract_tables(PAPER_TEX.read_text()), check_dtype=False)
+
+
+def test_hand_checked_cells_and_differences():
+    table = load_paper_results()
+    cell = table[(table["table"] == "Table 4") & (table["method"] == "shc") & (table["dataset"] == "cifar100")]
+    assert cell.set_index("bits")["value"].to_dict() == {16: 0.6360, 32: 0.6629, 64: 0.6672}
+    assert len(table) == 3 * 10 * 5 * 3  # tables x rows x datasets x lengths
+    differences = paper_differences("mAP@100").set_index(["dataset", "bits"])
+    # CIFAR-100, 16 bits: the best baseline is MDS 0.6199; CSQ 0.6123
+    row = differences.loc[("cifar100", 16)]
+    assert row["best baseline"] == "mds"
+    assert row["shc - best"] == pytest.approx(0.6360 - 0.6199) and row["shc - csq"] == pytest.approx(0.6360 - 0.6123)
+    # Stanford Cars-A, 16 bits: GreedyHash 0.5998 is the best baseline
+    assert differences.loc[("stanford-cars-a", 16), "best baseline"] == "greedyhash"
+    assert differences.loc[("stanford-cars-a", 16), "shc - best"] == pytest.approx(0.6674 - 0.5998)
+    with pytest.raises(ValueError, match="reports no"):
+        paper_differences("mAP@5")
+
+
+def test_our_differences_are_paired_over_seeds():
+    values = {"shc": [0.50, 0.52, 0.54], "csq": [0.45, 0.50, 0.49], "mds": [0.40, 0.41, 0.42],
+              "greedyhash": [0.60, 0.55, 0.56]}
+    rows = pd.DataFrame([{"dataset": "d", "method": m, "label": m, "bits": 16, "seed": s, "x": v}
+                         for m, vs in values.items() for s, v in enumerate(vs)])
+    got = our_differences(rows, "x", "ours").iloc[0]
+    assert got["best baseline"] == "greedyhash"
+    diff = np.subtract(values["shc"], values["greedyhash"])
+    half = 4.302652729911275 * diff.std(ddof=1) / math.sqrt(3)  # t_{0.975, 2}
+    assert got["shc - best"] == pytest.approx(diff.mean())
+    assert (got["shc - best low"], got["shc - best high"]) == pytest.approx((diff.mean() - half, diff.mean() + half))
+    assert got["shc - csq"] == pytest.approx(np.mean(np.subtract(values["shc"], values["csq"])))
+
+
+def test_asset_is_packaged():
+    assert PAPER_RESULTS.is_file()
+    text = Path(__file__).resolve().parents[1].joinpath("pyproject.toml").read_text()
+    assert '"assets/*.csv"' in text
