@@ -301,6 +301,12 @@ _VALUE_NAMES = {**{key: f"{key.removeprefix('tie_aware_')} (tie-aware)" for key 
 _KEY_NAMES = {"label": "method", "similarity": "S source"}
 
 
+def value_name(key: str) -> str:
+    """How a value column is named in the tables' "metric" level (``tie_aware_mAP@ALL`` -> ``mAP@ALL (tie-aware)``,
+    ``mAP@ALL`` -> ``mAP@ALL (ties by index)``, ``s_loss`` -> ``S_loss``): what to look a row up by."""
+    return _VALUE_NAMES.get(key, key)
+
+
 @dataclass(frozen=True, repr=False)
 class RankedTable:
     """A results table in the paper's layout: one "mean ± std over seeds" cell per row and column,

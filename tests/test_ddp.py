@@ -103,7 +103,7 @@ def test_torchrun_launches_the_pipeline_itself_and_rank_0_alone_writes(tmp_path)
                "--quiet"]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
     check_ok(result)
-    assert result.stdout.count("mAP@ALL (mean ± std over seeds)") == 1, "only rank 0 prints the tables"
+    assert result.stdout.count("\nmAP@ALL (mean ± std over seeds)") == 1, "only rank 0 prints the tables"
     config = preset("tiny", methods=["shc"], run_dir=str(run_dir), device="cpu")[0]
     directories = stage_directories(config)
     for stage, names in (("stage1", ("similarity.npy", "metrics.json", "classifier/best.pt")),

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from scipy.stats import spearmanr
 
 from shc import pipeline, plots, reports, results
+from shc.metrics import mean_average_precision
 from shc.similarity import hierarchy_agreement, most_similar_pairs, similarity_correlations, similarity_from_labels
 
 NOTEBOOKS = ("01_similarity", "02_hash_centers", "03_train_hashing", "04_retrieval", "05_ablations", "06_baselines")
@@ -157,7 +158,11 @@ def test_map_tables_are_the_brute_force_map_of_the_stored_codes(batch):
             expected = _brute_force_map(*args, topk=topk)
             table = _report(batch, "04_retrieval") / "tables" / f"{metric.replace('@', '_at_')}.csv"
             assert float(_cell(table, config.method)) == pytest.approx(expected, abs=5e-5)
-        assert summary[f"mAP@ALL {config.method} (16 bits)"] == pytest.approx(_brute_force_map(*args), abs=1e-9)
+            tie_aware = mean_average_precision(*args, topk, tie_aware=True)  # tested against every tie order
+            table = _report(batch, "04_retrieval") / "tables" / f"tie_aware_{metric.replace('@', '_at_')}.csv"
+            assert float(_cell(table, config.method)) == pytest.approx(tie_aware, abs=5e-5)
+        assert summary[f"tie-aware mAP@ALL {config.method} (16 bits)"] == pytest.approx(
+            mean_average_precision(*args, tie_aware=True), abs=1e-9)
 
 
 def test_baseline_tables_are_the_brute_force_map_of_the_stored_codes(batch):
@@ -166,10 +171,10 @@ def test_baseline_tables_are_the_brute_force_map_of_the_stored_codes(batch):
     for config in batch["configs"](["dpsh", "greedyhash", "orthohash", "shc"]):
         codes = np.load(pipeline.stage_directories(config)["stage3"] / "codes.npz")
         args = codes["query_codes"], codes["query_labels"], codes["database_codes"], codes["database_labels"]
-        maps[config.method] = _brute_force_map(*args)
         table = _report(batch, "06_baselines") / "tables" / "mAP_at_ALL.csv"
-        assert float(_cell(table, config.method)) == pytest.approx(maps[config.method], abs=5e-5)
-    assert summary["best method (mAP@ALL, 16 bits)"] == max(maps, key=maps.get)
+        assert float(_cell(table, config.method)) == pytest.approx(_brute_force_map(*args), abs=5e-5)
+        maps[config.method] = mean_average_precision(*args, tie_aware=True)
+    assert summary["best method (tie-aware mAP@ALL, 16 bits)"] == max(maps, key=maps.get)
     seconds = _report(batch, "06_baselines") / "tables" / "train_seconds.csv"
     assert all(float(_cell(seconds, method)) > 0 for method in maps)
 
@@ -208,12 +213,13 @@ def test_similarity_report_recovers_the_known_hierarchy_consistently(batch):
 def test_training_history_has_every_epoch_of_every_run(batch):
     history = pd.read_csv(_report(batch, "03_train_hashing") / "tables" / "training_history.csv")
     assert sorted(zip(history["method"], history["epoch"])) == [("mds", 1), ("mds", 2), ("shc", 1), ("shc", 2)]
-    assert history[["loss", "mAP@100", "mAP@1000", "mAP@ALL"]].notna().all().all()  # eval_every=1 in "tiny"
+    columns = ["loss", "mAP@100", "mAP@1000", "mAP@ALL", "tie_aware_mAP@100", "tie_aware_mAP@1000", "tie_aware_mAP@ALL"]
+    assert history[columns].notna().all().all()  # eval_every=1 in "tiny"
 
 
 def test_ablation_tables_read_the_same_runs_as_the_retrieval_tables(batch):
     terms = _report(batch, "05_ablations") / "tables" / "ablation_terms.csv"
-    rows = [row for row in _csv_rows(terms) if row[0] == "mAP@ALL"]
+    rows = [row for row in _csv_rows(terms) if row[0] == "mAP@ALL (ties by index)"]
     by_variant = {row[1]: row[2] for row in rows}
     retrieval = _report(batch, "04_retrieval") / "tables" / "mAP_at_ALL.csv"
     assert by_variant["d + S (SHC)"] == _cell(retrieval, "shc")
@@ -221,7 +227,10 @@ def test_ablation_tables_read_the_same_runs_as_the_retrieval_tables(batch):
     assert float(by_variant["d only (MDS centers)"]) == pytest.approx(distance_run["mAP@ALL"], abs=5e-5)
     text_run = results.load_metrics(batch["configs"](["shc"], similarity="text")[0])
     sources = [row for row in _csv_rows(_report(batch, "05_ablations") / "tables" / "ablation_similarity_source.csv")
-               if row[0] == "mAP@ALL"]  # fmt: skip
+               if row[0] == "mAP@ALL (ties by index)"]  # fmt: skip
+    tie_aware = [row for row in _csv_rows(terms) if row[0] == "mAP@ALL (tie-aware)"]
+    assert float(dict((row[1], row[2]) for row in tie_aware)["d only (MDS centers)"]) == pytest.approx(
+        distance_run["tie_aware_mAP@ALL"], abs=5e-5)
     assert float(dict((row[1], row[2]) for row in sources)["text embedding (BERT in the paper)"]) == pytest.approx(
         text_run["mAP@ALL"], abs=5e-5)
 
@@ -230,7 +239,12 @@ def test_top_results_are_the_hamming_nearest_with_correct_flags(batch):
     config = batch["configs"](["shc"])[0]
     examples = results.top_results(config, n_queries=4, k=6)
     codes = results.load_codes(config)
-    assert examples.query_indices.tolist() == [0, 33, 66, 99]  # evenly spaced over the 100 queries
+    # the splits are stored in a random order: the examples are the first query of 4 evenly spaced classes
+    labels = codes["query_labels"]
+    classes = np.unique(labels)
+    expected_classes = classes[[0, 6, 13, 19]]  # rint(linspace(0, 19, 4)) of the 20 tiny classes
+    assert labels[examples.query_indices].tolist() == expected_classes.tolist()
+    assert examples.query_indices.tolist() == [int(np.flatnonzero(labels == c)[0]) for c in expected_classes]
     for row, query in enumerate(examples.query_indices):
         distances = np.sum(codes["database_codes"] != codes["query_codes"][query], axis=1)
         expected = np.argsort(distances, kind="stable")[:6]
@@ -239,7 +253,7 @@ def test_top_results_are_the_hamming_nearest_with_correct_flags(batch):
                                       codes["database_labels"][expected] == codes["query_labels"][query])
     data = pipeline.load_data(config)
     np.testing.assert_array_equal(examples.result_images[1][0], data.database.raw_image(examples.result_indices[1, 0]))
-    assert examples.query_titles[0] == data.class_names[codes["query_labels"][0]]
+    assert examples.query_titles[0] == data.class_names[codes["query_labels"][examples.query_indices[0]]]
 
 
 def test_curves_by_method_stack_the_stored_curves(batch):
@@ -307,8 +321,9 @@ def test_retrieval_table_lower_is_better_for_times_and_stacks_metrics():
     rows = [{"dataset": "d", "label": m, "bits": 16, "seed": 0, "mAP@ALL": v, "train_seconds": t}
             for m, v, t in (("a", 0.5, 10.0), ("b", 0.6, 20.0))]  # fmt: skip
     table = results.retrieval_table(rows, ["mAP@ALL", "train_seconds"], labels={"a": "A"})
-    assert table.cells.index.tolist() == [("mAP@ALL", "A"), ("mAP@ALL", "b"), ("train seconds", "A"),
-                                          ("train seconds", "b")]  # fmt: skip
+    assert table.cells.index.tolist() == [("mAP@ALL (ties by index)", "A"), ("mAP@ALL (ties by index)", "b"),
+                                          ("train seconds", "A"), ("train seconds", "b")]  # fmt: skip
+    assert results.value_name("tie_aware_mAP@100") == "mAP@100 (tie-aware)"
     assert table.rank.iloc[:, 0].tolist() == [2.0, 1.0, 1.0, 2.0]
     assert table.cells.index.names == ["metric", "method"]
 
