@@ -593,6 +593,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return _reevaluate_grid(configs)
     import torch.distributed as dist
 
+    from shc.cli_common import output_folder
+
+    output_folder(configs[0].run_dir, "--run-dir")
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size > 1 and not dist.is_initialized():
         import torch

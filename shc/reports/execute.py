@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from shc._io import atomic_path, exclusive_lock, jsonable, write_text
+from shc._io import atomic_path, exclusive_lock, jsonable, log_file, write_text
 from shc.provenance import Timer
 from shc.reports.export import notebook_title, render_html
 from shc.reports.plan import ReportJob, default_notebooks_dir
@@ -73,7 +73,7 @@ def _kernel_manager_class(kernel_log: Path | None = None) -> type:
         async def start_kernel(self, **kwargs):
             if kernel_log is None:
                 return await super().start_kernel(**kwargs)
-            with open(kernel_log, "wb") as log:  # the kernel process keeps its own handle
+            with log_file(kernel_log) as log:  # the kernel process keeps its own handle
                 kwargs.setdefault("stdout", log)
                 kwargs.setdefault("stderr", log)
                 return await super().start_kernel(**kwargs)
