@@ -58,6 +58,56 @@ def test_inconsistent_labels_files_are_refused_naming_the_file(tmp_path, classes
         _nabirds(tmp_path)
 
 
+@pytest.mark.parametrize(
+    "images, classes, message",
+    [  # the issue's cases: one image listed twice, or under one id with a second path, loaded 49 samples from 48
+        ("id0 a/0.jpg\nid1 a/1.jpg\nid2 a/2.jpg\nid3 a/3.jpg\nid0 a/0.jpg\n", None, "lists image id 'id0' 2 times"),
+        ("id0 a/0.jpg\nid1 a/1.jpg\nid2 a/2.jpg\nid3 a/3.jpg\nid0 a/9.jpg\n", None, "lists image id 'id0' 2 times"),
+        ("id0 a/0.jpg\nid1 a/1.jpg\nid2 a/2.jpg\nid3 a/3.jpg\nid4 a/0.jpg\n", None, "lists image file .*0.jpg' 2"),
+        ("id0 a/0.jpg\nid1 a/1.jpg\nid2 a/2.jpg\nid3 a/3.jpg\nid4 a/9.jpg\n", None,
+         r"lists 1 image file\(s\) that do not exist: .*a/9.jpg"),
+        (None, "id0 1\nid1 99999999999999999999\nid2 2\nid3 2\n", "must hold integers .*'99999999999999999999'"),
+    ],
+)
+def test_index_files_listing_an_image_twice_or_a_missing_one_are_refused(tmp_path, images, classes, message):
+    from shc.data.formats import _nabirds
+
+    _nabirds_files(tmp_path, classes or "id0 1\nid1 1\nid2 2\nid3 2\nid4 2\n", "id0 1\nid1 0\nid2 1\nid3 0\nid4 1\n")
+    if images:
+        (tmp_path / "images.txt").write_text(images)
+    with pytest.raises(ValueError, match=message):
+        _nabirds(tmp_path)
+
+
+def test_cars_annotations_naming_a_missing_or_repeated_image_are_refused(tmp_path):
+    from test_data import write_cars_annotations, write_tiny_cars
+
+    from shc.data import load_dataset
+
+    truth = write_tiny_cars(tmp_path)
+    missing = sorted(truth)[0]
+    (tmp_path / missing).rename(tmp_path / "elsewhere.jpg")
+    with pytest.raises(ValueError, match=rf"image file\(s\) that do not exist: .*{Path(missing).name}"):
+        load_dataset("stanford-cars-b", root=tmp_path, train_size=3, query_size=3, val_size=1)
+    (tmp_path / "elsewhere.jpg").rename(tmp_path / missing)
+    write_cars_annotations(tmp_path / "devkit" / "cars_train_annos.mat", [1, 1], ["00001.jpg", "00001.jpg"])
+    with pytest.raises(ValueError, match="cars_train_annos.mat lists image id '00001.jpg' 2 times"):
+        load_dataset("stanford-cars-b", root=tmp_path, train_size=3, query_size=3, val_size=1)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not gzip"])
+def test_a_damaged_idx_file_is_named(tmp_path, damage):
+    from test_data import write_tiny_mnist
+
+    from shc.data import load_dataset
+
+    write_tiny_mnist(tmp_path, np.random.default_rng(0))
+    damaged = tmp_path / "train-images-idx3-ubyte.gz"
+    damaged.write_bytes(damaged.read_bytes()[:200] if damage == "truncated" else b"plain bytes, not gzip")
+    with pytest.raises(ValueError, match=rf"{damaged.name} cannot be read .*damaged"):
+        load_dataset("mnist-composite", root=tmp_path)
+
+
 def test_a_corrupt_image_is_named_at_load_time(tmp_path):
     from PIL import Image
 
