@@ -105,9 +105,11 @@ class HashingSplit(Dataset):
             return self._images[i]
         from PIL import Image, UnidentifiedImageError
 
+        from shc.data.transforms import convert_image
+
         try:
             with Image.open(self._paths[i]) as image:
-                return image.convert("RGB")
+                return convert_image(image, "RGB")
         except (OSError, UnidentifiedImageError, ValueError) as error:
             raise ValueError(f"image file {self._paths[i]} cannot be read ({error}); replace or remove it, then "
                              "rerun (the data fingerprint changes, so no stale result is reused).") from None

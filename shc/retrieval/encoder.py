@@ -76,7 +76,7 @@ class Encoder:
     """A hashing network with the transform and metadata of its run (see :func:`load_encoder`)."""
 
     model: Any  #: shc.models.HashingNetwork, eval mode, on ``device``
-    transform: Any  #: file image (PIL, after ``convert(record["input"]["channels"])``) -> network input
+    transform: Any  #: file image (PIL, after :func:`shc.data.transforms.convert_image`) -> network input
     record: dict[str, Any]  #: the run's encoder.json
     run_dir: Path
     device: Any
@@ -96,9 +96,11 @@ class Encoder:
         """The network input of one image file (PIL errors propagate for unreadable files)."""
         from PIL import Image
 
+        from shc.data.transforms import convert_image
+
         spec = self.record["input"]
         with Image.open(path) as image:
-            image = image.convert(spec["channels"])
+            image = convert_image(image, spec["channels"])
             if spec["kind"] == "composite":
                 height, width = spec["native_size"]
                 if image.size != (width, height):
