@@ -225,3 +225,27 @@ def test_hashindex_search_equals_the_brute_force_ranking_property():
             np.testing.assert_array_equal(distances[row], d[order])
 
     check()
+
+
+def test_an_interrupted_jobs_grid_resumes_with_the_planned_threads_and_the_same_numbers(tmp_path):
+    """The issue's case: after Ctrl-C in a ``--jobs 2`` grid, the rerun had one run left, gave it a one-worker
+    pool with cores // 1 threads, and other numbers than the uninterrupted grid. Threads follow the plan now,
+    and metrics.json records them."""
+    import shutil
+
+    from shc.pipeline import RunConfig, grid_threads, run_grid, stage_directories
+
+    options = {"num_classes": 6, "train_per_class": 8, "val_per_class": 2, "query_per_class": 2,
+               "database_per_class": 4}
+    whole = [RunConfig(method=method, epochs=1, eval_every=1, bits=16, precision="fp32", dataset_options=options,
+                       run_dir=str(tmp_path / "whole")) for method in ("random", "csq")]
+    uninterrupted = run_grid(whole, progress=False, jobs=2)
+    resumed = [config.replace(run_dir=str(tmp_path / "resumed")) for config in whole]
+    shutil.copytree(tmp_path / "whole", tmp_path / "resumed")
+    shutil.rmtree(stage_directories(resumed[1])["stage3"])  # interrupted before the second run finished
+    rerun = run_grid(resumed, progress=False, jobs=2)
+    recorded = [json.loads((stage_directories(c)["stage3"] / "metrics.json").read_text()) for c in whole + resumed]
+    assert [metrics["threads"] for metrics in recorded] == [grid_threads(2)] * 4
+    for before, after in zip(uninterrupted, rerun):
+        assert {k: v for k, v in before.items() if k != "train_seconds"} == \
+               {k: v for k, v in after.items() if k != "train_seconds"}
