@@ -249,3 +249,36 @@ def test_an_interrupted_jobs_grid_resumes_with_the_planned_threads_and_the_same_
     for before, after in zip(uninterrupted, rerun):
         assert {k: v for k, v in before.items() if k != "train_seconds"} == \
                {k: v for k, v in after.items() if k != "train_seconds"}
+
+
+def test_the_data_cache_of_a_process_sees_images_added_removed_or_edited(tmp_path):
+    """A notebook: load (or run) an image-folder config, change the images, run again. The per-process cache
+    used to return the splits of the old files, so the stage folders (and centers) of the old data came back."""
+    from PIL import Image
+
+    from shc.runs import RunConfig, load_data, stage_directories
+
+    for c in range(2):
+        (tmp_path / f"c{c}").mkdir()
+        for i in range(6):
+            Image.new("RGB", (4, 4), (40 * c, 20 * i, 0)).save(tmp_path / f"c{c}" / f"{i}.png")
+    config = RunConfig(dataset="imagefolder", data_root=str(tmp_path), method="csq", bits=16,
+                       dataset_options={"train_size": 4, "query_size": 2, "val_size": 2, "image_size": 8})
+
+    def total(data) -> int:
+        return sum(len(split) for split in data.splits.values())
+
+    first, folders = load_data(config), stage_directories(config)
+    assert load_data(config) is first  # unchanged files: served from the cache
+    Image.new("RGB", (4, 4), (1, 2, 3)).save(tmp_path / "c1" / "new.png")
+    added = load_data(config)
+    assert added is not first and total(added) == total(first) + 1 and stage_directories(config) != folders
+    (tmp_path / "c0" / "0.png").unlink()
+    removed = load_data(config)
+    assert removed is not added and total(removed) == total(first)
+    folders = stage_directories(config)
+    image = tmp_path / "c1" / "2.png"
+    Image.new("RGB", (5, 4), (9, 9, 9)).save(image)  # edited in place: another size
+    edited = load_data(config)
+    assert edited is not removed and stage_directories(config) != folders
+    assert load_data(config) is edited
