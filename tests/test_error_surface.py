@@ -85,7 +85,12 @@ def _target(call: ast.Call) -> ast.AST | None:
     position = 1 if name == "save" and getattr(func.value, "id", "") == "torch" else _WRITERS[name]
     if position is None:
         return func.value
-    return call.args[position] if len(call.args) > position else func
+    if len(call.args) > position:
+        return call.args[position]
+    keyword = next((k.value for k in call.keywords if k.arg in ("path_or_buf", "path", "fname", "file")), None)
+    if keyword is None and name.startswith("to_"):
+        return None  # pandas without a path returns the text: nothing is written
+    return keyword if keyword is not None else func
 
 
 def _unwrap(node: ast.AST) -> ast.AST:
@@ -144,6 +149,7 @@ def test_every_write_of_the_package_goes_through_the_atomic_writer():
     "def f(fig, path, atomic_path):\n    with atomic_path(path) as temporary:\n        fig.savefig(path)",
     "def f(shutil, a, b):\n    shutil.copyfile(a, b)",
     "def f(path):\n    path.open('a').write('x')",
+    "def f(table, out):\n    table.to_csv(path_or_buf=out)",
 ])
 def test_the_write_site_scan_finds_direct_writes(snippet):
     """The scan is not vacuous: each direct write (the two the issue found among them) is reported."""
