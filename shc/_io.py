@@ -9,6 +9,7 @@ never a truncated file, and the temporary file is removed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -17,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["atomic_path", "exclusive_lock", "jsonable", "save_npy", "save_npz", "save_torch", "write_bytes", "write_json",
-           "write_text"]
+__all__ = ["atomic_path", "exclusive_lock", "jsonable", "log_file", "save_npy", "save_npz", "save_torch", "write_bytes",
+           "write_json", "write_text"]
 
 
 @contextlib.contextmanager
@@ -37,8 +38,36 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
             with open(temporary, "rb") as handle:
                 os.fsync(handle.fileno())
             os.replace(temporary, path)
+    except OSError as error:
+        raise _about_target(error, temporary, path) from error
     finally:
         temporary.unlink(missing_ok=True)
+
+
+#: Errors of a write that say nothing about which file (a full disk surfaces in ``write`` without a name).
+_NAMELESS_WRITE_ERRORS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+
+
+def _about_target(error: OSError, temporary: Path, path: Path) -> OSError:
+    """``error`` naming the target ``path`` instead of the temporary file (or nothing): the file the user asked
+    for is the one an error message must name."""
+    if error.errno is None or not (error.filename in (str(temporary), temporary)
+                                   or (error.filename is None and error.errno in _NAMELESS_WRITE_ERRORS)):
+        return error
+    return type(error)(error.errno, os.strerror(error.errno), str(path))
+
+
+@contextlib.contextmanager
+def log_file(path: str | os.PathLike) -> Iterator[Any]:
+    """A binary file handle for a log that grows while a process runs (a kernel's stdout and stderr).
+
+    The one writer that is not atomic, by nature: a log is useful precisely while it is incomplete. Use it only
+    for logs inside a folder that is itself swapped in atomically (a report's building folder).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        yield handle
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> Path:

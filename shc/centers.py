@@ -32,7 +32,7 @@ from scipy.stats import spearmanr
 
 from shc.registry import Registry
 from shc.similarity import validate_similarity
-from shc.validation import hamming_distance_matrix, sign_codes
+from shc.validation import hamming_distance_matrix, seed_value, sign_codes
 
 
 #: Paper defaults for Algorithm 1 (Sec. 4.4 "Experimental Settings").
@@ -594,6 +594,7 @@ def run_center_method(method: str, num_classes: int, num_bits: int, similarity: 
     generators without iterations): what stage 2 stores."""
     generator = CENTER_GENERATORS.get(method)
     C, q = _check_sizes(num_classes, num_bits)
+    seed = seed_value(seed)
     unknown = sorted(set(options) - set(generator.options))
     if unknown:
         allowed = ", ".join(generator.options) or "none"

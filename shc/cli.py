@@ -2,12 +2,15 @@
 
 ::
 
-    shc encode --run RUN_DIR --images FOLDER --out codes.npz
+    shc encode --run RUN_DIR --images FOLDER --out codes.npz [--allow-unfinished]
     shc index codes.npz --out images.shcidx
-    shc search --index images.shcidx --run RUN_DIR --image query.png -k 10 [--html results.html]
+    shc search --index images.shcidx --run RUN_DIR --image query.png -k 10 [--html results.html] [--force]
 
-``RUN_DIR`` is a pipeline stage-3 folder, ``<run_dir>/<dataset>/seed<k>/stage3-<method>-<q>bit/``. Also
-runnable as ``python -m shc``.
+``RUN_DIR`` is a pipeline stage-3 folder, ``<run_dir>/<dataset>/seed<k>/stage3-<method>-<q>bit-<key>/``. The
+codes file and the index record the run's identity and a digest of its weights; ``shc search`` refuses a run
+whose identity or weights differ (``--force`` overrides), and ``shc encode`` refuses an unfinished run
+(``--allow-unfinished`` overrides and is recorded). Every file is written atomically; errors are one line with
+exit status 2 (130 after Ctrl-C). Also runnable as ``python -m shc``.
 """
 
 from __future__ import annotations
@@ -15,12 +18,16 @@ from __future__ import annotations
 import argparse
 import base64
 import html
+import json
 import mimetypes
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from shc.cli_common import device_name, output_file, positive_int, run_cli
 
 __all__ = ["main"]
 
@@ -28,21 +35,26 @@ _SHOWN_FAILURES = 20
 
 
 def _encode(args: argparse.Namespace) -> int:
+    from shc._io import save_npz
     from shc.retrieval.encoder import encode_images, find_images, load_encoder
 
-    encoder = load_encoder(args.run, device=args.device)
+    out = output_file(args.out, "--out")
     root = Path(args.images).expanduser().resolve()
+    if not root.is_dir():
+        raise ValueError(f"--images {args.images!r} is not a folder; give the folder of images to encode.")
+    encoder = load_encoder(args.run, device=args.device, allow_unfinished=args.allow_unfinished)
     paths = find_images(root)
     if not paths:
-        raise SystemExit(f"error: no image files under {root} (looked for .png, .jpg, .jpeg, .bmp, .gif, .tif, .webp).")
+        raise ValueError(f"--images: no image files under {root} (looked for .png, .jpg, .jpeg, .bmp, .gif, .tif, "
+                         ".webp); give a folder that holds some.")
     codes, kept, failed = encode_images(encoder, paths, batch_size=args.batch_size, progress=not args.quiet)
     relative = np.array([paths[i].relative_to(root).as_posix() for i in kept], dtype=str)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "wb") as handle:  # an explicit handle: np.savez would append .npz to other names
-        np.savez_compressed(handle, codes=codes, paths=relative, root=str(root), bits=encoder.num_bits,
-                            run=str(Path(args.run).resolve()))
+    save_npz(out, codes=codes, paths=relative, root=str(root), bits=encoder.num_bits,
+             run=encoder.provenance["run"], provenance=json.dumps(encoder.provenance))
     print(f"encoded {len(kept)} images of {root} into {encoder.num_bits}-bit codes: {out}")
+    if not encoder.provenance["finished"]:
+        print(f"warning: {args.run} has not finished training; {out} records that (--allow-unfinished).",
+              file=sys.stderr)
     if failed:
         print(f"skipped {len(failed)} unreadable file(s):", file=sys.stderr)
         for path, reason in failed[:_SHOWN_FAILURES]:
@@ -52,26 +64,55 @@ def _encode(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_codes(path: str) -> dict[str, np.ndarray]:
-    if not Path(path).is_file():
-        raise SystemExit(f"error: {path} does not exist; make it with `shc encode --run RUN_DIR --images FOLDER "
-                         f"--out {path}`.")
-    with np.load(path) as archive:
+def _read_codes(path: str) -> dict[str, Any]:
+    """The arrays of a codes file written by ``shc encode``, and its ``provenance`` (None for an earlier shc's)."""
+    import zipfile
+    import zlib
+
+    file = Path(path).expanduser()
+    remedy = f"make it with `shc encode --run RUN_DIR --images FOLDER --out {path}`"
+    if file.is_dir():
+        raise ValueError(f"codes file {path} is a folder; give the .npz file `shc encode` wrote.")
+    if not file.is_file():
+        raise FileNotFoundError(f"codes file {path} does not exist; {remedy}.")
+    damaged = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
+    try:
+        archive = np.load(file, allow_pickle=False)
+    except damaged as error:
+        raise ValueError(f"codes file {path} cannot be read ({type(error).__name__}: {error}): it is damaged or not "
+                         f"written by `shc encode`; {remedy}.") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"codes file {path} holds a single array (.npy), not the archive `shc encode` writes; "
+                         f"{remedy}.")
+    with archive:
         missing = {"codes", "paths", "root", "bits"} - set(archive.files)
         if missing:
-            raise SystemExit(f"error: {path} lacks {sorted(missing)}: it was not written by `shc encode`.")
-        return {key: archive[key] for key in archive.files}
+            raise ValueError(f"codes file {path} lacks {sorted(missing)}: it was not written by `shc encode`; "
+                             f"{remedy}.")
+        try:
+            data: dict[str, Any] = {key: archive[key] for key in archive.files}
+            data["provenance"] = json.loads(str(data["provenance"])) if "provenance" in data else None
+        except damaged as error:
+            raise ValueError(f"codes file {path} is damaged ({type(error).__name__}: {error}); {remedy}.") from None
+    if data["codes"].ndim != 2 or len(data["codes"]) != len(data["paths"]):
+        raise ValueError(f"codes file {path} is inconsistent ({data['codes'].shape} codes for {len(data['paths'])} "
+                         f"paths); {remedy}.")
+    return data
 
 
 def _index(args: argparse.Namespace) -> int:
     from shc.retrieval import HashIndex
 
+    out = output_file(args.out, "--out")
     data = _read_codes(args.codes)
     index = HashIndex(int(data["bits"])).add(data["codes"])
     index.metadata = {"paths": data["paths"].tolist(), "root": str(data["root"]),
-                      "run": str(data["run"]) if "run" in data else None}
-    index.save(args.out)
-    print(f"indexed {len(index)} codes of {index.num_bits} bits ({index.nbytes / 2**20:.1f} MiB): {args.out}")
+                      "run": str(data["run"]) if "run" in data else None, "provenance": data["provenance"]}
+    index.save(out)
+    print(f"indexed {len(index)} codes of {index.num_bits} bits ({index.nbytes / 2**20:.1f} MiB): {out}")
+    if data["provenance"] is None:
+        print(f"warning: {args.codes} does not record which network made its codes (an earlier shc); "
+              "`shc search` will ask for --force. Re-encode the images to record it.", file=sys.stderr)
     return 0
 
 
@@ -101,48 +142,57 @@ font-size:11px;vertical-align:top}} img{{height:96px;image-rendering:pixelated;b
 
 
 def _search(args: argparse.Namespace) -> int:
+    from shc._io import write_text
     from shc.retrieval import HashIndex
-    from shc.retrieval.encoder import encode_images, load_encoder
+    from shc.retrieval.encoder import encode_images, load_encoder, verify_provenance
 
-    encoder = load_encoder(args.run, device=args.device)
-    index = HashIndex.load(args.index, num_bits=encoder.num_bits)
+    gallery = output_file(args.html, "--html") if args.html else None
     query = Path(args.image).expanduser()
     if not query.is_file():
-        raise SystemExit(f"error: query image {query} does not exist.")
-    codes, _, failed = encode_images(encoder, [query], batch_size=1)
-    if failed:
-        raise SystemExit(f"error: cannot read the query image: {failed[0][1]}")
-    distances, ids = index.search(codes, args.k)
+        raise FileNotFoundError(f"--image {args.image!r} is not an image file; give the query image's path.")
+    encoder = load_encoder(args.run, device=args.device, allow_unfinished=True)  # provenance decides below
+    index = HashIndex.load(args.index, num_bits=encoder.num_bits)
+    warning = verify_provenance(index.metadata.get("provenance"), encoder, f"index {args.index}", force=args.force)
+    if warning:
+        print(f"warning: {warning}; searching anyway (--force).", file=sys.stderr)
     paths, root = index.metadata.get("paths"), Path(index.metadata.get("root") or ".")
     if paths is None:
-        raise SystemExit(f"error: {args.index} holds no file paths: build it with `shc index codes.npz`.")
+        raise ValueError(f"{args.index} holds no file paths: build it with `shc index codes.npz`.")
+    codes, _, failed = encode_images(encoder, [query], batch_size=1)
+    if failed:
+        raise ValueError(f"--image: cannot read the query image: {failed[0][1]}")
+    distances, ids = index.search(codes, args.k)
     rows = [(rank, int(d), root / paths[int(i)]) for rank, (d, i) in enumerate(zip(distances[0], ids[0]), 1)]
     print(f"query {query} ({encoder.num_bits} bits), {len(index)} indexed images under {root}")
     print(f"{'rank':>4}  {'distance':>8}  path")
     for rank, distance, path in rows:
         print(f"{rank:>4}  {distance:>8}  {path.relative_to(root).as_posix()}")
-    if args.html:
+    if gallery is not None:
         missing = [str(path) for _, _, path in rows if not path.is_file()]
         if missing:
-            raise SystemExit(f"error: cannot write the gallery: indexed images moved or deleted ({missing[0]} ...).")
-        page = _gallery(query, rows, f"top {len(rows)} of {len(index)} for {query.name}")
-        Path(args.html).write_text(page, encoding="utf-8")
-        print(f"gallery: {args.html}")
+            raise ValueError(f"--html: cannot write the gallery: indexed images moved or deleted ({missing[0]} ...); "
+                             "rebuild the index from the images where they are now.")
+        write_text(gallery, _gallery(query, rows, f"top {len(rows)} of {len(index)} for {query.name}"))
+        print(f"gallery: {gallery}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shc", description="Hash your own images with a trained SHC run, "
-                                     "index the codes and search them by Hamming distance.")
+                                     "index the codes and search them by Hamming distance.",
+                                     epilog="--debug (anywhere) shows the traceback of an error.")
     commands = parser.add_subparsers(dest="command", required=True)
-    run_help = "a pipeline stage-3 folder: <run_dir>/<dataset>/seed<k>/stage3-<method>-<q>bit"
+    run_help = "a pipeline stage-3 folder: <run_dir>/<dataset>/seed<k>/stage3-<method>-<q>bit-<key>"
+    device_help = "auto (CUDA when available), cpu, cuda, cuda:1, ..."
 
     encode = commands.add_parser("encode", help="hash every image under a folder (recursively)")
     encode.add_argument("--run", required=True, help=run_help)
     encode.add_argument("--images", required=True, help="folder of images (.png .jpg .jpeg .bmp .gif .tif .webp)")
-    encode.add_argument("--out", required=True, help="codes file to write (.npz: codes + relative paths)")
-    encode.add_argument("--batch-size", type=int, default=512)
-    encode.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:1, ...")
+    encode.add_argument("--out", required=True, help="codes file to write (.npz: codes, relative paths, provenance)")
+    encode.add_argument("--batch-size", type=positive_int, default=512)
+    encode.add_argument("--device", type=device_name, default="auto", help=device_help)
+    encode.add_argument("--allow-unfinished", action="store_true",
+                        help="encode with a run whose training has not finished (recorded in the codes file)")
     encode.add_argument("--quiet", action="store_true", help="no progress bar")
     encode.set_defaults(handler=_encode)
 
@@ -155,20 +205,23 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--index", required=True, help="index file written by `shc index`")
     search.add_argument("--run", required=True, help=run_help + " (the one that encoded the indexed images)")
     search.add_argument("--image", required=True, help="query image file")
-    search.add_argument("-k", type=int, default=10, help="results to show (default 10)")
+    search.add_argument("-k", type=positive_int, default=10, help="results to show (default 10)")
     search.add_argument("--html", help="also write an offline HTML gallery of the query and its results")
-    search.add_argument("--device", default="auto")
+    search.add_argument("--device", type=device_name, default="auto", help=device_help)
+    search.add_argument("--force", action="store_true",
+                        help="search even when the index was encoded by another run or other weights")
     search.set_defaults(handler=_search)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.handler(args)
-    except (FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    return args.handler(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``shc`` command; returns the exit status (2 for a user error, 130 after Ctrl-C)."""
+    return run_cli(_main, argv)
 
 
 if __name__ == "__main__":

@@ -1,23 +1,55 @@
 """What every command line of the package shares: user errors as one clear line, tracebacks only for bugs.
 
-A user error (a bad option value, a missing file, a run that is not computed yet, a busy run folder) is
-printed as ``error: <message>`` with exit status 2; ``--debug`` (or ``SHC_DEBUG=1``) shows the traceback
-instead. Ctrl-C exits with status 130 after saying what was kept. Any other exception is a bug and keeps
-its traceback.
+A user or environment error (a bad option value, a missing, damaged or wrong-format file, a path that is a
+folder or under a file, a read-only or full file system, a run that is not computed yet, a busy run folder)
+is printed as one line, ``error: <message>``, with exit status 2; ``--debug`` (or ``SHC_DEBUG=1``) shows the
+traceback instead. Ctrl-C and SIGTERM exit with status 130 after saying what was kept. Any other exception is
+a bug and keeps its traceback. Every command line of the package (``shc``, ``python -m shc.data``,
+``python -m shc.pipeline``, ``python -m shc.reports``, ``python -m shc.results``) runs through :func:`run_cli`.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-__all__ = ["USER_ERRORS", "non_negative_int", "positive_float", "positive_int", "run_cli"]
+__all__ = ["USER_ERRORS", "describe_error", "device_name", "non_negative_int", "output_file", "output_folder",
+           "positive_float", "positive_int", "run_cli"]
 
-#: Exceptions that describe a problem with the user's input or environment, not a bug.
-USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, FileNotFoundError, PermissionError, IsADirectoryError,
-                                                NotADirectoryError, RuntimeError, TypeError)
+#: Exceptions that describe a problem with the user's input or environment, not a bug. OSError covers the
+#: file system (missing, is-a-folder, not-a-folder, permission, read-only, full disk, ...).
+USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, EOFError, RuntimeError, TypeError)
+
+#: What to do about an operating-system error, by errno.
+_OS_FIXES = {
+    errno.ENOSPC: "the disk is full: free some space or write elsewhere",
+    errno.EDQUOT: "the disk quota is exhausted: free some space or write elsewhere",
+    errno.EFBIG: "the file is larger than this system allows (a full disk or a file-size limit): write elsewhere",
+    errno.EROFS: "the file system is read-only: write elsewhere",
+    errno.EACCES: "permission denied: choose a location you can write to, or fix the permissions",
+    errno.EPERM: "operation not permitted: choose a location you can write to, or fix the permissions",
+    errno.ENOTDIR: "a part of this path is a file, not a folder: choose another path",
+    errno.EISDIR: "this is a folder: give a file path",
+    errno.EEXIST: "a file is in the way of a folder of that name: move it or choose another path",
+    errno.ENOENT: "no such file or folder: check the path",
+    errno.ENAMETOOLONG: "the name is too long: choose a shorter path",
+    errno.EIO: "input/output error: check the disk",
+}
+
+
+def describe_error(error: BaseException) -> str:
+    """One line for ``error``: an operating-system error as ``<file>: <reason> (<what to do>)``, any other as its
+    message with the line breaks folded."""
+    if isinstance(error, OSError) and error.errno in _OS_FIXES and error.strerror:
+        where = f"{error.filename}: " if error.filename is not None else ""
+        also = f" -> {error.filename2}" if getattr(error, "filename2", None) is not None else ""
+        return f"{where}{error.strerror}{also} ({_OS_FIXES[error.errno]})"
+    text = str(error).strip() or type(error).__name__
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def _terminate(signum, frame):  # SIGTERM (e.g. a batch scheduler, `kill`) unwinds like Ctrl-C
@@ -56,7 +88,7 @@ def _run(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None
     except USER_ERRORS as error:
         if debug:
             raise
-        print(f"error: {error}\n(rerun with --debug for the traceback)", file=sys.stderr)
+        print(f"error: {describe_error(error)} (--debug shows the traceback)", file=sys.stderr)
         return 2
 
 
@@ -88,3 +120,46 @@ def positive_float(text: str) -> float:
     if not (value > 0 and value != float("inf")):
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return value
+
+
+def device_name(text: str) -> str:
+    """argparse type: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (whether CUDA is there is checked when it is used)."""
+    from shc.validation import device_name as check
+
+    try:
+        return check(text, "--device")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _check_writable(target: Path, folder: Path, option: str) -> None:
+    """Refuse ``target`` unless ``folder`` (where it goes) is, or can be made, a folder this process writes."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"{option} {str(target)!r} cannot be written: {existing} is a file, not a folder; choose "
+                         f"another {option}.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {str(target)!r} cannot be written ({existing} is read-only or not yours); "
+                         f"choose another {option}.")
+
+
+def output_folder(folder: str | os.PathLike, option: str) -> Path:
+    """``folder`` as a Path, after checking this process can write into it (it, or its nearest existing ancestor,
+    is a writable folder); the ValueError names ``option`` and what to do."""
+    folder = Path(folder).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{option} {str(folder)!r} is a file, not a folder; choose another {option}.")
+    _check_writable(folder, folder, option)
+    return folder
+
+
+def output_file(path: str | os.PathLike, option: str) -> Path:
+    """``path`` as a Path, after checking a file can be written there (atomically: a temporary file beside it,
+    then a rename); the ValueError names ``option`` and what to do."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise ValueError(f"{option} {str(path)!r} is a folder; give a file path (e.g. {path / 'out'}).")
+    _check_writable(path, path.parent, option)
+    return path

@@ -35,8 +35,11 @@ def resolve_device(device: str | torch.device = "auto", local_rank: int = 0) -> 
 
     ``"auto"`` and ``"cuda"`` pick ``cuda:local_rank`` (one GPU per DDP rank).
     """
+    from shc.validation import device_name
+
     if isinstance(device, torch.device):
         return device
+    device = device_name(device)
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":

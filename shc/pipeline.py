@@ -377,6 +377,7 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
             save_npz(directory / "codes.npz", **codes)
             metrics = jsonable({
                 **evaluate_codes(codes), "selected_epoch": history.best_epoch, "train_seconds": train_seconds,
+                "threads": _threads(),  # CPU results depend on it (summation order): recorded, fixed by the plan
                 "method": config.method, "bits": config.bits, "seed": config.seed, "dataset": config.dataset,
             })
             write_json(directory / "metrics.json", metrics)  # last: its presence marks the stage complete
@@ -443,7 +444,9 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
             pending.append(index)
     from concurrent.futures import as_completed
 
-    with grid_workers(min(jobs, len(pending) or 1)) as pool:
+    # Threads per run follow the plan (cores // jobs), not how many runs are left: a rerun after an interrupt
+    # trains its remaining runs with the threads they would have had, so it gives the same numbers.
+    with grid_workers(min(jobs, len(pending) or 1), threads=grid_threads(jobs)) as pool:
         futures = {pool.submit(_timed_hashing, configs[index]): index for index in pending}
         try:
             for future in as_completed(futures):
@@ -462,11 +465,17 @@ def _positive_jobs(jobs: int) -> int:
     return jobs
 
 
+def grid_threads(jobs: int) -> int:
+    """Threads each hashing run of a ``--jobs JOBS`` grid trains with: ``cores // jobs`` (at least 1)."""
+    return max(1, _cpu_count() // _positive_jobs(jobs))
+
+
 @contextlib.contextmanager
-def grid_workers(jobs: int) -> Iterator[Any]:
+def grid_workers(jobs: int, threads: int | None = None) -> Iterator[Any]:
     """A pool of ``jobs`` worker processes (spawned) that share this machine's cores between them.
 
-    Each worker runs ``torch.set_num_threads(cores // jobs)`` (and the same for numba). Measured on the
+    Each worker runs ``torch.set_num_threads(threads)`` (default :func:`grid_threads`, cores // jobs; the same
+    for numba). Measured on the
     2-core machine (``benchmarks/bench_grid_jobs.py``), one training step of the standard preset's network
     takes 7.0 ms with two threads and 11.3 ms with one, so two one-thread workers move about 1.25x as many
     images a second, more once the Python overhead of each step (data, loss, optimizer) runs in parallel too.
@@ -474,7 +483,7 @@ def grid_workers(jobs: int) -> Iterator[Any]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    threads = max(1, _cpu_count() // jobs)
+    threads = grid_threads(jobs) if threads is None else threads
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_init_worker, initargs=(threads,))
     try:
@@ -488,6 +497,12 @@ def _cpu_count() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def _threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def _init_worker(threads: int) -> None:
@@ -593,6 +608,9 @@ def _main(argv: Sequence[str] | None) -> int:
         return _reevaluate_grid(configs)
     import torch.distributed as dist
 
+    from shc.cli_common import output_folder
+
+    output_folder(configs[0].run_dir, "--run-dir")
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size > 1 and not dist.is_initialized():
         import torch

@@ -727,7 +727,8 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--metrics", nargs="+", choices=[*TIE_AWARE_MAP_KEYS, *MAP_KEYS],
                         default=["tie_aware_mAP@ALL", "mAP@ALL", "tie_aware_mAP@100", "mAP@100"],
                         help="tables to print (default: mAP@ALL and mAP@100, tie-aware and with ties by index)")
-    parser.add_argument("--reference", default="shc", help="the method every other is compared with")
+    parser.add_argument("--reference", default=None,
+                        help="the method every other is compared with (default shc, when the grid has it)")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables (the README's format)")
     parser.add_argument("--paper", action="store_true",
                         help="also the paper's Table 4 differences (SHC minus the best baseline, CSQ and MDS, mAP@100) "
@@ -739,8 +740,12 @@ def _main(argv: Sequence[str] | None) -> int:
     preset = get_preset(args.preset)
     run_dir = args.run_dir or f"runs/{args.preset}"
     configs = preset.configs(methods=args.methods, run_dir=run_dir)
-    rows = result_rows(configs)
     order = list(dict.fromkeys(c.method for c in configs))
+    if args.reference is not None and args.reference not in order:  # never drop the comparisons silently
+        raise ValueError(f"--reference {args.reference!r} is not a method of this grid ({', '.join(order)}); "
+                         "choose one of them, or add it to --methods.")
+    reference = args.reference or "shc"
+    rows = result_rows(configs)
     stamp = datetime.date.today().isoformat()
     command = " ".join(["python -m shc.results", *(sys.argv[1:] if argv is None else argv)])
     print(f"Results of preset `{args.preset}` ({preset.datasets[0]}; {len(configs)} runs: "
@@ -755,7 +760,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(_markdown_table(rows, metric, order) if args.markdown else
               rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
         print()
-    _print_comparisons(rows, args.reference, order)
+    _print_comparisons(rows, reference, order)
     if args.extended:
         from shc.presets import ABLATIONS, BASELINES
 
@@ -771,7 +776,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 print(_markdown_table(extra_rows, metric, labels) if args.markdown else
                       extra_rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
                 print()
-            _print_comparisons(extra_rows, args.reference, labels)
+            _print_comparisons(extra_rows, reference, labels)
     if args.paper:
         _print_paper_comparison(preset, run_dir)
     return 0

@@ -187,9 +187,9 @@ class RunConfig:
 
 
 # --------------------------------------------------------------------------------------------
-# Data (cached per process: building the splits is deterministic)
+# Data (cached per process, and checked against the files each time it is served)
 # --------------------------------------------------------------------------------------------
-_DATASETS: dict[str, Any] = {}
+_DATASETS: dict[str, tuple[Any, str]] = {}  # key -> (splits, their source stamp when loaded)
 
 
 def _resolved_root(config: RunConfig) -> str | None:
@@ -197,19 +197,29 @@ def _resolved_root(config: RunConfig) -> str | None:
 
 
 def load_data(config: RunConfig):
-    """The dataset splits of ``config`` (cached per process)."""
+    """The dataset splits of ``config``, cached per process while the files they were read from are unchanged.
+
+    Each call compares :meth:`shc.data.DatasetSplits.source_stamp` (sizes and times of the image files, the
+    folders holding them and the files near the data root) with the stamp taken at loading: a notebook that
+    adds, removes or edits images and calls ``run(config)`` again gets splits (and stage folders) of the new
+    files, not the ones loaded before.
+    """
     from shc.data import load_dataset
+    from shc.data.formats import default_data_root
 
     key = json.dumps(jsonable({"dataset": config.dataset, "options": dict(config.dataset_options),
                                "seed": config.seed, "root": _resolved_root(config)}))
-    if key not in _DATASETS:
-        _DATASETS[key] = load_dataset(config.dataset, root=config.data_root, seed=config.seed,
-                                      **dict(config.dataset_options))
-    return _DATASETS[key]
+    root = _resolved_root(config) or default_data_root()
+    cached = _DATASETS.get(key)
+    if cached is not None and cached[0].source_stamp(root) == cached[1]:
+        return cached[0]
+    data = load_dataset(config.dataset, root=config.data_root, seed=config.seed, **dict(config.dataset_options))
+    _DATASETS[key] = (data, data.source_stamp(root))
+    return data
 
 
 def forget_data() -> None:
-    """Drop the per-process dataset cache (e.g. after changing the files of an image folder)."""
+    """Drop the per-process dataset cache (:func:`load_data` reloads changed files by itself)."""
     _DATASETS.clear()
 
 

@@ -10,7 +10,23 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["class_labels", "hamming_distance_matrix", "sign_codes", "to_numpy"]
+__all__ = ["class_labels", "device_name", "hamming_distance_matrix", "seed_value", "sign_codes", "to_numpy"]
+
+
+def device_name(device: Any, name: str = "device") -> str:
+    """``device`` if it is ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (whether CUDA is there is for the
+    code that uses it to say)."""
+    if isinstance(device, str) and (device in ("auto", "cpu", "cuda")
+                                    or (device.startswith("cuda:") and device[5:].isdigit())):
+        return device
+    raise ValueError(f"{name} must be 'auto', 'cpu', 'cuda' or 'cuda:N' (N a GPU number), got {device!r}.")
+
+
+def seed_value(seed: Any, name: str = "seed") -> int:
+    """``seed`` as an int if it is a non-negative integer (numpy's generators take nothing else)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {seed!r}.")
+    return int(seed)
 
 
 def to_numpy(x: Any, name: str) -> np.ndarray:

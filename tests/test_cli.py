@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -103,3 +104,118 @@ def test_index_of_other_bits_is_refused(tiny_run, tmp_path, capsys):
 def test_python_dash_m_shc_runs_the_same_command():
     result = subprocess.run([sys.executable, "-m", "shc", "--help"], capture_output=True, text=True, check=True)
     assert "encode" in result.stdout and "search" in result.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# Provenance: codes know which run and which weights made them (issue 24)
+# --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def other_run(tiny_run):
+    """A second finished run with the same code length (another seed): same shape of codes, other weights."""
+    config = tiny_run[0].replace(seed=1)
+    run(config)
+    return stage_directories(config)["stage3"]
+
+
+def _index_of(stage3: Path, images: Path, folder: Path, *extra: str) -> Path:
+    codes, index = folder / "codes.npz", folder / "db.shcidx"
+    assert main(["encode", "--run", str(stage3), "--images", str(images), "--out", str(codes), "--quiet",
+                 *extra]) == 0
+    assert main(["index", str(codes), "--out", str(index)]) == 0
+    return index
+
+
+def test_codes_and_index_record_the_run_and_a_digest_of_its_weights(tiny_run, tmp_path):
+    import torch
+
+    from shc.retrieval import weights_digest
+
+    _, stage3, images, _, _ = tiny_run
+    index_path = _index_of(stage3, images, tmp_path)
+    recorded = HashIndex.load(index_path).metadata["provenance"]
+    with np.load(tmp_path / "codes.npz") as archive:
+        assert json.loads(str(archive["provenance"])) == recorded
+    assert recorded["run"] == str(stage3.resolve()) and recorded["identity"] == stage3.name.rsplit("-", 1)[1]
+    assert recorded["weights"] == "train/best.pt" and recorded["finished"] is True
+    state = torch.load(stage3 / "train" / "best.pt", weights_only=True)["model"]
+    assert recorded["weights_sha256"] == weights_digest(state)
+    name = next(key for key, value in state.items() if value.is_floating_point())
+    first = (0,) * state[name].ndim
+    state[name][first] = torch.nextafter(state[name][first], torch.tensor(np.inf))  # one ulp of one weight
+    assert weights_digest(state) != recorded["weights_sha256"]
+
+
+def test_search_refuses_an_index_encoded_by_another_run_naming_both(tiny_run, other_run, tmp_path, capsys):
+    _, stage3, images, _, _ = tiny_run
+    index_path = _index_of(stage3, images, tmp_path)
+    query = next(images.rglob("*.png"))
+    capsys.readouterr()
+    assert main(["search", "--index", str(index_path), "--run", str(other_run), "--image", str(query)]) == 2
+    err = capsys.readouterr().err
+    assert str(stage3.resolve()) in err and str(other_run.resolve()) in err and "another run" in err
+    assert "--force" in err and len(err.strip().splitlines()) == 1
+    assert main(["search", "--index", str(index_path), "--run", str(other_run), "--image", str(query),
+                 "--force"]) == 0
+    captured = capsys.readouterr()
+    assert "warning:" in captured.err and "--force" in captured.err and "rank" in captured.out
+
+
+def test_encode_refuses_an_unfinished_run_unless_asked_and_records_it(tiny_run, tmp_path, capsys):
+    import shutil
+
+    _, stage3, images, _, _ = tiny_run
+    unfinished = tmp_path / stage3.name
+    shutil.copytree(stage3, unfinished)
+    (unfinished / "metrics.json").unlink()  # what an interrupted training leaves
+    out = tmp_path / "codes.npz"
+    capsys.readouterr()
+    assert main(["encode", "--run", str(unfinished), "--images", str(images), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "has not finished training" in err and "--allow-unfinished" in err and not out.exists()
+    assert main(["encode", "--run", str(unfinished), "--images", str(images), "--out", str(out), "--quiet",
+                 "--allow-unfinished"]) == 0
+    assert "has not finished" in capsys.readouterr().err
+    with np.load(out) as archive:
+        assert json.loads(str(archive["provenance"]))["finished"] is False
+
+
+def test_codes_of_an_interrupted_run_are_refused_once_it_finished_with_other_weights(tiny_run, tmp_path, capsys):
+    """The issue's case: encode a run interrupted mid-training, let it finish (its best.pt changes), then search
+    its old index with the same --run: the weights differ, so the search is refused instead of answered."""
+    import shutil
+
+    import torch
+
+    _, stage3, images, _, _ = tiny_run
+    copy = tmp_path / stage3.name
+    shutil.copytree(stage3, copy)
+    metrics = (copy / "metrics.json").read_bytes()
+    (copy / "metrics.json").unlink()
+    best = copy / "train" / "best.pt"
+    finished_weights = best.read_bytes()
+    checkpoint = torch.load(best, weights_only=True)
+    checkpoint["model"] = {key: value * 0.5 if value.is_floating_point() else value
+                           for key, value in checkpoint["model"].items()}  # an earlier state of training
+    torch.save(checkpoint, best)
+    index_path = _index_of(copy, images, tmp_path, "--allow-unfinished")
+    best.write_bytes(finished_weights)  # training resumed and finished
+    (copy / "metrics.json").write_bytes(metrics)
+    query = next(images.rglob("*.png"))
+    capsys.readouterr()
+    assert main(["search", "--index", str(index_path), "--run", str(copy), "--image", str(query)]) == 2
+    err = capsys.readouterr().err
+    assert "other weights of the run" in err and "unfinished" in err
+
+
+def test_verify_provenance_is_the_helper_for_hashindex_users(tiny_run, other_run, tmp_path):
+    from shc.retrieval import verify_provenance
+
+    _, stage3, images, _, _ = tiny_run
+    index = HashIndex.load(_index_of(stage3, images, tmp_path))
+    recorded = index.metadata["provenance"]
+    assert verify_provenance(recorded, load_encoder(stage3), "db") is None
+    with pytest.raises(ValueError, match="force=True"):
+        verify_provenance(recorded, load_encoder(other_run), "db")
+    assert "another run" in verify_provenance(recorded, load_encoder(other_run), "db", force=True)
+    with pytest.raises(ValueError, match="does not record which network"):
+        verify_provenance(None, load_encoder(stage3), "db")

@@ -58,6 +58,56 @@ def test_inconsistent_labels_files_are_refused_naming_the_file(tmp_path, classes
         _nabirds(tmp_path)
 
 
+@pytest.mark.parametrize(
+    "images, classes, message",
+    [  # the issue's cases: one image listed twice, or under one id with a second path, loaded 49 samples from 48
+        ("id0 a/0.jpg\nid1 a/1.jpg\nid2 a/2.jpg\nid3 a/3.jpg\nid0 a/0.jpg\n", None, "lists image id 'id0' 2 times"),
+        ("id0 a/0.jpg\nid1 a/1.jpg\nid2 a/2.jpg\nid3 a/3.jpg\nid0 a/9.jpg\n", None, "lists image id 'id0' 2 times"),
+        ("id0 a/0.jpg\nid1 a/1.jpg\nid2 a/2.jpg\nid3 a/3.jpg\nid4 a/0.jpg\n", None, "lists image file .*0.jpg' 2"),
+        ("id0 a/0.jpg\nid1 a/1.jpg\nid2 a/2.jpg\nid3 a/3.jpg\nid4 a/9.jpg\n", None,
+         r"lists 1 image file\(s\) that do not exist: .*a/9.jpg"),
+        (None, "id0 1\nid1 99999999999999999999\nid2 2\nid3 2\n", "must hold integers .*'99999999999999999999'"),
+    ],
+)
+def test_index_files_listing_an_image_twice_or_a_missing_one_are_refused(tmp_path, images, classes, message):
+    from shc.data.formats import _nabirds
+
+    _nabirds_files(tmp_path, classes or "id0 1\nid1 1\nid2 2\nid3 2\nid4 2\n", "id0 1\nid1 0\nid2 1\nid3 0\nid4 1\n")
+    if images:
+        (tmp_path / "images.txt").write_text(images)
+    with pytest.raises(ValueError, match=message):
+        _nabirds(tmp_path)
+
+
+def test_cars_annotations_naming_a_missing_or_repeated_image_are_refused(tmp_path):
+    from test_data import write_cars_annotations, write_tiny_cars
+
+    from shc.data import load_dataset
+
+    truth = write_tiny_cars(tmp_path)
+    missing = sorted(truth)[0]
+    (tmp_path / missing).rename(tmp_path / "elsewhere.jpg")
+    with pytest.raises(ValueError, match=rf"image file\(s\) that do not exist: .*{Path(missing).name}"):
+        load_dataset("stanford-cars-b", root=tmp_path, train_size=3, query_size=3, val_size=1)
+    (tmp_path / "elsewhere.jpg").rename(tmp_path / missing)
+    write_cars_annotations(tmp_path / "devkit" / "cars_train_annos.mat", [1, 1], ["00001.jpg", "00001.jpg"])
+    with pytest.raises(ValueError, match="cars_train_annos.mat lists image id '00001.jpg' 2 times"):
+        load_dataset("stanford-cars-b", root=tmp_path, train_size=3, query_size=3, val_size=1)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not gzip"])
+def test_a_damaged_idx_file_is_named(tmp_path, damage):
+    from test_data import write_tiny_mnist
+
+    from shc.data import load_dataset
+
+    write_tiny_mnist(tmp_path, np.random.default_rng(0))
+    damaged = tmp_path / "train-images-idx3-ubyte.gz"
+    damaged.write_bytes(damaged.read_bytes()[:200] if damage == "truncated" else b"plain bytes, not gzip")
+    with pytest.raises(ValueError, match=rf"{damaged.name} cannot be read .*damaged"):
+        load_dataset("mnist-composite", root=tmp_path)
+
+
 def test_a_corrupt_image_is_named_at_load_time(tmp_path):
     from PIL import Image
 
@@ -175,3 +225,60 @@ def test_hashindex_search_equals_the_brute_force_ranking_property():
             np.testing.assert_array_equal(distances[row], d[order])
 
     check()
+
+
+def test_an_interrupted_jobs_grid_resumes_with_the_planned_threads_and_the_same_numbers(tmp_path):
+    """The issue's case: after Ctrl-C in a ``--jobs 2`` grid, the rerun had one run left, gave it a one-worker
+    pool with cores // 1 threads, and other numbers than the uninterrupted grid. Threads follow the plan now,
+    and metrics.json records them."""
+    import shutil
+
+    from shc.pipeline import RunConfig, grid_threads, run_grid, stage_directories
+
+    options = {"num_classes": 6, "train_per_class": 8, "val_per_class": 2, "query_per_class": 2,
+               "database_per_class": 4}
+    whole = [RunConfig(method=method, epochs=1, eval_every=1, bits=16, precision="fp32", dataset_options=options,
+                       run_dir=str(tmp_path / "whole")) for method in ("random", "csq")]
+    uninterrupted = run_grid(whole, progress=False, jobs=2)
+    resumed = [config.replace(run_dir=str(tmp_path / "resumed")) for config in whole]
+    shutil.copytree(tmp_path / "whole", tmp_path / "resumed")
+    shutil.rmtree(stage_directories(resumed[1])["stage3"])  # interrupted before the second run finished
+    rerun = run_grid(resumed, progress=False, jobs=2)
+    recorded = [json.loads((stage_directories(c)["stage3"] / "metrics.json").read_text()) for c in whole + resumed]
+    assert [metrics["threads"] for metrics in recorded] == [grid_threads(2)] * 4
+    for before, after in zip(uninterrupted, rerun):
+        assert {k: v for k, v in before.items() if k != "train_seconds"} == \
+               {k: v for k, v in after.items() if k != "train_seconds"}
+
+
+def test_the_data_cache_of_a_process_sees_images_added_removed_or_edited(tmp_path):
+    """A notebook: load (or run) an image-folder config, change the images, run again. The per-process cache
+    used to return the splits of the old files, so the stage folders (and centers) of the old data came back."""
+    from PIL import Image
+
+    from shc.runs import RunConfig, load_data, stage_directories
+
+    for c in range(2):
+        (tmp_path / f"c{c}").mkdir()
+        for i in range(6):
+            Image.new("RGB", (4, 4), (40 * c, 20 * i, 0)).save(tmp_path / f"c{c}" / f"{i}.png")
+    config = RunConfig(dataset="imagefolder", data_root=str(tmp_path), method="csq", bits=16,
+                       dataset_options={"train_size": 4, "query_size": 2, "val_size": 2, "image_size": 8})
+
+    def total(data) -> int:
+        return sum(len(split) for split in data.splits.values())
+
+    first, folders = load_data(config), stage_directories(config)
+    assert load_data(config) is first  # unchanged files: served from the cache
+    Image.new("RGB", (4, 4), (1, 2, 3)).save(tmp_path / "c1" / "new.png")
+    added = load_data(config)
+    assert added is not first and total(added) == total(first) + 1 and stage_directories(config) != folders
+    (tmp_path / "c0" / "0.png").unlink()
+    removed = load_data(config)
+    assert removed is not added and total(removed) == total(first)
+    folders = stage_directories(config)
+    image = tmp_path / "c1" / "2.png"
+    Image.new("RGB", (5, 4), (9, 9, 9)).save(image)  # edited in place: another size
+    edited = load_data(config)
+    assert edited is not removed and stage_directories(config) != folders
+    assert load_data(config) is edited

@@ -160,6 +160,44 @@ def test_writes_are_atomic_no_temporary_files_left(batch):
     assert leftovers == []
 
 
+def test_skip_existing_reruns_a_report_whose_runs_now_hold_other_numbers(batch, tmp_path):
+    """--skip-existing used to call a report up to date after the runs it shows were recomputed with other
+    numbers: run.json now records a digest of what the notebook read (the batch's report records it), and a
+    report is up to date only while the runs' files still give that digest."""
+    from shc.presets import notebook_configs
+    from shc.runs import stage_directories
+
+    record = reports.execute.read_record(batch["ok"] / "run.json")
+    job_00 = reports.ReportJob("00_center_geometry", "tiny", record["parameters"], "bits-16")
+    assert record["inputs"] == reports.execute.inputs_digest(job_00, batch["root"] / "runs")
+
+    parameters = reports.notebook_table()["02_hash_centers"]["tiny"][0]
+    job = reports.ReportJob("02_hash_centers", "tiny", parameters, "")
+    run_root, output_dir = tmp_path / "runs", tmp_path / "report"
+    configs = notebook_configs(parameters, str(run_root / "tiny"), job.notebook)["centers"]
+    assert configs
+    for k, config in enumerate(configs):  # the center sets the notebook reads, as computed before
+        centers = stage_directories(config)["stage2"] / "centers.npy"
+        centers.parent.mkdir(parents=True)
+        np.save(centers, np.full((4, 16), k, np.int8))
+    files, notebook = reports.execute._report_files(job), reports.default_notebooks_dir() / "02_hash_centers.ipynb"
+    output_dir.mkdir()
+    (output_dir / "run.json").write_text(json.dumps({"status": "ok", "parameters": parameters,
+                                                     "inputs": reports.execute.inputs_digest(job, run_root)}))
+    (output_dir / files["report"]).write_text("<html></html>")
+    future = time.time() + 3600
+    os.utime(output_dir / files["report"], (future, future))
+
+    def up_to_date() -> bool:
+        return reports.execute._is_up_to_date(output_dir, files, notebook, parameters,
+                                              reports.execute.inputs_digest(job, run_root))
+
+    assert up_to_date()
+    recomputed = stage_directories(configs[-1])["stage2"] / "centers.npy"
+    np.save(recomputed, -np.load(recomputed))  # recomputed with other numbers: same identity, same folder
+    assert not up_to_date()
+
+
 def test_skip_existing_skips_an_up_to_date_report(batch):
     tiny = reports.notebook_table()["00_center_geometry"]["tiny"][0]
     job = reports.ReportJob("00_center_geometry", "tiny", {**tiny, "bits": 16}, "bits-16")

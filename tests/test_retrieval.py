@@ -154,6 +154,39 @@ def test_save_load_round_trip_and_refusals(tmp_path):
         HashIndex.load(tmp_path / "missing")
 
 
+def test_a_damaged_byte_anywhere_in_a_saved_index_is_detected(tmp_path):
+    """Every byte is covered by a checksum: the header (metadata: the file paths searches print) as well as the
+    codes. Format 1 checked only the payload, so a damaged path or bit count in the header loaded silently."""
+    index = HashIndex(12).add(_codes(np.random.default_rng(3), 4, 12))
+    index.metadata = {"paths": ["cat/1.png", "dog/2.png", "cat/3.png", "dog/4.png"], "root": "/images"}
+    good = index.save(tmp_path / "db.shcidx").read_bytes()
+    damaged = tmp_path / "damaged.shcidx"
+    for position in range(len(good)):
+        for flip in (0x01, 0x80):
+            data = bytearray(good)
+            data[position] ^= flip
+            damaged.write_bytes(bytes(data))
+            with pytest.raises(ValueError, match="shc index|format version"):
+                HashIndex.load(damaged)
+
+
+def test_format_1_files_still_load(tmp_path):
+    """An index saved by an earlier shc (format 1: magic ending in 0, no header checksum) is read as before."""
+    import json
+    import zlib
+
+    codes = _codes(np.random.default_rng(4), 5, 20)
+    packed = pack_codes(codes, 20).astype("<u8").tobytes()
+    ids = np.arange(5, dtype="<i8").tobytes()
+    header = json.dumps({"format_version": 1, "num_bits": 20, "count": 5, "words": 1,
+                         "crc32": zlib.crc32(ids, zlib.crc32(packed)), "metadata": {"root": "/x"}}).encode()
+    path = tmp_path / "old.shcidx"
+    path.write_bytes(b"SHCHIDX\x00" + len(header).to_bytes(4, "little") + header + packed + ids)
+    loaded = HashIndex.load(path, num_bits=20)
+    assert loaded.metadata == {"root": "/x"}
+    _assert_exact(loaded, codes, np.arange(5), codes, [5])
+
+
 @pytest.mark.parametrize("kind", ["hnsw", "ivf"])
 def test_approximate_modes_find_most_true_neighbours(kind):
     rng = np.random.default_rng(8)

@@ -26,6 +26,7 @@ def export_images(dataset: str, split: str, out: str | Path, seed: int = 0, root
     """
     from PIL import Image
 
+    from shc._io import atomic_path
     from shc.data import load_dataset
 
     data = load_dataset(dataset, root=root, seed=seed, **options)
@@ -35,9 +36,8 @@ def export_images(dataset: str, split: str, out: str | Path, seed: int = 0, root
     out = Path(out)
     for position in range(len(part)):
         folder = "images" if data.multi_label else _folder_name(data.class_names[int(part.labels[position])])
-        target = out / folder / f"{position:06d}.png"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        Image.fromarray(part.raw_image(position)).save(target)
+        with atomic_path(out / folder / f"{position:06d}.png", suffix=".tmp.png") as temporary:
+            Image.fromarray(part.raw_image(position)).save(temporary, format="PNG")
     return len(part)
 
 
@@ -52,17 +52,27 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m shc.data``; returns the exit status (2 for a user error, 130 after Ctrl-C)."""
+    from shc.cli_common import run_cli
+
+    return run_cli(_main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from shc.cli_common import non_negative_int, output_folder
+
     parser = argparse.ArgumentParser(prog="python -m shc.data", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     export = commands.add_parser("export-images", help="write a split's images as PNG files, a folder per class")
     export.add_argument("dataset", help="a name of shc.data.available_datasets(), e.g. digits-composite")
     export.add_argument("--split", default="database", choices=("train", "val", "query", "database"))
     export.add_argument("--out", required=True, help="folder to write (created)")
-    export.add_argument("--seed", type=int, default=0, help="the seed of the splits (a run's seed)")
+    export.add_argument("--seed", type=non_negative_int, default=0, help="the seed of the splits (a run's seed)")
     export.add_argument("--root", help="dataset files folder (default: $SHC_DATA_ROOT or ~/shc-data)")
     export.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
                         help="a dataset option, e.g. num_classes=10 (JSON values)")
     args = parser.parse_args(argv)
+    output_folder(args.out, "--out")
     count = export_images(args.dataset, args.split, args.out, seed=args.seed, root=args.root, **dict(args.option))
     print(f"wrote {count} images of {args.dataset} ({args.split} split, seed {args.seed}) to {args.out}")
     return 0

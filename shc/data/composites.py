@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import inspect
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -184,8 +185,12 @@ def _composite_dataset(
 def _read_idx(path: Path) -> np.ndarray:
     """An idx file (MNIST format, optionally gzipped) as a uint8 array."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as handle:
-        content = handle.read()
+    try:
+        with opener(path, "rb") as handle:
+            content = handle.read()
+    except (OSError, EOFError, zlib.error) as error:  # gzip.BadGzipFile is an OSError; a truncated .gz, EOFError
+        raise ValueError(f"{path} cannot be read ({type(error).__name__}: {error}): the file is damaged; delete it "
+                         "and install or download it again.") from None
     if len(content) < 4 or content[:2] != b"\x00\x00" or content[2] != 0x08:
         raise ValueError(f"{path} is not an unsigned-byte idx file (bad magic number {content[:4]!r})")
     ndim = content[3]

@@ -141,13 +141,31 @@ def _load_cifar100(root: Path | None, seed: int, *, train_size: int | float = 10
     )
 
 
+def _check_listed_images(ids: Sequence[Any], paths: Sequence[str], source: Path) -> None:
+    """Refuse an index file that lists an image id or an image file twice, or a file that does not exist: each
+    would add a sample that is not one image of the dataset (the old loader read 49 samples from 48 files)."""
+    for values, what in ((np.asarray(ids, dtype=str), "image id"), (np.asarray(paths, dtype=str), "image file")):
+        unique, counts = np.unique(values, return_counts=True)
+        if (counts > 1).any():
+            repeated = unique[counts > 1]
+            raise ValueError(f"{source} lists {what} {str(repeated[0])!r} {int(counts.max())} times ({len(repeated)} "
+                             f"repeated); keep one line per image (restore the official file).")
+    missing = [path for path in paths if not os.path.isfile(path)]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f", and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise ValueError(f"{source} lists {len(missing)} image file(s) that do not exist: {shown}; restore the images "
+                         "(or the official file).")
+
+
 def _read_cars_annotations(path: Path, image_folder: Path) -> tuple[np.ndarray, np.ndarray]:
     """(paths, 0-based labels) from a devkit annotation .mat (struct array ``annotations``)."""
     from scipy.io import loadmat
 
     annotations = np.atleast_1d(loadmat(path, squeeze_me=True)["annotations"])
-    labels = annotations["class"].astype(np.int64) - 1  # the devkit's classes are 1-based
-    paths = np.array([str(image_folder / str(name)) for name in annotations["fname"]], dtype=object)
+    labels = _integers(np.asarray(annotations["class"], dtype=object), path) - 1  # the devkit's classes are 1-based
+    names = [str(name) for name in annotations["fname"]]
+    paths = np.array([str(image_folder / name) for name in names], dtype=object)
+    _check_listed_images(names, list(paths), path)
     return paths, labels
 
 
@@ -180,7 +198,8 @@ def _stanford_cars(root: Path | None) -> _Catalog:
     class_names = [str(n) for n in np.atleast_1d(loadmat(folder / CARS_META, squeeze_me=True)["class_names"])]
     labels = np.concatenate([train_labels, test_labels])
     if labels.min() < 0 or labels.max() >= len(class_names):
-        raise ValueError(f"{folder}: labels outside the {len(class_names)} classes of {CARS_META}")
+        raise ValueError(f"{folder}: class ids outside 1..{len(class_names)} (the classes of {CARS_META}) in the "
+                         f"annotation files (found {labels.min() + 1}..{labels.max() + 1}); restore the official files.")
     return _Catalog(
         HashingSplit(labels, paths=np.concatenate([train_paths, test_paths])),
         class_names,
@@ -248,10 +267,11 @@ def _integers(values: np.ndarray, source: Path) -> np.ndarray:
     """The values of a per-image text column as int64, or an error naming the file and a bad value."""
     try:
         return values.astype(np.int64)
-    except ValueError:
-        bad = next(v for v in values if not str(v).strip().lstrip("-").isdigit())
-        raise ValueError(f"{source} must hold integers after each id; found {str(bad)!r}. Restore the official "
-                         "file.") from None
+    except (ValueError, OverflowError):
+        limit = np.iinfo(np.int64).max
+        bad = next(v for v in values if not str(v).strip().lstrip("-").isdigit() or abs(int(str(v))) > limit)
+        raise ValueError(f"{source} must hold integers (of at most 19 digits) after each id; found {str(bad)!r}. "
+                         "Restore the official file.") from None
 
 
 def _nabirds(root: Path | None) -> _Catalog:
@@ -269,6 +289,8 @@ def _nabirds(root: Path | None) -> _Catalog:
         return _lookup(*_read_pairs(folder / file_name), image_ids, folder / file_name)
 
     image_ids, relative_paths = _read_pairs(folder / "images.txt")
+    paths = [str(folder / "images" / str(p)) for p in relative_paths]
+    _check_listed_images(image_ids, paths, folder / "images.txt")
     class_ids = _integers(per_image("image_class_labels.txt"), folder / "image_class_labels.txt")
     split_flags = _integers(per_image("train_test_split.txt"), folder / "train_test_split.txt")
     if not np.isin(split_flags, (0, 1)).all():
@@ -282,7 +304,7 @@ def _nabirds(root: Path | None) -> _Catalog:
     parents = _lookup(child_keys, parent_values, leaf_ids, folder / "hierarchy.txt").astype(np.int64)
     parent_ids, coarse_labels = np.unique(parents, return_inverse=True)
     return _Catalog(
-        HashingSplit(labels.reshape(-1), paths=[str(folder / "images" / str(p)) for p in relative_paths]),
+        HashingSplit(labels.reshape(-1), paths=paths),
         [str(n) for n in _lookup(name_keys, names, leaf_ids, folder / "classes.txt")],
         is_official_train=is_train,
         coarse_labels=coarse_labels.reshape(-1),

@@ -4,6 +4,7 @@ stratified random partitions behind every protocol."""
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,9 +106,11 @@ class HashingSplit(Dataset):
             return self._images[i]
         from PIL import Image, UnidentifiedImageError
 
+        from shc.data.transforms import convert_image
+
         try:
             with Image.open(self._paths[i]) as image:
-                return image.convert("RGB")
+                return convert_image(image, "RGB")
         except (OSError, UnidentifiedImageError, ValueError) as error:
             raise ValueError(f"image file {self._paths[i]} cannot be read ({error}); replace or remove it, then "
                              "rerun (the data fingerprint changes, so no stale result is reused).") from None
@@ -231,18 +234,50 @@ class DatasetSplits:
             if split.in_memory:
                 digest.update(np.ascontiguousarray(split._images).tobytes())
             else:
-                for path in split.paths:
-                    try:
-                        stat = Path(path).stat()
-                        digest.update(f"{path}\x1f{stat.st_size}\x1f{stat.st_mtime_ns}".encode())
-                    except OSError:
-                        digest.update(f"{path}\x1fmissing".encode())
+                digest.update(_file_stats(split.paths))
+        return digest.hexdigest()
+
+    def source_stamp(self, root: str | os.PathLike | None = None) -> str:
+        """A short hash of what these splits were read from, as it is on disk *now*: each image file's path,
+        size and modification time and the modification time of each folder holding one; with ``root``, also
+        every file and folder down to two levels below it (the index, label and array files of every layout:
+        ``images.txt``, ``devkit/*.mat``, ``cifar-100-python/train``, ``MNIST/raw/*``). Adding, removing,
+        renaming or editing a file changes it, so a per-process cache that compares it
+        (:func:`shc.runs.load_data`) never serves splits that no longer match the files."""
+        import hashlib
+
+        digest = hashlib.blake2b(digest_size=8)
+        entries: list[str] = []
+        for split in self.splits.values():
+            if not split.in_memory:
+                digest.update(_file_stats(split.paths))
+                entries += sorted({os.path.dirname(os.path.abspath(path)) for path in split.paths})
+        if root is not None:
+            level = [os.path.abspath(root)] if os.path.isdir(root) else []
+            for _ in range(3):  # root, its sub-folders, theirs
+                entries += level
+                listed = [entry for folder in level for entry in os.scandir(folder)]
+                entries += sorted(entry.path for entry in listed if entry.is_file())
+                level = sorted(entry.path for entry in listed if entry.is_dir())
+        digest.update(_file_stats(entries))
         return digest.hexdigest()
 
     @property
     def splits(self) -> dict[str, HashingSplit]:
         """The four splits by name, in the order train, val, query, database."""
         return {"train": self.train, "val": self.val, "query": self.query, "database": self.database}
+
+
+def _file_stats(paths: Sequence[str | os.PathLike]) -> bytes:
+    """Path, size and modification time of each file or folder (``missing`` for one that is gone), as bytes."""
+    parts = []
+    for path in paths:
+        try:
+            stat = os.stat(path)
+            parts.append(f"{path}\x1f{stat.st_size}\x1f{stat.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{path}\x1fmissing")
+    return "".join(parts).encode()  # as the fingerprint always hashed them: its keys stay the same
 
 
 # ----------------------------------------------------------------------------------------------

@@ -9,10 +9,40 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "CompositeTransform", "natural_image_transform"]
+__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "CompositeTransform", "convert_image", "natural_image_transform"]
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+#: Integer grey modes holding 16-bit samples (PIL's ``convert`` clips them at 255 instead of scaling).
+_WIDE_GREY_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I")
+
+
+def convert_image(image, mode: str):
+    """A PIL image of any mode PIL opens, as ``mode`` ("RGB" or "L"), converted faithfully.
+
+    - 16-bit grey (``I;16*``, and ``I``, which holds 16-bit samples in the files PIL reads as such) is scaled
+      from 0..65535 to 0..255 (``round(v / 257)``); PIL's own conversion clips every value above 255 to white;
+    - transparency (``RGBA``, ``LA``, ``PA``, a palette's transparent index) is composited over white, rather
+      than dropped (which shows whatever colour the transparent pixels happen to hold);
+    - palette, ``1``, ``CMYK``, ``YCbCr``, grey and colour otherwise go through PIL's conversion (palette
+      colours exactly; CMYK as ``(255 - K)(1 - C / 255)``, ...; colour to grey with ITU-R 601-2 luma).
+
+    Used wherever an image file becomes network input: the file-backed splits and ``shc encode``. Always a new
+    image (safe to use after the file is closed).
+    """
+    from PIL import Image
+
+    if mode not in ("RGB", "L"):
+        raise ValueError(f"mode must be 'RGB' or 'L', got {mode!r}.")
+    if image.mode in _WIDE_GREY_MODES:
+        wide = np.asarray(image, dtype=np.float64)
+        grey = Image.fromarray(np.clip(np.rint(wide / 257.0), 0, 255).astype(np.uint8), "L")
+        return grey.convert(mode)
+    if "A" in image.getbands() or "transparency" in image.info:
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert(mode)
+    return image.convert(mode)
 
 
 def _random_translate(images: np.ndarray, max_shift: int) -> np.ndarray:

@@ -186,6 +186,8 @@ def _validate_overrides(overrides: Mapping[str, Sequence[Any]]) -> None:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
+    from shc.cli_common import output_folder
+
     arguments = _parser().parse_args(argv)
     notebooks_dir = Path(arguments.notebooks) if arguments.notebooks else default_notebooks_dir()
     if not notebooks_dir.is_dir():
@@ -215,7 +217,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(jobs)} reports reading {len(runs)} runs")
         return 0
     for folder, option in ((arguments.output, "--output"), (arguments.runs, "--runs")):
-        _check_writable(Path(folder), option)
+        output_folder(folder, option)
     from shc.provenance import provenance
 
     results = run_reports(
@@ -233,15 +235,6 @@ def _main(argv: Sequence[str] | None = None) -> int:
                               preset=arguments.preset, overrides=overrides),
     )
     return 0 if all(result.ok for result in results) else 1
-
-
-def _check_writable(folder: Path, option: str) -> None:
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if existing.exists() and (not existing.is_dir() or not os.access(existing, os.W_OK)):
-        raise PermissionError(f"{option} {str(folder)!r} cannot be written (is {existing} a writable folder?); "
-                              f"choose another {option}.")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,7 +4,9 @@
   :mod:`shc.metrics`), Hamming-ball lookups, multi-index hashing for large N, an approximate FAISS mode, and
   a checked file format (``save`` / ``load``);
 - :func:`load_encoder` / :func:`encode_images`: a trained hashing network of a pipeline run, and the codes
-  of a folder of image files (what ``shc encode`` runs).
+  of a folder of image files (what ``shc encode`` runs);
+- :func:`verify_provenance`: whether codes (an index's ``metadata["provenance"]``) were made by an encoder's
+  exact weights (``shc search`` refuses them otherwise).
 
 Speed and memory: ``benchmarks/bench_retrieval.py`` (table in ``docs/retrieval.md``).
 """
@@ -22,12 +24,15 @@ __all__ = [
     "find_images",
     "load_encoder",
     "pack_codes",
+    "verify_provenance",
+    "weights_digest",
     "write_encoder_record",
 ]
 
 
 def __getattr__(name: str):  # the encoder half imports torch: only on demand
-    if name in ("Encoder", "encode_images", "find_images", "load_encoder", "write_encoder_record"):
+    if name in ("Encoder", "encode_images", "find_images", "load_encoder", "verify_provenance", "weights_digest",
+                "write_encoder_record"):
         from shc.retrieval import encoder
 
         return getattr(encoder, name)

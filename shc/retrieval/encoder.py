@@ -4,19 +4,25 @@
 (``<run_dir>/<dataset>/seed<k>/stage3-<method>-<q>bit/``): the network (backbone, bits, head options), the
 evaluation transform that turns an image file into the network input, the dataset and its class names. With
 the weights in ``train/best.pt`` (or ``train/last.pt``) that is everything :func:`load_encoder` needs.
+
+Codes know where they came from: :attr:`Encoder.provenance` names the run (its stage-3 identity) and a SHA-256 of
+the exact weights; ``shc encode`` stores it with the codes, ``shc index`` in the index, and
+:func:`verify_provenance` refuses to search codes with another run's (or another training state's) network.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ENCODER_FILE", "Encoder", "encode_images", "find_images", "load_encoder", "write_encoder_record"]
+__all__ = ["ENCODER_FILE", "Encoder", "encode_images", "find_images", "load_encoder", "verify_provenance",
+           "weights_digest", "write_encoder_record"]
 
 ENCODER_FILE = "encoder.json"
 ENCODER_FORMAT = 1
@@ -58,7 +64,8 @@ def write_encoder_record(config: Any, directory: str | Path) -> Path:
 
 def _missing(run_dir: Path, what: str) -> FileNotFoundError:
     stage3 = sorted(p for p in run_dir.glob("**/stage3-*") if p.is_dir()) if run_dir.is_dir() else []
-    hint = ("; stage-3 folders found under it:\n  " + "\n  ".join(map(str, stage3[:20]))) if stage3 else (
+    more = f", ... ({len(stage3)} in all)" if len(stage3) > 5 else ""
+    hint = ("; stage-3 folders found under it: " + ", ".join(map(str, stage3[:5])) + more) if stage3 else (
         "; pass one stage-3 folder of a pipeline run, <run_dir>/<dataset>/seed<k>/stage3-<method>-<q>bit-<key> "
         "(train one with `python -m shc.pipeline --preset quick`)")
     return FileNotFoundError(f"{run_dir} has no {what}: it is not a trained stage-3 folder{hint}")
@@ -69,10 +76,13 @@ class Encoder:
     """A hashing network with the transform and metadata of its run (see :func:`load_encoder`)."""
 
     model: Any  #: shc.models.HashingNetwork, eval mode, on ``device``
-    transform: Any  #: file image (PIL, after ``convert(record["input"]["channels"])``) -> network input
+    transform: Any  #: file image (PIL, after :func:`shc.data.transforms.convert_image`) -> network input
     record: dict[str, Any]  #: the run's encoder.json
     run_dir: Path
     device: Any
+    #: where the codes come from: ``run`` (folder), ``identity`` (the stage-3 identity key), ``weights`` (file),
+    #: ``weights_sha256`` (:func:`weights_digest`), ``finished`` (the run's metrics.json exists)
+    provenance: dict[str, Any]
 
     @property
     def num_bits(self) -> int:
@@ -86,9 +96,11 @@ class Encoder:
         """The network input of one image file (PIL errors propagate for unreadable files)."""
         from PIL import Image
 
+        from shc.data.transforms import convert_image
+
         spec = self.record["input"]
         with Image.open(path) as image:
-            image = image.convert(spec["channels"])
+            image = convert_image(image, spec["channels"])
             if spec["kind"] == "composite":
                 height, width = spec["native_size"]
                 if image.size != (width, height):
@@ -109,7 +121,29 @@ class Encoder:
         return np.asarray(hash_codes(outputs))
 
 
-def load_encoder(run_dir: str | Path, device: str = "auto") -> Encoder:
+def weights_digest(state: Mapping[str, Any]) -> str:
+    """SHA-256 of a network's weights (a ``state_dict``): each tensor's name, dtype, shape and bytes, in name
+    order. Equal digests, equal networks: what :func:`verify_provenance` compares."""
+    import torch
+
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        tensor = torch.as_tensor(state[name]).detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy())
+    return digest.hexdigest()
+
+
+def _run_identity(run_dir: Path) -> str | None:
+    """The identity key of a stage-3 folder (the 8 hex digits its name ends with when nobody renamed it), from
+    its ``config.json``; None when that is missing or damaged."""
+    from shc.runs import identity_key, read_identity
+
+    identity = read_identity(run_dir)
+    return None if identity is None else identity_key(identity)
+
+
+def load_encoder(run_dir: str | Path, device: str = "auto", allow_unfinished: bool = False) -> Encoder:
     """The trained hashing network of a pipeline stage-3 folder, its input transform and class names.
 
     Parameters
@@ -118,16 +152,22 @@ def load_encoder(run_dir: str | Path, device: str = "auto") -> Encoder:
         ``<run_dir>/<dataset>/seed<k>/stage3-<method>-<q>bit/``, holding ``encoder.json`` and
         ``train/best.pt`` (or ``train/last.pt``).
     device : str
-        "auto" (CUDA when available), "cpu", "cuda", ...
+        "auto" (CUDA when available), "cpu", "cuda", "cuda:N".
+    allow_unfinished : bool
+        Accept a run whose training has not finished (no ``metrics.json``: interrupted, or still running). Its
+        weights change when it is resumed, so by default it is refused; :attr:`Encoder.provenance` records
+        ``finished: False``.
 
     Raises
     ------
     FileNotFoundError
         ``encoder.json`` or the weights are missing; the message lists the stage-3 folders found under
         ``run_dir`` (when it is a run root) or says how to make one.
+    ValueError
+        An unfinished run without ``allow_unfinished``; a damaged ``encoder.json`` or checkpoint; a bad
+        ``device``.
     """
-    import torch
-
+    from shc.checkpoint import load_checkpoint
     from shc.data.transforms import CompositeTransform, natural_image_transform
     from shc.models import build_hashing_network
     from shc.train import resolve_device
@@ -140,16 +180,34 @@ def load_encoder(run_dir: str | Path, device: str = "auto") -> Encoder:
                 f"{run_dir} was trained before runs recorded {ENCODER_FILE}: call shc.pipeline.run(config) with "
                 "its configuration once more (it writes the file without retraining), or train a new run.")
         raise _missing(run_dir, ENCODER_FILE)
-    record = json.loads(record_path.read_text())
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        _ = record["input"]["kind"], int(record["bits"])  # the keys every use reads
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{record_path} is damaged ({type(error).__name__}: {error}); delete it and call "
+                         "shc.pipeline.run(config) with the run's configuration to write it again.") from None
     if record.get("format", 0) > ENCODER_FORMAT:
         raise ValueError(f"{record_path} has format {record['format']}; this shc reads up to {ENCODER_FORMAT}.")
+    if not isinstance(allow_unfinished, bool):
+        raise ValueError(f"allow_unfinished must be True or False, got {allow_unfinished!r}.")
+    finished = (run_dir / "metrics.json").is_file()
+    if not finished and not allow_unfinished:
+        raise ValueError(
+            f"run {run_dir} has not finished training (no metrics.json: it was interrupted or is still running); "
+            "its weights change when it is resumed, so codes made now would not match it later. Finish it first "
+            "(rerun the same pipeline command), or pass --allow-unfinished (allow_unfinished=True) to encode with "
+            "its current weights (recorded with the codes).")
     weights = next((run_dir / name for name in WEIGHT_FILES if (run_dir / name).is_file()), None)
     if weights is None:
         raise _missing(run_dir, " or ".join(WEIGHT_FILES) + " (network weights)")
-    model = build_hashing_network(record["backbone"], int(record["bits"]), pretrained=False, **record["head"])
-    checkpoint = torch.load(weights, map_location="cpu", weights_only=True)
-    model.load_state_dict(checkpoint["model"])
     device = resolve_device(device)
+    model = build_hashing_network(record["backbone"], int(record["bits"]), pretrained=False, **record["head"])
+    state = load_checkpoint(weights).get("model")
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, TypeError, AttributeError) as error:
+        raise ValueError(f"{weights} does not hold the weights of the network {record_path} describes "
+                         f"({str(error).splitlines()[0][:160]}); delete the run folder and train it again.") from None
     model = model.to(device).eval()
     spec = record["input"]
     if spec["kind"] == "composite":
@@ -158,9 +216,52 @@ def load_encoder(run_dir: str | Path, device: str = "auto") -> Encoder:
                                        image_size=tuple(size) if isinstance(size, list) else size)
     else:
         transform = natural_image_transform(False, int(spec["image_size"]))
-    return Encoder(model, transform, record, run_dir, device)
+    provenance = {"run": str(run_dir.resolve()), "identity": _run_identity(run_dir),
+                  "weights": weights.relative_to(run_dir).as_posix(), "weights_sha256": weights_digest(state),
+                  "finished": finished}
+    return Encoder(model, transform, record, run_dir, device, provenance)
 
 
+def _describe_provenance(provenance: Mapping[str, Any]) -> str:
+    state = "" if provenance.get("finished", True) else ", unfinished"
+    return (f"run {provenance.get('run')} (identity {provenance.get('identity')}, {provenance.get('weights')} "
+            f"sha256 {str(provenance.get('weights_sha256'))[:12]}{state})")
+
+
+def verify_provenance(recorded: Mapping[str, Any] | None, encoder: Encoder, source: str,
+                      force: bool = False) -> str | None:
+    """Check that codes recorded as made by ``recorded`` (the :attr:`Encoder.provenance` stored with them) are
+    comparable with the codes ``encoder`` makes: same run identity and the same weights.
+
+    For a :class:`~shc.retrieval.HashIndex` built by ``shc index``, ``recorded`` is
+    ``index.metadata.get("provenance")``. ``source`` names the codes in the message (e.g. the index file).
+
+    Returns
+    -------
+    str or None
+        None when they match; with ``force``, the description of the difference (a warning to show).
+
+    Raises
+    ------
+    ValueError
+        They differ (or ``recorded`` is None: codes of an earlier shc), naming both and what to do, unless
+        ``force``.
+    """
+    current = encoder.provenance
+    if recorded is None:
+        problem = (f"{source} does not record which network made its codes (written by an earlier shc), so "
+                   f"nothing shows they are comparable with {_describe_provenance(current)}")
+    elif (recorded.get("identity"), recorded.get("weights_sha256")) != (current["identity"],
+                                                                        current["weights_sha256"]):
+        what = "another run" if recorded.get("identity") != current["identity"] else "other weights of the run"
+        problem = (f"{source} was encoded by {_describe_provenance(recorded)}, but the network given is {what}: "
+                   f"{_describe_provenance(current)}; codes of different weights are not comparable")
+    else:
+        return None
+    if force:
+        return problem
+    raise ValueError(f"{problem}. Search with the run that encoded it, re-encode the images with this one "
+                     "(`shc encode`), or pass --force (force=True) to search anyway.")
 def find_images(folder: str | Path, suffixes: Sequence[str] = IMAGE_SUFFIXES) -> list[Path]:
     """Image files under ``folder`` (recursively, by suffix, case-insensitive), sorted by relative path."""
     folder = Path(folder).expanduser()

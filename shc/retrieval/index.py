@@ -18,8 +18,9 @@ from shc._io import atomic_path
 
 __all__ = ["FORMAT_VERSION", "HashIndex", "RangeResult", "pack_codes"]
 
-FORMAT_VERSION = 1
-_MAGIC = b"SHCHIDX\x00"
+FORMAT_VERSION = 2
+_MAGIC = b"SHCHIDX\x02"
+"""The file's first 8 bytes; the last one is the layout (format 1 wrote 0 there and had no header checksum)."""
 _QUERY_CHUNK = 1 << 15
 """Queries per kernel call: bounds the (chunk, q + 1) histograms to a few tens of MiB."""
 MIH_MIN_SIZE = 2_000_000
@@ -427,27 +428,29 @@ class HashIndex:
     def save(self, path: str | os.PathLike) -> Path:
         """Write the index to ``path`` atomically (temporary file + rename).
 
-        Layout: 8 magic bytes ``SHCHIDX\\0``, a 4-byte little-endian header length, a JSON header
-        (``format_version``, ``num_bits``, ``count``, ``words``, ``crc32`` of the payload, ``metadata``), then
-        the payload: codes (count x words little-endian uint64) and ids (count little-endian int64).
+        Layout (format 2): 8 magic bytes ``SHCHIDX\\x02`` (the last byte is the layout version), a 4-byte
+        little-endian header length, a 4-byte little-endian CRC-32 of everything before the payload except
+        itself (magic, length, header), a JSON header (``format_version``, ``num_bits``, ``count``, ``words``,
+        ``crc32`` of the payload, ``metadata``), then the payload: codes (count x words little-endian uint64)
+        and ids (count little-endian int64). Every byte of the file is covered by a checksum.
         """
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         codes = self._codes.astype("<u8", copy=False).tobytes()
         ids = self._ids.astype("<i8", copy=False).tobytes()
         crc = zlib.crc32(ids, zlib.crc32(codes))
         header = json.dumps({"format_version": FORMAT_VERSION, "num_bits": self.num_bits, "count": len(self),
                              "words": int(self._codes.shape[1]), "crc32": crc,
                              "metadata": self.metadata}).encode()
-        with atomic_path(path) as temporary, open(temporary, "wb") as handle:
-            handle.write(_MAGIC + len(header).to_bytes(4, "little") + header)
-            handle.write(codes)
-            handle.write(ids)
-        return path
+        length = len(header).to_bytes(4, "little")
+        header_crc = zlib.crc32(header, zlib.crc32(_MAGIC + length)).to_bytes(4, "little")
+        with atomic_path(path) as temporary, open(temporary, "wb") as handle:  # streamed: no copy of the codes
+            for part in (_MAGIC, length, header_crc, header, codes, ids):
+                handle.write(part)
+        return Path(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike, num_bits: int | None = None) -> HashIndex:
-        """Read an index written by :meth:`save`.
+        """Read an index written by :meth:`save` (format 2, or the format 1 of earlier versions, whose header
+        carried no checksum).
 
         Parameters
         ----------
@@ -457,33 +460,45 @@ class HashIndex:
         Raises
         ------
         FileNotFoundError, ValueError
-            Missing file; not an index file, newer format, truncated or corrupt payload, or mismatched bits.
+            Missing file; not an index file, newer format, damaged header, truncated or corrupt payload, or
+            mismatched bits.
         """
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"no index file at {path}: build one with `shc index codes.npz --out {path}`.")
         data = path.read_bytes()
         corrupt = f"{path} is not a valid shc index file"
-        if data[:8] != _MAGIC or len(data) < 12:
-            raise ValueError(f"{corrupt} (it does not start with {_MAGIC!r}); rebuild it with `shc index`.")
+        rebuild = "rebuild it with `shc index`"
+        if data[:7] != _MAGIC[:7] or len(data) < 12:
+            raise ValueError(f"{corrupt} (it does not start with {_MAGIC[:7]!r}); {rebuild}.")
+        layout = data[7]
+        if layout > _MAGIC[7]:
+            raise ValueError(f"{path} has format version {layout}; this shc reads up to {FORMAT_VERSION}: upgrade shc.")
+        if layout not in (0, _MAGIC[7]):
+            raise ValueError(f"{corrupt} (unknown layout byte {layout}); {rebuild}.")
         length = int.from_bytes(data[8:12], "little")
+        start = 12 if layout == 0 else 16  # format 1 (layout byte 0) has no header checksum
+        raw_header = data[start:start + length]
+        if layout and (len(data) < 16 or zlib.crc32(raw_header, zlib.crc32(data[:12]))
+                       != int.from_bytes(data[12:16], "little")):
+            raise ValueError(f"{corrupt}: header checksum mismatch (the file is damaged); {rebuild}.")
         try:
-            header = json.loads(data[12:12 + length])
+            header = json.loads(raw_header)
             version, bits, count, words = (int(header[key]) for key in ("format_version", "num_bits", "count", "words"))
         except (ValueError, KeyError, TypeError) as error:
-            raise ValueError(f"{corrupt}: unreadable header ({error}); rebuild it with `shc index`.") from None
+            raise ValueError(f"{corrupt}: unreadable header ({error}); {rebuild}.") from None
         if version > FORMAT_VERSION:
             raise ValueError(f"{path} has format version {version}; this shc reads up to {FORMAT_VERSION}: "
                              "upgrade shc.")
         if num_bits is not None and bits != num_bits:
             raise ValueError(f"{path} holds {bits}-bit codes but {num_bits}-bit codes were expected: use an index "
                              f"built from the same model's codes.")
-        payload = memoryview(data)[12 + length:]
-        if words != _words(bits) or len(payload) != count * (8 * words + 8):
+        payload = memoryview(data)[start + length:]
+        if not 1 <= bits <= 1024 or words != _words(bits) or count < 0 or len(payload) != count * (8 * words + 8):
             raise ValueError(f"{corrupt}: {len(payload)} payload bytes where {count} codes of {bits} bits need "
-                             f"{count * (8 * words + 8)} (truncated?); rebuild it with `shc index`.")
+                             f"{count * (8 * words + 8)} (truncated?); {rebuild}.")
         if zlib.crc32(payload) != header.get("crc32"):
-            raise ValueError(f"{corrupt}: checksum mismatch (the file is corrupt); rebuild it with `shc index`.")
+            raise ValueError(f"{corrupt}: checksum mismatch (the file is corrupt); {rebuild}.")
         index = cls(bits)
         split = count * 8 * words
         index._codes = np.frombuffer(payload[:split], "<u8").astype(np.uint64).reshape(count, words)

@@ -1,0 +1,383 @@
+"""Every command line's error surface, and every write atomic (issue 24).
+
+- Every file the package writes goes through ``shc._io`` (a temporary file, then ``os.replace``): an AST scan of
+  ``shc/`` enumerates the write sites and fails on any that writes a final path directly.
+- A table of bad paths and damaged files drives each command line (``shc``, ``python -m shc.data``,
+  ``shc.pipeline``, ``shc.reports``, ``shc.results``): exit status 2, one line naming the file or option, no
+  traceback, and a good output that was there before is byte-identical afterwards.
+- A full disk (a file-size limit, the same ``EFBIG`` / ``ENOSPC`` path in the writer) in the middle of a write
+  leaves the previous file intact.
+"""
+
+from __future__ import annotations
+
+import ast
+import errno
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import shc
+from shc import cli, pipeline, results
+from shc.cli_common import describe_error, run_cli
+from shc.data.__main__ import main as data_main
+from shc.pipeline import RunConfig, run, stage_directories
+from shc.reports import cli as reports_cli
+
+PACKAGE = Path(shc.__file__).resolve().parent
+OPTIONS = {"num_classes": 4, "train_per_class": 10, "val_per_class": 3, "query_per_class": 2, "database_per_class": 5}
+
+
+# --------------------------------------------------------------------------------------------
+# Write sites
+# --------------------------------------------------------------------------------------------
+#: call name -> position of the path it writes (None: the receiver, ``path.write_text(...)``)
+_WRITERS = {"write_text": None, "write_bytes": None, "touch": None, "symlink_to": None, "hardlink_to": None,
+            "savefig": 0, "to_csv": 0, "to_parquet": 0, "to_pickle": 0, "to_excel": 0, "tofile": 0, "save": 0,
+            "savez": 0, "savez_compressed": 0, "savetxt": 0, "execute_notebook": 1, "copyfile": 1, "copy2": 1,
+            "copytree": 1, "move": 1}
+_RECEIVERS = {"copyfile": "shutil", "copy2": "shutil", "copytree": "shutil", "move": "shutil"}
+_WRITE_MODES = set("wax+")
+#: Calls of the package's own writers, which are atomic themselves (their bodies are scanned like any other).
+DELEGATES = {("cli.py", "index.save(out)")}
+
+
+_MODULE_OPENERS = {"io", "gzip", "bz2", "lzma", "codecs", "Image"}  # name.open(path, mode)
+
+
+def _call_name(func: ast.AST) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _open_target(call: ast.Call) -> ast.AST | None:
+    """The file an ``open`` call writes (``open(p, "w")``, ``gzip.open(p, "wb")``, ``path.open("a")``), else None."""
+    func = call.func
+    module_style = isinstance(func, ast.Name) or (isinstance(func.value, ast.Name) and func.value.id in _MODULE_OPENERS)
+    position, target = (1, call.args[0] if call.args else func) if module_style else (0, func.value)
+    mode = call.args[position] if len(call.args) > position else next(
+        (k.value for k in call.keywords if k.arg == "mode"), ast.Constant("r"))
+    if isinstance(mode, ast.Constant) and not _WRITE_MODES & set(str(mode.value)):
+        return None
+    return target  # a write mode, or one the scan cannot read: both must write an atomic temporary
+
+
+def _target(call: ast.Call) -> ast.AST | None:
+    """The expression naming the file a call writes, or None when the call writes nothing."""
+    func, name = call.func, _call_name(call.func)
+    if name in ("NamedTemporaryFile", "mkstemp", "mkdtemp") or (
+            name == "open" and isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "os"):
+        return func  # never atomic: always reported
+    if name == "open":
+        return _open_target(call)
+    if name not in _WRITERS or not isinstance(func, ast.Attribute):
+        return None
+    receiver = _RECEIVERS.get(name)
+    if receiver and getattr(func.value, "id", "") != receiver:
+        return None
+    position = 1 if name == "save" and getattr(func.value, "id", "") == "torch" else _WRITERS[name]
+    if position is None:
+        return func.value
+    if len(call.args) > position:
+        return call.args[position]
+    keyword = next((k.value for k in call.keywords if k.arg in ("path_or_buf", "path", "fname", "file")), None)
+    if keyword is None and name.startswith("to_"):
+        return None  # pandas without a path returns the text: nothing is written
+    return keyword if keyword is not None else func
+
+
+def _unwrap(node: ast.AST) -> ast.AST:
+    """``str(x)`` / ``os.fspath(x)`` -> ``x``."""
+    while isinstance(node, ast.Call) and len(node.args) == 1 and _call_name(node.func) in ("str", "fspath"):
+        node = node.args[0]
+    return node
+
+
+def write_sites_outside_the_atomic_writer(source: str, name: str) -> list[str]:
+    """The calls in ``source`` that write a file other than a temporary of ``shc._io.atomic_path``."""
+    tree = ast.parse(source)
+    problems = []
+    for function in [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+        atomic: set[str] = set()  # temporaries of atomic_path, and handles opened on them
+        for node in ast.walk(function):
+            for item in node.items if isinstance(node, (ast.With, ast.AsyncWith)) else ():
+                opened, bound = item.context_expr, item.optional_vars
+                if not (isinstance(opened, ast.Call) and isinstance(bound, ast.Name)):
+                    continue
+                if _call_name(opened.func) == "atomic_path" or (
+                        _call_name(opened.func) == "open" and getattr(_unwrap(_open_target(opened) or opened), "id",
+                                                                      None) in atomic):
+                    atomic.add(bound.id)
+        for call in [node for node in ast.walk(function) if isinstance(node, ast.Call)]:
+            target = _target(call)
+            if target is None:
+                continue
+            target = _unwrap(target)
+            if isinstance(target, ast.Name) and target.id in atomic:
+                continue
+            text = ast.unparse(call)
+            if (name, text) not in DELEGATES:
+                problems.append(f"{name}:{call.lineno}: {text}")
+    return sorted(set(problems))
+
+
+def test_every_write_of_the_package_goes_through_the_atomic_writer():
+    found, delegates = [], set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(PACKAGE).as_posix()
+        if name == "_io.py":  # the atomic writer itself
+            continue
+        source = path.read_text(encoding="utf-8")
+        found += write_sites_outside_the_atomic_writer(source, name)
+        delegates |= {(name, text) for name_, text in DELEGATES if name_ == name and text in source}
+    assert found == [], "write these through shc._io (atomic_path, write_text, save_npz, ...):\n" + "\n".join(found)
+    assert delegates == DELEGATES, f"stale DELEGATES entries: {DELEGATES - delegates}"
+
+
+@pytest.mark.parametrize("snippet", [
+    "def f(out, page):\n    Path(out).write_text(page)",
+    "def f(out, np, data):\n    with open(out, 'wb') as handle:\n        np.savez_compressed(handle, **data)",
+    "def f(image, target):\n    image.save(target)",
+    "def f(torch, state, path):\n    torch.save(state, path)",
+    "def f(fig, path, atomic_path):\n    with atomic_path(path) as temporary:\n        fig.savefig(path)",
+    "def f(shutil, a, b):\n    shutil.copyfile(a, b)",
+    "def f(path):\n    path.open('a').write('x')",
+    "def f(table, out):\n    table.to_csv(path_or_buf=out)",
+])
+def test_the_write_site_scan_finds_direct_writes(snippet):
+    """The scan is not vacuous: each direct write (the two the issue found among them) is reported."""
+    assert write_sites_outside_the_atomic_writer(snippet, "snippet.py")
+
+
+def test_the_write_site_scan_accepts_writes_to_an_atomic_temporary():
+    snippet = ("def f(path, fig, np, atomic_path):\n    with atomic_path(path, suffix='.tmp.png') as temporary:\n"
+               "        fig.savefig(temporary)\n    with atomic_path(path) as t, open(t, 'wb') as h:\n"
+               "        np.save(h, 1)\n    with open(path) as h:\n        return h.read()")
+    assert write_sites_outside_the_atomic_writer(snippet, "snippet.py") == []
+
+
+# --------------------------------------------------------------------------------------------
+# One error line
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("code, words", [
+    (errno.ENOSPC, ["disk is full"]), (errno.EROFS, ["read-only"]), (errno.EACCES, ["permission"]),
+    (errno.ENOTDIR, ["is a file, not a folder"]), (errno.EISDIR, ["is a folder"]), (errno.EFBIG, ["write elsewhere"]),
+])
+def test_os_errors_are_one_line_naming_the_file_and_the_fix(code, words):
+    message = describe_error(OSError(code, os.strerror(code), "/data/out.npz"))
+    assert message.startswith("/data/out.npz: " + os.strerror(code)) and "\n" not in message
+    assert all(word in message for word in words)
+
+
+def test_multi_line_messages_are_folded_into_one():
+    assert describe_error(ValueError("first\n  second\n\n third")) == "first second third"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A finished tiny run, its database images, good outputs of every kind, and damaged inputs."""
+    root = tmp_path_factory.mktemp("surface")
+    config = RunConfig(method="csq", bits=16, epochs=1, eval_every=1, dataset_options=OPTIONS,
+                       run_dir=str(root / "runs"))
+    run(config)
+    stage3 = stage_directories(config)["stage3"]
+    images = root / "images"
+    options = [item for key, value in OPTIONS.items() for item in ("--option", f"{key}={value}")]
+    assert data_main(["export-images", "digits-composite", "--out", str(images), *options]) == 0
+    good = root / "good"
+    good.mkdir()
+    assert cli.main(["encode", "--run", str(stage3), "--images", str(images), "--out", str(good / "codes.npz"),
+                     "--quiet"]) == 0
+    assert cli.main(["index", str(good / "codes.npz"), "--out", str(good / "db.shcidx")]) == 0
+    query = next(images.rglob("*.png"))
+    assert cli.main(["search", "--index", str(good / "db.shcidx"), "--run", str(stage3), "--image", str(query),
+                     "--html", str(good / "gallery.html")]) == 0
+    bad = root / "bad"
+    bad.mkdir()
+    (bad / "file").write_text("a plain file")
+    (bad / "folder").mkdir()
+    np.save(bad / "codes.npy", np.ones((3, 16), np.int8))
+    (bad / "truncated.npz").write_bytes((good / "codes.npz").read_bytes()[:300])
+    (bad / "noise.npz").write_bytes(os.urandom(500))
+    damaged_index = bytearray((good / "db.shcidx").read_bytes())
+    damaged_index[30] ^= 0x01
+    (bad / "damaged.shcidx").write_bytes(bytes(damaged_index))
+    for name, damage in (("truncated-weights", "best.pt"), ("damaged-record", "encoder.json")):
+        copy = bad / name
+        shutil.copytree(stage3, copy)
+        target = copy / "train" / "best.pt" if damage == "best.pt" else copy / "encoder.json"
+        target.write_bytes(target.read_bytes()[: len(target.read_bytes()) // 2])
+    return {"run": str(stage3), "images": str(images), "good": good, "bad": bad, "query": str(query),
+            "run_dir": config.run_dir, "options": options}
+
+
+def _shc(*argv: str) -> Callable[[dict], int]:
+    return lambda w: cli.main([a.format(**w, good_=w["good"], bad_=w["bad"]) for a in argv])
+
+
+def _with(main: Callable, *argv: str) -> Callable[[dict], int]:
+    return lambda w: main([a.format(**w, good_=w["good"], bad_=w["bad"]) for a in argv]
+                          + (w["options"] if main is data_main else []))
+
+
+#: (case, command, words the error line must hold, the good output that must stay byte-identical)
+CASES = [
+    ("encode --out is a folder", _shc("encode", "--run", "{run}", "--images", "{images}", "--out", "{bad_}/folder"),
+     ["--out", "is a folder"], "codes.npz"),
+    ("encode --out under a file", _shc("encode", "--run", "{run}", "--images", "{images}", "--out",
+                                       "{bad_}/file/codes.npz"), ["--out", "is a file, not a folder"], "codes.npz"),
+    ("encode with a truncated best.pt", _shc("encode", "--run", "{bad_}/truncated-weights", "--images", "{images}",
+                                             "--out", "{good_}/codes.npz"), ["best.pt", "cannot be read"], "codes.npz"),
+    ("encode with a damaged encoder.json", _shc("encode", "--run", "{bad_}/damaged-record", "--images", "{images}",
+                                                "--out", "{good_}/codes.npz"), ["encoder.json", "damaged"], "codes.npz"),
+    ("encode --images is a file", _shc("encode", "--run", "{run}", "--images", "{bad_}/file", "--out",
+                                       "{good_}/codes.npz"), ["--images", "not a folder"], "codes.npz"),
+    ("encode --run does not exist", _shc("encode", "--run", "{bad_}/nothing", "--images", "{images}", "--out",
+                                         "{good_}/codes.npz"), ["encoder.json", "stage-3"], "codes.npz"),
+    ("index of a .npy", _shc("index", "{bad_}/codes.npy", "--out", "{good_}/db.shcidx"), [".npy", "shc encode"],
+     "db.shcidx"),
+    ("index of a truncated .npz", _shc("index", "{bad_}/truncated.npz", "--out", "{good_}/db.shcidx"),
+     ["truncated.npz", "shc encode"], "db.shcidx"),
+    ("index of random bytes", _shc("index", "{bad_}/noise.npz", "--out", "{good_}/db.shcidx"),
+     ["noise.npz", "shc encode"], "db.shcidx"),
+    ("index of a folder", _shc("index", "{bad_}/folder", "--out", "{good_}/db.shcidx"), ["is a folder"], "db.shcidx"),
+    ("index --out is a folder", _shc("index", "{good_}/codes.npz", "--out", "{bad_}/folder"),
+     ["--out", "is a folder"], "db.shcidx"),
+    ("search a damaged index", _shc("search", "--index", "{bad_}/damaged.shcidx", "--run", "{run}", "--image",
+                                    "{query}", "--html", "{good_}/gallery.html"), ["damaged.shcidx", "checksum"],
+     "gallery.html"),
+    ("search --index is a folder", _shc("search", "--index", "{bad_}/folder", "--run", "{run}", "--image", "{query}",
+                                        "--html", "{good_}/gallery.html"), ["folder", "shc index"], "gallery.html"),
+    ("search --image missing", _shc("search", "--index", "{good_}/db.shcidx", "--run", "{run}", "--image",
+                                    "{bad_}/nothing.png", "--html", "{good_}/gallery.html"), ["--image"],
+     "gallery.html"),
+    ("search --image not an image", _shc("search", "--index", "{good_}/db.shcidx", "--run", "{run}", "--image",
+                                         "{bad_}/file", "--html", "{good_}/gallery.html"), ["--image", "cannot read"],
+     "gallery.html"),
+    ("search --html under a file", _shc("search", "--index", "{good_}/db.shcidx", "--run", "{run}", "--image",
+                                        "{query}", "--html", "{bad_}/file/g.html"), ["--html", "is a file"],
+     "gallery.html"),
+    ("export-images unknown dataset", _with(data_main, "export-images", "nosuch", "--out", "{bad_}/export"),
+     ["dataset", "nosuch"], "codes.npz"),
+    ("export-images unknown option", _with(data_main, "export-images", "digits-composite", "--out", "{bad_}/export",
+                                           "--option", "colour=1"), ["colour", "options are"], "codes.npz"),
+    ("export-images --out is a file", _with(data_main, "export-images", "digits-composite", "--out", "{bad_}/file"),
+     ["--out", "is a file, not a folder"], "codes.npz"),
+    ("export-images --out under a file", _with(data_main, "export-images", "digits-composite", "--out",
+                                               "{bad_}/file/x"), ["--out", "is a file, not a folder"], "codes.npz"),
+    ("pipeline --run-dir is a file", _with(pipeline.main, "--preset", "tiny", "--run-dir", "{bad_}/file", "--quiet"),
+     ["--run-dir", "is a file, not a folder"], "codes.npz"),
+    ("pipeline --run-dir under a file", _with(pipeline.main, "--preset", "tiny", "--run-dir", "{bad_}/file/runs",
+                                              "--quiet"), ["--run-dir", "is a file, not a folder"], "codes.npz"),
+    ("reports --output under a file", _with(reports_cli.main, "--preset", "tiny", "--output", "{bad_}/file/r",
+                                            "--no-compute"), ["--output", "is a file, not a folder"], "codes.npz"),
+    ("reports --runs is a file", _with(reports_cli.main, "--preset", "tiny", "--runs", "{bad_}/file",
+                                       "--output", "{bad_}/reports", "--no-compute"), ["--runs", "is a file"],
+     "codes.npz"),
+    ("results of an empty run folder", _with(results.main, "--preset", "tiny", "--run-dir", "{bad_}/folder"),
+     ["missing", "shc.reports"], "codes.npz"),
+    ("results --reference unknown", _with(results.main, "--preset", "tiny", "--run-dir", "{run_dir}",
+                                          "--reference", "nosuch"), ["--reference", "nosuch"], "codes.npz"),
+]
+
+
+@pytest.mark.parametrize("case, command, words, kept", CASES, ids=[case[0] for case in CASES])
+def test_every_command_line_answers_bad_paths_and_damaged_files_with_one_line(world, capsys, case, command, words,
+                                                                               kept):
+    before = (world["good"] / kept).read_bytes()
+    capsys.readouterr()
+    status = command(world)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    assert all(word in lines[0] for word in words), lines[0]
+    assert (world["good"] / kept).read_bytes() == before
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_output_folder_is_named_with_the_option(world, tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        assert cli.main(["index", str(world["good"] / "codes.npz"), "--out", str(locked / "db.shcidx")]) == 2
+    finally:
+        locked.chmod(0o755)
+    assert "--out" in capsys.readouterr().err
+
+
+def test_unknown_devices_are_refused_by_name(world, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["search", "--index", str(world["good"] / "db.shcidx"), "--run", world["run"], "--image",
+                  world["query"], "--device", "tpu"])
+    assert exit_.value.code == 2 and "--device must be 'auto', 'cpu', 'cuda' or 'cuda:N'" in capsys.readouterr().err
+    from shc.retrieval import load_encoder
+
+    with pytest.raises(ValueError, match="device must be .* got 'tpu'"):
+        load_encoder(world["run"], device="tpu")
+
+
+def test_ctrl_c_in_shc_encode_exits_130_without_a_traceback(world, tmp_path, monkeypatch, capsys):
+    from shc.retrieval import encoder
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(encoder, "encode_images", interrupted)
+    out = tmp_path / "codes.npz"
+    assert cli.main(["encode", "--run", world["run"], "--images", world["images"], "--out", str(out)]) == 130
+    assert "interrupted" in capsys.readouterr().err and not out.exists()
+
+
+def test_debug_shows_the_traceback(world):
+    with pytest.raises(ValueError, match="holds a single array"):
+        run_cli(cli._main, ["index", str(world["bad"] / "codes.npy"), "--out", "x.shcidx", "--debug"])
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "0"])
+def test_generate_centers_names_a_bad_seed(seed):
+    from shc.centers import generate_centers
+
+    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+        generate_centers("random", 4, 16, seed=seed)
+
+
+# --------------------------------------------------------------------------------------------
+# A full disk in the middle of a write
+# --------------------------------------------------------------------------------------------
+def _limited(limit: int) -> Callable[[], None]:
+    def apply() -> None:  # in the child: writes past ``limit`` bytes fail with EFBIG (Python ignores SIGXFSZ)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.parametrize("command, kept", [
+    (["encode", "--run", "{run}", "--images", "{images}", "--out", "{good_}/codes.npz", "--quiet"], "codes.npz"),
+    (["search", "--index", "{good_}/db.shcidx", "--run", "{run}", "--image", "{query}", "--html",
+      "{good_}/gallery.html"], "gallery.html"),
+    (["index", "{good_}/codes.npz", "--out", "{good_}/db.shcidx"], "db.shcidx"),
+], ids=["encode --out", "search --html", "index --out"])
+def test_a_full_disk_mid_write_keeps_the_previous_file_whole(world, command, kept):
+    """The issue's losses: on a full disk ``shc encode --out`` left a 4 KB partial archive in place of the good
+    codes file and ``shc search --html`` a truncated page; now the write fails on a temporary file beside it."""
+    target = world["good"] / kept
+    before = target.read_bytes()
+    assert len(before) > 1024
+    argv = [a.format(**world, good_=world["good"], bad_=world["bad"]) for a in command]
+    result = subprocess.run([sys.executable, "-m", "shc", *argv], capture_output=True, text=True,
+                            preexec_fn=_limited(1024), env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+                            cwd=world["good"])
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1 and str(target) in lines[0] and "write elsewhere" in lines[0], result.stderr
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in world["good"].iterdir()) == ["codes.npz", "db.shcidx", "gallery.html"]
