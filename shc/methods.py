@@ -1,4 +1,4 @@
-"""The hashing methods as configurations of one training loop: SHC, its ablations and the nine baselines.
+"""The hashing methods as configurations of one training loop: SHC, its ablations, the nine baselines and CRH.
 
 Each method is a :class:`MethodSpec`: which loss of :mod:`shc.losses` it trains with, which hash
 centers of :mod:`shc.centers` it needs (if any), the options of its hash head
@@ -166,6 +166,14 @@ for _spec in (
         {"scale": 8.0, "margin": 0.2, "quantization_weight": 0.0},
         "Hoe et al., One Loss for All: Deep Hashing with a Single Cosine Similarity based Learning "
         "Objective, NeurIPS 2021; https://github.com/kamwoh/orthohash",
+    ),
+    MethodSpec(
+        "crh", "crh", None, False, _LINEAR_HEAD,
+        {"scale": None, "margin": 0.2, "quantization_weight": None, "codebook_multiple": 2,
+         "assignment": "greedy", "reassign_until": 20, "reassign_every": 5},
+        "Yin et al., Codebook-Centric Deep Hashing: End-to-End Joint Learning of Semantic Hash Centers and "
+        "Neural Hash Function (Center-Reassigned Hashing), AAAI 2026, arXiv 2511.12162; implemented from the "
+        "paper's text (the released code has no licence)",
     ),
 ):
     METHODS.register(_spec.name, _spec)

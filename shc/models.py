@@ -8,8 +8,9 @@ and LTH's dynamic meta-embedding (``memory_slots``, :class:`MetaEmbedding`).
 
 Backbones (:func:`available_backbones`): ``resnet34`` (the paper's), ``resnet18``, ``resnet50`` from
 torchvision with the final FC removed, ``small_cnn``, a three-block CNN for the small grey composite
-images used in quick experiments and CI, and ``composite_cnn``, the same CNN pooling the left and right
-halves of the image separately (two-item composites: it keeps which item is where; the standard preset's).
+images used in quick experiments and CI, ``composite_cnn``, the same CNN pooling the left and right
+halves of the image separately (two-item composites: it keeps which item is where; the standard preset's),
+and ``composite3_cnn``, pooling thirds (three-item composites: the standard-fine preset's).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ _RESNETS = {
     "resnet34": _ResNetSpec("ResNet34_Weights", 512),
     "resnet50": _ResNetSpec("ResNet50_Weights", 2048),
 }
-_SMALL_CNNS = {"small_cnn": (1, 1), "composite_cnn": (1, 2)}  # name: SmallCNN pooling grid
+_SMALL_CNNS = {"small_cnn": (1, 1), "composite_cnn": (1, 2), "composite3_cnn": (1, 3)}  # name: SmallCNN pooling grid
 #: Every backbone by name: ``builder(pretrained, weights, in_channels) -> (module, feature_dim)``. A new
 #: backbone is one ``@BACKBONES.register(name)`` function.
 BACKBONES: Registry[Callable[..., tuple[nn.Module, int]]] = Registry("backbone")
@@ -74,7 +75,8 @@ class SmallCNN(nn.Module):
     (the pools use ``ceil_mode``). ``grid=(1, 1)`` (``small_cnn``) is global average pooling, which
     discards *where* a pattern is: on a composite it cannot tell "A + B" from "B + A" except through
     border effects. ``grid=(1, 2)`` (``composite_cnn``) pools the left and right halves separately, so the
-    features keep which item sits where (feature width ``128 * rows * columns``).
+    features keep which item sits where (feature width ``128 * rows * columns``); ``grid=(1, 3)``
+    (``composite3_cnn``) does the same for three items side by side.
     """
 
     def __init__(

@@ -337,6 +337,13 @@ def _finished(config: RunConfig) -> dict[str, Any] | None:
     return reevaluate(config) if _cached(config, "stage3", "metrics.json") is not None else None
 
 
+def _write_criterion_artifacts(criterion, directory: Path) -> None:
+    """The files a loss keeps of its own (``criterion.artifacts() -> {file name: array or JSON value}``,
+    e.g. CRH's codebook and reassignment log) into the stage folder: ``.npy`` names as arrays, others JSON."""
+    for name, value in (getattr(criterion, "artifacts", dict)()).items():
+        save_npy(directory / name, value) if name.endswith(".npy") else write_json(directory / name, value)
+
+
 def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
     """Stage 3 and evaluation: train the hashing network, encode query and database, measure (cached).
 
@@ -372,6 +379,7 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
                       directory / "train", evaluate=validate, progress=progress)
         train_seconds = time.perf_counter() - started
         if _is_main():
+            _write_criterion_artifacts(criterion, directory)
             codes = {"query_codes": encode(model, data.query, config), "query_labels": data.query.labels,
                      "database_codes": encode(model, data.database, config), "database_labels": data.database.labels}
             save_npz(directory / "codes.npz", **codes)

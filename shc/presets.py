@@ -16,6 +16,10 @@ standard-pretrained
            analogue of the paper's ImageNet start, for the centre methods, shc-ls, GreedyHash and LTH.
 tiny-pretrained
            CI's smoke run of the pretrained regime.
+standard-fine
+           The many-class testbed: 333 three-item Fashion-MNIST composites, so C > 2q at 16, 32 and 64 bits
+           (docs/standard-fine.md).
+tiny-fine  CI's smoke run of standard-fine (37 classes, still C > 2q at 16 bits; 1 epoch).
 paper      The paper's datasets and hyper-parameters (ImageNet ResNet34, 300 epochs), for a GPU machine.
 =========  ===========================================================================================
 """
@@ -228,6 +232,37 @@ PRESETS.register("tiny-pretrained", Preset(
     datasets=PRESETS.get("tiny").datasets, methods=("mds", "shc", "greedyhash"), bits=(16,), seeds=(0,),
     config={**PRESETS.get("tiny").config, "pretrain": "items", "pretrain_epochs": 1},
     notebooks=PRESETS.get("tiny").notebooks,
+))
+FINE_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash", "lth")
+#: The many-class testbed (issue 20): 333 three-item Fashion-MNIST composites (an evenly spaced subset of the
+#: 1,000, every item 33-34 times in every position), so C > 2q at 16, 32 and 64 bits; composite3_cnn pools
+#: the three item positions apart. Sizes and schedule: docs/standard-fine.md.
+_FINE_DATA = {"num_items": 3, "num_classes": 333, "train_per_class": 20, "val_per_class": 3, "query_per_class": 5,
+              "database_per_class": 20, "image_size": 14}
+PRESETS.register("standard-fine", Preset(
+    name="standard-fine",
+    description="The many-class testbed: 333 three-item Fashion-MNIST composites (C > 2q at 16-64 bits), "
+                "center methods, CRH, GreedyHash and LTH, 3 seeds (docs/standard-fine.md).",
+    datasets=("fashion-composite",), methods=FINE_METHODS, bits=(16, 32, 64), seeds=(0, 1, 2),
+    config={"dataset_options": _FINE_DATA, "backbone": "composite3_cnn", "epochs": 60, "lr": 3e-3,
+            "classifier_epochs": 8, "classifier_lr": 1e-3, "eval_every": 6},
+    notebooks=_center_notebooks(
+        centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=FINE_METHODS,
+        baselines=("greedyhash", "lth", "csq", "mds", "crh", "shc"), top_pairs=15, examples=6, k=10,
+        geometry=[{"num_classes": 333, "bits": q} for q in (16, 32, 64)]),
+))
+PRESETS.register("tiny-fine", Preset(
+    name="tiny-fine",
+    description="CI's smoke run of standard-fine: 37 three-item composites (still C > 2q at 16 bits), 1 epoch, "
+                "1 seed, 16 bits.",
+    datasets=("fashion-composite",), methods=("csq", "crh"), bits=(16,), seeds=(0,),
+    config={"dataset_options": {**_FINE_DATA, "num_classes": 37, "train_per_class": 3, "val_per_class": 1,
+                                "query_per_class": 2, "database_per_class": 3},
+            "backbone": "composite3_cnn", "epochs": 1, "lr": 3e-3, "classifier_epochs": 1, "eval_every": 1},
+    notebooks=_center_notebooks(
+        centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=("csq", "crh"),
+        baselines=("greedyhash", "crh", "shc"), top_pairs=5, examples=3, k=5,
+        geometry=[{"num_classes": 37, "bits": 16}]),
 ))
 PRESETS.register("paper", Preset(
     name="paper",

@@ -362,13 +362,13 @@ def _resolve_num_workers(num_workers: int | None, device: torch.device, ranks: _
     return min(8, max(1, (os.cpu_count() or 1) // local_ranks - 1))
 
 
-def _scalar_metrics(metrics: Any, reserved: tuple[str, ...]) -> dict[str, float]:
+def _scalar_metrics(metrics: Any, reserved: tuple[str, ...], source: str = "evaluate(model)") -> dict[str, float]:
     """The scalar entries of ``evaluate``'s dict as floats (curves and other arrays are not recorded)."""
     if not isinstance(metrics, Mapping):
-        raise TypeError(f"evaluate(model) must return a dict of metrics, got {type(metrics).__name__}.")
+        raise TypeError(f"{source} must return a dict of metrics, got {type(metrics).__name__}.")
     clashes = sorted(set(metrics) & set(reserved))
     if clashes:
-        raise ValueError(f"evaluate(model) returned the reserved key(s) {clashes}; rename them in your evaluate.")
+        raise ValueError(f"{source} returned the reserved key(s) {clashes}; rename them there.")
     scalars = {}
     for key, value in metrics.items():
         if isinstance(value, (int, float, np.number)) or (
@@ -376,6 +376,24 @@ def _scalar_metrics(metrics: Any, reserved: tuple[str, ...]) -> dict[str, float]
         ):
             scalars[str(key)] = float(value)
     return scalars
+
+
+def _criterion_epoch_end(criterion: Callable, model: nn.Module, train_set: Dataset, epoch: int) -> dict[str, float]:
+    """Call the criterion's epoch hook, if it has one, and return its scalars for the history row.
+
+    The hook protocol: ``criterion.on_epoch_end(model, train_set, epoch) -> dict of scalars or None``,
+    called on every rank after each epoch's training steps, before the learning-rate step, the evaluation
+    and the checkpoint (so the checkpoint holds what the hook changed). ``model`` is the bare network (not
+    the DDP wrapper) in training mode; ``train_set`` is the dataset ``fit`` trains on. A loss uses it to
+    change its targets between epochs (CRH's center reassignment, ``shc.losses.CRHLoss``). It must draw
+    any randomness from its own seeded generators or the global ones, whose states ``last.pt`` saves
+    after the hook, so that a resumed run stays bit-identical.
+    """
+    hook = getattr(criterion, "on_epoch_end", None)
+    if hook is None:
+        return {}
+    scalars = hook(model, train_set, epoch)
+    return {} if scalars is None else _scalar_metrics(scalars, _ROW_KEYS, "criterion.on_epoch_end")
 
 
 def _is_better(value: float, best: float | None, mode: str) -> bool:
@@ -513,7 +531,11 @@ def fit(
         the batch (e.g. ``shc.losses.CenterLoss``, paper Eq. 41-43). Runs in
         float32 outside autocast. If it is an ``nn.Module`` it is moved to the
         device, its trainable parameters (if any) are optimised with the
-        model's, and its state is checkpointed.
+        model's, and its state (buffers and ``get_extra_state``) is
+        checkpointed. A criterion with ``on_epoch_end(model, train_set,
+        epoch)`` has it called after every epoch (it may change its targets;
+        the scalars it returns join the history row): see
+        ``_criterion_epoch_end``.
     train_set : Dataset
         Items ``(input, label, index)``; random augmentation belongs in its
         transform.
@@ -599,6 +621,7 @@ def _fit(
         row = _train_epoch(
             trained, criterion, state, train_set, config, epoch, ranks, device, precision, num_workers, show
         )
+        row.update(_criterion_epoch_end(criterion, model, train_set, epoch))
         state.scheduler.step()
         if evaluate is not None and ranks.is_main and (epoch % config.eval_every == 0 or epoch == config.epochs):
             _evaluate_and_select(model, evaluate, epoch, row, history, config, best_path)

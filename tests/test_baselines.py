@@ -34,7 +34,7 @@ from shc.models import build_hashing_network
 
 PAPER_METHODS = [
     "shc", "csq", "mds", "random", "semantic", "distance", "shc-ls",
-    "dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "lth", "orthohash",
+    "dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "lth", "orthohash", "crh",
 ]
 
 
@@ -75,7 +75,7 @@ def random_codes(rows: int, bits: int, seed: int, scale: float = 1.0) -> torch.T
 # ----------------------------------------------------------------------------------------------
 # registry
 # ----------------------------------------------------------------------------------------------
-def test_available_methods_are_shc_its_variants_and_the_nine_baselines():
+def test_available_methods_are_shc_its_variants_the_nine_baselines_and_crh():
     assert available_methods() == PAPER_METHODS
 
 

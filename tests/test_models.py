@@ -24,7 +24,19 @@ from shc.models import (
 
 
 def test_available_backbones():
-    assert available_backbones() == ["composite_cnn", "resnet18", "resnet34", "resnet50", "small_cnn"]
+    assert available_backbones() == ["composite3_cnn", "composite_cnn", "resnet18", "resnet34", "resnet50",
+                                     "small_cnn"]
+
+
+def test_composite3_cnn_pools_the_three_item_positions_separately():
+    torch.manual_seed(0)
+    composite, dim = build_backbone("composite3_cnn")
+    assert dim == 384
+    composite.eval()
+    images = torch.randn(2, 3, 28, 84)
+    maps = composite.layers[:-2](images)  # (2, 128, 7, 21): three cells of 7 columns
+    thirds = [maps[..., 7 * k:7 * (k + 1)].mean(dim=(2, 3)) for k in range(3)]
+    torch.testing.assert_close(composite(images), torch.stack(thirds, dim=2).flatten(1))
 
 
 def test_composite_cnn_pools_the_left_and_right_halves_separately():

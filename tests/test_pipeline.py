@@ -216,7 +216,9 @@ def test_bad_config_is_refused(changes, message):
 
 
 def test_unknown_preset_and_duplicate_seeds_are_refused():
-    with pytest.raises(ValueError, match="unknown preset 'huge'.*Known presets: tiny, quick, standard, standard-pretrained, tiny-pretrained, paper"):
+    known = ("Known presets: tiny, quick, standard, standard-pretrained, tiny-pretrained, standard-fine, tiny-fine, "
+             "paper")
+    with pytest.raises(ValueError, match=f"unknown preset 'huge'.*{known}"):
         preset("huge")
     with pytest.raises(ValueError, match="seeds lists 0 more than once"):
         preset("quick", seeds=[0, 0])
@@ -288,3 +290,50 @@ def test_parallel_grid_equals_serial_single_thread_runs_in_config_order(tmp_path
 def test_jobs_must_be_a_positive_integer(jobs):
     with pytest.raises(ValueError, match="jobs must be a positive integer"):
         run_grid([], jobs=jobs)
+
+
+def _needs_fashion_mnist():
+    from shc.data.composites import DEBIAN_FASHION_MNIST
+
+    if not DEBIAN_FASHION_MNIST.is_dir():
+        pytest.skip("Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist; .ci/run does it)")
+
+
+def test_the_many_class_preset_has_more_classes_than_2q_sharing_items_evenly():
+    """standard-fine (issue 20): 333 three-item composites, so C > 2q at 16, 32 and 64 bits, every item
+    33-34 times in each position; the grid is the issue's methods x 3 lengths x 3 seeds."""
+    _needs_fashion_mnist()
+    from shc.runs import load_data
+
+    configs = preset("standard-fine")
+    assert len(configs) == 72 and {c.method for c in configs} == {
+        "random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash", "lth"}
+    data = load_data(configs[0])
+    assert data.num_classes == 333 and all(data.num_classes > 2 * q for q in (16, 32, 64))
+    items = [name.split(" + ") for name in data.class_names]
+    assert all(len(parts) == 3 for parts in items) and len(set(map(tuple, items))) == 333
+    for position in range(3):
+        counts = np.unique([parts[position] for parts in items], return_counts=True)[1]
+        assert len(counts) == 10 and counts.min() >= 33 and counts.max() <= 34
+    image = data.train[0][0]
+    assert tuple(image.shape) == (3, 14, 42) and configs[0].backbone == "composite3_cnn"
+
+
+def test_the_tiny_many_class_preset_runs_csq_beyond_2q_and_crh(tmp_path):
+    """tiny-fine: 37 classes > 2q = 32 at 16 bits; CSQ fills the rows past 2q with balanced random ones,
+    CRH keeps its codebook as stage artifacts."""
+    _needs_fashion_mnist()
+    from shc.centers import csq_centers
+
+    configs = preset("tiny-fine", run_dir=str(tmp_path))
+    assert [(c.method, c.bits, c.dataset_options["num_classes"]) for c in configs] == [("csq", 16, 37),
+                                                                                         ("crh", 16, 37)]
+    rows = run_grid(configs, progress=False)
+    assert all(0 <= row["mAP@ALL"] <= 1 for row in rows)
+    centers = np.load(stage_directories(configs[0])["stage2"] / "centers.npy")
+    np.testing.assert_array_equal(centers, csq_centers(37, 16, seed=0))
+    assert np.all(np.abs(centers[:16] @ centers[:16].T - 16 * np.eye(16)) == 0)  # Hadamard rows
+    assert np.all(centers[32:].sum(axis=1) == 0)  # past 2q: balanced random rows
+    stage3 = stage_directories(configs[1])["stage3"]
+    assert np.load(stage3 / "class_centers.npy").shape == (37, 16)
+    assert json.loads((stage3 / "reassignments.json").read_text())["log"][0]["epoch"] == 1

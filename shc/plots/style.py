@@ -34,6 +34,7 @@ METHOD_STYLES: dict[str, dict[str, str]] = {
     "idhn": {"color": "#44AA99", "marker": "h", "linestyle": "--"},  # teal (Tol)
     "lth": {"color": "#999933", "marker": "*", "linestyle": "--"},  # olive (Tol)
     "orthohash": {"color": "#332288", "marker": "p", "linestyle": "--"},  # indigo (Tol)
+    "crh": {"color": "#EE3377", "marker": "8", "linestyle": "-."},  # magenta (Tol vibrant): centers learnt in training
 }
 
 

@@ -1,0 +1,191 @@
+"""CRH's multi-head codebook and its center reassignment (Yin et al., AAAI 2026, arXiv 2511.12162).
+
+Pure numpy: the codebook, the per-class mean sub-codes, the cost of giving a class a candidate sub-code
+(Eqs. 5-7) and the two assignments the paper offers (greedy, its default, and the exact Hungarian one).
+:class:`shc.losses.CRHLoss` trains with them; ``docs/baselines.md`` has the equations and what differs
+from the paper.
+
+Shapes: ``H`` heads of ``d`` bits (``K = H d`` code bits), ``M`` candidate sub-codes per head, ``C``
+classes, ``N`` training samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import numpy as np
+
+from shc.registry import Registry
+
+__all__ = ["ASSIGNMENTS", "assignment_costs", "class_mean_codes", "greedy_assignment",
+           "head_width", "hungarian_assignment", "reassign", "sample_codebook"]
+
+
+def head_width(num_bits: int, codebook_size: int) -> int:
+    """``d``: the smallest divisor of ``num_bits`` with ``2^d >= codebook_size``, so that each of the
+    ``H = K / d`` heads can hold ``codebook_size`` distinct ``d``-bit sub-codes (the paper's
+    ``H <= K / log2 M``, Sec. "Multi-head codebook").
+
+    Raises
+    ------
+    ValueError
+        When even ``d = K`` cannot hold that many distinct codes.
+    """
+    if isinstance(num_bits, bool) or int(num_bits) != num_bits or num_bits < 1:
+        raise ValueError(f"num_bits must be a positive integer, got {num_bits!r}.")
+    if isinstance(codebook_size, bool) or int(codebook_size) != codebook_size or codebook_size < 1:
+        raise ValueError(f"codebook_size must be a positive integer, got {codebook_size!r}.")
+    for width in range(1, int(num_bits) + 1):
+        if num_bits % width == 0 and 2**width >= codebook_size:
+            return width
+    raise ValueError(f"{num_bits} bits hold at most {2**num_bits} distinct codes, fewer than the {codebook_size} "
+                     "candidates asked for; use more bits or a smaller codebook_multiple.")
+
+
+def sample_codebook(num_heads: int, size: int, width: int, rng: np.random.Generator) -> np.ndarray:
+    """``(H, M, d)`` int8 +-1: per head, ``M`` distinct ``d``-bit vectors drawn uniformly without replacement.
+
+    Rows are drawn uniformly and duplicates drawn again (first occurrences kept, in drawing order), which
+    is sampling without replacement; vectorised over rows, a loop only over rounds of redrawing.
+    """
+    if size > 2**width:
+        raise ValueError(f"{size} distinct {width}-bit codes do not exist (at most {2**width}); see head_width.")
+    heads = []
+    for _ in range(num_heads):
+        rows = np.empty((0, width), dtype=np.int8)
+        while len(rows) < size:
+            drawn = np.where(rng.random((size - len(rows), width)) < 0.5, -1, 1).astype(np.int8)
+            rows = np.concatenate([rows, drawn])
+            _, first = np.unique(rows, axis=0, return_index=True)
+            rows = rows[np.sort(first)]
+        heads.append(rows)
+    return np.stack(heads)
+
+
+def class_mean_codes(codes: np.ndarray, labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-class weighted means of the codes (Eq. 6) and of their squared norms, in float64.
+
+    Every sample counts for each of its classes with weight ``1 / |y|_1`` (1 for class indices), so the
+    means are ``(W^T B) / (W^T 1)`` with ``W`` the (N, C) weights: one matrix product (a bincount for
+    class indices), no loop over samples.
+
+    Parameters
+    ----------
+    codes : array, shape (N, K)
+        The training samples' codes (+-1, or any reals).
+    labels : array, shape (N,) or (N, C)
+        Class indices or multi-hot rows.
+    num_classes : int
+
+    Returns
+    -------
+    means : (C, K) float64
+        A class without training samples gets zeros.
+    mean_squared_norms : (C,) float64
+        ``mean ||b||^2`` over the class's samples (``K`` for +-1 codes); 0 for an empty class.
+    """
+    codes = np.asarray(codes, dtype=np.float64)
+    labels = np.asarray(labels)
+    squared = np.einsum("nk,nk->n", codes, codes)
+    if labels.ndim == 1:
+        weight = np.bincount(labels, minlength=num_classes).astype(np.float64)
+        sums = np.zeros((num_classes, codes.shape[1]))
+        np.add.at(sums, labels, codes)
+        squared_sums = np.bincount(labels, weights=squared, minlength=num_classes)
+    else:
+        weights = labels.astype(np.float64)
+        weights = weights / weights.sum(axis=1, keepdims=True)
+        weight = weights.sum(axis=0)
+        sums = weights.T @ codes
+        squared_sums = weights.T @ squared
+    safe = np.where(weight > 0, weight, 1.0)
+    return sums / safe[:, None], squared_sums / safe
+
+
+def assignment_costs(means: np.ndarray, mean_squared_norms: np.ndarray, codebook: np.ndarray) -> np.ndarray:
+    """``(C, M)`` cost of giving class c candidate z of one head (Eq. 7):
+    ``mean_i ||b_i - z||^2 = mean_i ||b_i||^2 + ||z||^2 - 2 <mean_i b_i, z>``.
+
+    ``means`` (C, d) and ``mean_squared_norms`` (C,) are the class's sub-code statistics for this head
+    (:func:`class_mean_codes` on the head's columns); ``codebook`` is the head's (M, d) candidates.
+    """
+    codebook = np.asarray(codebook, dtype=np.float64)
+    return mean_squared_norms[:, None] + (codebook**2).sum(axis=1)[None, :] - 2.0 * means @ codebook.T
+
+
+def greedy_assignment(costs: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The paper's greedy pass: classes in ``order`` each take their cheapest candidate still free
+    (ties: the lowest candidate index). Returns the (C,) candidate index of each class.
+
+    A loop over classes (C steps of an (M,) arg-min), never over samples.
+    """
+    num_classes, size = costs.shape
+    if size < num_classes:
+        raise ValueError(f"{size} candidates cannot give {num_classes} classes one each; use a larger codebook.")
+    order = np.asarray(order)
+    if sorted(order.tolist()) != list(range(num_classes)):
+        raise ValueError(f"order must be a permutation of the {num_classes} class indices.")
+    taken = np.zeros(size, dtype=bool)
+    chosen = np.empty(num_classes, dtype=np.int64)
+    for c in order:
+        candidate = int(np.argmin(np.where(taken, np.inf, costs[c])))
+        chosen[c] = candidate
+        taken[candidate] = True
+    return chosen
+
+
+def hungarian_assignment(costs: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """The exact minimum-cost assignment of one distinct candidate per class
+    (``scipy.optimize.linear_sum_assignment``, rectangular C x M); ``order`` is ignored."""
+    from scipy.optimize import linear_sum_assignment
+
+    rows, columns = linear_sum_assignment(costs)
+    chosen = np.empty(costs.shape[0], dtype=np.int64)
+    chosen[rows] = columns
+    return chosen
+
+
+#: The assignment algorithms by name: ``assign(costs (C, M), order (C,)) -> (C,) candidate indices``.
+ASSIGNMENTS: Registry[Callable[[np.ndarray, np.ndarray], np.ndarray]] = Registry("assignment")
+ASSIGNMENTS.register("greedy", greedy_assignment)
+ASSIGNMENTS.register("hungarian", hungarian_assignment)
+
+
+def reassign(codes: np.ndarray, labels: np.ndarray, num_classes: int, codebooks: np.ndarray, assignment: str,
+             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """CRH's center reassignment (Eqs. 5-7), head by head.
+
+    Parameters
+    ----------
+    codes : (N, K) array
+        The training samples' binary codes ``sign(u)`` (sign(0) = +1).
+    labels : (N,) or (N, C) array
+    num_classes : int
+    codebooks : (H, M, d) array
+        The candidate sub-codes of each head (``K = H d``).
+    assignment : {"greedy", "hungarian"}
+    rng : numpy Generator
+        Draws the greedy pass's class order (one permutation per head).
+
+    Returns
+    -------
+    chosen : (H, C) int64
+        The candidate of each class in each head.
+    costs : (H,) float64
+        The total cost (Eq. 7 summed over classes) of each head's new assignment.
+    """
+    assign = ASSIGNMENTS.get(assignment)
+    num_heads, _, width = codebooks.shape
+    codes = np.asarray(codes, dtype=np.float64)
+    if codes.shape[1] != num_heads * width:
+        raise ValueError(f"codes have {codes.shape[1]} bits, the codebook {num_heads} heads of {width}.")
+    labels = np.asarray(labels)
+    chosen = np.empty((num_heads, num_classes), dtype=np.int64)
+    totals = np.empty(num_heads)
+    for head in range(num_heads):
+        sub_codes = codes[:, head * width:(head + 1) * width]
+        means, squared = class_mean_codes(sub_codes, labels, num_classes)
+        costs = assignment_costs(means, squared, codebooks[head])
+        chosen[head] = assign(costs, rng.permutation(num_classes))
+        totals[head] = costs[np.arange(num_classes), chosen[head]].sum()
+    return chosen, totals
+

@@ -1,0 +1,392 @@
+"""CRH (shc.codebook, shc.losses.CRHLoss) and fit's epoch hook.
+
+The assignment is checked against an exhaustive search written here, the costs against explicit loops
+over samples, the loss against plain-Python references and one closed form, and an interrupted CRH run
+against an uninterrupted one (bit-identical weights, codebook, assignment and log).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from shc.codebook import (
+    ASSIGNMENTS,
+    assignment_costs,
+    class_mean_codes,
+    greedy_assignment,
+    head_width,
+    hungarian_assignment,
+    reassign,
+    sample_codebook,
+)
+from shc.losses import CRHLoss
+from shc.methods import build_criterion, get_method
+from shc.train import TrainConfig, fit
+
+
+def brute_force(costs: np.ndarray) -> tuple[tuple[int, ...], float]:
+    """The minimum total cost over every injective map classes -> candidates, by exhaustive search."""
+    num_classes, size = costs.shape
+    best = min(itertools.permutations(range(size), num_classes),
+               key=lambda chosen: sum(costs[c, j] for c, j in enumerate(chosen)))
+    return best, float(sum(costs[c, j] for c, j in enumerate(best)))
+
+
+def total(costs: np.ndarray, chosen: np.ndarray) -> float:
+    return float(costs[np.arange(len(chosen)), chosen].sum())
+
+
+def is_injective(chosen: np.ndarray, size: int) -> bool:
+    return len(set(chosen.tolist())) == len(chosen) and all(0 <= j < size for j in chosen)
+
+
+# ----------------------------------------------------------------------------------------------
+# assignment
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("num_classes, size, seed", [(2, 2, 0), (3, 3, 1), (3, 6, 2), (4, 5, 3), (4, 8, 4),
+                                                     (5, 7, 5)])
+def test_hungarian_is_the_brute_force_optimum(num_classes, size, seed):
+    rng = np.random.default_rng(seed)
+    costs = rng.random((num_classes, size))
+    expected, expected_cost = brute_force(costs)
+    chosen = hungarian_assignment(costs)
+    assert is_injective(chosen, size)
+    assert tuple(chosen.tolist()) == expected  # continuous costs: the optimum is unique
+    assert total(costs, chosen) == pytest.approx(expected_cost)
+
+
+def test_hungarian_matches_the_brute_force_cost_on_tied_integer_costs_from_real_codes():
+    # costs of Eq. 7 from +-1 codes take few values, so optima tie: the optimal *cost* must match
+    rng = np.random.default_rng(7)
+    codebook = sample_codebook(1, 6, 3, rng)[0]
+    codes = np.where(rng.random((12, 3)) < 0.5, -1, 1)
+    labels = np.arange(12) % 4
+    costs = assignment_costs(*class_mean_codes(codes, labels, 4), codebook)
+    assert total(costs, hungarian_assignment(costs)) == pytest.approx(brute_force(costs)[1])
+
+
+def test_greedy_on_a_hand_checked_example():
+    costs = np.array([[1.0, 2.0, 9.0, 9.0],
+                      [1.0, 9.0, 9.0, 9.0],
+                      [9.0, 9.0, 3.0, 4.0]])
+    # order 0, 1, 2: class 0 takes candidate 0 (cost 1); class 1's free candidates all cost 9: the lowest
+    # index, 1; class 2 takes 2 (cost 3). Total 13, where the optimum is 6.
+    np.testing.assert_array_equal(greedy_assignment(costs, np.array([0, 1, 2])), [0, 1, 2])
+    # order 1, 0, 2: class 1 takes 0, class 0 then 1 (cost 2), class 2 takes 2: the optimum 1 + 2 + 3.
+    np.testing.assert_array_equal(greedy_assignment(costs, np.array([1, 0, 2])), [1, 0, 2])
+    assert brute_force(costs) == ((1, 0, 2), 6.0)
+    np.testing.assert_array_equal(hungarian_assignment(costs), [1, 0, 2])
+
+
+def test_greedy_refuses_too_few_candidates_and_a_bad_order():
+    with pytest.raises(ValueError, match="larger codebook"):
+        greedy_assignment(np.zeros((3, 2)), np.arange(3))
+    with pytest.raises(ValueError, match="permutation"):
+        greedy_assignment(np.zeros((3, 4)), np.array([0, 0, 1]))
+    with pytest.raises(ValueError, match="unknown assignment 'hungerian'; did you mean 'hungarian'"):
+        ASSIGNMENTS.get("hungerian")
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_costs_are_the_mean_squared_distance_of_the_class_codes_to_each_candidate(multi_label):
+    rng = np.random.default_rng(3)
+    num_classes, width = 3, 4
+    codes = np.where(rng.random((10, width)) < 0.5, -1, 1)
+    if multi_label:
+        labels = (rng.random((10, num_classes)) < 0.5).astype(np.float32)
+        labels[labels.sum(axis=1) == 0, 0] = 1
+    else:
+        labels = np.array([0, 1, 2, 0, 1, 0, 0, 2, 1, 0])
+    codebook = sample_codebook(1, 6, width, rng)[0]
+    costs = assignment_costs(*class_mean_codes(codes, labels, num_classes), codebook)
+    for c in range(num_classes):  # Eq. 7 with an explicit loop: weight 1 / |y|_1 per sample of class c
+        weights = [(1 / sum(row) if multi_label else 1.0) for row in (labels if multi_label else labels[:, None])]
+        members = [i for i in range(10) if (labels[i, c] > 0 if multi_label else labels[i] == c)]
+        for j, z in enumerate(codebook):
+            expected = sum(weights[i] * sum((codes[i, k] - z[k]) ** 2 for k in range(width)) for i in members)
+            expected /= sum(weights[i] for i in members)
+            assert costs[c, j] == pytest.approx(expected)
+
+
+def test_a_class_without_samples_gets_equal_costs():
+    codes = np.ones((4, 3))
+    costs = assignment_costs(*class_mean_codes(codes, np.array([0, 0, 1, 1]), 3), np.array([[1, 1, 1], [-1, 1, 1]]))
+    assert costs[2, 0] == costs[2, 1]
+
+
+@pytest.mark.parametrize("assignment", ["greedy", "hungarian"])
+def test_reassign_gives_every_class_the_candidates_its_samples_sit_at_in_every_head(assignment):
+    rng = np.random.default_rng(0)
+    num_classes, heads, width = 5, 2, 4
+    codebooks = sample_codebook(heads, 10, width, rng)
+    target = np.stack([rng.permutation(10)[:num_classes] for _ in range(heads)])  # (H, C)
+    labels = np.repeat(np.arange(num_classes), 6)
+    codes = np.concatenate([codebooks[h, target[h, labels]] for h in range(heads)], axis=1).astype(float)
+    flip = rng.random(codes.shape) < 0.1  # a few flipped bits keep the means closest to the true candidate
+    codes = np.where(flip, -codes, codes)
+    chosen, costs = reassign(codes, labels, num_classes, codebooks, assignment, np.random.default_rng(1))
+    np.testing.assert_array_equal(chosen, target)
+    assert costs.shape == (heads,) and np.all(costs >= 0)
+
+
+def test_head_width_is_the_smallest_divisor_holding_the_codebook():
+    assert head_width(16, 8) == 4  # 3 bits would do, but 3 does not divide 16
+    assert head_width(64, 200) == 8 and head_width(32, 900) == 16 and head_width(16, 900) == 16
+    assert head_width(12, 9) == 4
+    with pytest.raises(ValueError, match="more bits or a smaller codebook_multiple"):
+        head_width(8, 400)
+
+
+def test_codebook_rows_are_distinct_per_head_and_seeded():
+    codebooks = sample_codebook(3, 16, 4, np.random.default_rng(0))  # all 16 codes of 4 bits
+    assert codebooks.shape == (3, 16, 4) and set(np.unique(codebooks)) == {-1, 1}
+    for head in codebooks:
+        assert len({tuple(row) for row in head}) == 16
+    np.testing.assert_array_equal(codebooks, sample_codebook(3, 16, 4, np.random.default_rng(0)))
+    with pytest.raises(ValueError, match="do not exist"):
+        sample_codebook(1, 17, 4, np.random.default_rng(0))
+
+
+# ----------------------------------------------------------------------------------------------
+# the loss
+# ----------------------------------------------------------------------------------------------
+def crh(num_classes=3, num_bits=16, labels=None, **options) -> CRHLoss:
+    labels = np.arange(6) % num_classes if labels is None else labels
+    return CRHLoss(num_classes, num_bits, labels, **options)
+
+
+def test_the_published_defaults():
+    loss = build_criterion("crh", 450, 64, np.arange(900) % 450)
+    assert loss.scale == pytest.approx(math.sqrt(2) * math.log(449))
+    assert (loss.margin, loss.quantization_weight, loss.assignment_method) == (0.2, 0.1, "greedy")
+    assert tuple(loss.codebooks.shape) == (4, 900, 16)  # M = 2C, d = 16 (2^16 >= 900), H = 64 / 16
+    assert [epoch for epoch in range(1, 41) if loss.reassigns_after(epoch)] == [*range(1, 21), 25, 30, 35, 40]
+    multi = CRHLoss(3, 16, np.eye(3)[[0, 1, 2, 0]])
+    assert multi.quantization_weight == 0.0
+    spec = get_method("crh")
+    assert spec.centers is None and spec.head == {"activation": "identity"}
+    with pytest.raises(ValueError, match="pass scale="):
+        CRHLoss(2, 16, [0, 1])
+
+
+def test_loss_in_closed_form_for_an_output_on_its_center():
+    loss = crh(num_classes=3, num_bits=16, margin=0.2, quantization_weight=0.1, scale=2.0)
+    # three centers: h_0, h_1 orthogonal to h_0 and h_2 = -h_0, set through the codebook (4 heads of 4 bits)
+    h0 = np.array([1, 1, 1, 1])
+    h1 = np.array([1, -1, 1, -1])
+    codebook = np.stack([h0, h1, -h0, -h1, [1, 1, -1, -1], [-1, -1, 1, 1]])
+    loss.codebooks.copy_(torch.tensor(np.stack([codebook] * 4), dtype=torch.float32))
+    loss.assignment.copy_(torch.tensor([[0, 1, 2]] * 4))
+    center0 = torch.tensor(np.tile(h0, 4), dtype=torch.float32)
+    outputs = 3.0 * center0[None]  # cos to h_0 = 1, to h_1 = 0, to h_2 = -1
+    s, m = 2.0, 0.2
+    expected = -math.log(math.exp(s * (1 - m)) / (math.exp(s * (1 - m)) + 1 + math.exp(-s)))
+    expected += 0.1 * (math.tanh(3.0) - 1) ** 2
+    assert loss(outputs, torch.tensor([0])).item() == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("multi_label", [False, True])
+def test_loss_equals_a_plain_python_reference(multi_label):
+    rng = np.random.default_rng(1)
+    labels = (np.eye(4)[[0, 1, 2, 3, 0]] + np.eye(4)[[1, 1, 3, 3, 2]]).clip(0, 1) if multi_label else np.arange(5) % 4
+    loss = crh(num_classes=4, num_bits=16, labels=labels, seed=3, quantization_weight=0.1)
+    outputs = torch.tensor(rng.normal(size=(5, 16)), dtype=torch.float32)
+    got = loss(outputs, torch.as_tensor(labels if not multi_label else labels.astype(np.float32))).item()
+
+    codebooks, assignment = loss.codebooks.numpy(), loss.assignment.numpy()
+    centers = [[float(bit) for h in range(codebooks.shape[0]) for bit in codebooks[h, assignment[h, c]]]
+               for c in range(4)]
+    expected = 0.0
+    for i, u in enumerate(outputs.tolist()):
+        positives = [c for c in range(4) if (labels[i, c] > 0 if multi_label else labels[i] == c)]
+        norm_u = math.sqrt(sum(x * x for x in u))
+        logits = [loss.scale * (sum(a * b for a, b in zip(u, h)) / (norm_u * 4.0) - 0.2 * (c in positives))
+                  for c, h in enumerate(centers)]
+        log_z = math.log(sum(math.exp(z) for z in logits))
+        expected += -sum(logits[c] - log_z for c in positives) / len(positives) / len(outputs)
+    expected += 0.1 * sum((abs(math.tanh(x)) - 1) ** 2 for row in outputs.tolist() for x in row) / outputs.numel()
+    assert got == pytest.approx(expected, rel=1e-5)
+
+
+def test_loss_gradients_reach_the_codes_and_not_the_codebook():
+    loss = crh(num_classes=3)
+    outputs = torch.randn(6, 16, requires_grad=True)
+    loss(outputs, torch.arange(6) % 3).backward()
+    assert torch.isfinite(outputs.grad).all() and outputs.grad.abs().sum() > 0
+    assert not list(loss.parameters())  # nothing for the optimiser: the codebook moves only by reassignment
+
+
+def test_reassign_changes_the_centers_logs_and_refuses_codes_of_another_split():
+    labels = np.repeat(np.arange(3), 4)
+    loss = crh(num_classes=3, labels=labels, seed=0)
+    target = torch.tensor([[5, 0, 3]] * loss.num_heads)  # move every class to another candidate
+    codes = loss.codebooks[torch.arange(loss.num_heads)[:, None], target].permute(1, 0, 2).reshape(3, 16)
+    before = loss.assignment.clone()
+    entry = loss.reassign(codes[labels], epoch=1)
+    assert torch.equal(loss.assignment, target)
+    assert entry["reassigned"] == int((target != before).sum()) > 0
+    assert entry["assignment_cost"] == 0.0  # every sample sits on its new center
+    assert loss.reassignments == [{"epoch": 1, **entry}]
+    np.testing.assert_array_equal(loss.centers().numpy(), codes.numpy())
+    with pytest.raises(ValueError, match="one code per training sample"):
+        loss.reassign(codes, epoch=2)
+
+
+def test_same_seed_same_codebook_and_reassignment_other_seed_other_codebook():
+    labels = np.arange(40) % 8
+    first, second, other = crh(8, 32, labels, seed=4), crh(8, 32, labels, seed=4), crh(8, 32, labels, seed=5)
+    assert torch.equal(first.codebooks, second.codebooks) and torch.equal(first.assignment, second.assignment)
+    assert not torch.equal(first.codebooks, other.codebooks)
+    codes = torch.randn(40, 32, generator=torch.Generator().manual_seed(0))
+    assert first.reassign(codes, 3) == second.reassign(codes, 3)
+    assert torch.equal(first.assignment, second.assignment)
+
+
+# ----------------------------------------------------------------------------------------------
+# fit's epoch hook, resume
+# ----------------------------------------------------------------------------------------------
+class Indexed(torch.utils.data.Dataset):
+    """(x, y, index) items; Gaussian jitter from torch's global RNG (so an exact resume needs its state)."""
+
+    def __init__(self, inputs, labels, jitter=0.3):
+        self.inputs, self.labels, self.jitter = inputs, labels, jitter
+
+    def __len__(self):
+        return len(self.inputs)
+
+    def __getitem__(self, index):
+        return self.inputs[index] + self.jitter * torch.randn_like(self.inputs[index]), self.labels[index], index
+
+
+def blobs(num_samples=60, num_classes=6, dim=8, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.arange(num_samples) % num_classes
+    inputs = 2.0 * torch.randn(num_classes, dim, generator=generator)[labels]
+    return inputs + torch.randn(num_samples, dim, generator=generator), labels
+
+
+def network(seed=0, dim=8, bits=16):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(dim, 32), nn.ReLU(), nn.Dropout(0.2), nn.Linear(32, bits))
+
+
+SETTINGS = TrainConfig(epochs=4, batch_size=16, lr=1e-2, optimizer="adam", device="cpu", precision="fp32",
+                       num_workers=0)
+
+
+class Counting(nn.Module):
+    """Cross-entropy-free toy criterion whose hook records its calls."""
+
+    def __init__(self, returns=None):
+        super().__init__()
+        self.calls, self.returns = [], returns
+
+    def forward(self, outputs, labels, indices):
+        return outputs.pow(2).mean()
+
+    def on_epoch_end(self, model, train_set, epoch):
+        self.calls.append((epoch, model.training, len(train_set)))
+        return self.returns(epoch) if self.returns else None
+
+
+def test_fit_calls_the_epoch_hook_after_every_epoch_and_records_its_scalars(tmp_path):
+    criterion = Counting(returns=lambda epoch: {"targets_changed": 10 * epoch})
+    history = fit(network(), criterion, Indexed(*blobs()), dataclasses.replace(SETTINGS, epochs=3), tmp_path,
+                  progress=False)
+    assert criterion.calls == [(1, True, 60), (2, True, 60), (3, True, 60)]
+    assert [row["targets_changed"] for row in history.rows] == [10.0, 20.0, 30.0]
+    with pytest.raises(ValueError, match=r"criterion.on_epoch_end returned the reserved key\(s\) \['loss'\]"):
+        fit(network(), Counting(returns=lambda epoch: {"loss": 1.0}), Indexed(*blobs()), SETTINGS, tmp_path / "b",
+            progress=False)
+
+
+class Interrupted(CRHLoss):
+    """CRH that raises at one global training step (1-based), as a killed process would stop."""
+
+    def __init__(self, *args, at_step, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.at_step, self.calls = at_step, 0
+
+    def forward(self, outputs, labels, indices=None):
+        self.calls += 1
+        if self.calls == self.at_step:
+            raise KeyboardInterrupt("simulated interruption")
+        return super().forward(outputs, labels, indices)
+
+
+def crh_state(loss: CRHLoss) -> tuple:
+    return loss.codebooks.clone(), loss.assignment.clone(), [dict(entry) for entry in loss.reassignments]
+
+
+def test_an_interrupted_crh_run_resumes_bit_identically(tmp_path):
+    dataset = Indexed(*blobs())
+    labels = dataset.labels.numpy()
+    options = dict(seed=0, reassign_until=2, reassign_every=2)  # reassign after epochs 1, 2 and 4
+    model, loss = network(), CRHLoss(6, 16, labels, **options)
+    reference = fit(model, loss, dataset, SETTINGS, tmp_path / "a", progress=False)
+    assert [row.get("reassigned") is not None for row in reference.rows] == [True, True, False, True]
+    assert sum(row.get("reassigned", 0) for row in reference.rows) > 0, "no reassignment moved a class"
+
+    with pytest.raises(KeyboardInterrupt):  # 4 steps per epoch: step 10 is in epoch 3, after two reassignments
+        fit(network(), Interrupted(6, 16, labels, at_step=10, **options), dataset, SETTINGS, tmp_path / "b",
+            progress=False)
+    assert torch.load(tmp_path / "b" / "last.pt", weights_only=True)["epoch"] == 2
+
+    resumed_model, resumed_loss = network(seed=123), CRHLoss(6, 16, labels, **options)
+    resumed_loss.assignment.copy_(resumed_loss.assignment.flip(1))  # all of it must come from last.pt
+    resumed_loss.codebooks.mul_(-1)
+    resumed = fit(resumed_model, resumed_loss, dataset, SETTINGS, tmp_path / "b", progress=False)
+
+    for name, value in model.state_dict().items():
+        assert torch.equal(resumed_model.state_dict()[name], value), name
+    expected, got = crh_state(loss), crh_state(resumed_loss)
+    assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1]) and got[2] == expected[2]
+    assert [entry["epoch"] for entry in got[2]] == [1, 2, 4]
+    assert resumed.rows == [dict(row, seconds=new["seconds"]) for row, new in zip(reference.rows, resumed.rows)]
+
+
+def test_two_identical_crh_runs_agree_and_the_hungarian_option_trains(tmp_path):
+    dataset = Indexed(*blobs())
+    labels = dataset.labels.numpy()
+    runs = []
+    for name, assignment in (("a", "greedy"), ("b", "greedy"), ("c", "hungarian")):
+        model, loss = network(), CRHLoss(6, 16, labels, assignment=assignment)
+        history = fit(model, loss, dataset, dataclasses.replace(SETTINGS, epochs=2), tmp_path / name, progress=False)
+        runs.append((model.state_dict(), crh_state(loss), [row["loss"] for row in history.rows]))
+    (weights_a, state_a, losses_a), (weights_b, state_b, losses_b), (_, state_c, losses_c) = runs
+    assert losses_a == losses_b and all(torch.equal(weights_a[k], weights_b[k]) for k in weights_a)
+    assert torch.equal(state_a[1], state_b[1]) and state_a[2] == state_b[2]
+    assert np.isfinite(losses_c).all() and len(state_c[2]) == 2
+    # after epoch 1 both networks are the same (same initial centers), so the exact assignment costs no more
+    assert state_c[2][0]["assignment_cost"] <= state_a[2][0]["assignment_cost"] + 1e-9
+
+
+# ----------------------------------------------------------------------------------------------
+# the pipeline: a tiny CRH run keeps its codebook and log as stage artifacts
+# ----------------------------------------------------------------------------------------------
+def test_a_tiny_crh_run_through_the_pipeline_writes_its_codebook_and_log(tmp_path):
+    import json
+
+    from shc.pipeline import RunConfig, run, stage_directories
+
+    config = RunConfig(method="crh", epochs=2, eval_every=1, bits=16, run_dir=str(tmp_path),
+                       dataset_options={"num_classes": 20, "train_per_class": 10, "val_per_class": 2,
+                                        "query_per_class": 3, "database_per_class": 10})
+    result = run(config)
+    directory = stage_directories(config)["stage3"]
+    assert result.centers is None and not stage_directories(config)["stage2"].exists()
+    codebook, centers = np.load(directory / "codebook.npy"), np.load(directory / "class_centers.npy")
+    assert codebook.shape == (2, 40, 8) and centers.shape == (20, 16)  # M = 2C = 40 <= 2^8: two heads of 8 bits
+    for head in range(2):  # each half of a center is a distinct candidate of its head
+        halves = {tuple(row) for row in centers[:, 8 * head:8 * (head + 1)]}
+        assert len(halves) == 20 and halves <= {tuple(row) for row in codebook[head]}
+    log = json.loads((directory / "reassignments.json").read_text())
+    assert log["assignment"] == "greedy" and [entry["epoch"] for entry in log["log"]] == [1, 2]
+    assert 0 <= result.metrics["mAP@ALL"] <= 1
