@@ -716,6 +716,7 @@ def _main(argv: Sequence[str] | None) -> int:
     import argparse
     import datetime
 
+    from shc.cli_common import non_negative_int, positive_int
     from shc.presets import PRESETS, get_preset
 
     parser = argparse.ArgumentParser(prog="python -m shc.results",
@@ -736,10 +737,17 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--extended", action="store_true",
                         help="also the ablations (Table 7: distance only, semantic only; Table 8: text S) and the "
                              "baselines (Table 4) that python -m shc.reports computes for notebooks 05 and 06")
+    parser.add_argument("--bits", nargs="+", type=positive_int, metavar="Q", help="code lengths (default: the grid's)")
+    parser.add_argument("--seeds", nargs="+", type=non_negative_int, metavar="SEED", help="seeds (default: the grid's)")
     args = parser.parse_args(argv)
     preset = get_preset(args.preset)
     run_dir = args.run_dir or f"runs/{args.preset}"
-    configs = preset.configs(methods=args.methods, run_dir=run_dir)
+    for name, values, known in (("--bits", args.bits, preset.bits), ("--seeds", args.seeds, preset.seeds)):
+        unknown = sorted(set(values or ()) - set(known))
+        if unknown:
+            raise ValueError(f"{name} {unknown} is not in preset {args.preset!r}'s grid ({list(known)}); choose from it.")
+    grid = {"bits": args.bits, "seeds": args.seeds, "run_dir": run_dir}
+    configs = preset.configs(methods=args.methods, **grid)
     order = list(dict.fromkeys(c.method for c in configs))
     if args.reference is not None and args.reference not in order:  # never drop the comparisons silently
         raise ValueError(f"--reference {args.reference!r} is not a method of this grid ({', '.join(order)}); "
@@ -748,8 +756,12 @@ def _main(argv: Sequence[str] | None) -> int:
     rows = result_rows(configs)
     stamp = datetime.date.today().isoformat()
     command = " ".join(["python -m shc.results", *(sys.argv[1:] if argv is None else argv)])
+    epochs = {method: sorted({c.epochs for c in configs if c.method == method}) for method in order}
+    usual = max(set(map(tuple, epochs.values())), key=list(map(tuple, epochs.values())).count)
+    other = [f"{'/'.join(map(str, e))} for {m}" for m, e in epochs.items() if tuple(e) != usual]
     print(f"Results of preset `{args.preset}` ({preset.datasets[0]}; {len(configs)} runs: "
-          f"{len(order)} methods x {len(preset.bits)} code lengths x {len(set(c.seed for c in configs))} seeds), "
+          f"{len(order)} methods x {len({c.bits for c in configs})} code lengths x {len({c.seed for c in configs})} "
+          f"seeds; {'/'.join(map(str, usual))} epochs" + (f", {', '.join(other)}" if other else "") + "), "
           f"read from `{run_dir}` on {stamp} by `{command}`. "
           "Cells are mean ± std over seeds of the query-set mAP of the model selected on the validation split. "
           "*Tie-aware* is the expectation over random orders within Hamming-distance ties (primary: it does not "
@@ -765,9 +777,9 @@ def _main(argv: Sequence[str] | None) -> int:
         from shc.presets import ABLATIONS, BASELINES
 
         for title, extra in (("Ablations (paper Tables 7 and 8)",
-                              [*preset.configs(methods=list(ABLATIONS), run_dir=run_dir),
-                               *preset.configs(methods=["shc"], run_dir=run_dir, similarity="text")]),
-                             ("Baselines (paper Table 4)", preset.configs(methods=list(BASELINES), run_dir=run_dir))):
+                              [*preset.configs(methods=list(ABLATIONS), **grid),
+                               *preset.configs(methods=["shc"], similarity="text", **grid)]),
+                             ("Baselines (paper Table 4)", preset.configs(methods=list(BASELINES), **grid))):
             extra_rows = result_rows(extra)
             labels = list(dict.fromkeys(extra_rows["label"]))
             print(f"### {title}\n")
@@ -778,7 +790,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 print()
             _print_comparisons(extra_rows, reference, labels)
     if args.paper:
-        _print_paper_comparison(preset, run_dir)
+        _print_paper_comparison(preset, grid)
     return 0
 
 
@@ -797,10 +809,10 @@ def finished_configs(configs: Iterable[RunConfig]) -> list[RunConfig]:
     return finished
 
 
-def _print_paper_comparison(preset, run_dir: str) -> None:
+def _print_paper_comparison(preset, grid: Mapping[str, Any]) -> None:
     from shc.paper import PAPER_BASELINES, comparison_markdown, our_differences, paper_differences
 
-    configs = finished_configs(preset.configs(methods=list(dict.fromkeys(("shc", *PAPER_BASELINES))), run_dir=run_dir))
+    configs = finished_configs(preset.configs(methods=list(dict.fromkeys(("shc", *PAPER_BASELINES))), **grid))
     frames = [paper_differences("mAP@100")]
     if configs:
         rows = result_rows(configs)

@@ -129,3 +129,8 @@ def test_results_extended_prints_the_ablation_and_baseline_tables_of_the_stored_
     # --paper: the paper's Table 4 differences beside ours (best baseline mds 0.3; one seed: no interval)
     assert "| paper | cifar100 | 16 | 0.6360 | mds | +0.016 | +0.024 | +0.016 |" in out
     assert "| ours: tiny (tie-aware) | digits-composite | 16 | 0.5000 | mds | +0.200 | +0.250 | +0.200 |" in out
+    # --bits / --seeds restrict the grid (a part of a grid that is still running can be read); outside it: refused
+    assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--bits", "16", "--seeds", "0"]) == 0
+    assert "1 code lengths x 1 seeds; 2 epochs" in capsys.readouterr().out
+    assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--bits", "32"]) == 2
+    assert "--bits [32] is not in preset 'tiny'" in capsys.readouterr().err
