@@ -790,7 +790,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 print()
             _print_comparisons(extra_rows, reference, labels)
     if args.paper:
-        _print_paper_comparison(preset, grid)
+        _print_paper_comparison(preset, grid, args.methods)
     return 0
 
 
@@ -809,10 +809,13 @@ def finished_configs(configs: Iterable[RunConfig]) -> list[RunConfig]:
     return finished
 
 
-def _print_paper_comparison(preset, grid: Mapping[str, Any]) -> None:
+def _print_paper_comparison(preset, grid: Mapping[str, Any], methods: Sequence[str] | None = None) -> None:
+    """The paper's Table 4 differences beside ours: SHC and the paper's baselines among ``methods`` (default: all
+    nine) whose runs have finished."""
     from shc.paper import PAPER_BASELINES, comparison_markdown, our_differences, paper_differences
 
-    configs = finished_configs(preset.configs(methods=list(dict.fromkeys(("shc", *PAPER_BASELINES))), **grid))
+    chosen = [m for m in PAPER_BASELINES if methods is None or m in methods]
+    configs = finished_configs(preset.configs(methods=list(dict.fromkeys(("shc", *chosen))), **grid))
     frames = [paper_differences("mAP@100")]
     if configs:
         rows = result_rows(configs)
