@@ -768,10 +768,7 @@ def _main(argv: Sequence[str] | None) -> int:
           "depend on how the database is stored); *ties by index* ranks a tie in database order, which is "
           "seeded random.\n")
     for metric in args.metrics:
-        print(f"**{_metric_title(metric)}**\n")
-        print(_markdown_table(rows, metric, order) if args.markdown else
-              rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
-        print()
+        _print_table(rows, metric, order, args.markdown, f"**{_metric_title(metric)}**")
     _print_comparisons(rows, reference, order)
     if args.extended:
         from shc.presets import ABLATIONS, BASELINES
@@ -784,14 +781,18 @@ def _main(argv: Sequence[str] | None) -> int:
             labels = list(dict.fromkeys(extra_rows["label"]))
             print(f"### {title}\n")
             for metric in (PRIMARY_METRIC, "mAP@ALL"):
-                print(f"**{_metric_title(metric)}** ({len(extra)} runs)\n")
-                print(_markdown_table(extra_rows, metric, labels) if args.markdown else
-                      extra_rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
-                print()
+                _print_table(extra_rows, metric, labels, args.markdown, f"**{_metric_title(metric)}** ({len(extra)} runs)")
             _print_comparisons(extra_rows, reference, labels)
     if args.paper:
         _print_paper_comparison(preset, grid, args.methods)
     return 0
+
+
+def _print_table(rows: pd.DataFrame, metric: str, order: Sequence[str], markdown: bool, title: str) -> None:
+    print(f"{title}\n")
+    print(_markdown_table(rows, metric, order) if markdown else
+          rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
+    print()
 
 
 def finished_configs(configs: Iterable[RunConfig]) -> list[RunConfig]:
