@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from shc.reports.execute import ReportResult, describe_error, execute_report, output_lock
+from shc.reports.bundle import write_bundle
 from shc.reports.index import write_index
 from shc.reports.notebooks import check_notebook, strip_notebook
 from shc.reports.plan import OVERRIDE_PARAMETERS, ReportJob, default_notebooks_dir, plan_jobs
@@ -105,6 +106,7 @@ def run_reports(
             results.append(result)
             log(f"{prefix}: {_describe(result)}")
             write_index(preset_dir)  # keep the index current, so it is useful while a long batch runs
+        write_bundle(preset_dir)  # every CSV and record of the preset, linked from the index and every page
         index = write_index(preset_dir)
     elapsed = time.perf_counter() - total_started
     log(summary_table(results))
