@@ -216,7 +216,9 @@ PRESETS.register("standard", Preset(
     # The doubling rule on the tie-aware mAP@ALL (docs/standard.md, 2026-11-24): 80 -> 160 epochs moved MDS by
     # 0.022, DTSH by 0.033 and IDHN by 0.029 (at 16 bits, seed 0), so these three train for 160.
     method_config={method: {"epochs": 160} for method in ("mds", "dtsh", "idhn")},
-    notebooks=_center_notebooks(hashing=(*CENTER_METHODS, "shc-ls"), **_FULL_SIZE_NOTEBOOKS),
+    # 06 shows shc-ls too, marked "ours, not in the paper" (its runs are the ones 03 and 04 read)
+    notebooks=_center_notebooks(hashing=(*CENTER_METHODS, "shc-ls"),
+                                **{**_FULL_SIZE_NOTEBOOKS, "baselines": (*BASELINES, "shc-ls")}),
 ))
 _STANDARD = PRESETS.get("standard")
 PRETRAINED_METHODS = (*CENTER_METHODS, "shc-ls", "greedyhash", "lth")
@@ -258,7 +260,7 @@ PRESETS.register("standard-fine", Preset(
             "classifier_epochs": 8, "classifier_lr": 1e-3, "eval_every": 6},
     notebooks=_center_notebooks(
         centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=FINE_METHODS,
-        baselines=("greedyhash", "lth", "csq", "mds", "crh", "shc"), top_pairs=15, examples=6, k=10,
+        baselines=("greedyhash", "lth", "csq", "mds", "crh", "shc", "shc-ls"), top_pairs=15, examples=6, k=10,
         geometry=[{"num_classes": 333, "bits": q} for q in (16, 32, 64)]),
 ))
 PRESETS.register("tiny-fine", Preset(

@@ -202,14 +202,20 @@ def metric_name(metric: str) -> str:
     return "tie-aware " + metric.removeprefix("tie_aware_") if metric.startswith("tie_aware_") else metric
 
 
-def _signed(value: float, digits: int) -> str:
-    return f"{value:+.{_decimals([value], digits)}f}"
+def _signed(value: float, digits: int, places: int | None = None) -> str:
+    """``+0.041``; an exact (or rounding-noise, below 1e-12) zero prints as ``0``: it has no sign to show."""
+    if math.isfinite(value) and abs(value) < _ZERO:
+        return "0"
+    return f"{value:+.{_decimals([value], digits) if places is None else places}f}"
+
+
+_ZERO = 1e-12
 
 
 def _decimals(values: Sequence[float], digits: int) -> int:
     """At least ``digits`` decimals, more where the smallest non-zero magnitude would print as 0: two significant
     digits of it stay visible, so a difference shows its sign (-0.00032, never -0.000)."""
-    small = [abs(v) for v in values if math.isfinite(v) and v != 0]
+    small = [abs(v) for v in values if math.isfinite(v) and abs(v) >= _ZERO]
     if not small:
         return digits
     return max(digits, 1 - math.floor(math.log10(min(small))))
@@ -218,7 +224,7 @@ def _decimals(values: Sequence[float], digits: int) -> int:
 def signed_interval(mean: float, low: float, high: float, digits: int = 3) -> str:
     """``+0.041 [+0.012, +0.070]``, all three with one number of decimals, enough to show each one's sign."""
     places = _decimals([mean, low, high], digits)
-    return f"{mean:+.{places}f} [{low:+.{places}f}, {high:+.{places}f}]"
+    return f"{_signed(mean, digits, places)} [{_signed(low, digits, places)}, {_signed(high, digits, places)}]"
 
 
 def compare_sentence(name_a: str, name_b: str, interval: PairedInterval, metric: str, bits: int | None = None,

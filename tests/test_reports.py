@@ -130,7 +130,7 @@ def test_failure_record_names_cell_type_and_message_and_keeps_the_partial_notebo
     assert error["type"] == "ValueError"
     assert "power of two" in error["message"]
     assert isinstance(error["execution_count"], int) and isinstance(error["cell_index"], int)
-    partial = nbformat.read(batch["failed"] / record["files"]["notebook"], as_version=4)
+    partial = nbformat.read(batch["failed"] / record["local_files"]["notebook"], as_version=4)
     failing_cell = partial.cells[error["cell_index"] + 2]  # papermill inserts 2 error-marker cells before it
     assert failing_cell.execution_count == error["execution_count"]
     assert any(output.output_type == "error" for output in failing_cell.outputs)

@@ -167,6 +167,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--list", action="store_true", help="print the planned reports and runs, and exit")
     parser.add_argument("--strip-notebooks", action="store_true", help="clear outputs of the notebooks and exit")
     parser.add_argument("--check-notebooks", action="store_true", help="check the notebooks are clean and exit")
+    parser.add_argument("--check", nargs="+", metavar="FOLDER",
+                        help="check report folders as a reader gets them (reprs, NaN, dead links, absolute paths, "
+                             "alt text, empty sections; shc.reports.check), print every problem and exit")
     return parser
 
 
@@ -199,6 +202,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         for path in notebooks:
             print(f"{path}: {'stripped' if strip_notebook(path) else 'already clean'}")
         return 0
+    if arguments.check:
+        from shc.reports.check import main as check_main
+
+        return check_main(arguments.check)
     if arguments.check_notebooks:
         problems = {path: check_notebook(path) for path in notebooks}
         for path, found in problems.items():

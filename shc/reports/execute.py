@@ -173,6 +173,8 @@ def execute_report(
                     error = error or render_error
             seconds = timer.wall_s
             provenance = {**(provenance or {}), "time": timer.as_dict()}
+            if provenance.get("command"):
+                provenance["command"] = _relative_command(provenance["command"], output_dir)
             status = "failed" if error else "ok"
             present = {key: name for key, name in files.items() if (building / name).is_file()}
             record = _record(job, status, seconds, _relative_parameters(parameters, output_dir), present,
@@ -365,6 +367,14 @@ def _report_footer(building: Path, up: str) -> str:
     lines.append(f"\u00b7 [every table and record of this preset (zip)]({up}{BUNDLE_FILE}) "
                  f"\u00b7 [\u2190 index]({up}index.html)")
     return "\n".join(lines)
+
+
+def _relative_command(command: list, output_dir: Path) -> list:
+    """The command line with absolute paths made relative like :func:`_relative_parameters`'s."""
+    repository = Path(__file__).resolve().parents[2]
+    base = repository if output_dir.is_relative_to(repository) else output_dir
+    return [Path(os.path.relpath(argument, base)).as_posix() if isinstance(argument, str) and os.path.isabs(argument)
+            else argument for argument in command]
 
 
 def _relative_parameters(parameters: dict, output_dir: Path) -> dict:
