@@ -111,7 +111,8 @@ def test_html_versions_embed_png_figures_and_the_reading_version_hides_code(batc
         assert base64.b64decode(images[0]).startswith(b"\x89PNG")
     assert "generate_centers" in full and "generate_centers" not in reading  # only code cells call it
     assert 'class="highlight hl-ipython3"' in full and 'class="highlight hl-ipython3"' not in reading
-    assert "Parameters: <code>num_classes=20</code>, <code>bits=16</code>" in reading  # header of the reading version
+    assert "Parameters: num_classes: 20; bits: 16" in reading  # header of the reading version, no reprs
+    assert 'href="../../index.html"' in reading and 'href="run.json"' in reading  # bits-16/ is one level deeper
 
 
 def test_kernel_ignores_installed_kernelspecs(batch):

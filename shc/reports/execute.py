@@ -181,6 +181,8 @@ def execute_report(
                              notebook_path, error, provenance)
             record["files"] = {**_published(present), **_data_files(building)}
             record["local_files"] = {key: name for key, name in present.items() if key not in record["files"]}
+            record["paths_relative_to"] = ("repository" if output_dir.is_relative_to(Path(__file__).resolve().parents[2])
+                                           else "this report folder")
             record["inputs"] = inputs
             write_text(building / RECORD_FILE, json.dumps(record, indent=2) + "\n")
             previous_ok = (read_record(output_dir / RECORD_FILE) or {}).get("status") == "ok"
@@ -388,7 +390,6 @@ def _relative_parameters(parameters: dict, output_dir: Path) -> dict:
             base = repository if path.is_relative_to(repository) and output_dir.is_relative_to(repository) \
                 else output_dir
             relative[key] = Path(os.path.relpath(path, base)).as_posix()
-    relative["paths_relative_to"] = "repository" if output_dir.is_relative_to(repository) else "report folder"
     return relative
 
 
