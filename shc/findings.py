@@ -16,11 +16,12 @@ import numpy as np
 from shc.evaluation import PRIMARY_METRIC
 from shc.stats import compare_sentence, format_value, metric_name, paired_by_seed, summary_frame, what_this_shows
 
-__all__ = ["ablation_findings", "center_findings", "convergence_findings", "retrieval_findings",
-           "similarity_findings"]
+__all__ = ["ablation_findings", "backbone_phrase", "best_methods", "center_findings", "convergence_findings",
+           "hadamard_findings", "pair_findings", "precision_at_k_findings", "record_distance_finding",
+           "retrieval_findings", "similarity_findings"]
 
-#: The range of stage-1 test accuracies in the paper's Table 2.
-PAPER_ACCURACY = (0.48, 0.74)
+#: The range of stage-1 test accuracies in the paper's Table 2 (NABirds-B 48.44 %, Stanford Cars-A 73.49 %).
+PAPER_ACCURACY = (0.4844, 0.7349)
 
 
 def retrieval_findings(runs: Any, metric: str = PRIMARY_METRIC, reference: str | None = "shc",
@@ -82,7 +83,7 @@ def similarity_findings(accuracy: Any, correlations: Any, agreement: Any | None)
     place = "inside" if low <= mean <= high else ("below" if mean < low else "above")
     spread = f" ± {format_value(std, 2)}" if seeds > 1 and np.isfinite(std) else ""
     sentences.append(f"The stage-1 classifier reaches a test accuracy of {format_value(mean, 3)}{spread} over "
-                     f"{seeds} seed(s), {place} the paper's range of {low:.0%}-{high:.0%} (Table 2).")
+                     f"{seeds} seed(s), {place} the paper's range of {low:.1%} to {high:.1%} (Table 2).")
     names = list(correlations.index)
     seeds_s = [name for name in names if name.startswith("data-dependent S")]
     if len(seeds_s) > 1:
@@ -95,10 +96,27 @@ def similarity_findings(accuracy: Any, correlations: Any, agreement: Any | None)
                          "(1: the same order of class pairs; 0: unrelated).")
     if agreement is not None and {"data-dependent S", "text S"} <= set(agreement.index):
         data, text = agreement.loc["data-dependent S", "roc_auc"], agreement.loc["text S", "roc_auc"]
-        better = "data-dependent S" if data > text else "text S" if text > data else None
-        verdict = f"the {better} recovers it better" if better else "both recover it equally"
-        sentences.append(f"Against the known hierarchy, ROC-AUC is {format_value(data, 3)} for the data-dependent "
-                         f"S and {format_value(text, 3)} for the text S: {verdict} (0.5 is chance).")
+        sentence = (f"Against the known hierarchy, ROC-AUC is {format_value(data, 3)} for the data-dependent S and "
+                    f"{format_value(text, 3)} for the text S (0.5 is chance)")
+        by_auc = np.sign(data - text)
+        if "top1_same_coarse" in agreement:
+            top_data, top_text = (agreement.loc["data-dependent S", "top1_same_coarse"],
+                                  agreement.loc["text S", "top1_same_coarse"])
+            chance = agreement["top1_chance"].iloc[0] if "top1_chance" in agreement else float("nan")
+            sentence += (f"; the nearest other class is in the same coarse class for {top_data:.0%} of classes with "
+                         f"the data-dependent S and {top_text:.0%} with the text S"
+                         + (f" (chance {chance:.0%})" if np.isfinite(chance) else ""))
+            by_top = np.sign(top_data - top_text)
+        else:
+            by_top = by_auc
+        if by_auc == by_top and by_auc != 0:
+            better = "data-dependent S" if by_auc > 0 else "text S"
+            sentence += f": by both measures the {better} recovers it better."
+        elif by_auc == 0 and by_top == 0:
+            sentence += ": both recover it equally."
+        else:
+            sentence += ": the two measures disagree on which S recovers it better."
+        sentences.append(sentence)
     return sentences
 
 
@@ -132,3 +150,88 @@ def ablation_findings(runs: Any, variants: Mapping[str, str], metric: str = PRIM
 
 def bullet_list(sentences: Sequence[str]) -> str:
     return "\n".join(f"- {sentence}" for sentence in sentences)
+
+
+def backbone_phrase(config: Any) -> str:
+    """How a run's network starts, in words: ``composite_cnn, trained from scratch``, ``resnet34 with ImageNet
+    weights``, ``composite_cnn pretrained on items (stage 0), then fine-tuned``."""
+    if getattr(config, "pretrain", None):
+        return f"{config.backbone} pretrained on the {config.pretrain} source task (stage 0), then fine-tuned"
+    if getattr(config, "pretrained", False) or getattr(config, "weights", None):
+        source = getattr(config, "weights", None) or "ImageNet"
+        return f"{config.backbone} starting from {source} weights"
+    return f"{config.backbone}, trained from scratch"
+
+
+def hadamard_findings(table: Any, bits: int) -> list[str]:
+    """Notebook 00's Hadamard table (index C; columns "d_min of CSQ centers", "GV distance d"): where CSQ's
+    d_min stands against the bound for C <= 2q and beyond."""
+    sentences = []
+    for classes, row in table.iterrows():
+        d_min, bound = int(row["d_min of CSQ centers"]), int(row["GV distance d"])
+        place = "above" if d_min > bound else "at" if d_min == bound else "below"
+        regime = "Hadamard rows only" if classes <= 2 * bits else f"{classes - 2 * bits} random row(s) beyond 2q"
+        sentences.append(f"C = {classes} ({regime}): CSQ's d_min is {d_min}, {place} the bound d = {bound}.")
+    return sentences
+
+
+def pair_findings(S: Any, pairs: Any) -> list[str]:
+    """The most-similar-pairs table of notebook 01 (:func:`shc.similarity.most_similar_pairs`) in context: how
+    many pairs of the whole matrix share its top value (a tie the table cuts in class order), and how many of
+    the shown pairs share a coarse class."""
+    matrix = np.asarray(S, dtype=float)
+    upper = matrix[np.triu_indices(matrix.shape[0], k=1)]
+    top = float(pairs["similarity"].max())
+    tied = int(np.sum(np.isclose(upper, top)))
+    sentences = []
+    if tied > 1:
+        shown = int(np.sum(np.isclose(pairs["similarity"].to_numpy(dtype=float), top)))
+        cut = f"; the table shows {shown} of them, in class order" if tied > shown else ""
+        sentences.append(f"{tied} class pairs share the largest similarity, {format_value(top, 4)}{cut}.")
+    if "same_coarse" in pairs:
+        same = int(pairs["same_coarse"].sum())
+        sentences.append(f"{same} of the {len(pairs)} pairs shown share a coarse class.")
+    return sentences
+
+
+def precision_at_k_findings(frame: Any, bits: int, method: str = "method") -> list[str]:
+    """How precision@K moves with K at one code length (:func:`shc.results.curve_rows` of kind "k"): per method,
+    the value at the smallest K, the largest value and where, and the value at the largest K. Recall@K can only
+    grow with K; precision@K need not fall (ties and class sizes shape it), so its course is stated, not assumed."""
+    rows = frame[frame["bits"] == bits]
+    sentences = []
+    for name, group in rows.groupby(method, sort=False):
+        curve = group.groupby("k")["precision"].mean().sort_index()
+        if curve.empty:
+            continue
+        first_k, last_k, peak_k = int(curve.index[0]), int(curve.index[-1]), int(curve.idxmax())
+        sentences.append(f"{name}: {format_value(curve.iloc[0], 3)} at K = {first_k}, highest "
+                         f"{format_value(curve.max(), 3)} at K = {peak_k}, {format_value(curve.iloc[-1], 3)} at "
+                         f"K = {last_k}")
+    return [f"Precision@K at {bits} bits (mean over seeds): " + "; ".join(sentences) + "."] if sentences else []
+
+
+def best_methods(runs: Any, metric: str, bits: int, method: str = "label", confidence: float = 0.95) -> list[str]:
+    """The methods at the top of ``metric`` at ``bits``: the highest mean and every method the paired interval
+    cannot tell apart from it (one seed: only the highest). Best first."""
+    from shc.stats import paired_by_seed
+
+    summary, per_seed = summary_frame(runs, [metric], method=method)
+    here = summary[(summary["bits"] == bits) & (summary["metric"] == metric)].sort_values("mean", ascending=False,
+                                                                                         kind="stable")
+    if here.empty:
+        return []
+    names = list(here["method"])
+    top = names[0]
+    tied = [other for other in names[1:]
+            if paired_by_seed(per_seed, metric, bits, top, other, confidence).verdict == "not distinguishable"]
+    return [top, *tied]
+
+
+def record_distance_finding(history: Any, targets: Mapping[int, int]) -> str:
+    """Whether ``d_min >= d`` held at every record of a search history (columns ``bits``, ``d_min``), in words."""
+    required = history["bits"].map(targets)
+    below = int((history["d_min"] < required).sum())
+    if below == 0:
+        return f"d_min \u2265 d held at all {len(history)} records."
+    return f"d_min fell below d at {below} of {len(history)} records."

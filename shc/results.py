@@ -852,3 +852,49 @@ def _print_comparisons(rows: pd.DataFrame, reference: str, order: Sequence[str])
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# Tables for readers ---------------------------------------------------------------------------------------
+def readable_table(frame: Any, digits: int = 4, index_name: str = "rank", drop_empty: bool = True):
+    """A frame as a reader should see it: every cell text (numbers through :func:`shc.stats.format_value`,
+    so no ``NaN`` and no ``True``/``False``: ``n/a``, ``yes``/``no``; dicts as ``key = value`` lists; nothing cut
+    to "..."), a default 0..n-1 index replaced by a 1-based one named ``index_name``, and columns that hold no
+    value at all left out (``drop_empty``). Display it; save the numeric frame (:func:`shc.plots.save_table`)."""
+    import pandas as pd
+
+    from shc.stats import format_value
+
+    frame = frame.copy()
+    if drop_empty:
+        frame = frame.loc[:, [column for column in frame.columns if not frame[column].isna().all()]]
+    if isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1:
+        frame.index = pd.RangeIndex(1, len(frame) + 1, name=index_name)
+
+    def cell(value: Any) -> str:
+        if isinstance(value, dict):
+            return ", ".join(f"{key} = {cell(item)}" for key, item in value.items()) or "none"
+        if isinstance(value, (list, tuple)):
+            return ", ".join(cell(item) for item in value) or "none"
+        if isinstance(value, str):
+            return value
+        try:
+            if pd.isna(value):
+                return "n/a"
+        except (TypeError, ValueError):
+            pass
+        return format_value(value, digits)
+
+    return _FullTable(frame.apply(lambda column: column.map(cell)) if len(frame.columns) else frame)
+
+
+class _FullTable:
+    """A frame of text shown in full (pandas' display would cut long cells to "...")."""
+
+    def __init__(self, frame: Any) -> None:
+        self.frame = frame
+
+    def _repr_html_(self) -> str:
+        return self.frame.to_html(escape=True, na_rep="n/a", max_rows=None, max_cols=None)
+
+    def __repr__(self) -> str:
+        return self.frame.to_string()

@@ -38,6 +38,7 @@ __all__ = [
     "summary_table",
     "what_this_shows",
     "what_this_shows_markdown",
+    "signed_interval",
 ]
 
 MINUS = "\u2212"  # typographic minus for "a − b"
@@ -201,8 +202,29 @@ def metric_name(metric: str) -> str:
     return "tie-aware " + metric.removeprefix("tie_aware_") if metric.startswith("tie_aware_") else metric
 
 
-def _signed(value: float, digits: int) -> str:
-    return f"{value:+.{digits}f}"
+def _signed(value: float, digits: int, places: int | None = None) -> str:
+    """``+0.041``; an exact (or rounding-noise, below 1e-12) zero prints as ``0``: it has no sign to show."""
+    if math.isfinite(value) and abs(value) < _ZERO:
+        return "0"
+    return f"{value:+.{_decimals([value], digits) if places is None else places}f}"
+
+
+_ZERO = 1e-12
+
+
+def _decimals(values: Sequence[float], digits: int) -> int:
+    """At least ``digits`` decimals, more where the smallest non-zero magnitude would print as 0: two significant
+    digits of it stay visible, so a difference shows its sign (-0.00032, never -0.000)."""
+    small = [abs(v) for v in values if math.isfinite(v) and abs(v) >= _ZERO]
+    if not small:
+        return digits
+    return max(digits, 1 - math.floor(math.log10(min(small))))
+
+
+def signed_interval(mean: float, low: float, high: float, digits: int = 3) -> str:
+    """``+0.041 [+0.012, +0.070]``, all three with one number of decimals, enough to show each one's sign."""
+    places = _decimals([mean, low, high], digits)
+    return f"{_signed(mean, digits, places)} [{_signed(low, digits, places)}, {_signed(high, digits, places)}]"
 
 
 def compare_sentence(name_a: str, name_b: str, interval: PairedInterval, metric: str, bits: int | None = None,
@@ -219,13 +241,12 @@ def compare_sentence(name_a: str, name_b: str, interval: PairedInterval, metric:
     if interval.n == 0:
         return f"{head}: no seed has both runs, so they cannot be compared."
     if not interval.defined:
-        return (f"{head}: {_signed(interval.mean, digits)} from one seed; with no interval this difference "
-                f"cannot be told apart from seed noise ({interval.reason}).")  # fmt: skip
-    span = f"[{_signed(interval.low, digits)}, {_signed(interval.high, digits)}]"
+        return (f"{head}: {_signed(interval.mean, digits)} from one seed; a difference from one seed has no "
+                "interval and cannot be told apart from seed noise (run two or more seeds to test it).")  # fmt: skip
     level = f"{interval.confidence:.0%} t-interval over {interval.n} seeds"
     verdict = {"higher": f"{name_a} is higher", "lower": f"{name_a} is lower",
                "not distinguishable": "not distinguishable here"}[interval.verdict]  # fmt: skip
-    return f"{head}: {_signed(interval.mean, digits)} {span} ({level}): {verdict}."
+    return f"{head}: {signed_interval(interval.mean, interval.low, interval.high, digits)} ({level}): {verdict}."
 
 
 def _ranked(summary: Any, metric: str, bits: int, higher_is_better: bool):
@@ -263,13 +284,18 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
     sentence += f", {margin:.{digits}f} {side} {second['method']} ({_mean_with_spread(second, digits)})"
     if per_seed is not None:
         interval = paired_by_seed(per_seed, metric, bits, best["method"], second["method"], confidence)
-        if interval.verdict == "not distinguishable":
-            sentence += f"; over the {interval.n} paired seeds the two are not distinguishable"
+        if interval.verdict == "not distinguishable":  # no single best: name both
+            return (f"At {bits} bits, {best['method']} and {second['method']}, not distinguishable, have the "
+                    f"{better} {metric_name(metric)}: {best['method']} {_mean_with_spread(best, digits)}, "
+                    f"{second['method']} {_mean_with_spread(second, digits)}; the {margin:.{digits}f} between them "
+                    f"is inside the paired {interval.confidence:.0%} interval over {interval.n} seeds, "
+                    f"{signed_interval(interval.mean, interval.low, interval.high, digits).split(' ', 1)[1]}.")
         elif interval.verdict == "undetermined":
             sentence += "; with fewer than two paired seeds the margin is not tested"
         else:
             sentence += (f"; the paired {interval.confidence:.0%} interval of the difference, "
-                         f"[{_signed(interval.low, digits)}, {_signed(interval.high, digits)}], excludes 0")
+                         f"{signed_interval(interval.mean, interval.low, interval.high, digits).split(' ', 1)[1]}, "
+                         "excludes 0")
     return sentence + "."
 
 

@@ -59,11 +59,64 @@ def test_similarity_sentences_place_the_accuracy_and_name_the_better_source():
     sentences = findings.similarity_findings(accuracy, correlations, agreement)
     assert "0.610 ± 0.020 over 3 seed(s), inside the paper's range" in sentences[0]
     assert "between 0.800 and 0.800" in sentences[1]
-    assert sentences[-1].endswith("the data-dependent S recovers it better (0.5 is chance).")
+    assert sentences[-1].endswith("(0.5 is chance): by both measures the data-dependent S recovers it better.")
     accuracy["test accuracy"] = [0.3]
     agreement["roc_auc"] = [0.6, 0.8]
     changed = findings.similarity_findings(accuracy, correlations, agreement)
     assert "below the paper's range" in changed[0] and "the text S recovers it better" in changed[-1]
+    # issue 21: ROC-AUC favours the text S while its nearest class is in the same coarse class at chance
+    agreement = pd.DataFrame({"roc_auc": [0.66, 0.91], "top1_same_coarse": [0.51, 0.09], "top1_chance": [0.09, 0.09]},
+                             index=["data-dependent S", "text S"])
+    split = findings.similarity_findings(accuracy, correlations, agreement)[-1]
+    assert "51% of classes with the data-dependent S and 9% with the text S (chance 9%)" in split
+    assert split.endswith("the two measures disagree on which S recovers it better.") and "better (" not in split
+
+
+def test_paper_accuracy_range_is_table_2_of_the_paper():
+    assert findings.PAPER_ACCURACY == (0.4844, 0.7349)  # NABirds-B 48.44 %, Stanford Cars-A 73.49 %
+    accuracy = pd.DataFrame({"test accuracy": [0.5], "test accuracy std": [float("nan")], "seeds": [1]})
+    sentence = findings.similarity_findings(accuracy, pd.DataFrame([[1.0]], index=["x"], columns=["x"]), None)[0]
+    assert "the paper's range of 48.4% to 73.5% (Table 2)" in sentence and "±" not in sentence
+
+
+def test_hadamard_sentences_place_d_min_against_the_bound():
+    table = pd.DataFrame({"d_min of CSQ centers": [16, 16, 10], "GV distance d": [12, 11, 11]},
+                         index=pd.Index([32, 64, 65], name="C"))
+    sentences = findings.hadamard_findings(table, bits=32)
+    assert sentences[0] == "C = 32 (Hadamard rows only): CSQ's d_min is 16, above the bound d = 12."
+    assert sentences[2] == "C = 65 (1 random row(s) beyond 2q): CSQ's d_min is 10, below the bound d = 11."
+
+
+def test_pair_sentences_count_the_ties_the_table_cuts():
+    S = np.eye(4)
+    S[0, 1] = S[1, 0] = S[2, 3] = S[3, 2] = S[0, 2] = S[2, 0] = 0.9
+    pairs = pd.DataFrame({"similarity": [0.9, 0.9], "same_coarse": [True, False]})
+    sentences = findings.pair_findings(S, pairs)
+    assert sentences == ["3 class pairs share the largest similarity, 0.9000; the table shows 2 of them, in class order.",
+                         "1 of the 2 pairs shown share a coarse class."]
+
+
+def test_precision_at_k_sentence_states_the_course_not_a_direction():
+    frame = pd.DataFrame({"method": "shc", "bits": 16, "seed": [0, 0, 0, 1, 1, 1], "k": [1, 10, 100] * 2,
+                          "precision": [0.3, 0.5, 0.2, 0.5, 0.7, 0.4], "recall": 0.0})
+    sentence = findings.precision_at_k_findings(frame, 16)[0]
+    assert sentence == ("Precision@K at 16 bits (mean over seeds): shc: 0.400 at K = 1, highest 0.600 at K = 10, "
+                        "0.300 at K = 100.")
+
+
+def test_best_methods_respect_ties():
+    rows = pd.DataFrame({"method": ["greedyhash", "lth", "shc"] * 3, "bits": 16, "seed": np.repeat([0, 1, 2], 3),
+                         "m": [0.60, 0.61, 0.40, 0.62, 0.58, 0.41, 0.61, 0.60, 0.39]})
+    assert findings.best_methods(rows, "m", 16, method="method") == ["greedyhash", "lth"]
+    rows.loc[rows["method"] == "lth", "m"] -= 0.1
+    assert findings.best_methods(rows, "m", 16, method="method") == ["greedyhash"]
+
+
+def test_backbone_phrase_says_how_the_network_starts():
+    from shc.runs import RunConfig
+
+    assert findings.backbone_phrase(RunConfig()) == "small_cnn, trained from scratch"
+    assert "pretrained on the items source task" in findings.backbone_phrase(RunConfig(pretrain="items"))
 
 
 def test_center_sentences_report_the_gv_distance_and_the_s_loss_ratio():

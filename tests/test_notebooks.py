@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import html
 import json
+import os
 import re
 from pathlib import Path
 
@@ -37,7 +38,7 @@ FIGURES = {
     "03_train_hashing": ("convergence", "convergence_overlay"),
     "04_retrieval": ("pr_curve_radius_16bits", "pr_curve_rank_16bits", "precision_at_k_16bits", "recall_at_k_16bits",
                      "example_queries_mds", "example_queries_shc", "code_embedding_shc", "class_ap_vs_similarity"),
-    "05_ablations": (),
+    "05_ablations": ("ablation_terms",),
     "06_baselines": ("pr_curve_rank_16bits", "precision_at_k_16bits", "recall_at_k_16bits"),
 }  # fmt: skip
 TABLES = {
@@ -45,8 +46,10 @@ TABLES = {
     "02_hash_centers": ("center_quality", "center_quality_runs", "shc_history", "generation_seconds"),
     "03_train_hashing": ("runs", "training_history", "selected_epoch_and_time"),
     "04_retrieval": ("mAP_at_100", "mAP_at_1000", "mAP_at_ALL"),
-    "05_ablations": ("ablation_terms", "ablation_center_quality", "ablation_similarity_source"),
-    "06_baselines": ("methods", "mAP_at_100", "mAP_at_1000", "mAP_at_ALL", "train_seconds", "selected_epoch"),
+    "05_ablations": ("ablation_terms", "ablation_center_quality", "ablation_similarity_source",
+                     "ablation_terms_per_seed", "ablation_similarity_source_per_seed"),
+    "06_baselines": ("methods", "mAP_at_100", "mAP_at_1000", "mAP_at_ALL", "train_seconds", "selected_epoch",
+                     "paper_side_by_side"),
 }
 
 
@@ -485,3 +488,51 @@ def test_every_generated_page_works_offline_is_titled_and_shows_no_stderr_or_rep
         assert 'data-mime-type="application/vnd.jupyter.stderr"' not in text, f"{page.name} shows stderr"
         assert "np.float64(" not in text and "np.int64(" not in text, f"{page.name} shows numpy reprs"
         assert "PosixPath(" not in text, f"{page.name} shows a path repr"
+
+
+def test_the_report_checker_finds_nothing_in_the_tiny_reports(batch):
+    from shc.reports.check import check_report_folder
+
+    problems = check_report_folder(batch["preset_dir"])
+    assert problems == [], "\n".join(map(str, problems))
+
+
+def test_every_csv_is_linked_from_its_page_and_the_index_and_is_in_the_bundle(batch):
+    import zipfile
+
+    preset_dir = batch["preset_dir"]
+    index = (preset_dir / "index.html").read_text(encoding="utf-8")
+    with zipfile.ZipFile(preset_dir / reports.BUNDLE_FILE) as archive:
+        bundled = set(archive.namelist())
+    for stem in NOTEBOOKS:
+        folder = _report(batch, stem)
+        page = (folder / f"{stem}-report.html").read_text(encoding="utf-8")
+        page_links = set(re.findall(r'href="([^"]+)"', page))
+        assert {"../index.html", "run.json", f"../{reports.BUNDLE_FILE}"} <= page_links, stem
+        record = json.loads((folder / "run.json").read_text())
+        csvs = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.name.endswith((".csv", ".csv.gz")))
+        assert csvs and sorted(record["files"]["tables"] + record["files"]["figure_data"]) == csvs, stem
+        for name in csvs:
+            assert name in page_links, (stem, name)
+            assert f'href="{stem}/{name}"' in index, (stem, name)
+            assert f"tiny/{stem}/{name}" in bundled, (stem, name)
+        assert f"tiny/{stem}/run.json" in bundled
+        assert not any(os.path.isabs(str(value)) for value in record["parameters"].values()), record["parameters"]
+        assert {"notebook", "html"} <= set(record["local_files"]) and "notebook" not in record["files"]
+
+
+def test_smoke_pages_say_so_and_evidence_presets_do_not(batch):
+    notice = "Smoke scale, not evidence."
+    assert notice in (batch["preset_dir"] / "index.html").read_text(encoding="utf-8")
+    for page in batch["preset_dir"].rglob("*-report.html"):
+        assert notice in page.read_text(encoding="utf-8"), page.name
+    assert reports.smoke_notice("standard") is None and reports.smoke_notice("quick")
+
+
+def test_no_figure_is_shown_twice_and_each_has_its_own_alt_text(batch):
+    for page in batch["preset_dir"].rglob("*-report.html"):
+        text = page.read_text(encoding="utf-8")
+        images = re.findall(r'<img\b[^>]*src="data:image/png;base64,([^"]{200})', text)
+        assert len(images) == len(set(images)), f"{page.name} shows a figure twice"
+        alts = re.findall(r'<img\b[^>]*alt="([^"]*)"', text)
+        assert len(alts) == len(images) and all(len(alt) > 20 for alt in alts), (page.name, alts)

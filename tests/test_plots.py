@@ -329,6 +329,8 @@ def test_every_registered_method_has_its_own_style():
     assert len({_triple(style) for style in styles}) == len(names)
     assert len({to_hex(style["color"]) for style in styles}) == len(names)  # colour alone already tells them apart
     assert len({style["marker"] for style in styles}) == len(names)  # and so does the marker, for print
+    for alike in ({"d", "D"}, {"h", "H"}, {"s", "S"}):  # diamonds (csq and shc-ls shared one), hexagons
+        assert sum(style["marker"] in alike for style in styles) <= 1, alike
     assert all(plots.method_color(name) == plots.METHOD_COLORS[name] == styles[i]["color"]
                for i, name in enumerate(names))  # fmt: skip
 
@@ -533,3 +535,36 @@ def test_convergence_overlay_draws_every_method_on_one_axis():
     np.testing.assert_allclose(lines["csq"].get_xdata(), [2, 3])
     with pytest.raises(ValueError, match="lacks"):
         plots.convergence_frame(history.drop(columns="seed"))
+
+
+def test_center_embedding_frame_holds_what_the_figure_plots():
+    from shc import centers
+
+    coarse = np.repeat(np.arange(4), 5)
+    sets = {m: centers.generate_centers(m, 20, 16, seed=0) for m in ("random", "mds")}
+    frame = plots.center_embedding_frame(sets, coarse)
+    fig = plots.plot_center_embedding(sets, coarse)
+    for axes, method in zip(fig.axes, sets):
+        drawn = np.vstack([collection.get_offsets() for collection in axes.collections])
+        expected = frame[frame["method"] == method].sort_values(["coarse", "class"])[["x", "y"]].to_numpy()
+        assert np.allclose(np.sort(drawn, axis=0), np.sort(expected, axis=0))
+        # classical MDS: squared distances between the points are 4x the Hamming distances (q = 16: all of them
+        # kept only in 16 dimensions, so the 2-D ones are at most that)
+        assert len(expected) == 20
+
+
+def test_broken_lines_are_drawn_above_solid_ones():
+    history = pd.DataFrame({"label": ["csq"] * 3 + ["random"] * 3, "bits": 16, "seed": 0, "epoch": [1, 2, 3] * 2,
+                            "loss": [1.0, 0.5, 0.2] * 2, "mAP@100": 0.5, "mAP@1000": 0.5, "mAP@ALL": 0.5})
+    fig = plots.plot_convergence(history)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert lines["random"].get_zorder() > lines["csq"].get_zorder()
+
+
+def test_alt_text_describes_the_figure_and_names_its_data(tmp_path):
+    fig = plots.plot_curves(np.arange(3), {"shc": np.array([[0.1, 0.2, 0.3]])}, xlabel="K", ylabel="precision@K",
+                            title="precision@K, 16 bits")
+    text = plots.figure_alt_text(fig)
+    assert "precision@K, 16 bits" in text and "precision@K against K" in text
+    plots.save_figure(fig, tmp_path / "p", data=pd.DataFrame({"k": [0, 1, 2]}))
+    assert plots.figure_alt_text(fig).endswith("The plotted numbers are in figures/p.csv.")

@@ -111,7 +111,8 @@ def test_html_versions_embed_png_figures_and_the_reading_version_hides_code(batc
         assert base64.b64decode(images[0]).startswith(b"\x89PNG")
     assert "generate_centers" in full and "generate_centers" not in reading  # only code cells call it
     assert 'class="highlight hl-ipython3"' in full and 'class="highlight hl-ipython3"' not in reading
-    assert "Parameters: <code>num_classes=20</code>, <code>bits=16</code>" in reading  # header of the reading version
+    assert "Parameters: num_classes: 20; bits: 16" in reading  # header of the reading version, no reprs
+    assert 'href="../../index.html"' in reading and 'href="run.json"' in reading  # bits-16/ is one level deeper
 
 
 def test_kernel_ignores_installed_kernelspecs(batch):
@@ -130,7 +131,7 @@ def test_failure_record_names_cell_type_and_message_and_keeps_the_partial_notebo
     assert error["type"] == "ValueError"
     assert "power of two" in error["message"]
     assert isinstance(error["execution_count"], int) and isinstance(error["cell_index"], int)
-    partial = nbformat.read(batch["failed"] / record["files"]["notebook"], as_version=4)
+    partial = nbformat.read(batch["failed"] / record["local_files"]["notebook"], as_version=4)
     failing_cell = partial.cells[error["cell_index"] + 2]  # papermill inserts 2 error-marker cells before it
     assert failing_cell.execution_count == error["execution_count"]
     assert any(output.output_type == "error" for output in failing_cell.outputs)
@@ -382,3 +383,102 @@ def test_reading_page_leaves_out_stderr_and_is_titled_and_offline(tmp_path):
     assert stderr in full and stderr not in reading and "the result" in reading
     assert "<title>07 · Centers of S</title>" in reading
     assert external_references(reading) == [] and (tmp_path / "_assets" / "mathjax").is_dir()
+
+
+# --------------------------------------------------------------------------------------
+# The report checker (shc.reports.check): a clean page passes, each seeded defect fails
+# --------------------------------------------------------------------------------------
+_PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+def _page(body: str) -> str:
+    return f"<!DOCTYPE html><html><head><title>t</title><style>a {{ color: red }}</style></head><body>{body}</body></html>"
+
+
+def _cell(markdown: str = "", output: str = "") -> str:
+    kind = "jp-MarkdownCell" if markdown else "jp-CodeCell"
+    inner = markdown or f'<div class="jp-OutputArea"><div class="jp-OutputArea-output">{output}</div></div>'
+    return f'<div class="jp-Cell {kind}">{inner}</div>'
+
+
+_CLEAN_TABLE = ("<table><thead><tr><th></th><th>mAP</th></tr><tr><th>method</th><th></th></tr></thead>"
+                "<tbody><tr><th>shc</th><td>0.512</td></tr><tr><th>csq</th><td>0.498</td></tr></tbody></table>")
+_CLEAN_BODY = (_cell("<h1>Title</h1><p>Intro.</p>") + _cell(output="<pre>42 runs on fashion-composite</pre>")
+               + _cell("<h2>1. Results</h2><p>The table.</p>") + _cell(output=_CLEAN_TABLE)
+               + _cell("<h2>2. A figure</h2>") + _cell(output=f'<img src="{_PNG}" alt="Precision-recall curves, 16 bits">')
+               + _cell(output='<p>Data: <a href="figures/pr.csv">pr.csv</a>, <a href="#1.-Results">above</a>, '
+                              '<a href="https://example.org/paper">the paper</a>.</p>'))
+
+SEEDED_DEFECTS = {  # kind -> a page body that has exactly that defect
+    "repr": _CLEAN_BODY + _cell("<h2>3. d</h2>") + _cell(output="<pre>Gilbert-Varshamov d: {'16 bits': 4}</pre>"),
+    "repr-bool": _CLEAN_BODY + _cell("<h2>3. d</h2>") + _cell(output="<pre>d_min >= d at every record: True</pre>"),
+    "nan": _CLEAN_BODY.replace("<td>0.498</td>", "<td>NaN</td>"),
+    "bare-index": _CLEAN_BODY.replace("<th>shc</th>", "<th>0</th>").replace("<th>csq</th>", "<th>1</th>")
+                             .replace("<th>method</th>", "<th></th>"),
+    "truncated": _CLEAN_BODY.replace("<td>0.512</td>", "<td>Li, Wang &amp; Kang, Feature Learning based Deep S...</td>"),
+    "absolute-path": _CLEAN_BODY + _cell("<h2>3. Where</h2>") + _cell(output="<pre>written to /home/alice/shc/runs</pre>"),
+    "dead-link": _CLEAN_BODY.replace("figures/pr.csv", "figures/missing.csv"),
+    "dead-link-unpublished": _CLEAN_BODY.replace("figures/pr.csv", "02_hash_centers.ipynb"),
+    "alt-text": _CLEAN_BODY.replace("Precision-recall curves, 16 bits", "No description has been provided for this image"),
+    "alt-text-missing": _CLEAN_BODY.replace(' alt="Precision-recall curves, 16 bits"', ""),
+    "empty-section": _CLEAN_BODY.replace(_cell(output=_CLEAN_TABLE), ""),
+    "empty-section-end": _CLEAN_BODY + _cell("<h2>Summary</h2>"),
+    "signed-zero": _CLEAN_BODY + _cell("<h2>3. Diff</h2>") + _cell(output="<p>shc − mds: -0.000 [-0.000, -0.000]</p>"),
+}
+
+
+def _seeded_folder(root: Path, body: str) -> Path:
+    folder = root / "tiny"
+    (folder / "00_x" / "figures").mkdir(parents=True)
+    (folder / "00_x" / "figures" / "pr.csv").write_text("k,precision\n1,0.5\n")
+    (folder / "00_x" / "02_hash_centers.ipynb").write_text("{}")  # on disk, but .gitignore keeps it out
+    (folder / "00_x" / "00_x-report.html").write_text(_page(body))
+    return folder
+
+
+def test_checker_passes_a_clean_page(tmp_path):
+    from shc.reports.check import check_report_folder
+
+    assert check_report_folder(_seeded_folder(tmp_path, _CLEAN_BODY)) == []
+
+
+@pytest.mark.parametrize("name", sorted(SEEDED_DEFECTS))
+def test_checker_fails_a_page_seeded_with_each_defect_class(tmp_path, name):
+    from shc.reports.check import check_report_folder
+
+    problems = check_report_folder(_seeded_folder(tmp_path, SEEDED_DEFECTS[name]))
+    kind = name.split("-bool")[0].split("-unpublished")[0].split("-missing")[0].removesuffix("-end")
+    assert {problem.kind for problem in problems} == {kind}, problems
+
+
+def test_checker_reads_every_published_file_and_the_run_records(tmp_path):
+    from shc.reports.check import check_report_folder
+
+    folder = _seeded_folder(tmp_path, _CLEAN_BODY)
+    (folder / "00_x" / "tables").mkdir()
+    (folder / "00_x" / "tables" / "runs.csv").write_text("run_dir\n/work/main/runs/standard/x\n")
+    (folder / "00_x" / "run.json").write_text(json.dumps({"files": {"report": "00_x-report.html",
+                                                                    "notebook": "00_x.ipynb", "log": "kernel.log"}}))
+    (folder / "00_x" / "figures" / "pr.svg").write_text("<svg>/home/bob/secret</svg>")  # not published: not read
+    problems = check_report_folder(folder)
+    assert sorted((p.file, p.kind) for p in problems) == [
+        ("00_x/run.json", "dead-link"), ("00_x/run.json", "dead-link"), ("00_x/tables/runs.csv", "absolute-path")]
+
+
+def test_published_files_agree_with_the_repository_gitignore(tmp_path):
+    import shutil
+    import subprocess
+
+    from shc.reports.check import is_published
+
+    repository = Path(reports.__file__).resolve().parents[2]
+    if shutil.which("git") is None or not (repository / ".git").exists():
+        pytest.skip("needs the git checkout")
+    names = ["index.html", "00_a/00_a-report.html", "00_a/00_a.html", "00_a/00_a.ipynb", "00_a/kernel.log",
+             "00_a/run.json", "00_a/summary.json", "00_a/figures/x.png", "00_a/figures/x.svg", "00_a/figures/x.csv",
+             "00_a/figures/x.csv.gz", "00_a/tables/t.csv", "bundle.zip", "00_a/bits-16/00_a-report.html",
+             "00_a/bits-16/00_a.html", "00_a/.lock", "00_a/00_a.failed.html", "00_a/00_a.failed.ipynb"]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *[f"reports/quick/{n}" for n in names]],
+                             cwd=repository, capture_output=True, text=True).stdout.split()
+    for name in names:
+        assert is_published(name) == (f"reports/quick/{name}" not in ignored), name

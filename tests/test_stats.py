@@ -123,3 +123,16 @@ def test_paired_by_seed_pairs_only_shared_seeds():
     with pytest.raises(ValueError, match="no mAP@ALL values of 'csq'"):
         stats.paired_by_seed(per_seed, "mAP@ALL", 16, "shc", "csq")
     assert isinstance(per_seed, pd.DataFrame)
+
+
+def test_a_tie_at_the_top_names_both_methods_and_small_differences_keep_their_sign():
+    summary, per_seed = stats.summary_frame(_rows([0.60, 0.75, 0.52], [0.58, 0.55, 0.70]), ["mAP@ALL"])
+    tied = stats.ranking_sentence(summary, "mAP@ALL", 16, per_seed=per_seed)
+    assert "has the highest" not in tied and "not distinguishable" in tied
+    assert tied.startswith("At 16 bits, ") and " and " in tied.split(",")[1]
+    # the 02 case of issue 21: -0.00032 [-0.00044, -0.00021] printed as -0.000 [-0.000, -0.000]
+    assert stats.signed_interval(-0.00032, -0.00044, -0.00021) == "-0.00032 [-0.00044, -0.00021]"
+    assert stats.signed_interval(0.041, 0.012, 0.070) == "+0.041 [+0.012, +0.070]"
+    interval = stats.PairedInterval(-0.00032, -0.00044, -0.00021, 3, 0.95)
+    sentence = stats.compare_sentence("shc", "mds", interval, "S_loss", 64)
+    assert "-0.000 " not in sentence and "-0.00032 [-0.00044, -0.00021]" in sentence and "shc is lower" in sentence

@@ -191,7 +191,7 @@ def plot_code_embedding(frame, coarse_names: Sequence[str] | None = None, title:
         axes.scatter([], [], color="white", s=160, marker="*", edgecolor="black", label="hash center")
     axes.set_xticks([])
     axes.set_yticks([])
-    axes.set_xlabel("embedding axis 1 (Hamming distances preserved as far as possible)")
+    axes.set_xlabel("embedding axis 1 (no units: only who is near whom is meaningful)")
     axes.set_ylabel("embedding axis 2")
     axes.set_title(title or f"learned codes in 2-D ({(frame['kind'] == 'code').sum()} codes)")
     _legend_outside(fig, axes, title="coarse class")

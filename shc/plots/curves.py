@@ -44,7 +44,7 @@ def plot_curves(
             )
         mean = runs.mean(axis=0)
         style = method_style(method)
-        axes.plot(x_values, mean, **style, **_marker_spacing(x_values.size), label=method)
+        axes.plot(x_values, mean, **style, **_marker_spacing(x_values.size), label=method, zorder=_zorder(style))
         if runs.shape[0] > 1:
             spread = runs.std(axis=0)
             axes.fill_between(x_values, mean - spread, mean + spread, color=style["color"], alpha=0.2, linewidth=0)
@@ -194,7 +194,7 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
             for column, panel in enumerate(panels):
                 x, mean, spread = _mean_and_spread(frame, "epoch", panel)
                 axes = grid[row, column]
-                axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(name))
+                axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(name), zorder=_zorder(style))
                 axes.fill_between(x, mean - spread, mean + spread, color=style["color"], alpha=0.2, linewidth=0)
         for column, panel in enumerate(panels):
             axes = grid[row, column]
@@ -382,7 +382,7 @@ def plot_convergence_overlay(frame, title: str | None = None) -> Figure:
         for method, group in frame[frame["bits"] == q].groupby("method", sort=False):
             style = method_style(str(method))
             x, mean, spread = _mean_and_spread(group, "epoch", metric)
-            axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(method))
+            axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(method), zorder=_zorder(style))
             axes.fill_between(x, mean - spread, mean + spread, color=style["color"], alpha=0.15, linewidth=0)
         axes.set_title(f"{q} bits", fontsize=10)
         axes.set_xlabel("epoch")
@@ -391,4 +391,51 @@ def plot_convergence_overlay(frame, title: str | None = None) -> Figure:
     if title:
         fig.suptitle(title)
     _legend_outside(fig, grid[0], title="method")
+    return fig
+
+
+def _zorder(style: dict) -> float:
+    """Dotted and dashed lines above solid ones: two methods with nearly equal curves (random and CSQ share
+    CSQ's loss) stay both visible, the broken line showing the solid one through its gaps."""
+    return 2.0 if style.get("linestyle") in ("-", "solid") else 2.5
+
+
+def interval_frame(per_seed, metric: str, confidence: float = 0.95):
+    """Per method and code length: the mean of ``metric`` over seeds and its ``confidence`` t-interval
+    (``method, bits, metric, mean, low, high, n``; one seed gives NaN bounds). ``per_seed`` is the second frame
+    of :func:`shc.stats.summary_frame`."""
+    import pandas as pd
+    from scipy import stats as scipy_stats
+
+    rows = []
+    chosen = per_seed[per_seed["metric"] == metric]
+    for (method, bits), group in chosen.groupby(["method", "bits"], sort=False):
+        values = group["value"].to_numpy(dtype=float)
+        mean, n = float(values.mean()), values.size
+        if n > 1:
+            half = float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 1) * values.std(ddof=1) / np.sqrt(n))
+        else:
+            half = float("nan")
+        rows.append({"method": method, "bits": int(bits), "metric": metric, "mean": mean, "low": mean - half,
+                     "high": mean + half, "n": n})
+    return pd.DataFrame(rows)
+
+
+def plot_metric_by_bits(frame, ylabel: str, title: str | None = None) -> Figure:
+    """One line per method of ``frame`` (:func:`interval_frame`): the mean against the code length, with its
+    interval as error bars (none where one seed gives no interval)."""
+    fig = _new_figure(5.6, 3.8)
+    axes = fig.subplots()
+    for method, group in frame.groupby("method", sort=False):
+        group = group.sort_values("bits")
+        style = method_style(str(method))
+        errors = np.vstack([group["mean"] - group["low"], group["high"] - group["mean"]])
+        axes.errorbar(group["bits"], group["mean"], yerr=np.nan_to_num(errors), capsize=4, label=str(method),
+                      zorder=_zorder(style), **style)
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(sorted(frame["bits"].unique()), [str(q) for q in sorted(frame["bits"].unique())])
+    axes.set_xlabel("code length q (bits)")
+    axes.set_ylabel(ylabel)
+    axes.set_title(title or f"{ylabel} by code length (mean over seeds, 95% t-interval)")
+    axes.legend()
     return fig

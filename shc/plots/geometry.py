@@ -210,6 +210,25 @@ def plot_center_embedding(
     return fig
 
 
+def center_embedding_frame(centers, coarse_labels, coarse_names: Sequence[str] | None = None,
+                           class_names: Sequence[str] | None = None):
+    """What :func:`plot_center_embedding` draws: ``method, class, name, coarse, coarse_name, x, y, explained``
+    (the two principal coordinates of each center and the share of variance each axis keeps)."""
+    import pandas as pd
+
+    rows = []
+    for method, codes in _centers_mapping(centers).items():
+        coordinates, explained = _principal_coordinates(codes)
+        for index, (x, y) in enumerate(coordinates):
+            coarse = int(np.asarray(coarse_labels)[index])
+            rows.append({"method": method, "class": index,
+                         "name": class_names[index] if class_names is not None else str(index),
+                         "coarse": coarse, "coarse_name": coarse_names[coarse] if coarse_names is not None else "",
+                         "x": float(x), "y": float(y), "explained_x": float(explained[0]),
+                         "explained_y": float(explained[1])})
+    return pd.DataFrame(rows)
+
+
 def _principal_coordinates(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     centred = codes - codes.mean(axis=0)
     left, singular, _ = np.linalg.svd(centred, full_matrices=False)

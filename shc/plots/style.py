@@ -21,7 +21,7 @@ from shc._io import atomic_path
 #: "random" dotted), the deep-hashing baselines dashed lines. Every marker is different.
 METHOD_STYLES: dict[str, dict[str, str]] = {
     "shc": {"color": "#D55E00", "marker": "o", "linestyle": "-"},  # vermillion
-    "shc-ls": {"color": "#8C2D04", "marker": "d", "linestyle": "-"},  # dark vermillion: SHC objective, local search
+    "shc-ls": {"color": "#8C2D04", "marker": "1", "linestyle": "-"},  # tri, unlike csq's diamond  # dark vermillion: SHC objective, local search
     "semantic": {"color": "#CC79A7", "marker": "s", "linestyle": "-"},  # reddish purple (ablation: S only)
     "mds": {"color": "#0072B2", "marker": "^", "linestyle": "-"},  # blue
     "distance": {"color": "#003F6B", "marker": "v", "linestyle": "-."},  # dark blue: MDS centers, SHC's loss
@@ -97,6 +97,75 @@ def use_style(context: str = "notebook") -> None:
     import seaborn as sns
 
     sns.set_theme(context=context, style="whitegrid", palette="colorblind", rc=STYLE_RC)
+    install_alt_text_formatter()
+
+
+def figure_alt_text(fig: Figure, limit: int = 600) -> str:
+    """A description of ``fig`` for readers who cannot see it (an image's alt text), from its own text.
+
+    The text :func:`save_figure` stored (:func:`figure_alt_text` of the figure plus the name of its data file)
+    when there is one; otherwise the suptitle, then per panel its title, "y against x" and the legend entries.
+    """
+    stored = getattr(fig, "_shc_alt", None)
+    if stored:
+        return stored
+    parts = []
+    suptitle = fig._suptitle.get_text().strip() if getattr(fig, "_suptitle", None) is not None else ""
+    if suptitle:
+        parts.append(suptitle)
+    panels = []
+    for axes in fig.axes:
+        if not axes.get_visible() or getattr(axes, "_colorbar", None) is not None:
+            continue
+        title, x, y = axes.get_title().strip(), axes.get_xlabel().strip(), axes.get_ylabel().strip()
+        words = [title] if title else []
+        if x and y:
+            words.append(f"{y} against {x}")
+        legend = axes.get_legend()
+        if legend is not None:
+            entries = [text.get_text() for text in legend.get_texts() if text.get_text()]
+            if entries:
+                words.append("lines: " + ", ".join(entries[:12]) + (", ..." if len(entries) > 12 else ""))
+        if words:
+            panels.append("; ".join(words))
+    if panels:
+        unique = list(dict.fromkeys(panels))
+        parts.append(f"{len(unique)} panels: " + " | ".join(unique) if len(unique) > 1 else unique[0])
+    text = ". ".join(parts) or "A figure of this report"
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def install_alt_text_formatter() -> bool:
+    """In IPython, make every displayed matplotlib figure carry :func:`figure_alt_text` as the alt text of its
+    PNG (output metadata ``image/png.alt``, which :func:`shc.reports.render_html` puts on the page's image).
+    Returns False outside IPython or without a PNG formatter (nothing to do)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    formatter = shell.display_formatter.formatters["image/png"]
+    try:
+        previous = formatter.lookup_by_type(Figure)
+    except KeyError:
+        return False
+    if getattr(previous, "_shc_alt_text", False):
+        return True
+
+    def png_with_alt_text(fig):
+        data = previous(fig)
+        if data is None:
+            return None
+        metadata = {}
+        if isinstance(data, tuple):
+            data, metadata = data
+        return data, {**(metadata or {}), "alt": figure_alt_text(fig)}
+
+    png_with_alt_text._shc_alt_text = True
+    formatter.for_type(Figure, png_with_alt_text)
+    return True
 
 
 def method_style(name: str) -> dict[str, object]:
@@ -161,6 +230,11 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None) -> list[Pa
         _require_frame(data, "save_figure's data")
         if data.empty:
             raise ValueError("save_figure's data is empty; pass the rows the figure plots (or data=None).")
+    fig._shc_alt = None
+    description = figure_alt_text(fig)
+    data_name = (f" The plotted numbers are in figures/{stem.name}.csv{'.gz' if len(data) > GZIP_ROWS else ''}."
+                 if data is not None else "")
+    fig._shc_alt = description.rstrip(".") + "." + data_name
     paths = []
     for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None})):
         path = stem.with_name(f"{stem.name}.{fmt}")

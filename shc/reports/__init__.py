@@ -24,7 +24,12 @@ Layout::
     reports/<preset>/index.html
     reports/<preset>/<notebook-stem>[/<variant>]/
         <stem>.ipynb  <stem>.html  <stem>-report.html  run.json  summary.json
-        figures/*.png, *.svg        tables/*.csv
+        figures/*.png, *.svg, *.csv  tables/*.csv
+    reports/<preset>/bundle.zip        every CSV, run.json and summary.json of the preset
+
+Only the reading pages, the index, the PNGs, CSVs, records and the bundle are committed
+(:func:`shc.reports.check.is_published`, mirroring ``.gitignore``); ``python -m shc.reports.check reports/<preset>``
+checks a folder as a reader gets it (:mod:`shc.reports.check`).
 
 Modules: :mod:`~shc.reports.plan` (preset table x overrides -> jobs), :mod:`~shc.reports.execute`
 (one report), :mod:`~shc.reports.export` (HTML), :mod:`~shc.reports.index` (the index page),
@@ -34,14 +39,18 @@ Modules: :mod:`~shc.reports.plan` (preset table x overrides -> jobs), :mod:`~shc
 
 from __future__ import annotations
 
+from shc.reports.bundle import bundle_members, write_bundle
+from shc.reports.check import Problem, check_report_folder, is_published
 from shc.reports.cli import compute_runs, main, run_reports, summary_table
 from shc.reports.execute import (
+    BUNDLE_FILE,
     FAILURE_FILE,
     KERNEL_LOG_FILE,
     RECORD_FILE,
     ReportResult,
     current_interpreter_kernel_spec,
     execute_report,
+    smoke_notice,
 )
 from shc.reports.export import notebook_title, render_html
 from shc.reports.index import INDEX_FILE, write_index
@@ -60,6 +69,7 @@ from shc.reports.plan import (
 from shc.reports.summary import SUMMARY_FILE, format_summary, publish_summary, read_summary, show_summary
 
 __all__ = [
+    "BUNDLE_FILE", "Problem", "bundle_members", "check_report_folder", "is_published", "smoke_notice", "write_bundle",
     "FAILURE_FILE", "INDEX_FILE", "KERNEL_LOG_FILE", "OVERRIDE_PARAMETERS", "RECORD_FILE", "RUNNER_PARAMETERS",
     "SUMMARY_FILE", "ReportJob", "ReportResult", "apply_overrides", "check_notebook", "compute_runs",
     "current_interpreter_kernel_spec", "declared_parameters", "default_notebooks_dir", "execute_report",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from shc.reports.execute import ReportResult, describe_error, execute_report, output_lock
+from shc.reports.bundle import write_bundle
 from shc.reports.index import write_index
 from shc.reports.notebooks import check_notebook, strip_notebook
 from shc.reports.plan import OVERRIDE_PARAMETERS, ReportJob, default_notebooks_dir, plan_jobs
@@ -105,6 +106,7 @@ def run_reports(
             results.append(result)
             log(f"{prefix}: {_describe(result)}")
             write_index(preset_dir)  # keep the index current, so it is useful while a long batch runs
+        write_bundle(preset_dir)  # every CSV and record of the preset, linked from the index and every page
         index = write_index(preset_dir)
     elapsed = time.perf_counter() - total_started
     log(summary_table(results))
@@ -165,6 +167,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--list", action="store_true", help="print the planned reports and runs, and exit")
     parser.add_argument("--strip-notebooks", action="store_true", help="clear outputs of the notebooks and exit")
     parser.add_argument("--check-notebooks", action="store_true", help="check the notebooks are clean and exit")
+    parser.add_argument("--check", nargs="+", metavar="FOLDER",
+                        help="check report folders as a reader gets them (reprs, NaN, dead links, absolute paths, "
+                             "alt text, empty sections; shc.reports.check), print every problem and exit")
     return parser
 
 
@@ -197,6 +202,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         for path in notebooks:
             print(f"{path}: {'stripped' if strip_notebook(path) else 'already clean'}")
         return 0
+    if arguments.check:
+        from shc.reports.check import main as check_main
+
+        return check_main(arguments.check)
     if arguments.check_notebooks:
         problems = {path: check_notebook(path) for path in notebooks}
         for path, found in problems.items():

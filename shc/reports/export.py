@@ -19,6 +19,7 @@ def render_html(
     *,
     include_input: bool = True,
     header: str | None = None,
+    footer: str | None = None,
     assets_root: str | os.PathLike | None = None,
     page_path: str | os.PathLike | None = None,
 ) -> Path:
@@ -34,8 +35,11 @@ def render_html(
     notebook_path, html_path : path
     include_input : bool
         False gives the reading version: outputs and markdown only, no code, prompts or stderr.
-    header : str, optional
-        Markdown shown as the first cell (e.g. the parameters of the run).
+    header, footer : str, optional
+        Markdown shown as the first and the last cell (the parameters of the run, links to its files).
+
+    Every output image gets the alt text its notebook gave it (``metadata["image/png"]["alt"]``, which
+    :func:`shc.plots.use_style` makes figures carry), instead of nbconvert's placeholder.
     assets_root : path, optional
         Folder holding ``_assets/`` (a preset's report folder); created there when missing.
     page_path : path, optional
@@ -50,6 +54,8 @@ def render_html(
     notebook = copy.deepcopy(notebook)
     if header:
         notebook.cells.insert(0, nbformat.v4.new_markdown_cell(header))
+    if footer:
+        notebook.cells.append(nbformat.v4.new_markdown_cell(footer))
     if not include_input:
         for cell in notebook.cells:
             if cell.cell_type == "code":
@@ -57,11 +63,43 @@ def render_html(
                                 if not (output.output_type == "stream" and output.get("name") == "stderr")]
     title = notebook_title(Path(notebook_path))
     body, _ = _html_exporter(include_input).from_notebook_node(notebook, resources={"metadata": {"name": title}})
+    body = _with_alt_texts(body, _image_alts(notebook))
     html_path = Path(html_path)
     assets_root = Path(assets_root) if assets_root is not None else html_path.parent
     install_assets(assets_root)
     body = offline_html(body, Path(page_path) if page_path is not None else html_path, assets_root)
     return write_text(html_path, body)
+
+
+_PREFERRED_OVER_PNG = {"text/html", "application/pdf", "text/latex", "image/svg+xml"}
+
+
+def _image_alts(notebook) -> list[str | None]:
+    """The alt text of every PNG output, in page order (None where the output has none)."""
+    alts = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data", {})
+            if "image/png" in data and not _PREFERRED_OVER_PNG & set(data):  # the PNG is what the page shows
+                alts.append((output.get("metadata", {}).get("image/png") or {}).get("alt"))
+    return alts
+
+
+def _with_alt_texts(body: str, alts: list[str | None]) -> str:
+    """Put ``alts`` on the embedded PNG images of ``body`` in order (nbconvert's template writes none)."""
+    import html
+
+    images = iter(alts)
+
+    def replace(match: re.Match) -> str:
+        tag = match.group(0)
+        alt = next(images, None)
+        if not alt:
+            return tag
+        tag = re.sub(r'\salt="[^"]*"', "", tag)
+        return tag.replace("<img", f'<img alt="{html.escape(alt, quote=True)}"', 1)
+
+    return re.sub(r'<img\b[^>]*src="data:image/png;base64,[^"]*"[^>]*>', replace, body)
 
 
 @functools.cache

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from shc._io import write_text
 from shc.reports.export import plain_title
-from shc.reports.execute import FAILURE_FILE, RECORD_FILE, describe_error, read_record
+from shc.reports.execute import BUNDLE_FILE, FAILURE_FILE, RECORD_FILE, describe_error, read_record, smoke_notice
 from shc.reports.plan import RUNNER_PARAMETERS
 from shc.reports.summary import format_summary, read_summary
 
@@ -28,6 +28,8 @@ th { background: #f4f4f4; }
 .ok { color: #1a7f37; font-weight: 600; } .failed { color: #cf222e; font-weight: 600; }
 .error { color: #cf222e; font-family: ui-monospace, monospace; font-size: .85em; white-space: pre-wrap; }
 .params, .muted { color: #666; font-size: .85em; }
+.notice { background: #fff4d6; border-left: 4px solid #d4a72c; padding: .6rem .8rem; }
+.files a { display: inline-block; margin-right: .5rem; font-size: .85em; }
 code { font-size: .9em; }
 """
 
@@ -48,6 +50,10 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
     rows = "\n".join(_index_row(preset_dir, folder, record, read_summary(preset_dir / folder))
                      for folder, record in records)
     failed = sum(record.get("status") == "failed" for _, record in records)
+    notice = smoke_notice(preset_dir.name) if _is_preset(preset_dir.name) else None
+    notice_html = (f'<p class="notice">{_markdown_inline(notice)}</p>' if notice else "")
+    bundle = (f'<p>Every table, figure CSV and run record of these reports in one file: '
+              f'<a href="{BUNDLE_FILE}">{BUNDLE_FILE}</a>.</p>' if (preset_dir / BUNDLE_FILE).is_file() else "")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     status_line = f"{len(records)} reports, {failed} failed" if records else "no reports yet"
     page = f"""<!DOCTYPE html>
@@ -55,9 +61,11 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
 <style>{_INDEX_STYLE}</style></head>
 <body>
 <h1>shc reports: preset <code>{html.escape(preset_dir.name)}</code></h1>
+{notice_html}
 <p class="muted">{status_line}; index written {stamp}.</p>
+{bundle}
 <table>
-<thead><tr><th>report</th><th>status</th><th>headline numbers</th><th>time</th><th>files</th></tr></thead>
+<thead><tr><th>report</th><th>status</th><th>headline numbers</th><th>time</th><th>tables and figure data</th></tr></thead>
 <tbody>
 {rows}
 </tbody></table>
@@ -68,7 +76,7 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
 
 def _index_row(preset_dir: Path, folder: Path, record: dict, summary: dict | None) -> str:
     def link(key: str, text: str) -> str:  # only files that are there (a published copy may omit some)
-        name = record.get("files", {}).get(key)
+        name = record.get("files", {}).get(key) or record.get("local_files", {}).get(key)
         if not name or not (preset_dir / folder / name).exists():
             return ""
         return f'<a href="{html.escape(quote((folder / name).as_posix()))}">{text}</a>'
@@ -100,11 +108,40 @@ def _index_row(preset_dir: Path, folder: Path, record: dict, summary: dict | Non
         status_cell += (f'<div class="error">last run ({html.escape(str(failure.get("finished", "")))}) failed: '
                         f'{html.escape(describe_error(failure.get("error")))}</div>'
                         f'<div class="muted">the report shown is the last good one; failed run: {kept_links}</div>')
-    files = links(("report", "report"), ("html", "with code"), ("notebook", "ipynb"))
+    files = _data_links(preset_dir, folder, record)
     return (
         f"<tr><td>{heading}<div class='muted'><code>{name}</code></div><div class='params'>{shown}</div></td>"
         f"<td>{status_cell}</td><td>{html.escape(format_summary(summary))}</td>"
-        f"<td>{record.get('seconds', 0):.1f} s</td><td>{files}</td></tr>"
+        f"<td>{record.get('seconds', 0):.1f} s</td><td class='files'>{files}</td></tr>"
     )
+
+
+def _data_links(preset_dir: Path, folder: Path, record: dict) -> str:
+    """Links to the report's run record, tables and figure data: those that are published and there."""
+    from shc.reports.check import is_published
+
+    files = record.get("files") or {}
+    names = [RECORD_FILE, *files.get("tables", []), *files.get("figure_data", [])]
+    shown = []
+    for name in names:
+        relative = folder / name
+        if is_published(relative) and (preset_dir / relative).is_file():
+            shown.append(f'<a href="{html.escape(quote(relative.as_posix()))}">{html.escape(Path(name).name)}</a>')
+    return "".join(shown)
+
+
+def _is_preset(name: str) -> bool:
+    from shc.presets import PRESETS
+
+    return name in PRESETS.names()
+
+
+def _markdown_inline(text: str) -> str:
+    """``**bold**`` and ```code``` of a one-line Markdown notice as HTML (the rest escaped)."""
+    import re
+
+    escaped = html.escape(text)
+    escaped = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", escaped)
 
 

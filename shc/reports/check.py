@@ -1,0 +1,365 @@
+"""Checking a preset's report folder as a reader receives it: what the pages display and the files around them.
+
+``python -m shc.reports.check reports/quick`` lists every problem (exit status 1 when there is one). The
+checks, each a *kind* of :class:`Problem`:
+
+- ``repr``: a Python repr on a page (a dict ``{'a': 1}``, ``True``/``False``/``None`` as words, ``np.float64(``,
+  ``PosixPath(``, a pandas ``dtype:`` footer);
+- ``nan``: a ``NaN``/``nan``/``<NA>``/``None`` cell in a displayed table;
+- ``bare-index``: a displayed table whose row labels are an unnamed 0, 1, ..., n-1 (a DataFrame's default index);
+- ``truncated``: a table cell cut to "..." by pandas' display width;
+- ``absolute-path``: an absolute path of the building machine in any published file (pages, CSVs, JSON);
+- ``dead-link``: a link or image of a page, or a file named by a ``run.json``, that is missing from the published
+  folder (files that ``.gitignore`` keeps out, :func:`is_published`, count as missing);
+- ``alt-text``: an image without a meaningful alt text (none, empty, or nbconvert's placeholder);
+- ``signed-zero``: a difference printed as ``-0.000`` or ``+0.000``, too few digits to show its sign;
+- ``empty-section``: a section heading of a notebook page whose section shows no output (a table announced, nothing
+  displayed), or a heading of any page followed by nothing.
+
+Only *published* files are read (:func:`is_published` mirrors the repository's ``.gitignore``): the executed
+notebooks, the with-code HTML, SVGs and kernel logs are regenerated locally and never committed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import gzip
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlsplit
+
+__all__ = ["PLACEHOLDER_ALT", "Problem", "check_page", "check_report_folder", "is_published", "main",
+           "published_files"]
+
+#: The alt text nbconvert gives every output image.
+PLACEHOLDER_ALT = "No description has been provided for this image"
+_MEANINGLESS_ALT = {"", "image", "figure", "png", "svg", "plot", "img", PLACEHOLDER_ALT.lower()}
+
+#: Files under ``reports/`` that ``.gitignore`` keeps out of the repository (``tests/test_reports.py`` checks
+#: that this agrees with ``git check-ignore``). Names relative to a preset folder.
+_UNPUBLISHED = ("*.ipynb", "*.svg", "kernel.log", ".lock", ".*.lock", "*.tmp", "*.tmp.*")
+
+
+def is_published(relative: str | os.PathLike) -> bool:
+    """Whether a file of a preset's report folder is committed (reading pages, index, figures, tables, records)."""
+    path = PurePosixPath(Path(relative).as_posix())
+    name = path.name
+    if any(part.startswith(".") and part not in (".", "..") for part in path.parts[:-1]):
+        return False  # building and old folders of an interrupted batch
+    if any(fnmatch.fnmatch(name, pattern) for pattern in _UNPUBLISHED):
+        return False
+    if name.endswith(".html"):
+        return name.endswith("-report.html") or (name == "index.html" and len(path.parts) == 1)
+    return True
+
+
+def published_files(folder: str | os.PathLike) -> list[Path]:
+    """Every published file below ``folder`` (a preset's report folder), sorted; the vendored ``_assets`` too."""
+    folder = Path(folder)
+    return sorted(path for path in folder.rglob("*")
+                  if path.is_file() and is_published(path.relative_to(folder)))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One defect: the file (relative to the checked folder), its kind and what was found."""
+
+    file: str
+    kind: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.kind}: {self.detail}"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Absolute paths
+# ------------------------------------------------------------------------------------------------------------
+_ROOTS = ("home", "tmp", "work", "Users", "root", "var", "mnt", "opt", "private", "srv", "usr", "data", "scratch",
+          "media", "run", "nfs", "gpfs", "lustre", "workspace", "builds")
+
+
+def _path_pattern() -> re.Pattern:
+    roots = set(_ROOTS)
+    try:  # the top-level folders of this machine too (a path of the building machine starts with one)
+        roots |= {name for name in os.listdir("/") if re.fullmatch(r"[\w.-]+", name)
+                  and name not in {"bin", "sbin", "lib", "lib64", "etc", "dev", "proc", "sys", "boot"}}
+    except OSError:
+        pass
+    alternatives = "|".join(sorted(map(re.escape, roots)))
+    return re.compile(rf"(?<![\w.:/~%-])/(?:{alternatives})(?:/[\w.@+-]+)+|\b[A-Za-z]:\\\\?[\w.-]+\\")
+
+
+_ABSOLUTE = _path_pattern()
+_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=\s]+")
+
+
+def _absolute_paths(text: str) -> list[str]:
+    return sorted(set(_ABSOLUTE.findall(_DATA_URI.sub("", text))))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Pages
+# ------------------------------------------------------------------------------------------------------------
+_REPR_PATTERNS = (
+    (re.compile(r"\{\s*'[^'\n]{0,80}'\s*:"), "a dict repr"),
+    (re.compile(r"\{\s*\"[^\"\n]{0,80}\"\s*:"), "a dict repr"),
+    (re.compile(r"\b(?:True|False)\b"), "True/False as a word"),
+    (re.compile(r"(?:[:=(,\[]\s*|^\s*)None\b", re.MULTILINE), "None as a value"),
+    (re.compile(r"\b(?:np|numpy)\.(?:float|int|bool|str)\w*\(|\barray\(\["), "a numpy repr"),
+    (re.compile(r"\b(?:Posix|Windows)?Path\('"), "a path repr"),
+    (re.compile(r"\bdtype: \w+"), "a pandas Series repr"),
+    (re.compile(r"<\w+[\w.]* object at 0x[0-9a-f]+>"), "an object repr"),
+    (re.compile(r"\bName: \w+, dtype"), "a pandas Series repr"),
+)
+_SIGNED_ZERO = re.compile(r"(?<![\w.])[+\-\u2212]0\.0+(?![\d])(?!e)")
+_NAN_CELLS = {"nan", "NaN", "<NA>", "None", "NaT", "null"}
+_HIDDEN = {"script", "style", "template", "head", "title"}
+
+
+class _PageParser(HTMLParser):
+    """Collects what a reader sees: text, headings and outputs in order, tables, images and links."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.events: list[tuple] = []  # ("heading", level, text) | ("output",) | ("content",)
+        self.text: list[str] = []
+        self.tables: list[dict] = []
+        self.images: list[dict] = []
+        self.links: list[str] = []
+        self.notebook_page = False
+        self._hidden = 0
+        self._heading: list | None = None
+        self._table_stack: list[dict] = []
+        self._cell: list | None = None
+        self._in_thead = False
+        self._row: list | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        classes = (attributes.get("class") or "").split()
+        if tag in _HIDDEN:
+            self._hidden += 1
+            if tag == "script" and attributes.get("src"):
+                self.links.append(attributes["src"])
+            return
+        if tag == "link" and attributes.get("href"):
+            self.links.append(attributes["href"])
+        if "jp-OutputArea-output" in classes:
+            self.notebook_page = True
+            self.events.append(("output",))
+        if "jp-Cell" in classes:
+            self.notebook_page = True
+        if re.fullmatch(r"h[1-6]", tag):
+            self._heading = [int(tag[1]), []]
+        elif tag in ("p", "li", "pre", "table", "img", "ul", "ol", "blockquote", "figure", "dl"):
+            self.events.append(("content",))
+        if tag == "a" and attributes.get("href") and "anchor-link" not in classes:
+            self.links.append(attributes["href"])
+        if tag == "img":
+            self.images.append({"src": attributes.get("src") or "", "alt": attributes.get("alt")})
+            if attributes.get("src"):
+                self.links.append(attributes["src"])
+        if tag == "table":
+            self._table_stack.append({"head": [], "body": []})
+        elif tag == "thead":
+            self._in_thead = True
+        elif tag == "tr" and self._table_stack:
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = [tag, []]
+
+    def handle_endtag(self, tag):
+        if tag in _HIDDEN:
+            self._hidden = max(0, self._hidden - 1)
+            return
+        if re.fullmatch(r"h[1-6]", tag) and self._heading is not None:
+            level, parts = self._heading
+            text = re.sub(r"\s+", " ", "".join(parts)).replace("¶", "").strip()
+            self.events.append(("heading", level, text))
+            self._heading = None
+        elif tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append((self._cell[0], re.sub(r"\s+", " ", "".join(self._cell[1])).strip()))
+            self._cell = None
+        elif tag == "tr" and self._row is not None and self._table_stack:
+            self._table_stack[-1]["head" if self._in_thead else "body"].append(self._row)
+            self._row = None
+        elif tag == "thead":
+            self._in_thead = False
+        elif tag == "table" and self._table_stack:
+            self.tables.append(self._table_stack.pop())
+
+    def handle_data(self, data):
+        if self._hidden:
+            return
+        self.text.append(data)
+        if self._heading is not None:
+            self._heading[1].append(data)
+        if self._cell is not None:
+            self._cell[1].append(data)
+
+
+def _is_bare_index(table: dict) -> bool:
+    """Row labels 0..n-1 (n >= 2) in header cells, under an empty corner: a DataFrame's unnamed default index."""
+    body = [row for row in table["body"] if row]
+    if len(body) < 2 or not all(row[0][0] == "th" for row in body):
+        return False
+    labels = [row[0][1] for row in body]
+    if labels != [str(i) for i in range(len(body))]:
+        return False
+    corners = [row[0][1] for row in table["head"] if row]
+    return not any(corners)
+
+
+def check_page(html_text: str, page: str = "page", *, exists=None) -> list[Problem]:
+    """The problems of one HTML page (``exists(relative_url) -> bool`` checks its relative links)."""
+    parser = _PageParser()
+    parser.feed(html_text)
+    problems: list[Problem] = []
+    text = "".join(parser.text)
+    for pattern, what in _REPR_PATTERNS:
+        for match in sorted(set(pattern.findall(text)))[:5]:
+            start = text.find(match)
+            context = re.sub(r"\s+", " ", text[max(0, start - 60):start + len(match) + 40]).strip()
+            problems.append(Problem(page, "repr", f"{what}: ...{context}..."))
+    zeros = sorted(set(_SIGNED_ZERO.findall(text)))
+    if zeros:
+        problems.append(Problem(page, "signed-zero", f"{', '.join(zeros)}: too few digits to show the sign"))
+    for number, table in enumerate(parser.tables, start=1):
+        cells = [cell for row in table["body"] for kind, cell in row if kind == "td"]
+        nan = sum(cell in _NAN_CELLS for cell in cells)
+        if nan:
+            problems.append(Problem(page, "nan", f"table {number} shows {nan} NaN/None cell(s)"))
+        if _is_bare_index(table):
+            problems.append(Problem(page, "bare-index", f"table {number} is labelled 0..{len(table['body']) - 1} "
+                                                        "(an unnamed DataFrame index)"))
+        cut = [cell for row in table["body"] + table["head"] for _, cell in row if cell.endswith(("...", "…"))]
+        if cut:
+            problems.append(Problem(page, "truncated", f"table {number} cuts {len(cut)} cell(s), e.g. {cut[0]!r}"))
+    for image in parser.images:
+        alt = (image["alt"] or "").strip()
+        if alt.lower() in _MEANINGLESS_ALT or len(alt) < 8:
+            shown = image["src"][:40] + ("..." if len(image["src"]) > 40 else "")
+            problems.append(Problem(page, "alt-text", f"image {shown!r} has alt text {image['alt']!r}"))
+    problems += _section_problems(parser, page)
+    if exists is not None:
+        for url in parser.links:
+            target = _relative_target(url)
+            if target is not None and not exists(target):
+                problems.append(Problem(page, "dead-link", f"{url} does not exist in the published folder"))
+    for path in _absolute_paths(html_text):
+        problems.append(Problem(page, "absolute-path", path))
+    return problems
+
+
+def _section_problems(parser: _PageParser, page: str) -> list[Problem]:
+    """On a notebook page a section must show an output before the next heading; on any page a heading must be
+    followed by something."""
+    problems = []
+    events = parser.events
+    for i, event in enumerate(events):
+        if event[0] != "heading":
+            continue
+        following = []
+        for later in events[i + 1:]:
+            if later[0] == "heading":
+                break
+            following.append(later[0])
+        wanted = "output" if parser.notebook_page else "content"
+        if wanted not in following:
+            what = "shows no output before the next heading" if following else "is followed by nothing"
+            problems.append(Problem(page, "empty-section", f"heading {event[2]!r} {what}"))
+    return problems
+
+
+def _relative_target(url: str) -> str | None:
+    """The file a relative link points at (None for external, in-page and data links)."""
+    parts = urlsplit(url)
+    if parts.scheme or parts.netloc or url.startswith(("#", "data:", "mailto:", "javascript:")) or not parts.path:
+        return None
+    return unquote(parts.path)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The folder
+# ------------------------------------------------------------------------------------------------------------
+def _read_text(path: Path) -> str | None:
+    try:
+        if path.suffix == ".gz":
+            return gzip.decompress(path.read_bytes()).decode("utf-8")
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile):
+        return None
+
+
+def _iter_problems(folder: Path) -> Iterator[Problem]:
+    published = {path.relative_to(folder).as_posix() for path in published_files(folder)}
+
+    for relative in sorted(published):
+        path = folder / relative
+        if relative.startswith("_assets/"):
+            continue  # vendored MathJax, checked by shc.offline
+        if path.suffix in (".png", ".jpg", ".jpeg", ".gif", ".zip", ".pt", ".npy", ".npz"):
+            continue
+        text = _read_text(path)
+        if text is None:
+            continue
+        if path.suffix == ".html":
+            page_dir = PurePosixPath(relative).parent
+
+            def exists(target: str, page_dir=page_dir) -> bool:
+                resolved = os.path.normpath((page_dir / target).as_posix())
+                return resolved in published or (resolved == "." or any(p.startswith(resolved + "/")
+                                                                        for p in published))
+            yield from check_page(text, relative, exists=exists)
+            continue
+        for found in _absolute_paths(text):
+            yield Problem(relative, "absolute-path", found)
+        if path.name == "run.json":
+            try:
+                record = json.loads(text)
+            except ValueError:
+                yield Problem(relative, "dead-link", "run.json is not valid JSON")
+                continue
+            record_dir = PurePosixPath(relative).parent
+            for key, name in (record.get("files") or {}).items():
+                names = name if isinstance(name, list) else [name]
+                for one in names:
+                    target = os.path.normpath((record_dir / str(one)).as_posix())
+                    if target not in published:
+                        yield Problem(relative, "dead-link", f"files[{key!r}] names {one}, which is not published")
+
+
+def check_report_folder(folder: str | os.PathLike) -> list[Problem]:
+    """Every problem of a preset's report folder (``reports/<preset>``), as a reader of the repository gets it."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a report folder; build one with python -m shc.reports.")
+    return list(_iter_problems(folder))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m shc.reports.check FOLDER...``: print every problem; exit status 1 when there is one."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m shc.reports.check", description=main.__doc__)
+    parser.add_argument("folders", nargs="+", help="preset report folders, e.g. reports/quick")
+    args = parser.parse_args(argv)
+    found = 0
+    for folder in args.folders:
+        problems = check_report_folder(folder)
+        for problem in problems:
+            print(f"{folder}/{problem}")
+        print(f"{folder}: {len(problems)} problem(s)", file=sys.stderr)
+        found += len(problems)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
