@@ -6,9 +6,9 @@ seed C + q). One table per case: d_min, S_loss (per entry, Eq. 45 / C^2), S_loss
 centers, wall seconds and CPU seconds of the calling thread (a load-robust estimate of idle-machine time)
 for random, csq, mds, shc (Algorithm 1, 20 cycles from MDS), shc-ls (``generate_centers("shc-ls")``, its
 own MDS start included), semantic (the ablation without distance) and ``ls-plain`` (plain feasible
-steepest descent from the MDS centers, ``shc.center_search.steepest_descent``; its seconds exclude the
+steepest descent from the MDS centers, ``shc.centers.steepest_descent``; its seconds exclude the
 MDS start; only up to C = 600, being a slow numpy reference). ``bound`` is the relaxation lower bound on
-S_loss for any centers (``shc.center_search.relaxation_bound``). The numba kernels are compiled (and cached on disk) by a
+S_loss for any centers (``shc.centers.relaxation_bound``). The numba kernels are compiled (and cached on disk) by a
 warm-up call whose seconds are reported separately; on a fresh checkout add them once.
 
 Then a summary of the nine paper-sized cases (C in 100, 196, 555 x q in 16, 32, 64) and the two
@@ -31,13 +31,15 @@ import time
 
 import numpy as np
 
-from shc.center_search import (
+from shc.centers import (
+    center_quality,
+    generate_centers,
+    gv_min_distance,
     local_search_centers,
     packed_min_distance,
     relaxation_bound,
     steepest_descent,
 )
-from shc.centers import center_quality, generate_centers, gv_min_distance
 from shc.similarity import hierarchical_similarity
 
 PAPER_GRID = [(C, q) for C in (100, 196, 555) for q in (16, 32, 64)]

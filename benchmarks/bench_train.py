@@ -2,7 +2,7 @@
 
 Two tables in one:
 
-- ``step``: forward + float32 CenterLoss + backward + RMSprop step (``shc.train._train_step``, exactly
+- ``step``: forward + float32 CenterLoss + backward + RMSprop step (``shc.train.loop._train_step``, exactly
   what ``fit`` runs per batch) of a 64-bit ``HashingNetwork`` on ``small_cnn`` and ``resnet18``, batch 64,
   32x32 and 224x224 random images, channels-last, fp32 vs bf16 autocast.
 - ``epoch``: one ``fit`` epoch of ``small_cnn`` on the default ``digits-composite`` training split
@@ -30,7 +30,8 @@ import torch
 from shc.data import load_dataset
 from shc.losses import CenterLoss
 from shc.models import build_hashing_network
-from shc.train import TrainConfig, _train_step, fit
+from shc.train import TrainConfig, fit
+from shc.train.loop import _train_step
 
 BATCH_SIZE = 64
 NUM_BITS = 64

@@ -5,7 +5,7 @@ hits every variant alike, the parts of one stage-3 run of ``shc.pipeline.run``:
 
 - ``data``: the training transform of every batch of one epoch (``HashingSplit.__getitems__`` plus the
   DataLoader's collate), i.e. augmentation and normalisation;
-- ``step``: forward + float32 CenterLoss + backward + RMSprop step (``shc.train._train_step``, what
+- ``step``: forward + float32 CenterLoss + backward + RMSprop step (``shc.train.loop._train_step``, what
   ``fit`` runs per batch) for fp32 / bf16 autocast, channels-last on / off, batch 64 / 256, and
   ``torch.compile`` (optional, ``--compile``);
 - ``encode``: one evaluation's forward passes (validation + database splits, batch 512), fp32 / bf16;
@@ -32,7 +32,8 @@ from torch.utils.data import DataLoader
 from shc.data import load_dataset
 from shc.losses import CenterLoss
 from shc.models import build_hashing_network
-from shc.train import _train_step, predict
+from shc.train import predict
+from shc.train.loop import _train_step
 
 CPU = torch.device("cpu")
 BITS = 16

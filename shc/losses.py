@@ -744,10 +744,9 @@ class OrthoHashLoss(nn.Module):
         return loss
 
     def extra_repr(self) -> str:
-        return (
-            f"num_classes={self.codebook.shape[0]}, num_bits={self.codebook.shape[1]}, scale={self.scale}, "
-            f"margin={self.margin}, quantization_weight={self.quantization_weight}"
-        )
+        num_classes, num_bits = self.codebook.shape
+        return (f"num_classes={num_classes}, num_bits={num_bits}, scale={self.scale}, margin={self.margin}, "
+                f"quantization_weight={self.quantization_weight}")
 
 
 @register_loss("crh")

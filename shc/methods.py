@@ -128,7 +128,7 @@ for _spec in (
     _center_loss_method(
         "shc-ls", "shc-ls",
         "SHC's center loss with centers from exact feasible local search on the same objective "
-        "(shc.center_search; docs/centers.md).",
+        "(shc.centers.search; docs/centers.md).",
     ),
     MethodSpec(
         "dpsh", "dpsh", None, False, _LINEAR_HEAD, {"quantization_weight": 0.1},

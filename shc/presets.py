@@ -34,6 +34,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from shc._paths import repository_root
 from shc.registry import Registry
 from shc.runs import RunConfig
 
@@ -308,12 +309,10 @@ def report_configs(preset: str, dataset: str, methods: Sequence[str], bits: Sequ
 
 
 def default_run_dir(preset: str) -> Path:
-    """``runs/<preset>`` of the repository holding the notebooks: the batch runner's default, so a notebook
-    opened by hand reads the batch's cached runs."""
-    from shc.reports.plan import default_notebooks_dir
-
+    """``runs/<preset>`` of the repository holding the notebooks (:func:`shc._paths.repository_root`): the
+    batch runner's default, so a notebook opened by hand reads the batch's cached runs."""
     get_preset(preset)
-    return default_notebooks_dir().parent / "runs" / preset
+    return repository_root() / "runs" / preset
 
 
 #: What each pipeline notebook reads: stage-1 S of every source (01), centers (02) or whole runs (03-06).

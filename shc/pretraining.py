@@ -61,8 +61,8 @@ VAL_FRACTION = 0.05
 
 def _items(config) -> PretrainData:
     from shc.data import HashingSplit, default_transforms
+    from shc.data.cache import load_data
     from shc.data.composites import COMPOSITE_BASES, composite_items
-    from shc.runs import load_data
 
     if config.dataset not in COMPOSITE_BASES:
         raise ValueError(f"pretrain='items' needs a composite dataset ({', '.join(sorted(COMPOSITE_BASES))}); "

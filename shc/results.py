@@ -705,6 +705,14 @@ def _markdown_table(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> st
     return "\n".join(lines)
 
 
+def _print_table(title: str, rows: pd.DataFrame, metric: str, order: Sequence[str], markdown: bool) -> None:
+    """A titled table of ``metric`` (methods x code lengths): Markdown with mean ± std, else the means."""
+    print(f"{title}\n")
+    print(_markdown_table(rows, metric, order) if markdown else
+          rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
+    print()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m shc.results --preset NAME --markdown``: the README's results tables and sentences, from the runs."""
     from shc.cli_common import run_cli
@@ -768,7 +776,7 @@ def _main(argv: Sequence[str] | None) -> int:
           "depend on how the database is stored); *ties by index* ranks a tie in database order, which is "
           "seeded random.\n")
     for metric in args.metrics:
-        _print_table(rows, metric, order, args.markdown, f"**{_metric_title(metric)}**")
+        _print_table(f"**{_metric_title(metric)}**", rows, metric, order, args.markdown)
     _print_comparisons(rows, reference, order)
     if args.extended:
         from shc.presets import ABLATIONS, BASELINES
@@ -781,18 +789,12 @@ def _main(argv: Sequence[str] | None) -> int:
             labels = list(dict.fromkeys(extra_rows["label"]))
             print(f"### {title}\n")
             for metric in (PRIMARY_METRIC, "mAP@ALL"):
-                _print_table(extra_rows, metric, labels, args.markdown, f"**{_metric_title(metric)}** ({len(extra)} runs)")
+                _print_table(f"**{_metric_title(metric)}** ({len(extra)} runs)", extra_rows, metric, labels,
+                             args.markdown)
             _print_comparisons(extra_rows, reference, labels)
     if args.paper:
         _print_paper_comparison(preset, grid, args.methods)
     return 0
-
-
-def _print_table(rows: pd.DataFrame, metric: str, order: Sequence[str], markdown: bool, title: str) -> None:
-    print(f"{title}\n")
-    print(_markdown_table(rows, metric, order) if markdown else
-          rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
-    print()
 
 
 def finished_configs(configs: Iterable[RunConfig]) -> list[RunConfig]:

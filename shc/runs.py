@@ -187,40 +187,21 @@ class RunConfig:
 
 
 # --------------------------------------------------------------------------------------------
-# Data (cached per process, and checked against the files each time it is served)
+# Data (cached per process, and checked against the files each time it is served: shc.data.cache)
 # --------------------------------------------------------------------------------------------
-_DATASETS: dict[str, tuple[Any, str]] = {}  # key -> (splits, their source stamp when loaded)
-
-
-def _resolved_root(config: RunConfig) -> str | None:
-    return None if config.data_root is None else str(Path(config.data_root).expanduser().resolve())
-
-
 def load_data(config: RunConfig):
-    """The dataset splits of ``config``, cached per process while the files they were read from are unchanged.
+    """The dataset splits of ``config``, cached per process while the files they were read from are unchanged
+    (:func:`shc.data.cache.load_data`)."""
+    from shc.data.cache import load_data as cached_splits  # shc.data imports torch: only once data is needed
 
-    Each call compares :meth:`shc.data.DatasetSplits.source_stamp` (sizes and times of the image files, the
-    folders holding them and the files near the data root) with the stamp taken at loading: a notebook that
-    adds, removes or edits images and calls ``run(config)`` again gets splits (and stage folders) of the new
-    files, not the ones loaded before.
-    """
-    from shc.data import load_dataset
-    from shc.data.formats import default_data_root
-
-    key = json.dumps(jsonable({"dataset": config.dataset, "options": dict(config.dataset_options),
-                               "seed": config.seed, "root": _resolved_root(config)}))
-    root = _resolved_root(config) or default_data_root()
-    cached = _DATASETS.get(key)
-    if cached is not None and cached[0].source_stamp(root) == cached[1]:
-        return cached[0]
-    data = load_dataset(config.dataset, root=config.data_root, seed=config.seed, **dict(config.dataset_options))
-    _DATASETS[key] = (data, data.source_stamp(root))
-    return data
+    return cached_splits(config)
 
 
 def forget_data() -> None:
     """Drop the per-process dataset cache (:func:`load_data` reloads changed files by itself)."""
-    _DATASETS.clear()
+    from shc.data.cache import forget_data as forget
+
+    forget()
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,8 +219,10 @@ def other_similarity(config: RunConfig) -> bool:
 
 
 def _data_identity(config: RunConfig) -> dict[str, Any]:
+    from shc.data.cache import resolved_root
+
     return {"dataset": config.dataset, "dataset_options": dict(config.dataset_options), "seed": config.seed,
-            "data_root": _resolved_root(config), "data_fingerprint": load_data(config).fingerprint()}
+            "data_root": resolved_root(config), "data_fingerprint": load_data(config).fingerprint()}
 
 
 def stage_identities(config: RunConfig) -> dict[str, dict[str, Any] | None]:

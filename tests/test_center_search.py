@@ -1,4 +1,4 @@
-"""Center method "shc-ls" (shc.center_search) and the hierarchical test matrices, against brute force."""
+"""Center method "shc-ls" (shc.centers.search) and the hierarchical test matrices, against brute force."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from shc import center_search as cs
-from shc.centers import center_quality, generate_centers, gv_min_distance, mds_centers
+import shc.centers as cs
+from shc.centers import _kernels, center_quality, generate_centers, gv_min_distance, mds_centers, search
 from shc.similarity import hierarchical_similarity, validate_similarity
 
 
@@ -67,11 +67,11 @@ def small_problem():
 
 def test_every_move_delta_equals_the_brute_force_change(small_problem):
     S, H, d = small_problem
-    _, PT, Q, V, L = cs._build_state(H, S, d)
+    _, PT, Q, V, L = search._build_state(H, S, d)
     assert L == pytest.approx(brute_objective(H, S))
     for i, k in itertools.product(range(H.shape[0]), range(H.shape[1])):
         expected = brute_objective(flipped(H, i, k), S) - brute_objective(H, S)
-        assert cs._move_delta(H, S, PT, Q, i, k) == pytest.approx(expected, abs=1e-9)
+        assert _kernels._move_delta(H, S, PT, Q, i, k) == pytest.approx(expected, abs=1e-9)
         # V_ik counts the centers at distance d that the flip would bring below d
         after = np.sum(flipped(H, i, k)[i] != H, axis=1)
         assert V[i, k] == np.sum((np.sum(H[i] != H, axis=1) == d) & (after < d))
@@ -80,18 +80,18 @@ def test_every_move_delta_equals_the_brute_force_change(small_problem):
 def test_bookkeeping_after_many_flips_equals_full_recomputation(small_problem):
     S, H0, d = small_problem
     H = H0.copy()
-    packed, PT, Q, V, L = cs._build_state(H, S, d)
+    packed, PT, Q, V, L = search._build_state(H, S, d)
     rng = np.random.default_rng(0)
     entering = np.empty(H.shape[0], dtype=np.int64)
     done = 0
     while done < 400:
         i, k = int(rng.integers(H.shape[0])), int(rng.integers(H.shape[1]))
         if V[i, k] == 0:  # only feasible flips, as the search does
-            L += cs._move_delta(H, S, PT, Q, i, k)
-            cs._flip(H, packed, S, PT, Q, V, i, k, d, entering)
+            L += _kernels._move_delta(H, S, PT, Q, i, k)
+            _kernels._flip(H, packed, S, PT, Q, V, i, k, d, entering)
             done += 1
     assert brute_d_min(H) >= d
-    packed2, PT2, Q2, V2, L2 = cs._build_state(H.copy(), S, d)
+    packed2, PT2, Q2, V2, L2 = search._build_state(H.copy(), S, d)
     np.testing.assert_array_equal(packed, packed2)
     np.testing.assert_allclose(PT, PT2, atol=1e-9)
     np.testing.assert_array_equal(Q, Q2)
@@ -110,8 +110,8 @@ def test_steepest_descent_ends_in_a_feasible_local_minimum(small_problem):
 def test_compiled_descent_ends_in_a_feasible_local_minimum(small_problem):
     S, H0, d = small_problem
     H = H0.copy()
-    packed, PT, Q, V, L = cs._build_state(H, S, d)
-    L, flips = cs._descend(H, packed, S, PT, Q, V, d, L, np.arange(H.shape[0]))
+    packed, PT, Q, V, L = search._build_state(H, S, d)
+    L, flips = _kernels._descend(H, packed, S, PT, Q, V, d, L, np.arange(H.shape[0]))
     assert flips > 0 and brute_d_min(H) >= d
     assert L == pytest.approx(brute_objective(H, S))
     assert feasible_improving_moves(H, S, d) == []
@@ -175,7 +175,7 @@ def test_shc_ls_refuses_an_infeasible_start_and_unknown_starts():
 
 def test_spectral_start_is_feasible_when_returned():
     S = hierarchical_similarity(80, num_groups=6, seed=2)
-    H = cs._spectral_start(S, 16, gv_min_distance(80, 16), seed=0)
+    H = search._spectral_start(S, 16, gv_min_distance(80, 16), seed=0)
     assert H is not None and brute_d_min(H) >= gv_min_distance(80, 16)
 
 
@@ -204,9 +204,7 @@ def test_greedy_code_and_packed_distance_against_brute_force():
 
 
 def test_mds_switches_to_the_greedy_code_above_the_dense_limit(monkeypatch):
-    import shc.centers
-
-    monkeypatch.setattr(shc.centers, "DENSE_MDS_LIMIT", 100)
+    monkeypatch.setattr("shc.centers.mds.DENSE_MDS_LIMIT", 100)  # where mds_centers reads it
     H = generate_centers("mds", 150, 24, seed=0)
     np.testing.assert_array_equal(H, cs.greedy_code(150, 24, seed=0))
     assert brute_d_min(H) >= gv_min_distance(150, 24)

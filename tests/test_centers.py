@@ -228,7 +228,7 @@ def test_unknown_option_is_refused():
 
 # ---------------------------------------------------------------------------------- Eq. 36 step
 def test_projected_step_flips_exactly_where_the_sign_of_eq_36_changes():
-    from shc.centers import _projected_step
+    from shc.centers.semantic import _projected_step
 
     eta = 0.5
     H = np.array([[1, -1, 1, -1, 1, -1], [-1, 1, -1, 1, -1, 1]], dtype=np.float64)  # distance 6

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-import shc.train
+import shc.train.loop
 from shc.losses import ClassificationLoss
 from shc.models import build_classifier, build_hashing_network
 from shc.train import TrainConfig, fit, predict
@@ -58,7 +58,7 @@ def test_training_moves_model_and_batches_to_the_resolved_device(monkeypatch, tm
         resolved.append(device)
         return torch.device("meta")
 
-    monkeypatch.setattr(shc.train, "resolve_device", stand_in)
+    monkeypatch.setattr(shc.train.loop, "resolve_device", stand_in)  # where fit looks it up
     model = build_classifier("small_cnn", 4, in_channels=1)
     seen = []
     _record_first_forward(model, seen)

@@ -12,7 +12,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from shc.train import History, TrainConfig, _epoch_batches, _Ranks, fit, predict
+from shc.train import History, TrainConfig, fit, predict
+from shc.train.distributed import _epoch_batches, _Ranks
 
 
 class IndexedTensors(torch.utils.data.Dataset):

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shc._paths import repository_root
+
 __all__ = ["OVERRIDE_PARAMETERS", "RUNNER_PARAMETERS", "ReportJob", "apply_overrides", "declared_parameters",
            "default_notebooks_dir", "notebook_table", "plan_jobs", "variant_names"]
 
@@ -51,8 +53,7 @@ class ReportJob:
 
 def default_notebooks_dir() -> Path:
     """``notebooks/`` of the repository containing this package, else of the working directory."""
-    beside_package = Path(__file__).resolve().parents[2] / "notebooks"
-    return beside_package if beside_package.is_dir() else Path.cwd() / "notebooks"
+    return repository_root() / "notebooks"
 
 
 def apply_overrides(

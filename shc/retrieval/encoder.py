@@ -167,10 +167,10 @@ def load_encoder(run_dir: str | Path, device: str = "auto", allow_unfinished: bo
         An unfinished run without ``allow_unfinished``; a damaged ``encoder.json`` or checkpoint; a bad
         ``device``.
     """
-    from shc.checkpoint import load_checkpoint
     from shc.data.transforms import CompositeTransform, natural_image_transform
     from shc.models import build_hashing_network
     from shc.train import resolve_device
+    from shc.train.checkpoint import load_checkpoint
 
     run_dir = Path(run_dir).expanduser()
     record_path = run_dir / ENCODER_FILE

@@ -18,7 +18,7 @@ import torch.distributed as dist
 from shc.devices import _derived_seed, _generator
 
 if TYPE_CHECKING:
-    from shc.train import TrainConfig
+    from shc.train.config import TrainConfig
 
 
 DDP_TIMEOUT = datetime.timedelta(hours=2)  # the other ranks wait in a collective while rank 0 runs evaluate

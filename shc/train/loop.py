@@ -1,70 +1,17 @@
-"""The single training loop every method plugs into.
+"""The training loop: :func:`fit` (the guarantees are in the docstring of :mod:`shc.train`).
 
-``fit(model, criterion, train_set, config, run_dir, evaluate)`` trains any
-``nn.Module`` with any loss of the interface ``criterion(outputs, labels,
-indices) -> scalar`` on any dataset whose items are ``(input, label, index)``.
-It is the same loop for the stage-1 classifier (cross-entropy) and the stage-3
-hashing network (``L = L_C + gamma L_Q``, paper Eq. 41-43) and for every
-baseline.
-
-What it guarantees:
-
-- **Paper defaults.** RMSprop, cosine-annealed learning rate, batch 64,
-  300 epochs, lr 1e-4 (the paper uses 7e-5 for CIFAR-100; Sec. "Experimental
-  Settings"). The cosine schedule is ``CosineAnnealingLR(T_max=epochs)``
-  stepped once per *epoch*, exactly as the PyTorch scheduler the paper links to
-  is normally used.
-- **Model selection on the validation split.** ``evaluate(model)`` returns a
-  dict of metrics (e.g. validation mAP); the best epoch by
-  ``config.select_metric`` is kept in ``run_dir/best.pt`` and loaded back into
-  the model at the end. The query set is never looked at.
-- **Exact resume.** ``run_dir/last.pt`` is written atomically after every
-  epoch with the model, optimizer, scheduler, grad-scaler, history and every
-  random state (python, numpy, torch, CUDA; per rank under DDP). The shuffle of
-  epoch ``e`` is drawn from a generator seeded by ``(seed, e)`` (so the loader
-  generator needs no saving), and DataLoader worker seeds likewise. Calling
-  ``fit`` again on the same ``run_dir`` after an interruption gives
-  bit-identical weights to an uninterrupted run; a checkpoint written with a
-  different configuration is refused.
-- **NaN/inf stops the run** with a ``FloatingPointError`` naming the epoch and
-  step; ``last.pt`` still holds the last good epoch. (The loss of step ``k`` is
-  checked after step ``k + 1`` has been queued, so that CUDA never waits on a
-  host sync; the in-memory model is left in its failed state.)
-- **Speed.** bf16 autocast on CPUs with native bf16 (AVX512-BF16/AMX), fp16
-  autocast with a ``GradScaler`` on CUDA, channels-last inputs and weights for
-  4-D images. The loss is always computed in float32 on the network's outputs.
-  A dataset that defines ``__getitems__(indices)`` is fetched a whole batch at a
-  time (PyTorch's DataLoader calls it), the fast path for in-memory data.
-- **Multi-GPU / multi-process** through ``torchrun``::
-
-      torchrun --nproc_per_node=4 your_script.py   # your_script calls shc.train.fit
-
-  ``fit`` initialises the process group from torchrun's environment (NCCL on
-  CUDA, gloo on CPU) unless one is already initialised, wraps the model in
-  ``DistributedDataParallel`` and splits every *global* batch of
-  ``batch_size`` samples across the ranks. Each rank's loss is weighted by its
-  share of the batch, so the averaged gradient equals the single-process
-  gradient of the batch mean whatever the split. Only rank 0 writes files and
-  shows progress. Caveats: BatchNorm statistics are per rank (each sees
-  ``batch_size / world_size`` samples); pairwise/listwise losses only see
-  pairs within their rank's share of the batch; a loss with a memory bank
-  updates each rank's copy with that rank's samples only.
-
-Files in ``run_dir``: ``last.pt``, ``best.pt`` (when ``evaluate`` is given),
-``history.csv`` and ``history.json``. Checkpoints hold only tensors and plain
-Python values, so they load with ``torch.load(..., weights_only=True)``.
+On top of the training package: it builds on the config and history (:mod:`shc.train.config`), the
+checkpoint files (:mod:`shc.train.checkpoint`) and the multi-process plumbing (:mod:`shc.train.distributed`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 import os
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,16 +22,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from shc.checkpoint import (
-    CHECKPOINT_VERSION,
-    _check_same_run,
-    _run_identity,
-    _save_torch,
-    _write_history,
-    load_checkpoint,
-)
 from shc.devices import (
-    PRECISIONS,
     _autocast,
     _derived_seed,
     _determinism,
@@ -96,7 +34,16 @@ from shc.devices import (
     resolve_precision,
     set_seed,
 )
-from shc.distributed import (
+from shc.train.checkpoint import (
+    CHECKPOINT_VERSION,
+    _check_same_run,
+    _run_identity,
+    _save_torch,
+    _write_history,
+    load_checkpoint,
+)
+from shc.train.config import _ROW_KEYS, SGD_MOMENTUM, History, TrainConfig
+from shc.train.distributed import (
     _epoch_batches,
     _gather_rng,
     _process_group,
@@ -104,200 +51,7 @@ from shc.distributed import (
     _restore_rng,
 )
 
-__all__ = [
-    "History",
-    "TrainConfig",
-    "fit",
-    "predict",
-    "resolve_device",
-    "resolve_precision",
-    "set_seed",
-]
-
-
-
-OPTIMIZERS = ("rmsprop", "adam", "sgd")
-
-
-SCHEDULERS = ("cosine", "none")
-
-
-SELECT_MODES = ("max", "min")
-
-
-SGD_MOMENTUM = 0.9
-
-
-_ROW_KEYS = ("epoch", "loss", "lr", "seconds", "eval_seconds")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Hyper-parameters of one training run (immutable; use ``dataclasses.replace``).
-
-    Parameters
-    ----------
-    epochs : int
-        Number of passes over the training set (paper: 300).
-    batch_size : int
-        Global batch size, split across ranks under DDP (paper: 64).
-    lr : float
-        Initial learning rate (paper: 7e-5 for CIFAR-100, 1e-4 otherwise).
-    optimizer : {"rmsprop", "adam", "sgd"}
-        ``"rmsprop"`` is the paper's; SGD uses momentum 0.9.
-    weight_decay : float
-        L2 penalty passed to the optimizer (1e-5 as in CSQ's released code;
-        the paper does not state one).
-    scheduler : {"cosine", "none"}
-        ``"cosine"``: ``CosineAnnealingLR(T_max=epochs, eta_min=0)`` stepped
-        once per epoch.
-    eval_every : int
-        Call ``evaluate`` every this many epochs, and always after the last.
-    num_workers : int or None
-        DataLoader worker processes. ``None`` picks 0 on CPU (the math already
-        uses every core: workers only compete with it; see
-        ``benchmarks/bench_train.py``) and ``min(8, cores per rank)`` on CUDA.
-    seed : int
-        Seeds the initial random state, the per-epoch shuffles and the
-        DataLoader workers.
-    deterministic : bool
-        ``torch.use_deterministic_algorithms(True, warn_only=True)`` and no
-        cuDNN autotuning during ``fit`` (restored afterwards).
-    device : str
-        ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or
-        ``"cuda:N"``.
-    precision : {"auto", "fp32", "bf16", "fp16"}
-        Autocast precision of the forward pass. ``"auto"``: fp16 with a
-        ``GradScaler`` on CUDA, bf16 on a CPU with native bf16 instructions,
-        fp32 otherwise.
-    channels_last : bool
-        Use the channels-last memory format for the model and 4-D inputs.
-    select_metric : str
-        Key of the ``evaluate`` dict used for model selection, e.g.
-        ``"mAP@ALL"`` or ``"accuracy"``.
-    select_mode : {"max", "min"}
-        Whether a larger or smaller ``select_metric`` is better.
-    grad_clip_norm : float or None
-        Clip the global gradient norm to this value; ``None`` disables.
-    drop_last : bool
-        Drop the last incomplete batch of every epoch.
-    """
-
-    epochs: int = 300
-    batch_size: int = 64
-    lr: float = 1e-4
-    optimizer: str = "rmsprop"
-    weight_decay: float = 1e-5
-    scheduler: str = "cosine"
-    eval_every: int = 1
-    num_workers: int | None = None
-    seed: int = 0
-    deterministic: bool = True
-    device: str = "auto"
-    precision: str = "auto"
-    channels_last: bool = True
-    select_metric: str = "mAP@ALL"
-    select_mode: str = "max"
-    grad_clip_norm: float | None = None
-    drop_last: bool = False
-
-    def __post_init__(self) -> None:
-        def positive_int(name: str) -> None:
-            value = getattr(self, name)
-            _require(
-                isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-                f"TrainConfig.{name} must be a positive integer, got {value!r}.",
-            )
-
-        for name in ("epochs", "batch_size", "eval_every"):
-            positive_int(name)
-        _require(
-            isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0,
-            f"TrainConfig.lr must be a finite number > 0, got {self.lr!r}.",
-        )
-        _require(
-            isinstance(self.weight_decay, (int, float)) and math.isfinite(self.weight_decay)
-            and self.weight_decay >= 0,
-            f"TrainConfig.weight_decay must be a finite number >= 0, got {self.weight_decay!r}.",
-        )
-        for name, allowed in (
-            ("optimizer", OPTIMIZERS),
-            ("scheduler", SCHEDULERS),
-            ("precision", PRECISIONS),
-            ("select_mode", SELECT_MODES),
-        ):
-            value = getattr(self, name)
-            _require(value in allowed, f"TrainConfig.{name}={value!r} is unknown; use one of {allowed}.")
-        _require(
-            self.num_workers is None
-            or (isinstance(self.num_workers, int) and self.num_workers >= 0),
-            f"TrainConfig.num_workers must be None (automatic) or an integer >= 0, got {self.num_workers!r}.",
-        )
-        _require(
-            isinstance(self.seed, int) and self.seed >= 0,
-            f"TrainConfig.seed must be an integer >= 0, got {self.seed!r}.",
-        )
-        _require(
-            isinstance(self.device, str)
-            and (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")),
-            f"TrainConfig.device={self.device!r} is unknown; use 'auto', 'cpu', 'cuda' or 'cuda:N'.",
-        )
-        _require(
-            isinstance(self.select_metric, str) and self.select_metric != "",
-            "TrainConfig.select_metric must name a key of the dict returned by evaluate, e.g. 'mAP@ALL'.",
-        )
-        _require(
-            self.grad_clip_norm is None
-            or (isinstance(self.grad_clip_norm, (int, float)) and self.grad_clip_norm > 0),
-            f"TrainConfig.grad_clip_norm must be None or a number > 0, got {self.grad_clip_norm!r}.",
-        )
-
-
-@dataclass
-class History:
-    """Per-epoch record of a run.
-
-    Attributes
-    ----------
-    rows : list of dict
-        One dict per epoch: ``epoch`` (1-based), ``loss`` (sample-weighted mean
-        training loss), ``lr`` (learning rate used during the epoch),
-        ``seconds`` (training time) and, on evaluated epochs,
-        ``eval_seconds`` and the scalar entries returned by ``evaluate``.
-    best_epoch, best_metric : int or None, float or None
-        The selected epoch and its ``select_metric`` (None without evaluate).
-    select_metric : str or None
-        The metric used for selection (None without evaluate).
-    selected : {"best", "final"}
-        Which weights ``fit`` left in the model.
-    """
-
-    rows: list[dict[str, float]] = field(default_factory=list)
-    best_epoch: int | None = None
-    best_metric: float | None = None
-    select_metric: str | None = None
-    selected: str = "final"
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-Python form (what ``history.json`` holds)."""
-        return dataclasses.asdict(self)
-
-    def to_frame(self):
-        """The rows as a ``pandas.DataFrame`` indexed by epoch (requires pandas)."""
-        import pandas as pd
-
-        return pd.DataFrame(self.rows).set_index("epoch")
-
-    @classmethod
-    def load(cls, run_dir: str | os.PathLike) -> History:
-        """Read ``run_dir/history.json`` written by :func:`fit`."""
-        path = Path(run_dir) / "history.json"
-        if not path.exists():
-            raise FileNotFoundError(f"{path} does not exist: run fit(..., run_dir={str(run_dir)!r}) first.")
-        return cls(**json.loads(path.read_text()))
+__all__ = ["fit"]
 
 
 class _LossMeter:
@@ -736,77 +490,3 @@ def _train_epoch(
                 bar.set_postfix(loss=f"{meter.last:.4g}", refresh=False)
         mean_loss = meter.mean()
     return {"epoch": epoch, "loss": mean_loss, "lr": lr, "seconds": time.perf_counter() - started}
-
-
-@torch.no_grad()
-def predict(
-    model: nn.Module,
-    dataset: Dataset,
-    batch_size: int = 256,
-    device: str | torch.device | None = None,
-    precision: str = "auto",
-    channels_last: bool = True,
-    num_workers: int = 0,
-    progress: bool = False,
-) -> torch.Tensor:
-    """The model's outputs over ``dataset``, in dataset order (eval mode, no grad).
-
-    Used to compute hash-layer outputs u (take ``sign`` for codes) or logits.
-    Pass a split with its *evaluation* transform (no augmentation). The
-    model's train/eval mode is restored afterwards; the global random state is
-    not consumed.
-
-    Parameters
-    ----------
-    model : nn.Module
-        Network whose ``forward`` returns a tensor.
-    dataset : Dataset
-        Items ``(input, ...)``; only the input is used.
-    batch_size : int
-        Inference batch size.
-    device : str, torch.device or None
-        ``None``: the device of the model's first parameter.
-    precision : {"auto", "fp32", "bf16", "fp16"}
-        Autocast precision (see :func:`resolve_precision`); outputs are
-        returned in float32 either way.
-    channels_last : bool
-        Feed 4-D inputs in channels-last memory format.
-    num_workers : int
-        DataLoader workers.
-    progress : bool
-        Show a tqdm bar.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(len(dataset), ...)`` float32 outputs on the CPU.
-    """
-    _require(isinstance(batch_size, int) and batch_size >= 1, f"batch_size must be a positive integer, got {batch_size!r}.")
-    _require(len(dataset) > 0, "dataset is empty; nothing to predict.")
-    if device is None:
-        first = next(model.parameters(), None)
-        device = first.device if first is not None else torch.device("cpu")
-    device = resolve_device(device)
-    precision = resolve_precision(precision, device)
-    loader = DataLoader(
-        dataset,
-        batch_size=batch_size,
-        shuffle=False,
-        num_workers=num_workers,
-        pin_memory=device.type == "cuda",
-        generator=_generator(0),  # keeps the global random state untouched
-    )
-    was_training = model.training
-    model.eval()
-    outputs = []
-    try:
-        for batch in tqdm(loader, desc="predict", disable=not progress, leave=False):
-            inputs = batch[0] if isinstance(batch, (tuple, list)) else batch
-            with _autocast(device, precision):
-                result = model(_move_inputs(inputs, device, channels_last))
-            if not isinstance(result, torch.Tensor):
-                raise TypeError(f"predict needs a model whose forward returns a tensor, got {type(result).__name__}.")
-            outputs.append(result.float().cpu())
-    finally:
-        model.train(was_training)
-    return torch.cat(outputs)

@@ -18,33 +18,29 @@ bit k differs from h_ik; it is allowed iff no such j sits at D_ij == d. ``V_ik``
 kept up to date from the pairs that enter or leave distance d; a move is feasible iff ``V_ik == 0``.
 The search never visits an infeasible H.
 
+The moves, the flips and the annealing are compiled kernels of :mod:`shc.centers._kernels`.
 :func:`local_search_centers` runs, from several starts (the MDS centers, Algorithm 1's result, a
 rounded spectral embedding of S repaired to distance d): best-improvement descent per center, simulated
 annealing over feasible single flips (random moves, Metropolis acceptance, geometric cooling), and a
 final descent; the best H over all starts is returned. Everything is seeded (numba's generator), so the
-same inputs and seed give the same centers. :func:`greedy_code` builds distance-d codes for very large C
-from packed bits (the MDS start where a dense C x C matrix does not fit).
+same inputs and seed give the same centers. :func:`steepest_descent` is the plain numpy reference, and
+:func:`distance_tradeoff` the price of separation.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numba
 import numpy as np
 
-from shc.centers import (
-    CenterOptimisation,
-    _check_sizes,
-    _resolve_min_distance,
-    mds_centers,
-    optimize_semantic_centers,
-)
+from shc.centers._kernels import _anneal, _descend, _pack, _packed_min, _repair, _uphill_scale
+from shc.centers.distance import _check_sizes, _resolve_min_distance
+from shc.centers.mds import mds_centers
+from shc.centers.quality import center_quality, packed_min_distance, relaxation_bound
+from shc.centers.semantic import CenterOptimisation, optimize_semantic_centers
 from shc.similarity import validate_similarity
 
-__all__ = ["LS_DEFAULTS", "distance_tradeoff", "greedy_code", "local_search_centers", "packed_min_distance",
-           "relaxation_bound", "steepest_descent"]
+__all__ = ["LS_DEFAULTS", "distance_tradeoff", "local_search_centers", "steepest_descent"]
 
 #: Defaults of :func:`local_search_centers`.
 LS_DEFAULTS: dict[str, Any] = {
@@ -55,7 +51,6 @@ LS_DEFAULTS: dict[str, Any] = {
     "shc_cycles": 5,  # Algorithm 1 cycles for the "shc" start (it is only a start)
     "max_shc_classes": 2000,  # above this C the Algorithm 1 start is skipped (its loop is Python per center)
 }
-_U64 = numba.uint64
 
 
 # --------------------------------------------------------------------------------------------
@@ -69,36 +64,6 @@ def _distance_matrix(H: np.ndarray, block: int = 2048) -> np.ndarray:
     for start in range(0, C, block):
         out[start:start + block] = np.rint((q - Hf[start:start + block] @ Hf.T) / 2)
     return out
-
-
-@numba.njit(inline="always")
-def _popcount(x):
-    x = x - ((x >> _U64(1)) & _U64(0x5555555555555555))
-    x = (x & _U64(0x3333333333333333)) + ((x >> _U64(2)) & _U64(0x3333333333333333))
-    x = (x + (x >> _U64(4))) & _U64(0x0F0F0F0F0F0F0F0F)
-    return (x * _U64(0x0101010101010101)) >> _U64(56)
-
-
-def _pack(H: np.ndarray) -> np.ndarray:
-    """+-1 rows as little-endian bits in uint64 words (+1 -> 1), C-contiguous (C, ceil(q / 64))."""
-    C, q = H.shape
-    bits = np.zeros((C, 64 * ((q + 63) // 64)), dtype=np.uint8)
-    bits[:, :q] = np.asarray(H) > 0
-    return np.ascontiguousarray(np.packbits(bits, axis=1, bitorder="little").view(np.uint64))
-
-
-@numba.njit(cache=True)
-def _packed_min(packed):
-    """Minimum pairwise distance of packed codes: O(C^2 q / 64) popcounts, no C x C matrix."""
-    C, words = packed.shape
-    best = 1 << 30
-    for i in range(C):
-        for j in range(i + 1, C):
-            distance = 0
-            for w in range(words):
-                distance += _popcount(packed[i, w] ^ packed[j, w])
-            best = min(best, distance)
-    return best
 
 
 def _build_state(H: np.ndarray, S: np.ndarray, d: int, block: int = 2048):
@@ -122,134 +87,6 @@ def _objective(H: np.ndarray, S: np.ndarray, block: int = 2048) -> float:
     Hf = H.astype(np.float32 if S.dtype == np.float32 else np.float64)
     return float(sum(np.sum((S[a:a + block] - Hf[a:a + block] @ Hf.T / q).astype(np.float64) ** 2)
                      for a in range(0, H.shape[0], block)))
-
-
-@numba.njit(cache=True)
-def _move_delta(H, S, PT, Q, i, k):
-    """Exact change of L when bit k of h_i flips (module docstring)."""
-    C, q = H.shape
-    a = PT[k, i] - (S[i, i] - 1.0) * H[i, k]
-    dot = 0.0
-    for m in range(q):
-        dot += H[i, m] * Q[m, k]
-    a -= dot / q
-    return 8.0 / q * H[i, k] * a + 8.0 * (C - 1) / (q * q)
-
-
-@numba.njit(cache=True)
-def _pair_contribution(H, V, i, j, sign):
-    """Add (sign=+1) or remove (sign=-1) the pair (i, j) at distance d from the blocked-move counts V."""
-    for m in range(H.shape[1]):
-        if H[j, m] != H[i, m]:
-            V[i, m] += sign
-            V[j, m] += sign
-
-
-@numba.njit(cache=True)
-def _flip(H, packed, S, PT, Q, V, i, k, d, entering):
-    """Apply the flip of bit k of h_i to every part of the state: O(C q / 64) for the distances by
-    popcount, O(C) for PT, O(q) for Q and O(q) per pair that leaves or enters distance d."""
-    C, q = H.shape
-    words = packed.shape[1]
-    s = H[i, k]
-    n_entering = 0
-    for j in range(C):  # D_ij before the flip; it moves by +1 where bit k agrees, -1 where it differs
-        if j == i:
-            continue
-        distance = 0
-        for w in range(words):
-            distance += _popcount(packed[i, w] ^ packed[j, w])
-        if distance == d:
-            _pair_contribution(H, V, i, j, -1)
-        if distance + (1 if H[j, k] == s else -1) == d:
-            entering[n_entering] = j
-            n_entering += 1
-    row = PT[k]
-    for j in range(C):
-        row[j] -= 2.0 * s * S[i, j]  # S is symmetric: row i is column i
-    for m in range(q):
-        if m != k:
-            change = -2.0 * s * H[i, m]
-            Q[m, k] += change
-            Q[k, m] += change
-    H[i, k] = -s
-    packed[i, k // 64] ^= _U64(1) << _U64(k % 64)
-    for t in range(n_entering):
-        _pair_contribution(H, V, i, entering[t], 1)
-
-
-@numba.njit(cache=True)
-def _descend(H, packed, S, PT, Q, V, d, L, order):
-    """Best-improvement descent per center until a full sweep finds no improving feasible flip."""
-    C, q = H.shape
-    entering = np.empty(C, dtype=np.int64)
-    flips = 0
-    improved = True
-    while improved:
-        improved = False
-        for t in range(C):
-            i = order[t]
-            for _ in range(q):
-                best, best_k = -1e-9, -1
-                for k in range(q):
-                    if V[i, k] == 0:
-                        delta = _move_delta(H, S, PT, Q, i, k)
-                        if delta < best:
-                            best, best_k = delta, k
-                if best_k < 0:
-                    break
-                _flip(H, packed, S, PT, Q, V, i, best_k, d, entering)
-                L += best
-                flips += 1
-                improved = True
-    return L, flips
-
-
-@numba.njit(cache=True)
-def _uphill_scale(H, S, PT, Q, V):
-    """Median positive change over the feasible moves (the temperature unit of the annealing)."""
-    C, q = H.shape
-    values = np.empty(C * q)
-    n = 0
-    for i in range(C):
-        for k in range(q):
-            if V[i, k] == 0:
-                delta = _move_delta(H, S, PT, Q, i, k)
-                if delta > 0:
-                    values[n] = delta
-                    n += 1
-    return np.median(values[:n]) if n > 0 else 1e-3
-
-
-@numba.njit(cache=True)
-def _anneal(H, packed, S, PT, Q, V, d, L, t_start, t_end, moves, blocks, seed):
-    """Simulated annealing over feasible single flips (random proposals, Metropolis acceptance, geometric
-    cooling from t_start to t_end). Returns the best H seen at the end of a block, its L, and L and
-    d_min after every block."""
-    np.random.seed(seed)
-    C, q = H.shape
-    entering = np.empty(C, dtype=np.int64)
-    best_H, best_L = H.copy(), L
-    trace, d_trace = np.empty(blocks), np.empty(blocks, dtype=np.int64)
-    per_block = max(moves // blocks, 1)
-    cooling = (t_end / t_start) ** (1.0 / (blocks * per_block))
-    temperature = t_start
-    for b in range(blocks):
-        for _ in range(per_block):
-            temperature *= cooling
-            i = np.random.randint(C)
-            k = np.random.randint(q)
-            if V[i, k] != 0:
-                continue
-            delta = _move_delta(H, S, PT, Q, i, k)
-            if delta <= 0.0 or np.random.random() < math.exp(-delta / temperature):
-                _flip(H, packed, S, PT, Q, V, i, k, d, entering)
-                L += delta
-        trace[b], d_trace[b] = L, _packed_min(packed)
-        if L < best_L:
-            best_H[:] = H
-            best_L = L
-    return best_H, best_L, trace, d_trace
 
 
 def _search_from(H0, S, d, seed, sweeps, t_start, t_end, history, start_name):
@@ -316,47 +153,6 @@ def _spectral_start(S: np.ndarray, q: int, d: int, seed: int) -> np.ndarray | No
     D = _distance_matrix(H)
     ok = _repair(H, D, d, int(rng.integers(2**31 - 1)), 20 * H.shape[0])
     return H if ok else None
-
-
-@numba.njit(cache=True)
-def _repair(H, D, d, seed, max_steps):
-    """Raise every distance to >= d: on the center with the largest shortfall ``sum_j max(d - D_ij, 0)``,
-    the flip that most lowers the total shortfall (a random flip when none does); True on success."""
-    np.random.seed(seed)
-    C, q = H.shape
-    shortfall = np.zeros(C, dtype=np.int64)
-    for i in range(C):
-        for j in range(C):
-            if j != i and D[i, j] < d:
-                shortfall[i] += d - D[i, j]
-    gain = np.zeros(q)
-    for step in range(max_steps):
-        i = np.argmax(shortfall)
-        if shortfall[i] == 0:
-            return True
-        gain[:] = 0.0
-        for j in range(C):
-            if j != i and D[i, j] <= d:
-                for m in range(q):
-                    if H[j, m] == H[i, m]:  # the flip raises D_ij
-                        gain[m] -= 1.0 if D[i, j] < d else 0.0
-                    else:
-                        gain[m] += 1.0
-        k = np.argmin(gain)
-        if gain[k] >= 0:
-            k = np.random.randint(q)
-        s = H[i, k]
-        for j in range(C):
-            if j != i:
-                before = max(d - D[i, j], 0)
-                change = 1 if H[j, k] == s else -1
-                D[i, j] += change
-                D[j, i] += change
-                after = max(d - D[i, j], 0)
-                shortfall[i] += after - before
-                shortfall[j] += after - before
-        H[i, k] = -s
-    return False
 
 
 # --------------------------------------------------------------------------------------------
@@ -475,25 +271,13 @@ def steepest_descent(similarity: Any, init: Any, min_distance: int) -> np.ndarra
         H[i, k] = -s
 
 
-def relaxation_bound(similarity: Any, num_bits: int) -> float:
-    """A lower bound on the per-entry S_loss of any centers: ``H H^T / q`` is positive semidefinite of
-    rank <= q, so ``||S - H H^T / q||_F^2 >= sum(eig(S)^2) - sum of the q largest positive eig(S)^2``
-    (Eckart-Young); returned divided by C^2."""
-    S = validate_similarity(similarity)
-    values = np.linalg.eigvalsh(S)
-    kept = np.sort(values[values > 0])[::-1][: int(num_bits)]
-    return float((np.sum(values**2) - np.sum(kept**2)) / S.shape[0] ** 2)
-
-
 def distance_tradeoff(similarity: Any, num_bits: int, distances: Any, seed: int = 0, **options: Any) -> list[dict]:
     """The price of separation: shc-ls centers for each required distance d in ``distances``.
 
     One row per d: ``d``, the reached ``d_min``, ``s_loss`` (per entry) and ``spearman`` of
-    :func:`shc.centers.center_quality`, and the relaxation ``bound`` (the same for every d). S_loss can
+    :func:`shc.centers.quality.center_quality`, and the relaxation ``bound`` (the same for every d). S_loss can
     only rise with d up to search noise; ``options`` go to :func:`local_search_centers`.
     """
-    from shc.centers import center_quality
-
     S = validate_similarity(similarity)
     bound = relaxation_bound(S, num_bits)
     rows = []
@@ -503,68 +287,3 @@ def distance_tradeoff(similarity: Any, num_bits: int, distances: Any, seed: int 
         rows.append({"d": int(d), "d_min": quality["d_min"], "s_loss": quality["s_loss"],
                      "spearman": quality["spearman"], "bound": bound})
     return rows
-
-
-# --------------------------------------------------------------------------------------------
-# Very large C: greedy codes from packed bits
-# --------------------------------------------------------------------------------------------
-@numba.njit(cache=True)
-def _greedy_packed(num_codes, words, last_mask, d, seed, max_tries):
-    """Random candidates, each kept iff its distance to every kept code is >= d (packed uint64 words)."""
-    np.random.seed(seed)
-    codes = np.zeros((num_codes, words), dtype=np.uint64)
-    candidate = np.zeros(words, dtype=np.uint64)
-    kept = 0
-    for _ in range(max_tries):
-        for w in range(words):
-            low = _U64(np.random.randint(0, 1 << 32))
-            high = _U64(np.random.randint(0, 1 << 32))
-            candidate[w] = (high << _U64(32)) | low
-        candidate[words - 1] &= last_mask
-        ok = True
-        for j in range(kept):
-            distance = 0
-            for w in range(words):
-                distance += _popcount(codes[j, w] ^ candidate[w])
-            if distance < d:
-                ok = False
-                break
-        if ok:
-            codes[kept] = candidate
-            kept += 1
-            if kept == num_codes:
-                break
-    return codes, kept
-
-
-def greedy_code(num_classes: int, num_bits: int, min_distance: int | None = None, seed: int = 0,
-                max_tries: int | None = None) -> np.ndarray:
-    """C codes with pairwise distance >= d by the greedy Gilbert-Varshamov construction, for large C.
-
-    Random candidates are kept when they are at distance >= d from every code kept so far; codes are
-    packed 64 bits to a uint64 word and compared by popcount, so memory is O(C q / 8) bytes and no C x C
-    matrix is formed. Raises RuntimeError when ``max_tries`` candidates (default 50 C) were not enough.
-    """
-    C, q = _check_sizes(num_classes, num_bits)
-    d = _resolve_min_distance(C, q, min_distance)
-    words = (q + 63) // 64
-    last_bits = q - 64 * (words - 1)
-    last_mask = np.uint64((1 << last_bits) - 1) if last_bits < 64 else np.uint64(2**64 - 1)
-    tries = 50 * C if max_tries is None else int(max_tries)
-    packed, kept = _greedy_packed(C, words, last_mask, d, seed, tries)
-    if kept < C:
-        raise RuntimeError(
-            f"greedy_code found only {kept} of {C} codes of {q} bits at distance >= {d} in {tries} tries; "
-            "lower min_distance or raise max_tries."
-        )
-    bits = np.unpackbits(packed.view(np.uint8).reshape(C, words * 8), axis=1, bitorder="little")[:, :q]
-    return (bits.astype(np.int8) * 2 - 1).astype(np.int8)
-
-
-def packed_min_distance(centers: Any) -> int:
-    """d_min of +-1 centers by popcount over packed bits: O(C^2 q / 64) time, O(C q / 8) memory, for C
-    where the (C, C) matrix of :func:`shc.centers.center_quality` does not fit (C = 40,000: 12.8 GB)."""
-    H = np.asarray(centers)
-    if H.ndim != 2 or H.shape[0] < 2 or not np.all(np.abs(H) == 1):
-        raise ValueError(f"centers must be a (C, q) array of +-1 with C >= 2, got shape {H.shape}.")
-    return int(_packed_min(_pack(H)))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from shc._io import save_torch, write_text
 
 if TYPE_CHECKING:
-    from shc.train import History, TrainConfig
+    from shc.train.config import History, TrainConfig
 
 
 CHECKPOINT_VERSION = 1

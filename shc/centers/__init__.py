@@ -1,0 +1,88 @@
+"""Stage 2: hash centers (paper Sec. 3.2, Algorithm 1) and their quality.
+
+Conventions used throughout (the paper writes ``H`` as q x C columns; we store rows). Equation
+numbers count the paper's numbered equations in order (GV bound Eq. 13, objective Eq. 22):
+
+- ``centers`` / ``H``: an (C, q) array of +-1 (int8 on output), row ``i`` is the center of class ``i``.
+- Hamming distance and inner product are related by ``D(h_i, h_j) = (q - h_i . h_j) / 2`` (Theorem 2, Eq. 17).
+- ``S``: a (C, C) class-similarity matrix with entries in [-1, 1] (stage 1).
+
+Generators, all through :func:`generate_centers`:
+
+``"random"``   Bernoulli(0.5) signs (CSQ's random centers).
+``"csq"``      Hadamard rows, then rows of ``-H``, then random rows with exactly q/2 entries of -1 (CSQ).
+``"mds"``      every pairwise distance >= d (Gilbert-Varshamov, Eq. 13), pushed apart beyond that by a
+               vectorised greedy bit-flip search (our algorithm; Wang et al.'s goal).
+``"shc"``      the paper's semantic hash centers (Eq. 22-38, Algorithm 1), initialised by ``"mds"``.
+``"semantic"`` the ablation without the distance term (appendix M/H alternation, Table 7 "S only").
+``"shc-ls"``   the same constrained semantic objective solved by exact feasible local search from several
+               starts (our algorithm, :mod:`shc.centers.search`; ``docs/centers.md``).
+
+Modules, each importing only those listed before it:
+
+``distance``   sizes, Hamming distances, the Gilbert-Varshamov distance, bounds on codes at a distance
+``_kernels``   the compiled (numba) kernels: packed bits, the local search's moves, the greedy code
+``quality``    :func:`center_quality` (Table 3), :func:`packed_min_distance`, :func:`relaxation_bound`
+``baselines``  ``"random"``, ``"csq"``
+``mds``        ``"mds"`` (and :func:`greedy_code` above :data:`DENSE_MDS_LIMIT` classes)
+``semantic``   ``"shc"`` (Algorithm 1) and ``"semantic"``; :class:`CenterOptimisation`
+``search``     ``"shc-ls"``: :func:`local_search_centers`, :func:`steepest_descent`, :func:`distance_tradeoff`
+``registry``   :data:`CENTER_GENERATORS`, :func:`run_center_method`, :func:`generate_centers`
+
+This package re-exports their public names; a module of the package imports its siblings, never the package.
+"""
+
+from shc.centers.baselines import csq_centers, random_centers
+from shc.centers.distance import gv_min_distance, hamming_distances, max_codes_upper_bound
+from shc.centers.mds import DENSE_MDS_LIMIT, MDS_DEFAULTS, greedy_code, mds_centers
+from shc.centers.quality import center_quality, packed_min_distance, relaxation_bound
+from shc.centers.registry import (
+    CENTER_GENERATORS,
+    CENTER_METHODS,
+    SEMANTIC_METHODS,
+    CenterGenerator,
+    generate_centers,
+    run_center_method,
+)
+from shc.centers.search import LS_DEFAULTS, distance_tradeoff, local_search_centers, steepest_descent
+from shc.centers.semantic import (
+    SEMANTIC_DEFAULTS,
+    SHC_DEFAULTS,
+    CenterOptimisation,
+    optimize_semantic_centers,
+    semantic_only_centers,
+    shc_objective,
+)
+from shc.similarity import validate_similarity
+
+__all__ = [
+    "CENTER_GENERATORS",
+    "CENTER_METHODS",
+    "DENSE_MDS_LIMIT",
+    "LS_DEFAULTS",
+    "MDS_DEFAULTS",
+    "SEMANTIC_DEFAULTS",
+    "SEMANTIC_METHODS",
+    "SHC_DEFAULTS",
+    "CenterGenerator",
+    "CenterOptimisation",
+    "center_quality",
+    "csq_centers",
+    "distance_tradeoff",
+    "generate_centers",
+    "greedy_code",
+    "gv_min_distance",
+    "hamming_distances",
+    "local_search_centers",
+    "max_codes_upper_bound",
+    "mds_centers",
+    "optimize_semantic_centers",
+    "packed_min_distance",
+    "random_centers",
+    "relaxation_bound",
+    "run_center_method",
+    "semantic_only_centers",
+    "shc_objective",
+    "steepest_descent",
+    "validate_similarity",
+]

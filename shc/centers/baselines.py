@@ -1,0 +1,49 @@
+"""Stage 2, the data-independent baselines: ``"random"`` (Bernoulli(0.5) signs, CSQ's random centers) and
+``"csq"`` (Hadamard rows, then rows of ``-H``, then random rows with exactly q/2 entries of -1)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import hadamard
+
+from shc.centers.distance import _check_sizes
+
+__all__ = ["csq_centers", "random_centers"]
+
+
+def _balanced_random_rows(rng: np.random.Generator, num_rows: int, num_bits: int) -> np.ndarray:
+    """Rows with exactly floor(q/2) entries of -1, in random positions."""
+    base = np.ones((num_rows, num_bits), dtype=np.float64)
+    base[:, : num_bits // 2] = -1.0
+    return rng.permuted(base, axis=1)
+
+
+def _is_power_of_two(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def random_centers(num_classes: int, num_bits: int, seed: int = 0) -> np.ndarray:
+    """Bernoulli(0.5) sign centers (CSQ's random hash centers)."""
+    C, q = _check_sizes(num_classes, num_bits)
+    rng = np.random.default_rng(seed)
+    return (rng.integers(0, 2, size=(C, q)) * 2 - 1).astype(np.int8)
+
+
+def csq_centers(num_classes: int, num_bits: int, seed: int = 0) -> np.ndarray:
+    """CSQ's Hadamard centers (Yuan et al., CVPR 2020, Sec. 3.2).
+
+    Rows of the q x q Hadamard matrix when C <= q, rows of [H; -H] when C <= 2q; when C > 2q the rows
+    past 2q are random vectors with exactly q/2 entries of -1, as CSQ does. q must be a power of two.
+    """
+    C, q = _check_sizes(num_classes, num_bits)
+    if not _is_power_of_two(q):
+        raise ValueError(
+            f"CSQ centers need a Hadamard matrix, which exists here only for q a power of two "
+            f"(got q={q}); use 16, 32, 64, ... bits or method='mds'."
+        )
+    hadamard_rows = hadamard(q).astype(np.float64)
+    rows = np.concatenate([hadamard_rows, -hadamard_rows])[: min(C, 2 * q)]
+    if C > 2 * q:
+        rng = np.random.default_rng(seed)
+        rows = np.concatenate([rows, _balanced_random_rows(rng, C - 2 * q, q)])
+    return rows.astype(np.int8)
