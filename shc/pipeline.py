@@ -402,11 +402,12 @@ def run(config: RunConfig, progress: bool = False) -> RunResult:
     return RunResult(config, metrics, centers, S, stage_directories(config)["stage3"])
 
 
-def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, jobs: int = 1) -> list[dict[str, Any]]:
+def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print,
+             jobs: int | str = 1) -> list[dict[str, Any]]:
     """Run every config (cached stages are skipped) and return one row of headline numbers each.
 
     With ``progress``, one line per run (``[n/N] ... (seconds, ETA)``) and, serially, each training's epoch
-    bar. ``jobs > 1`` trains up to ``jobs`` hashing networks at once in worker processes, each with
+    bar. ``jobs > 1`` (or ``"auto"``, :func:`resolve_jobs`) trains up to ``jobs`` hashing networks at once in worker processes, each with
     ``cpu_count // jobs`` threads, after stages 1 and 2 of every config were computed here: on a small CPU
     two single-threaded trainings finish sooner than two consecutive two-threaded ones (the small CNN does not
     keep two threads busy; :func:`grid_workers` has the measurement). Results depend on ``jobs`` only through the
@@ -415,7 +416,7 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
     order of ``configs``.
     """
     configs = list(configs)
-    jobs = _positive_jobs(jobs)
+    jobs = resolve_jobs(jobs)
     started_all = time.perf_counter()
     rows: list[dict[str, Any] | None] = [None] * len(configs)
 
@@ -469,13 +470,25 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
 
 def _positive_jobs(jobs: int) -> int:
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive integer (1 = one run at a time), got {jobs!r}.")
+        raise ValueError(f"jobs must be a positive integer (1 = one run at a time) or 'auto', got {jobs!r}.")
     return jobs
 
 
-def grid_threads(jobs: int) -> int:
+def resolve_jobs(jobs: int | str) -> int:
+    """How many hashing runs a grid trains at once: ``jobs`` itself, or, for ``"auto"`` (the command lines'
+    default), one run per CPU core where no CUDA device is visible (each run single-threaded: on a small CPU
+    that finishes a grid sooner, see :func:`grid_workers`) and one run at a time where one is (the run has the
+    GPU to itself; several GPUs train one run with ``torchrun``, docs/gpu.md)."""
+    if isinstance(jobs, str) and jobs == "auto":
+        import torch
+
+        return 1 if torch.cuda.is_available() else _cpu_count()
+    return _positive_jobs(jobs)
+
+
+def grid_threads(jobs: int | str) -> int:
     """Threads each hashing run of a ``--jobs JOBS`` grid trains with: ``cores // jobs`` (at least 1)."""
-    return max(1, _cpu_count() // _positive_jobs(jobs))
+    return max(1, _cpu_count() // resolve_jobs(jobs))
 
 
 @contextlib.contextmanager
@@ -572,15 +585,6 @@ def report_configs(preset_name: str, dataset: str, methods: Sequence[str], bits:
     return configs(preset_name, dataset, methods, bits, seeds, run_dir, epochs=epochs, **overrides)
 
 
-def _jobs_argument(text: str) -> int:
-    import argparse
-
-    try:
-        return _positive_jobs(int(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--jobs takes a positive integer, got {text!r}") from None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     from shc.cli_common import run_cli
 
@@ -591,6 +595,7 @@ def _main(argv: Sequence[str] | None) -> int:
     import argparse
 
     from shc import presets
+    from shc.cli_common import jobs_argument
 
     parser = argparse.ArgumentParser(prog="python -m shc.pipeline",
                                      description="Run the SHC pipeline on a preset grid and print the mAP tables.")
@@ -602,9 +607,9 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--reevaluate", action="store_true",
                         help="measure every finished run of the grid anew from its stored codes (nothing is trained) "
                              "and print how long it took; unfinished runs are listed, not computed")
-    parser.add_argument("--jobs", type=_jobs_argument, default=1,
-                        help="hashing runs trained at once, each on cores/JOBS threads (default 1; 2 is faster "
-                             "on a 2-core CPU, see docs/standard.md)")
+    parser.add_argument("--jobs", type=jobs_argument, default="auto",
+                        help="hashing runs trained at once, each on cores/JOBS threads (default auto: one per CPU "
+                             "core, one at a time on a GPU; 1 = one run at a time on every core)")
     args = parser.parse_args(argv)
     configs = presets.configs_from_arguments(args, run_dir=args.run_dir or str(Path("runs") / args.preset))
     if args.list:

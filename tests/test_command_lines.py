@@ -27,8 +27,8 @@ def test_both_command_lines_accept_every_preset_and_list_its_grid(name, capsys):
         (["--bits", "0"], "argument --bits: must be a positive integer, got 0"),
         (["--seeds", "-1"], "argument --seeds: must be a non-negative integer, got -1"),
         (["--preset", "huge"], "argument --preset: invalid choice: 'huge'"),
-        (["--jobs", "0"], "argument --jobs: --jobs takes a positive integer, got '0'"),
-        (["--jobs", "two"], "argument --jobs: --jobs takes a positive integer, got 'two'"),
+        (["--jobs", "0"], "argument --jobs: --jobs takes a positive integer or 'auto', got '0'"),
+        (["--jobs", "two"], "argument --jobs: --jobs takes a positive integer or 'auto', got 'two'"),
     ],
 )
 def test_pipeline_option_values_are_validated_by_argparse(argv, message, capsys):

@@ -286,7 +286,46 @@ def test_parallel_grid_equals_serial_single_thread_runs_in_config_order(tmp_path
     assert len(lines) == 3 and all("(0.0 s;" in line for line in lines)
 
 
-@pytest.mark.parametrize("jobs", [0, -1, 1.5, True])
+@pytest.mark.parametrize("cuda, cores, expected", [(False, 2, 2), (False, 16, 16), (True, 16, 1), (False, 1, 1)])
+def test_auto_jobs_is_one_run_per_core_on_a_cpu_and_one_at_a_time_on_a_gpu(monkeypatch, cuda, cores, expected):
+    import torch
+
+    from shc import pipeline
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(pipeline, "_cpu_count", lambda: cores)
+    assert pipeline.resolve_jobs("auto") == expected
+    assert pipeline.grid_threads("auto") == max(1, cores // expected)
+    assert pipeline.resolve_jobs(3) == 3
+
+
+def test_both_command_lines_default_to_auto_jobs_and_take_a_number(monkeypatch, tmp_path):
+    import argparse
+
+    from shc import pipeline
+    from shc.cli_common import jobs_argument
+    from shc.reports.cli import _parser
+
+    asked = []
+
+    class Asked(Exception):
+        pass
+
+    def fake_grid(configs, progress=True, log=print, jobs=1):
+        asked.append(jobs)
+        raise Asked
+
+    monkeypatch.setattr(pipeline, "run_grid", fake_grid)
+    for argv in ([], ["--jobs", "3"]):
+        with pytest.raises(Asked):
+            pipeline._main(["--preset", "tiny", "--run-dir", str(tmp_path), "--quiet", *argv])
+    assert asked == ["auto", 3]
+    assert _parser().parse_args([]).jobs == "auto" and _parser().parse_args(["--jobs", "3"]).jobs == 3
+    with pytest.raises(argparse.ArgumentTypeError, match="positive integer or 'auto'"):
+        jobs_argument("-1")
+
+
+@pytest.mark.parametrize("jobs", [0, -1, 1.5, True, "all"])
 def test_jobs_must_be_a_positive_integer(jobs):
     with pytest.raises(ValueError, match="jobs must be a positive integer"):
         run_grid([], jobs=jobs)

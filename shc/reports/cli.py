@@ -25,7 +25,7 @@ __all__ = ["compute_runs", "main", "run_reports"]
 
 
 def compute_runs(jobs: Sequence[ReportJob], run_root: str | os.PathLike = "runs", progress: bool = True,
-                 log: Callable[[str], None] = print, grid_jobs: int = 1) -> int:
+                 log: Callable[[str], None] = print, grid_jobs: int | str = 1) -> int:
     """Compute, through :mod:`shc.pipeline`, every run the notebooks of ``jobs`` read (cached runs are skipped).
 
     Compute first, then the notebooks only read and show (:mod:`shc.results` never trains). ``grid_jobs``
@@ -81,7 +81,7 @@ def run_reports(
     progress: bool = True,
     provenance: dict[str, Any] | None = None,
     log: Callable[[str], None] = print,
-    grid_jobs: int = 1,
+    grid_jobs: int | str = 1,
 ) -> list[ReportResult]:
     """Compute the runs of a preset's notebooks, execute every report (one after the other), write the index.
 
@@ -136,7 +136,7 @@ def _describe(result: ReportResult) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from shc.cli_common import non_negative_int, positive_float, positive_int
+    from shc.cli_common import jobs_argument, non_negative_int, positive_float, positive_int
     from shc.presets import PRESETS
 
     parser = argparse.ArgumentParser(
@@ -162,8 +162,9 @@ def _parser() -> argparse.ArgumentParser:
                              "than the notebook and the shc package")  # fmt: skip
     parser.add_argument("--no-compute", action="store_true",
                         help="do not compute missing runs first (the notebooks then fail on a missing run)")
-    parser.add_argument("--jobs", type=positive_int, default=1,
-                        help="hashing runs trained at once while computing, each on cores/JOBS threads (default 1)")
+    parser.add_argument("--jobs", type=jobs_argument, default="auto",
+                        help="hashing runs trained at once while computing, each on cores/JOBS threads (default "
+                             "auto: one per CPU core, one at a time on a GPU; shc.pipeline.resolve_jobs)")
     parser.add_argument("--list", action="store_true", help="print the planned reports and runs, and exit")
     parser.add_argument("--strip-notebooks", action="store_true", help="clear outputs of the notebooks and exit")
     parser.add_argument("--check-notebooks", action="store_true", help="check the notebooks are clean and exit")
