@@ -140,20 +140,37 @@ def test_mathjax_tags_reject_external_urls():
         offline.mathjax_tags("https://cdn.example.org/mathjax.js")
 
 
+def _chromium_dom(page: Path) -> str:
+    from shc.reports.browser import find_chromium, rendered_dom
+
+    if find_chromium() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium); the browser check needs it")
+    return rendered_dom(page)
+
+
 @pytest.mark.browser
 def test_math_is_typeset_in_headless_chromium_without_network(offline_page):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install chromium); the browser check needs it")
-    command = [
-        chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-        "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",  # no network
-        f"--user-data-dir={offline_page.parents[1] / 'chromium-profile'}",
-        "--virtual-time-budget=10000", "--dump-dom", offline_page.as_uri(),
-    ]  # fmt: skip
-    dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    dom = _chromium_dom(offline_page)
     assert "<mjx-container" in dom, "MathJax did not typeset the page"
     assert dom.count('display="true"') >= 1  # the $$...$$ equation
     text = re.sub(r"<script\b.*?</script>|<style\b.*?</style>", "", dom, flags=re.DOTALL)
     assert "$\\mathbf" not in text and "$$\\min" not in text  # no raw TeX left
     assert "cost: $5" in text  # code output is not touched
+
+
+@pytest.mark.browser
+def test_browser_check_passes_the_offline_page_and_fails_it_without_mathjax_or_with_a_dead_link(offline_page):
+    """shc.reports.browser on what Chromium shows: the clean page has no problem; the same page with its MathJax
+    script removed shows raw TeX, and a link to a missing file is dead."""
+    from shc.reports.browser import browser_problems
+
+    assert browser_problems(offline_page, _chromium_dom(offline_page)) == []
+    html = offline_page.read_text(encoding="utf-8")
+    without = re.sub(r"<script[^>]*mathjax[^>]*>\s*</script>", "", html, flags=re.IGNORECASE)
+    assert without != html
+    broken = offline_page.with_name("broken-report.html")
+    broken.write_text(without.replace("</body>", '<p><a href="tables/missing.csv">data</a></p></body>'),
+                      encoding="utf-8")
+    kinds = {problem.kind: problem.detail for problem in browser_problems(broken, _chromium_dom(broken))}
+    assert set(kinds) == {"raw-tex", "dead-link"}, kinds
+    assert "\\mathbf" in kinds["raw-tex"] and "tables/missing.csv" in kinds["dead-link"]

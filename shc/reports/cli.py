@@ -171,6 +171,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--check", nargs="+", metavar="FOLDER",
                         help="check report folders as a reader gets them (reprs, NaN, dead links, absolute paths, "
                              "alt text, empty sections; shc.reports.check), print every problem and exit")
+    parser.add_argument("--browser", action="store_true",
+                        help="with --check: also open every reading page in headless Chromium, network off, and "
+                             "check what it shows (typeset math, links, reprs; shc.reports.browser)")
     return parser
 
 
@@ -206,6 +209,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if arguments.check:
         from shc.reports.check import main as check_main
 
+        if arguments.browser:
+            from shc.reports.browser import main as check_main
         return check_main(arguments.check)
     if arguments.check_notebooks:
         problems = {path: check_notebook(path) for path in notebooks}
