@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from shc.methods import available_methods
 from shc.pipeline import RunConfig, preset, run_grid, stage_directories
 from shc.results import load_metrics
@@ -113,6 +115,33 @@ def convergence_rows(base: RunConfig, methods: list[str], epochs: int, bits: int
     return rows
 
 
+def seed_mean_rows(base: RunConfig, methods: list[str], epochs: int, bits: int, seeds: list[int],
+                   tolerance: float = TOLERANCE, preset_name: str = "standard") -> list[dict[str, Any]]:
+    """One row per method over ``seeds``: the mean primary mAP at E and 2E and the paired change 2E - E with its
+    95% Student-t interval (:func:`shc.stats.paired_interval`); converged when ``|mean change| <= tolerance``.
+
+    The rule for a method whose single-seed value moves by more than the tolerance in *both* directions as the
+    budget doubles (seed noise, not under-training): the same doubling rule, on the mean over the seeds.
+    """
+    from shc.stats import paired_interval, signed_interval
+
+    rows = []
+    for method in methods:
+        values = {budget: [load_metrics(base.replace(method=method, bits=bits, seed=seed, epochs=budget,
+                                                     **method_fields(preset_name, method)))[PRIMARY_METRIC]
+                           for seed in seeds]
+                  for budget in (epochs, 2 * epochs)}
+        change = paired_interval(values[2 * epochs], values[epochs])
+        rows.append({
+            "method": method, "seeds": " ".join(map(str, seeds)),
+            **{f"ta mAP@ALL @{budget} per seed": " ".join(f"{v:.3f}" for v in vals) for budget, vals in values.items()},
+            **{f"mean @{budget}": f"{np.mean(vals):.3f}" for budget, vals in values.items()},
+            "mean Δ (2E - E) [95% CI]": signed_interval(change.mean, change.low, change.high),
+            "converged": "yes" if abs(change.mean) <= tolerance else "no",
+        })
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epochs", type=int, help="E (default: the configuration's epochs)")
@@ -120,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
                         default=[m for m in ("random", "csq", "mds", "shc", "shc-ls") if m in available_methods()])
     parser.add_argument("--bits", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+",
+                        help="several seeds: each seed's table, then the mean change over the seeds with its paired "
+                             "95%% interval (the doubling rule on the seed mean)")
     parser.add_argument("--preset", default="standard", help="the preset whose configuration is tested")
     parser.add_argument("--run-dir", default=None, help="default runs/<preset>-convergence")
     parser.add_argument("--jobs", type=int, default=1, help="hashing runs trained at once (shc.pipeline --jobs)")
@@ -132,19 +164,30 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = args.run_dir or f"runs/{args.preset}-convergence"
     base, source = base_config({**_parse_set(args.set), "run_dir": run_dir}, args.preset)
     epochs = args.epochs or base.epochs
+    seeds = args.seeds or [args.seed]
+    for seed in seeds:
+        _print_seed(base, source, args, epochs, seed, print_table)
+    if len(seeds) > 1:
+        print_table(f"convergence at {args.bits} bits over seeds {', '.join(map(str, seeds))}: E={epochs} vs "
+                    f"2E={2 * epochs} epochs, the doubling rule on the seed mean (converged: |mean Δ| <= "
+                    f"{TOLERANCE}, tie-aware mAP@ALL)",
+                    seed_mean_rows(base, args.methods, epochs, args.bits, seeds, preset_name=args.preset))
+    return 0
+
+
+def _print_seed(base: RunConfig, source: str, args: argparse.Namespace, epochs: int, seed: int, print_table) -> None:
     started = time.perf_counter()
-    rows = convergence_rows(base, args.methods, epochs, args.bits, args.seed, jobs=args.jobs, preset_name=args.preset)
-    stage1 = stage_directories(base.replace(method="shc", bits=args.bits, seed=args.seed))["stage1"] / "metrics.json"
+    rows = convergence_rows(base, args.methods, epochs, args.bits, seed, jobs=args.jobs, preset_name=args.preset)
+    stage1 = stage_directories(base.replace(method="shc", bits=args.bits, seed=seed))["stage1"] / "metrics.json"
     accuracy = json.loads(stage1.read_text()).get("test_accuracy") if stage1.exists() else None
     fields = {key: value for key, value in vars(base.replace(epochs=epochs)).items()
               if key not in ("method", "bits", "seed", "run_dir")}
     print(f"configuration ({source}): {json.dumps(fields, default=str)}")
     if accuracy is not None:
         print(f"stage-1 classifier accuracy on the query split: {accuracy:.3f}")
-    print_table(f"convergence at {args.bits} bits, seed {args.seed}: E={epochs} vs 2E={2 * epochs} epochs "
+    print_table(f"convergence at {args.bits} bits, seed {seed}: E={epochs} vs 2E={2 * epochs} epochs "
                 f"(converged: |ΔmAP@ALL| tie-aware <= {TOLERANCE}; ta = tie-aware, id = ties by index); "
                 f"{time.perf_counter() - started:.0f} s wall", rows)
-    return 0
 
 
 if __name__ == "__main__":
