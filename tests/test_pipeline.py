@@ -376,3 +376,21 @@ def test_the_tiny_many_class_preset_runs_csq_beyond_2q_and_crh(tmp_path):
     stage3 = stage_directories(configs[1])["stage3"]
     assert np.load(stage3 / "class_centers.npy").shape == (37, 16)
     assert json.loads((stage3 / "reassignments.json").read_text())["log"][0]["epoch"] == 1
+
+
+def test_a_preset_gives_a_method_its_own_fields_and_an_explicit_override_wins():
+    """Preset.method_config: per-method fields (a baseline's own epochs) over the preset's config; an explicit
+    ``epochs=`` of a batch wins; an unknown method or an invalid field is refused when the preset is built."""
+    from shc.presets import Preset
+
+    def preset(method_config):
+        return Preset(name="t", description="d", datasets=("digits-composite",), methods=("csq", "mds"), bits=(16,),
+                      seeds=(0,), config={"epochs": 3}, method_config=method_config)
+
+    own = preset({"mds": {"epochs": 7}})
+    assert {c.method: c.epochs for c in own.configs()} == {"csq": 3, "mds": 7}
+    assert {c.method: c.epochs for c in own.configs(epochs=2)} == {"csq": 2, "mds": 2}
+    with pytest.raises(ValueError, match="nope"):
+        preset({"nope": {"epochs": 1}})
+    with pytest.raises(ValueError, match="epochs"):
+        preset({"mds": {"epochs": 0}})
