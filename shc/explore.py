@@ -38,8 +38,8 @@ from shc.centers import CENTER_GENERATORS, center_quality, gv_min_distance, hamm
 from shc.registry import Registry
 from shc.similarity import hierarchical_similarity, similarity_from_labels, validate_similarity
 
-__all__ = ["CenterCache", "Explorer", "ExplorerView", "SIMILARITY_SOURCES", "SimilaritySource", "app_notebook",
-           "explorer_view", "geometry_lessons", "nearest_centers", "offline_view", "precompute_grid",
+__all__ = ["SHARED_CACHE", "SIMILARITY_SOURCES", "CenterCache", "Explorer", "ExplorerView", "SimilaritySource",
+           "app_notebook", "explorer_view", "grid_json", "geometry_lessons", "nearest_centers", "offline_view", "precompute_grid",
            "preset_similarity", "serve", "similarity_for"]
 
 _ASSET = Path(__file__).resolve().parent / "assets" / "explorer.js"
@@ -147,6 +147,11 @@ class CenterCache:
         return result
 
 
+#: The cache every explorer and grid of a kernel share unless given their own (notebook 00's grid fills it, so its
+#: live explorer answers at once on the grid's settings).
+SHARED_CACHE = CenterCache()
+
+
 def _takes_distance(method: str) -> bool:
     return "min_distance" in CENTER_GENERATORS.get(method).options
 
@@ -194,7 +199,7 @@ def explorer_view(method: str, S: np.ndarray, bits: int, class_names: Sequence[s
     if len(names) != C:
         raise ValueError(f"class_names has {len(names)} names for {C} classes; give one name per row of S.")
     gv = gv_min_distance(C, int(bits))
-    centers, history = (cache or CenterCache()).get(method, S, bits, min_distance, seed)
+    centers, history = (cache or SHARED_CACHE).get(method, S, bits, min_distance, seed)
     H = centers.astype(np.float64)
     distances = hamming_distances(centers)
     upper = distances[np.triu_indices(C, k=1)].astype(int)
@@ -235,7 +240,7 @@ def precompute_grid(classes: Sequence[int] = (16, 32, 100), bits: Sequence[int] 
         CENTER_GENERATORS.get(method)
     if not classes or not bits or not methods:
         raise ValueError("classes, bits and methods must each name at least one value; e.g. classes=[16], bits=[8].")
-    cache = cache or CenterCache()
+    cache = cache or SHARED_CACHE
     views: dict[tuple[int, int, str], ExplorerView] = {}
     similarities = {}
     for C in classes:
@@ -361,7 +366,7 @@ class Explorer:
                  bit_choices: Sequence[int] = (8, 16, 32, 64, 128), max_classes: int = 200,
                  background: bool = True, cache: CenterCache | None = None) -> None:
         w = _widgets()
-        self.cache = cache or CenterCache()
+        self.cache = cache or SHARED_CACHE
         self.seed = int(seed)
         self.background = background
         self.context = {"preset": preset, "dataset": dataset, "run_dir": run_dir}
