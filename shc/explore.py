@@ -80,11 +80,18 @@ def preset_similarity(preset: str, dataset: str | None = None, seed: int = 0,
     Raises :class:`shc.runs.MissingRunError` naming the command that computes it when it is absent.
     """
     from shc import presets, results
+    from shc.runs import MissingRunError
 
     chosen = presets.get_preset(preset)
     dataset = dataset or chosen.datasets[0]
     config = presets.report_configs(preset, dataset, ["shc"], [chosen.bits[0]], [seed], run_dir)[0]
-    S = validate_similarity(results.load_similarity(config))
+    try:
+        S = validate_similarity(results.load_similarity(config))
+    except MissingRunError as error:
+        raise MissingRunError(
+            f"no stored stage-1 S of preset {preset!r} (dataset {dataset}, seed {seed}) in {config.run_dir}; compute "
+            f"it with `python -m shc.pipeline --preset {preset}` (or `python -m shc.reports --preset {preset}`), "
+            f"or pick the label or hierarchical source. ({error})") from error
     return S, [str(name) for name in results.load_data(config).class_names]
 
 
@@ -374,6 +381,7 @@ class Explorer:
         self.error: str | None = None
         self._thread: threading.Thread | None = None
         self._generation = 0
+        self._show_lock = threading.RLock()
         self._similarities: dict[tuple, tuple[np.ndarray, list[str]]] = {}
         style = {"description_width": "initial"}
         self.classes = w.IntSlider(value=int(num_classes), min=2, max=int(max_classes), description="classes C",
@@ -438,8 +446,9 @@ class Explorer:
 
     def update(self) -> None:
         """Recompute the view for the current controls: at once when cached, else in the background."""
-        self._generation += 1
-        generation = self._generation
+        with self._show_lock:
+            self._generation += 1
+            generation = self._generation
         try:
             S, names = self._similarity()
         except Exception as error:  # noqa: BLE001 - shown to the student, who can change the control
@@ -461,8 +470,9 @@ class Explorer:
                 if generation == self._generation:
                     self._fail(error)
                 return
-            if generation == self._generation:
-                self._show(view)
+            with self._show_lock:  # a stale computation never overwrites a newer view
+                if generation == self._generation:
+                    self._show(view)
 
         if key in self.cache or not self.background:
             compute()
