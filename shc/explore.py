@@ -269,10 +269,15 @@ def grid_json(grid: dict[str, Any]) -> dict[str, Any]:
     numbers Python computed (d_min, S_loss, ...) for the renderer to show and the tests to compare."""
     similarities = {str(C): {"names": names, "S": base64.b64encode(np.round(S * 100).astype(np.int8).tobytes())
                              .decode("ascii")} for C, (S, names) in grid["similarities"].items()}
-    views = {f"{C}/{q}/{method}": {"centers": _pack(view.centers), "summary": view.summary()}
+    views = {f"{C}/{q}/{method}": {"centers": _pack(view.centers), "summary": _finite(view.summary())}
              for (C, q, method), view in grid["views"].items()}
     return {"source": grid["source"], "seed": grid["seed"], "classes": grid["classes"], "bits": grid["bits"],
             "methods": grid["methods"], "similarities": similarities, "views": views}
+
+
+def _finite(summary: dict[str, Any]) -> dict[str, Any]:
+    """NaN (a Spearman correlation undefined for constant centers or S) becomes null: JSON has no NaN."""
+    return {k: None if isinstance(v, float) and not np.isfinite(v) else v for k, v in summary.items()}
 
 
 class OfflineView:
@@ -296,7 +301,7 @@ def offline_view(grid: dict[str, Any]) -> OfflineView:
 
 
 def _offline_html(data: dict[str, Any]) -> str:
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     script = _ASSET.read_text(encoding="utf-8")
     return (f'<div class="shc-explorer" data-source="{html.escape(data["source"])}">'
             f'<script type="application/json" class="shc-explorer-data">{payload}</script>'

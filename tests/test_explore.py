@@ -163,7 +163,7 @@ def test_geometry_findings_state_the_numbers_of_the_table():
     assert "no oscillation" in findings.geometry_findings(calm)[1]
 
 
-def test_the_report_shows_the_fallback_of_a_widget_without_stored_state(tmp_path):
+def test_report_pages_show_the_fallback_of_a_widget_view(tmp_path):
     import nbformat
 
     from shc.reports.export import render_html
@@ -174,10 +174,16 @@ def test_the_report_shows_the_fallback_of_a_widget_without_stored_state(tmp_path
         nbformat.v4.new_output("display_data", data={
             "application/vnd.jupyter.widget-view+json": {"model_id": "abc", "version_major": 2, "version_minor": 0},
             "text/html": "<p>live explorer fallback</p>"})])]
+    notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2,
+                                                                                   "version_minor": 0}}
+    notebook.cells.append(nbformat.v4.new_code_cell("box", outputs=[nbformat.v4.new_output("execute_result", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": "def", "version_major": 2, "version_minor": 0},
+        "text/plain": "VBox(children=(HTML(value='x'),))"}, execution_count=2)]))
     source = tmp_path / "widgets.ipynb"
     nbformat.write(notebook, str(source))
     page = render_html(source, tmp_path / "widgets.html").read_text(encoding="utf-8")
-    assert "live explorer fallback" in page and "widget-view+json" not in page
+    assert "live explorer fallback" in page and "widget-view+json" not in page and "widget-state" not in page
+    assert "VBox(children" not in page
 
 
 @pytest.mark.browser

@@ -101,7 +101,8 @@
     }
     var sm = view.summary, d = sm["required d"] || sm["GV d"];
     row(summary, ["C", "q", "method", "GV d", "required d", "d_min", "colliding pairs", "mean distance", "S_loss", "Spearman"], true);
-    row(summary, [C, Q, method, sm["GV d"], sm["required d"], dmin, counts[0], sm["mean distance"], sm["S_loss"], sm["Spearman"]]);
+    row(summary, [C, Q, method, sm["GV d"], sm["required d"], dmin, counts[0], sm["mean distance"], sm["S_loss"],
+                  sm["Spearman"] === null ? "undefined (constant)" : sm["Spearman"]]);
     hist.innerHTML = histogram(counts, dmin, d);
     heatmap(heatS, S); heatmap(heatG, G);
     note.textContent = "d_min = " + dmin + (dmin >= d ? " \u2265 " : " < ") + "d = " + d + " (" + data.source + " S, seed " + data.seed + ")";

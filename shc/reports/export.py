@@ -61,7 +61,7 @@ def render_html(
             if cell.cell_type == "code":
                 cell.outputs = [output for output in cell.outputs
                                 if not (output.output_type == "stream" and output.get("name") == "stderr")]
-    _without_stateless_widgets(notebook)
+    _without_widget_views(notebook)
     title = notebook_title(Path(notebook_path))
     body, _ = _html_exporter(include_input).from_notebook_node(notebook, resources={"metadata": {"name": title}})
     body = _with_alt_texts(body, _image_alts(notebook))
@@ -75,11 +75,11 @@ def render_html(
 _WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-def _without_stateless_widgets(notebook) -> None:
-    """Drop widget views whose state the notebook does not store (papermill stores none): without a kernel they
-    render as an empty box, so the page shows the output's other forms instead (the live explorer's note)."""
-    if _WIDGET_VIEW.replace("view", "state") in notebook.metadata.get("widgets", {}):
-        return
+def _without_widget_views(notebook) -> None:
+    """Drop widget views (and the stored widget state): the widget renderer loads from a CDN, which
+    :func:`shc.offline.offline_html` removes, so on an offline page a view is an empty box. The page shows the
+    output's other forms instead (the live explorer's note, shc.explore)."""
+    notebook.metadata.pop("widgets", None)
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
@@ -88,8 +88,8 @@ def _without_stateless_widgets(notebook) -> None:
             data = output.get("data")
             if data is not None and _WIDGET_VIEW in data:
                 data.pop(_WIDGET_VIEW)
-                if not data:
-                    continue
+                if not set(data) - {"text/plain"}:
+                    continue  # only a repr such as "VBox(children=...)" is left
             kept.append(output)
         cell.outputs = kept
 
