@@ -532,6 +532,7 @@ def _html_table(summary: dict[str, Any]) -> str:
 def _figure_png(view: ExplorerView) -> bytes:
     import io
 
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(12, 3.6), dpi=80)
@@ -548,8 +549,8 @@ def _figure_png(view: ExplorerView) -> bytes:
         axis.imshow(matrix, vmin=-1, vmax=1, cmap="RdBu_r", interpolation="nearest")
         axis.set(title=title, xticks=[], yticks=[])
     figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    buffer = io.BytesIO()  # in memory: no file is written
+    FigureCanvasAgg(figure).print_png(buffer)
     return buffer.getvalue()
 
 
@@ -575,6 +576,7 @@ def app_notebook(notebook_path: str | Path | None = None):
 def serve(port: int = 8866, notebook_path: str | Path | None = None, *, open_browser: bool = False,
           extra_arguments: Sequence[str] = ()) -> int:
     """Serve notebook 00's explorer as a web page without code (Voila); blocks until interrupted."""
+    import os
     import subprocess
     import sys
     import tempfile
@@ -588,7 +590,7 @@ def serve(port: int = 8866, notebook_path: str | Path | None = None, *, open_bro
     except ImportError as error:
         raise ImportError("serving the explorer needs voila; install the extra: pip install -e '.[explore]'") \
             from error
-    folder = Path(tempfile.mkdtemp(prefix="shc-explorer-"))
+    folder = Path(tempfile.gettempdir()) / f"shc-explorer-{os.getpid()}"  # one app page per serving process
     page = write_text(folder / "center_explorer.ipynb", nbformat.writes(app_notebook(notebook_path)))
     command = [sys.executable, "-m", "voila", str(page), f"--port={int(port)}", "--Voila.ip=127.0.0.1",
                "--theme=light", *([] if open_browser else ["--no-browser"]), *extra_arguments]
