@@ -17,7 +17,7 @@ from shc.evaluation import PRIMARY_METRIC
 from shc.stats import compare_sentence, format_value, metric_name, paired_by_seed, summary_frame, what_this_shows
 
 __all__ = ["ablation_findings", "backbone_phrase", "best_methods", "center_findings", "convergence_findings",
-           "hadamard_findings", "pair_findings", "precision_at_k_findings", "record_distance_finding",
+           "geometry_findings", "hadamard_findings", "pair_findings", "precision_at_k_findings", "record_distance_finding",
            "retrieval_findings", "similarity_findings"]
 
 #: The range of stage-1 test accuracies in the paper's Table 2 (NABirds-B 48.44 %, Stanford Cars-A 73.49 %).
@@ -235,3 +235,45 @@ def record_distance_finding(history: Any, targets: Mapping[int, int]) -> str:
     if below == 0:
         return f"d_min \u2265 d held at all {len(history)} records."
     return f"d_min fell below d at {below} of {len(history)} records."
+
+
+def geometry_findings(lessons: Any) -> list[str]:
+    """The cases of stage 2 that teach most, from :func:`shc.explore.geometry_lessons` (indexed by C and q):
+    semantic-only centers that collide (pairs at Hamming distance 0, which no image can tell apart), Algorithm 1's
+    S_loss oscillating over its cycles at short codes, and how far SHC moves from its MDS start at each length."""
+    sentences = []
+    table = lessons.reset_index()
+    for C, group in table.groupby("C", sort=True):
+        if "semantic colliding pairs" in group:
+            colliding = group.dropna(subset=["semantic colliding pairs"])
+            hit = colliding[colliding["semantic colliding pairs"] > 0]
+            if len(hit):
+                parts = ", ".join(f"{int(r['semantic colliding pairs'])} at {int(r['q'])} bits" for _, r in hit.iterrows())
+                sentences.append(f"C = {C}: semantic-only centers (no distance term) give some class pairs the same "
+                                 f"center: {parts} colliding pair(s), which no image can tell apart.")
+            elif len(colliding):
+                sentences.append(f"C = {C}: semantic-only centers keep every class on its own center at "
+                                 f"{', '.join(str(int(q)) for q in colliding['q'])} bits (no collision).")
+        if "shc S_loss reversals" in group:
+            trace = group.dropna(subset=["shc S_loss reversals"])
+            swinging = trace[trace["shc S_loss reversals"] >= 2]
+            if len(swinging):
+                parts = ", ".join(f"{int(r['shc S_loss reversals'])} reversals and {int(r['shc S_loss rises'])} rises "
+                                  f"in {int(r['shc cycles'])} cycles at {int(r['q'])} bits"
+                                  for _, r in swinging.iterrows())
+                sentences.append(f"C = {C}: Algorithm 1 oscillates: its S_loss goes up and down ({parts}); the "
+                                 "generator returns the best feasible cycle, not the last.")
+            elif len(trace):
+                sentences.append(f"C = {C}: Algorithm 1's S_loss changes direction at most once at every length "
+                                 "(no oscillation).")
+        if "shc share of bits moved" in group:
+            moved = group.dropna(subset=["shc share of bits moved"])
+            if len(moved):
+                parts = ", ".join(f"{format_value(r['shc bits moved from mds'], 3)} bits per center "
+                                  f"({r['shc share of bits moved']:.1%}) at {int(r['q'])} bits"
+                                  for _, r in moved.iterrows())
+                still = moved[moved["shc share of bits moved"] == 0]
+                tail = (f"; at {', '.join(str(int(q)) for q in still['q'])} bits it returns its MDS start unchanged"
+                        if len(still) else "")
+                sentences.append(f"C = {C}: SHC moves from its MDS start by {parts}{tail}.")
+    return sentences

@@ -192,7 +192,8 @@ PRESETS.register("tiny", Preset(
     notebooks=_center_notebooks(
         centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=("mds", "shc"),
         baselines=("dpsh", "greedyhash", "orthohash", "shc"), top_pairs=5, examples=3, k=5,
-        geometry=[{"num_classes": 20, "bits": 16, "gv_classes": [10, 100, 1000], "gv_bits": [16, 32, 64]}]),
+        geometry=[{"num_classes": 20, "bits": 16, "gv_classes": [10, 100, 1000], "gv_bits": [16, 32, 64],
+                   "explorer_classes": [10, 20], "explorer_bits": [8, 16]}]),
 ))
 PRESETS.register("quick", Preset(
     name="quick",

@@ -36,7 +36,18 @@ def test_environment_yml_names_the_same_dependencies_as_pyproject():
 def test_constraints_pin_the_cpu_torch_build_served_here():
     pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines()
                 if line and not line.startswith("#"))
-    assert pins == {"torch": "2.13.0", "torchvision": "0.28.0"}
+    assert {name: pins.get(name) for name in ("torch", "torchvision")} == {"torch": "2.13.0", "torchvision": "0.28.0"}
+
+
+def test_the_explore_extra_is_pinned_and_installed_by_ci():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines()
+                if line and not line.startswith("#"))
+    explore = {_name(r) for r in project["optional-dependencies"]["explore"]}
+    assert explore == {"ipywidgets", "voila"}
+    assert explore <= set(pins), f"pin {sorted(explore - set(pins))} in constraints.txt"
+    install = re.search(r"^pip install .*$", (ROOT / "README.md").read_text(), re.M).group(0)
+    assert "explore" in re.search(r"\[([^\]]*)\]", install).group(1).split(",")
 
 
 def test_ci_runs_exactly_the_readme_commands():

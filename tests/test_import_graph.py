@@ -50,7 +50,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("runs", ("shc.runs",)),
     ("retrieval, findings, figures", ("shc.retrieval.*", "shc.findings", "shc.paper", "shc.plots.*")),
     ("presets", ("shc.presets",)),
-    ("compute and read", ("shc.pipeline", "shc.results")),
+    ("compute and read", ("shc.pipeline", "shc.results", "shc.explore")),
     ("batch runner and command lines", ("shc.reports.*", "shc.cli", "shc.__main__")),
 ]
 

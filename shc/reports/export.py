@@ -61,6 +61,7 @@ def render_html(
             if cell.cell_type == "code":
                 cell.outputs = [output for output in cell.outputs
                                 if not (output.output_type == "stream" and output.get("name") == "stderr")]
+    _without_widget_views(notebook)
     title = notebook_title(Path(notebook_path))
     body, _ = _html_exporter(include_input).from_notebook_node(notebook, resources={"metadata": {"name": title}})
     body = _with_alt_texts(body, _image_alts(notebook))
@@ -69,6 +70,28 @@ def render_html(
     install_assets(assets_root)
     body = offline_html(body, Path(page_path) if page_path is not None else html_path, assets_root)
     return write_text(html_path, body)
+
+
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _without_widget_views(notebook) -> None:
+    """Drop widget views (and the stored widget state): the widget renderer loads from a CDN, which
+    :func:`shc.offline.offline_html` removes, so on an offline page a view is an empty box. The page shows the
+    output's other forms instead (the live explorer's note, shc.explore)."""
+    notebook.metadata.pop("widgets", None)
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for output in cell.get("outputs", []):
+            data = output.get("data")
+            if data is not None and _WIDGET_VIEW in data:
+                data.pop(_WIDGET_VIEW)
+                if not set(data) - {"text/plain"}:
+                    continue  # only a repr such as "VBox(children=...)" is left
+            kept.append(output)
+        cell.outputs = kept
 
 
 _PREFERRED_OVER_PNG = {"text/html", "application/pdf", "text/latex", "image/svg+xml"}

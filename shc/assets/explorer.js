@@ -1,0 +1,120 @@
+// shc offline center explorer (shc.explore.offline_view): draws the views of a precomputed grid from the JSON
+// next to it. Centers come as packed bits (numpy.packbits, rows of q bits), S as int8 percent. No network.
+(function () {
+  var root = document.currentScript ? document.currentScript.parentNode : null;
+  if (!root) { return; }
+  var data = JSON.parse(root.querySelector("script.shc-explorer-data").textContent);
+  var host = root.querySelector(".shc-explorer-root");
+  function bytes(b64) { var s = atob(b64), a = new Uint8Array(s.length); for (var i = 0; i < s.length; i++) { a[i] = s.charCodeAt(i); } return a; }
+  function centers(b64, C, q) {
+    var packed = bytes(b64), rowBytes = Math.ceil(q / 8), H = [];
+    for (var c = 0; c < C; c++) {
+      var row = new Int8Array(q);
+      for (var k = 0; k < q; k++) { row[k] = (packed[c * rowBytes + (k >> 3)] >> (7 - (k & 7))) & 1 ? 1 : -1; }
+      H.push(row);
+    }
+    return H;
+  }
+  function similarity(b64, C) {
+    var raw = new Int8Array(bytes(b64).buffer), S = [];
+    for (var i = 0; i < C; i++) { S.push(Array.prototype.slice.call(raw, i * C, (i + 1) * C).map(function (v) { return v / 100; })); }
+    return S;
+  }
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    for (var k in attrs || {}) { e.setAttribute(k, attrs[k]); }
+    if (text !== undefined) { e.textContent = text; }
+    return e;
+  }
+  function select(name, options, value) {
+    var label = el("label", {}, name + " "), s = el("select", {"class": "shc-" + name.split(" ")[0]});
+    options.forEach(function (o) { var opt = el("option", {value: String(o)}, String(o)); if (String(o) === String(value)) { opt.selected = true; } s.appendChild(opt); });
+    label.appendChild(s); return [label, s];
+  }
+  host.textContent = "";
+  var controls = el("div", {"class": "shc-explorer-controls"});
+  var c = select("classes C", data.classes, data.classes[0]);
+  var q = select("bits q", data.bits, data.bits[0]);
+  var m = select("center method", data.methods, data.methods.indexOf("shc") >= 0 ? "shc" : data.methods[0]);
+  var k = select("class", [], "");
+  [c, q, m, k].forEach(function (p) { controls.appendChild(p[0]); controls.appendChild(document.createTextNode(" ")); });
+  host.appendChild(controls);
+  var summary = el("table", {"class": "shc-explorer-summary"});
+  var figures = el("div", {"class": "shc-explorer-figures", style: "display:flex;gap:16px;align-items:flex-end"});
+  var hist = el("div", {"class": "shc-explorer-histogram"});
+  var heatS = el("canvas", {"class": "shc-explorer-S", width: 200, height: 200, title: "S"});
+  var heatG = el("canvas", {"class": "shc-explorer-gram", width: 200, height: 200, title: "H H^T / q"});
+  function captioned(node, text) { var d = el("div"); d.appendChild(node); d.appendChild(el("div", {style: "text-align:center"}, text)); return d; }
+  figures.appendChild(captioned(hist, "pairwise Hamming distances (solid: d_min, dashed: required d)"));
+  figures.appendChild(captioned(heatS, "S"));
+  figures.appendChild(captioned(heatG, "H H\u1d40 / q"));
+  var nearest = el("table", {"class": "shc-explorer-nearest"});
+  var note = el("p", {"class": "shc-explorer-note"});
+  [summary, figures, note, nearest].forEach(function (n) { host.appendChild(n); });
+  var state = null;
+
+  function colour(v) {  // RdBu-like: -1 blue, 0 white, +1 red
+    var t = Math.max(-1, Math.min(1, v)), r, g, b;
+    if (t >= 0) { r = 255; g = Math.round(255 * (1 - t)); b = Math.round(255 * (1 - t)); } else { r = Math.round(255 * (1 + t)); g = Math.round(255 * (1 + t)); b = 255; }
+    return [r, g, b];
+  }
+  function heatmap(canvas, M) {
+    var n = M.length, ctx = canvas.getContext("2d"), image = ctx.createImageData(n, n);
+    for (var i = 0; i < n; i++) { for (var j = 0; j < n; j++) { var p = colour(M[i][j]), o = 4 * (i * n + j); image.data[o] = p[0]; image.data[o + 1] = p[1]; image.data[o + 2] = p[2]; image.data[o + 3] = 255; } }
+    var off = document.createElement("canvas"); off.width = n; off.height = n; off.getContext("2d").putImageData(image, 0, 0);
+    ctx.imageSmoothingEnabled = false; ctx.clearRect(0, 0, canvas.width, canvas.height); ctx.drawImage(off, 0, 0, canvas.width, canvas.height);
+  }
+  function histogram(counts, dmin, d) {
+    var W = 320, Hh = 200, q = counts.length - 1, top = Math.max.apply(null, counts) || 1, bw = W / (q + 1);
+    var svg = '<svg xmlns="http://www.w3.org/2000/svg" width="' + W + '" height="' + Hh + '" role="img" aria-label="histogram of pairwise distances">';
+    counts.forEach(function (n, x) { var h = (Hh - 10) * n / top; svg += '<rect x="' + (x * bw) + '" y="' + (Hh - h) + '" width="' + Math.max(1, bw - 1) + '" height="' + h + '" fill="#4c72b0"><title>' + x + ' bits: ' + n + ' pairs</title></rect>'; });
+    svg += '<line x1="' + ((dmin + 0.5) * bw) + '" x2="' + ((dmin + 0.5) * bw) + '" y1="0" y2="' + Hh + '" stroke="#000"/>';
+    svg += '<line x1="' + ((d + 0.5) * bw) + '" x2="' + ((d + 0.5) * bw) + '" y1="0" y2="' + Hh + '" stroke="#c44e52" stroke-dasharray="4 3"/>';
+    return svg + "</svg>";
+  }
+  function row(table, cells, header) {
+    var tr = el("tr"); cells.forEach(function (v) { tr.appendChild(el(header ? "th" : "td", {}, String(v))); }); table.appendChild(tr);
+  }
+  function showNearest() {
+    if (!state) { return; }
+    var i = state.names.indexOf(k[1].value), H = state.H, Q = state.q;
+    nearest.textContent = "";
+    row(nearest, ["rank", "class nearest to " + k[1].value, "Hamming distance", "S"], true);
+    var order = [];
+    for (var j = 0; j < H.length; j++) { if (j !== i) { order.push([state.D[i][j], j]); } }
+    order.sort(function (a, b) { return a[0] - b[0] || a[1] - b[1]; });
+    order.slice(0, 5).forEach(function (p, r) { row(nearest, [r + 1, state.names[p[1]], p[0], state.S[i][p[1]].toFixed(2)]); });
+  }
+  function render() {
+    var C = Number(c[1].value), Q = Number(q[1].value), method = m[1].value, key = C + "/" + Q + "/" + method;
+    var view = data.views[key], sim = data.similarities[String(C)];
+    summary.textContent = ""; nearest.textContent = ""; hist.innerHTML = "";
+    if (!view) { note.textContent = "not precomputed: " + C + " classes do not fit in " + Q + " bits"; state = null; return; }
+    var H = centers(view.centers, C, Q), S = similarity(sim.S, C), D = [], G = [], counts = new Array(Q + 1).fill(0), dmin = Q;
+    for (var i = 0; i < C; i++) {
+      D.push(new Array(C)); G.push(new Array(C));
+      for (var j = 0; j < C; j++) {
+        var dot = 0; for (var b = 0; b < Q; b++) { dot += H[i][b] * H[j][b]; }
+        D[i][j] = (Q - dot) / 2; G[i][j] = dot / Q;
+        if (j > i) { counts[D[i][j]] += 1; dmin = Math.min(dmin, D[i][j]); }
+      }
+    }
+    var sm = view.summary, d = sm["required d"] || sm["GV d"];
+    row(summary, ["C", "q", "method", "GV d", "required d", "d_min", "colliding pairs", "mean distance", "S_loss", "Spearman"], true);
+    row(summary, [C, Q, method, sm["GV d"], sm["required d"], dmin, counts[0], sm["mean distance"], sm["S_loss"],
+                  sm["Spearman"] === null ? "undefined (constant)" : sm["Spearman"]]);
+    hist.innerHTML = histogram(counts, dmin, d);
+    heatmap(heatS, S); heatmap(heatG, G);
+    note.textContent = "d_min = " + dmin + (dmin >= d ? " \u2265 " : " < ") + "d = " + d + " (" + data.source + " S, seed " + data.seed + ")";
+    state = {H: H, S: S, D: D, q: Q, names: sim.names};
+    var chosen = k[1].value;
+    k[1].textContent = "";
+    sim.names.forEach(function (name) { var o = el("option", {value: name}, name); k[1].appendChild(o); });
+    k[1].value = sim.names.indexOf(chosen) >= 0 ? chosen : sim.names[0];
+    showNearest();
+    root.setAttribute("data-view", key);
+  }
+  [c[1], q[1], m[1]].forEach(function (s) { s.addEventListener("change", render); });
+  k[1].addEventListener("change", showNearest);
+  render();
+})();

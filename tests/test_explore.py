@@ -1,0 +1,262 @@
+"""The center explorer (shc.explore, issue 23): live controls against shc.centers, the offline view's data and its
+rendering in headless Chromium without network, the lessons it states, and the app served by Voila."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shc import centers, explore, findings
+from shc.runs import MissingRunError
+from shc.similarity import hierarchical_similarity, similarity_from_labels
+
+pytest.importorskip("ipywidgets", reason="the explore extra is not installed: pip install -e '.[explore]'")
+
+
+def _tens_digit_S(C: int) -> np.ndarray:  # the label source, built independently
+    return similarity_from_labels(C, [c // 10 for c in range(C)])
+
+
+def _brute_force_distances(H: np.ndarray) -> np.ndarray:
+    H = np.asarray(H)
+    return (H[:, None, :] != H[None, :, :]).sum(axis=2)
+
+
+def _check_view(view: explore.ExplorerView, method: str, S: np.ndarray, q: int, **options) -> None:
+    expected = centers.generate_centers(method, S.shape[0], q, similarity=S, seed=0, **options)
+    np.testing.assert_array_equal(view.centers, expected)
+    D = _brute_force_distances(expected)
+    upper = D[np.triu_indices(S.shape[0], k=1)]
+    summary = view.summary()
+    assert summary["d_min"] == upper.min() == centers.center_quality(expected, S)["d_min"]
+    assert summary["colliding pairs"] == int((upper == 0).sum())
+    assert view.histogram.tolist() == np.bincount(upper, minlength=q + 1).tolist()
+    assert summary["S_loss"] == pytest.approx(np.mean((S - expected @ expected.T / q) ** 2), abs=1e-5)
+
+
+def test_controls_drive_the_views_and_the_numbers_match_shc_centers():
+    explorer = explore.Explorer(num_classes=12, bits=8, method="mds", cache=explore.CenterCache()).wait()
+    _check_view(explorer.view, "mds", _tens_digit_S(12), 8)
+    explorer.classes.value = 20
+    explorer.bits.value = 16
+    explorer.method.value = "shc"
+    explorer.wait()
+    assert explorer.view.num_classes == 20 and explorer.view.bits == 16 and explorer.view.method == "shc"
+    _check_view(explorer.view, "shc", _tens_digit_S(20), 16)
+    assert "<td>shc</td>" in explorer.summary_html.value and explorer.figure.value[:4] == b"\x89PNG"
+
+    # a class picked by name: its nearest centers, their Hamming distances and their similarity in S
+    explorer.class_name.value = "13"
+    D = _brute_force_distances(explorer.view.centers)
+    others = [j for j in np.argsort(D[13], kind="stable") if j != 13][:5]
+    table = explorer.nearest
+    assert table["class"].tolist() == [f"{j:02d}" for j in others]
+    assert table["Hamming distance"].tolist() == D[13, others].tolist()
+    assert table["S"].tolist() == pytest.approx(_tens_digit_S(20)[13, others].tolist())
+    assert "Nearest centers to class 13" in explorer.nearest_html.value
+
+    # the required distance d: the Gilbert-Varshamov d by default, any d when unticked
+    assert explorer.view.required_distance == centers.gv_min_distance(20, 16)
+    explorer.method.value = "mds"
+    explorer.use_gv.value = False
+    explorer.distance.value = 3
+    explorer.wait()
+    assert not explorer.distance.disabled and explorer.view.required_distance == 3
+    _check_view(explorer.view, "mds", _tens_digit_S(20), 16, min_distance=3)
+
+    # another similarity source
+    explorer.source.value = "hierarchical"
+    explorer.wait()
+    np.testing.assert_array_equal(explorer.view.S, hierarchical_similarity(20, num_groups=2, seed=0))
+
+
+def test_uncached_settings_compute_in_the_background_with_a_progress_bar():
+    explorer = explore.Explorer(num_classes=16, bits=8, method="random", cache=explore.CenterCache()).wait()
+    computed = explorer.cache.computed
+    explorer.method.value = "shc-ls"
+    assert explorer.progress.layout.visibility == "visible" or explorer.view.method == "shc-ls"
+    explorer.wait()
+    assert explorer.view.method == "shc-ls" and explorer.progress.layout.visibility == "hidden"
+    assert explorer.cache.computed == computed + 1
+    explorer.method.value = "random"  # cached: answered at once, nothing recomputed
+    assert explorer.view.method == "random" and explorer.cache.computed == computed + 1
+
+
+def test_a_missing_stored_similarity_names_the_command_that_computes_it(tmp_path):
+    with pytest.raises(MissingRunError, match=r"python -m shc\.pipeline --preset tiny"):
+        explore.preset_similarity("tiny", run_dir=str(tmp_path))
+    explorer = explore.Explorer(num_classes=10, bits=8, method="mds", preset="tiny", run_dir=str(tmp_path),
+                                cache=explore.CenterCache()).wait()
+    explorer.source.value = "preset"
+    assert "python -m shc.pipeline --preset tiny" in explorer.status.value
+    with pytest.raises(ValueError, match="known similarity sources|Known similarity sources"):
+        explore.similarity_for("labels", 10)
+
+
+def test_nearest_centers_rejects_an_unknown_class():
+    view = explore.explorer_view("csq", _tens_digit_S(10), 8, cache=explore.CenterCache())
+    with pytest.raises(ValueError, match="unknown class 'x'.*e.g. '0'"):
+        explore.nearest_centers(view, "x")
+
+
+@pytest.fixture(scope="module")
+def small_grid():
+    return explore.precompute_grid([10, 20], [8, 16], methods=["random", "mds", "shc", "semantic"],
+                                   cache=explore.CenterCache())
+
+
+def test_offline_json_holds_the_centers_as_packed_bits_and_s_in_percent(small_grid):
+    data = explore.grid_json(small_grid)
+    assert data["methods"] == ["random", "mds", "shc", "semantic"] and set(data["similarities"]) == {"10", "20"}
+    for (C, q, method), view in small_grid["views"].items():
+        packed = np.frombuffer(base64.b64decode(data["views"][f"{C}/{q}/{method}"]["centers"]), dtype=np.uint8)
+        bits = np.unpackbits(packed.reshape(C, -1), axis=1)[:, :q]
+        np.testing.assert_array_equal(np.where(bits == 1, 1, -1), view.centers)
+        assert data["views"][f"{C}/{q}/{method}"]["summary"]["d_min"] == centers.center_quality(view.centers)["d_min"]
+    S = np.frombuffer(base64.b64decode(data["similarities"]["20"]["S"]), dtype=np.int8).reshape(20, 20) / 100
+    np.testing.assert_allclose(S, _tens_digit_S(20), atol=0.005)
+    page = explore.offline_view(small_grid)._repr_html_()
+    assert len(page) < 100_000 and "http" not in page.replace("http://www.w3.org/2000/svg", "")
+
+
+def test_geometry_lessons_count_collisions_oscillation_and_movement_independently(small_grid):
+    lessons = explore.geometry_lessons(small_grid)
+    for C in (10, 20):
+        for q in (8, 16):
+            S = _tens_digit_S(C)
+            semantic = centers.generate_centers("semantic", C, q, similarity=S)
+            D = _brute_force_distances(semantic)
+            assert lessons.loc[(C, q), "semantic colliding pairs"] == int((D[np.triu_indices(C, 1)] == 0).sum())
+            shc, mds = (centers.generate_centers(m, C, q, similarity=S) for m in ("shc", "mds"))
+            assert lessons.loc[(C, q), "shc bits moved from mds"] == pytest.approx((shc != mds).sum(axis=1).mean())
+            s_loss = [r["s_loss"] for r in centers.run_center_method("shc", C, q, S)[1]]
+            signs = [np.sign(b - a) for a, b in zip(s_loss, s_loss[1:]) if b != a]
+            assert lessons.loc[(C, q), "shc S_loss reversals"] == sum(x != y for x, y in zip(signs, signs[1:]))
+
+
+def test_geometry_findings_state_the_numbers_of_the_table():
+    table = pd.DataFrame({
+        "C": [100, 100, 100], "q": [16, 32, 64], "semantic colliding pairs": [23, 0, 0], "semantic d_min": [0, 5, 24],
+        "shc cycles": [20, 20, 20], "shc S_loss reversals": [11, 0, 0], "shc S_loss rises": [9, 0, 1],
+        "shc bits moved from mds": [7.09, 3.59, 0.0], "shc share of bits moved": [0.443125, 0.1121875, 0.0],
+    }).set_index(["C", "q"])
+    sentences = findings.geometry_findings(table)
+    assert len(sentences) == 3
+    assert "23 at 16 bits colliding pair(s)" in sentences[0]
+    assert "11 reversals and 9 rises in 20 cycles at 16 bits" in sentences[1] and "32 bits" not in sentences[1]
+    assert "7.09 bits per center (44.3%) at 16 bits" in sentences[2]
+    assert "at 64 bits it returns its MDS start unchanged" in sentences[2]
+    calm = table.assign(**{"semantic colliding pairs": 0, "shc S_loss reversals": 1})
+    assert "no collision" in findings.geometry_findings(calm)[0]
+    assert "no oscillation" in findings.geometry_findings(calm)[1]
+
+
+def test_report_pages_show_the_fallback_of_a_widget_view(tmp_path):
+    import nbformat
+
+    from shc.reports.export import render_html
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Widgets"), nbformat.v4.new_code_cell("explorer", outputs=[
+        nbformat.v4.new_output("display_data", data={
+            "application/vnd.jupyter.widget-view+json": {"model_id": "abc", "version_major": 2, "version_minor": 0},
+            "text/html": "<p>live explorer fallback</p>"})])]
+    notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2,
+                                                                                   "version_minor": 0}}
+    notebook.cells.append(nbformat.v4.new_code_cell("box", outputs=[nbformat.v4.new_output("execute_result", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": "def", "version_major": 2, "version_minor": 0},
+        "text/plain": "VBox(children=(HTML(value='x'),))"}, execution_count=2)]))
+    source = tmp_path / "widgets.ipynb"
+    nbformat.write(notebook, str(source))
+    page = render_html(source, tmp_path / "widgets.html").read_text(encoding="utf-8")
+    assert "live explorer fallback" in page and "widget-view+json" not in page and "widget-state" not in page
+    assert "VBox(children" not in page
+
+
+@pytest.mark.browser
+def test_offline_view_changes_with_its_controls_in_headless_chromium_without_network(small_grid, tmp_path):
+    from shc.reports.browser import browser_problems, find_chromium, rendered_dom
+
+    if find_chromium() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium); the browser check needs it")
+    probe = """<pre id="probe"></pre><script>
+    function shown() { return Array.from(document.querySelectorAll('.shc-explorer-summary td')).map(function (td) {
+      return td.textContent; }).join('|') + ' #' + document.querySelectorAll('.shc-explorer-nearest tr').length
+      + ' ' + (document.querySelector('.shc-explorer-nearest td:nth-child(2)') || {}).textContent; }
+    function pick(cls, value) { var s = document.querySelector('select.' + cls); s.value = value;
+      s.dispatchEvent(new Event('change')); }
+    var lines = [shown()];
+    pick('shc-classes', '20'); pick('shc-bits', '16'); pick('shc-center', 'semantic'); lines.push(shown());
+    pick('shc-class', '13'); lines.push(shown());
+    document.getElementById('probe').textContent = lines.join('\\n');
+    </script>"""
+    page = tmp_path / "explorer.html"
+    page.write_text(f"<html><head><title>explorer</title></head><body>"
+                    f"{explore.offline_view(small_grid)._repr_html_()}{probe}</body></html>", encoding="utf-8")
+    dom = rendered_dom(page)  # headless Chromium with every network request refused
+    lines = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S).group(1).strip().splitlines()
+    assert len(lines) == 3 and lines[0] != lines[1]
+    first, second = (small_grid["views"][key] for key in ((10, 8, "shc"), (20, 16, "semantic")))
+    # the renderer recomputes d_min and collisions from the packed bits: they must equal Python's
+    for line, view in ((lines[0], first), (lines[1], second)):
+        cells = line.split(" #")[0].split("|")
+        assert cells[:3] == [str(view.num_classes), str(view.bits), view.method]
+        assert cells[5] == str(view.summary()["d_min"]) and cells[6] == str(view.summary()["colliding pairs"])
+        assert cells[8] == str(view.summary()["S_loss"])
+    assert " #6 " in lines[1]  # a header and the five nearest centers
+    nearest = explore.nearest_centers(second, "13")
+    assert lines[2].endswith(" " + nearest["class"].iloc[0])
+    assert browser_problems(page, dom) == []  # what a reader sees: no raw TeX, no repr, no dead link
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_app_notebook_is_the_parameters_and_the_explorer_cells():
+    notebook = explore.app_notebook()
+    tags = [cell.metadata.get("tags", []) for cell in notebook.cells]
+    assert "parameters" in tags[0] and all("explorer" in t for t in tags[1:]) and len(tags) >= 2
+    assert any("explore.Explorer(" in cell.source for cell in notebook.cells)
+
+
+def test_the_app_command_serves_the_explorer_page(tmp_path):
+    pytest.importorskip("voila", reason="the explore extra is not installed: pip install -e '.[explore]'")
+    port = _free_port()
+    root = Path(__file__).resolve().parents[1]
+    process = subprocess.Popen([sys.executable, "-m", "shc.explore", f"--port={port}"], cwd=root,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline, page = time.monotonic() + 300, None
+        while time.monotonic() < deadline and page is None:
+            if process.poll() is not None:
+                pytest.fail(f"the app exited: {process.stdout.read().decode(errors='replace')[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=280) as response:
+                    page = response.read().decode("utf-8", errors="replace")
+            except OSError:
+                time.sleep(1)
+        assert page is not None, "the app did not answer within 300 s"
+        assert "The live explorer" in page  # the explorer's markdown cell, no code
+        assert "explore.Explorer(" not in page
+        assert "application/vnd.jupyter.widget-view+json" in page
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
