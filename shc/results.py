@@ -745,6 +745,11 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--extended", action="store_true",
                         help="also the ablations (Table 7: distance only, semantic only; Table 8: text S) and the "
                              "baselines (Table 4) that python -m shc.reports computes for notebooks 05 and 06")
+    parser.add_argument("--versus", metavar="PRESET", choices=PRESETS.names(),
+                        help="also this preset's runs of the same methods, lengths and seeds side by side (e.g. "
+                             "standard-pretrained against standard): the paired change of each method and both "
+                             "rankings")
+    parser.add_argument("--versus-run-dir", default=None, help="artifact root of --versus (default: runs/<PRESET>)")
     parser.add_argument("--bits", nargs="+", type=positive_int, metavar="Q", help="code lengths (default: the grid's)")
     parser.add_argument("--seeds", nargs="+", type=non_negative_int, metavar="SEED", help="seeds (default: the grid's)")
     args = parser.parse_args(argv)
@@ -794,7 +799,79 @@ def _main(argv: Sequence[str] | None) -> int:
             _print_comparisons(extra_rows, reference, labels)
     if args.paper:
         _print_paper_comparison(preset, grid, args.methods)
+    if args.versus:
+        other = get_preset(args.versus)
+        methods = [m for m in order if m in other.methods]
+        other_grid = {**grid, "run_dir": args.versus_run_dir or f"runs/{args.versus}"}
+        other_rows = result_rows(other.configs(methods=methods, **other_grid))
+        _print_regimes(other_rows, rows[rows["method"].isin(methods)], args.versus, args.preset)
     return 0
+
+
+def ranking_line(rows: pd.DataFrame, metric: str, bits: int) -> str:
+    """The methods at ``bits`` from best to worst mean ``metric``, each joined to the next by ``>`` when the paired
+    95% interval of their difference over seeds lies above 0 and by ``≈`` when it contains 0 (``?``: one seed,
+    no interval), e.g. ``lth > greedyhash ≈ shc-ls > shc``. ``rows``: :func:`result_rows`."""
+    from shc.stats import paired_by_seed, summary_frame
+
+    summary, per_seed = summary_frame(rows, [metric], method="method")
+    at = summary[summary["bits"] == bits].sort_values("mean", ascending=False, kind="stable")
+    if at.empty:
+        raise ValueError(f"no {metric} values at {bits} bits; code lengths there: {sorted(summary['bits'].unique())}.")
+    names = list(at["method"])
+    joints = {"higher": " > ", "not distinguishable": " ≈ "}
+    parts = [names[0]]
+    for upper, lower in zip(names, names[1:]):
+        parts.append(joints.get(paired_by_seed(per_seed, metric, bits, upper, lower).verdict, " ? ") + lower)
+    return "".join(parts)
+
+
+def regime_rows(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = PRIMARY_METRIC) -> pd.DataFrame:
+    """Two presets' runs of the same methods, code lengths and seeds side by side (e.g. from scratch and
+    pretrained): per (bits, method) the mean ± std of ``metric`` in each, the paired change ``b - a`` over the
+    seeds both have (same split and seed) with its 95% t-interval, and each method's rank (1 = best mean) in
+    each. Only the (method, bits) cells both presets have are compared."""
+    import pandas as pd
+
+    from shc.stats import paired_interval, signed_interval
+
+    keys = ["method", "bits", "seed"]
+    merged = rows_a[[*keys, metric]].merge(rows_b[[*keys, metric]], on=keys, suffixes=(" a", " b"))
+    if merged.empty:
+        raise ValueError("the two grids share no (method, code length, seed) run; compare presets with common "
+                         "methods, lengths and seeds.")
+    out = []
+    for (bits, method), cell in merged.groupby(["bits", "method"], sort=True):
+        a, b = cell[f"{metric} a"].to_numpy(), cell[f"{metric} b"].to_numpy()
+        change = paired_interval(b, a)
+        out.append({"bits": bits, "method": method, "mean a": a.mean(), "std a": a.std(ddof=1) if a.size > 1 else
+                    float("nan"), "mean b": b.mean(), "std b": b.std(ddof=1) if b.size > 1 else float("nan"),
+                    "change": change.mean, "low": change.low, "high": change.high, "seeds": a.size,
+                    "change [95% CI]": signed_interval(change.mean, change.low, change.high)
+                    if change.defined else f"{change.mean:+.3f} (one seed)", "verdict": change.verdict})
+    frame = pd.DataFrame(out)
+    for side in ("a", "b"):
+        frame[f"rank {side}"] = frame.groupby("bits")[f"mean {side}"].rank(ascending=False, method="min").astype(int)
+    return frame.sort_values(["bits", "rank b"], kind="stable").reset_index(drop=True)
+
+
+def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name_b: str) -> None:
+    metric = PRIMARY_METRIC
+    frame = regime_rows(rows_a, rows_b, metric)
+    print(f"### {name_b} against {name_a} ({_metric_title(metric)})\n\nSame methods, code lengths, seeds and "
+          f"splits; the change is {name_b} minus {name_a}, paired by seed, with its 95% t-interval. Rankings run from "
+          "the best mean down: `>` where the paired interval of two neighbours lies above 0, `≈` where it holds 0.\n")
+    print(f"| bits | method | {name_a} | {name_b} | change | rank {name_a} | rank {name_b} |")
+    print("|---|---|---|---|---|---|---|")
+    for row in frame.to_dict("records"):
+        print(f"| {row['bits']} | {row['method']} | {row['mean a']:.4f} ± {row['std a']:.4f} | {row['mean b']:.4f} ± "
+              f"{row['std b']:.4f} | {row['change [95% CI]']} | {row['rank a']} | {row['rank b']} |")
+    print()
+    for bits in sorted(frame["bits"].unique()):
+        common = set(frame.loc[frame["bits"] == bits, "method"])
+        for name, rows in ((name_a, rows_a), (name_b, rows_b)):
+            print(f"- {bits} bits, {name}: {ranking_line(rows[rows['method'].isin(common)], metric, bits)}")
+    print()
 
 
 def finished_configs(configs: Iterable[RunConfig]) -> list[RunConfig]:

@@ -1,0 +1,50 @@
+"""shc.results' regime comparison: two presets' runs side by side, paired by seed (hand-computed cases)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from shc.results import ranking_line, regime_rows
+
+METRIC = "tie_aware_mAP@ALL"
+
+
+def _rows(values: dict[str, list[float]], bits: int = 16) -> pd.DataFrame:
+    return pd.DataFrame([{"method": method, "bits": bits, "seed": seed, METRIC: value}
+                         for method, per_seed in values.items() for seed, value in enumerate(per_seed)])
+
+
+SCRATCH = _rows({"x": [0.50, 0.52, 0.51], "y": [0.40, 0.41, 0.39], "z": [0.30, 0.30, 0.30]})
+PRETRAINED = _rows({"x": [0.45, 0.46, 0.47], "y": [0.50, 0.52, 0.51], "z": [0.51, 0.50, 0.52]})
+
+
+def test_regime_rows_pair_by_seed_with_a_t_interval_and_rank_each_preset():
+    frame = regime_rows(SCRATCH, PRETRAINED, METRIC).set_index("method")
+    # x: b - a = -0.05, -0.06, -0.04: mean -0.05, sd 0.01, t(0.975, 2) = 4.3027 -> half width 0.024841
+    half = 4.302652729911275 * 0.01 / math.sqrt(3)
+    assert frame.loc["x", "change"] == pytest.approx(-0.05)
+    assert (frame.loc["x", "low"], frame.loc["x", "high"]) == pytest.approx((-0.05 - half, -0.05 + half))
+    assert frame.loc["x", "verdict"] == "lower" and frame.loc["x", "seeds"] == 3
+    assert frame.loc["z", "change"] == pytest.approx(0.21)
+    assert dict(frame["rank a"]) == {"x": 1, "y": 2, "z": 3}
+    assert dict(frame["rank b"]) == {"y": 1, "z": 1, "x": 3}  # y and z tie at 0.51 (both rank 1), x 0.46
+    assert list(frame.index) == ["y", "z", "x"]  # sorted by the second preset's rank
+
+
+def test_ranking_line_joins_neighbours_by_their_paired_verdict():
+    assert ranking_line(SCRATCH, METRIC, 16) == "x > y > z"
+    # y - z per seed: -0.01, +0.02, -0.01 (interval holds 0); z - x: +0.06, +0.04, +0.05 (above 0)
+    assert ranking_line(PRETRAINED, METRIC, 16) in ("y ≈ z > x", "z ≈ y > x")
+    one_seed = SCRATCH[SCRATCH["seed"] == 0]
+    assert ranking_line(one_seed, METRIC, 16) == "x ? y ? z"
+
+
+def test_regime_rows_refuse_grids_without_a_common_run():
+    other = PRETRAINED.assign(bits=32)
+    with pytest.raises(ValueError, match="share no"):
+        regime_rows(SCRATCH, other, METRIC)
+    with pytest.raises(ValueError, match="no tie_aware_mAP@ALL values at 64 bits"):
+        ranking_line(SCRATCH, METRIC, 64)
