@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from shc.centers import CENTER_GENERATORS, center_quality, gv_min_distance, hamming_distances, run_center_method
+from shc.centers import (CENTER_GENERATORS, center_quality, geometry_lesson, gv_min_distance, hamming_distances,
+                         run_center_method)
 from shc.registry import Registry
 from shc.similarity import hierarchical_similarity, similarity_from_labels, validate_similarity
 
@@ -312,12 +313,6 @@ def _offline_html(data: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------
 # What teaches: collisions, oscillation, movement from the MDS start
 # --------------------------------------------------------------------------------------------
-def _reversals(values: Sequence[float]) -> int:
-    steps = np.sign(np.diff(np.asarray(values, dtype=float)))
-    steps = steps[steps != 0]
-    return int(np.sum(steps[1:] != steps[:-1]))
-
-
 def geometry_lessons(grid: dict[str, Any]):
     """Per (C, q) of a grid: colliding class pairs (distance 0) of the semantic-only centers, Algorithm 1's
     S_loss reversals and rises over its cycles (oscillation), and how many bits SHC moved from its MDS start.
@@ -333,21 +328,14 @@ def geometry_lessons(grid: dict[str, Any]):
             semantic, shc, mds = get((C, q, "semantic")), get((C, q, "shc")), get((C, q, "mds"))
             if semantic is None and shc is None:
                 continue
-            row: dict[str, Any] = {"C": C, "q": q}
-            row["semantic colliding pairs"] = int(semantic.histogram[0]) if semantic else np.nan
-            row["semantic d_min"] = int(semantic.quality["d_min"]) if semantic else np.nan
+            row: dict[str, Any] = {"C": C, "q": q, **geometry_lesson(
+                semantic=semantic.centers if semantic else None,
+                shc=shc.centers if shc and mds else None, mds=mds.centers if shc and mds else None,
+                shc_s_loss=[record["s_loss"] for record in shc.history] if shc else None)}
+            if semantic is None:
+                row |= {"semantic colliding pairs": np.nan, "semantic d_min": np.nan}
             if shc is not None:
-                s_loss = [record["s_loss"] for record in shc.history]
-                row["shc cycles"] = len(s_loss) - 1
-                row["shc S_loss reversals"] = _reversals(s_loss)
-                row["shc S_loss rises"] = int(np.sum(np.diff(s_loss) > 0))
-                row["shc S_loss start"] = s_loss[0]
                 row["shc S_loss best"] = float(shc.quality["s_loss"])
-            if shc is not None and mds is not None:
-                moved = np.sum(shc.centers != mds.centers, axis=1)
-                row["shc bits moved from mds"] = float(moved.mean())
-                row["shc share of bits moved"] = float(moved.mean() / q)
-                row["shc centers unchanged"] = int(np.sum(moved == 0))
             rows.append(row)
     return pd.DataFrame(rows).set_index(["C", "q"])
 

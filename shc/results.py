@@ -218,6 +218,44 @@ def center_history_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     return frame[IDENTITY_COLUMNS + [column for column in frame.columns if column not in IDENTITY_COLUMNS]]
 
 
+def center_lessons(configs: Iterable[RunConfig], seed: int | None = None) -> pd.DataFrame:
+    """:func:`shc.centers.geometry_lesson` at each code length of ``configs`` (one seed, default the first met), on
+    the preset's own S: collisions of the semantic-only centers, Algorithm 1's oscillation and SHC's movement from
+    its MDS start, from the runs of methods ``semantic``, ``shc`` and ``mds`` that exist. Indexed by (C, q), the
+    frame :func:`shc.findings.geometry_findings` reads."""
+    import pandas as pd
+
+    from shc.centers import geometry_lesson
+
+    configs = [config for config in configs if _method(config).centers is not None and config.similarity
+               in (None, "logits")]
+    if not configs:
+        raise ValueError("no config with hash centers; include the methods semantic, shc and mds.")
+    seed = configs[0].seed if seed is None else seed
+    rows = []
+    for q in sorted({config.bits for config in configs}):
+        found = {config.method: config for config in configs if config.bits == q and config.seed == seed
+                 and _computed(config, "stage2", "centers.npy")}
+        centers = {method: load_centers(found[method]) for method in ("semantic", "shc", "mds") if method in found}
+        lesson = geometry_lesson(semantic=centers.get("semantic"),
+                                 shc=centers.get("shc") if "mds" in centers else None, mds=centers.get("mds"),
+                                 shc_s_loss=load_center_history(found["shc"])["s_loss"].to_numpy()
+                                 if "shc" in found else None)
+        if lesson:
+            rows.append({"C": load_data(next(iter(found.values()))).num_classes, "q": q, **lesson})
+    if not rows:
+        raise ValueError(f"no centers of semantic, shc or mds at seed {seed}; run stage 2 for them first.")
+    return pd.DataFrame(rows).set_index(["C", "q"])
+
+
+def _computed(config: RunConfig, stage: str, name: str) -> bool:
+    try:
+        artifact(config, stage, name)
+    except MissingRunError:
+        return False
+    return True
+
+
 def center_sets(configs: Iterable[RunConfig], bits: int, seed: int | None = None) -> dict[str, np.ndarray]:
     """The (C, q) centers of every center method among ``configs`` at one code length and seed (default:
     the first seed met), by :func:`run_label`."""

@@ -252,3 +252,19 @@ def test_shc_ls_is_registered_and_needs_a_similarity():
         generate_centers("shc-ls", 10, 16)
     with pytest.raises(TypeError, match="allowed: min_distance, init, starts"):
         generate_centers("shc-ls", 10, 16, similarity=np.eye(10), eta=0.5)
+
+
+def test_geometry_lesson_counts_collisions_oscillation_and_movement_by_hand():
+    from shc.centers import geometry_lesson
+
+    semantic = np.array([[1, 1], [1, 1], [-1, 1]])  # pairs at 0, 1, 1
+    s_loss = [5.0, 3.0, 4.0, 2.0, 2.0, 3.0]  # steps - + - 0 +: three changes of direction, two rises
+    mds = np.array([[1, 1, 1, 1], [1, -1, 1, -1]])
+    shc = np.array([[1, 1, 1, 1], [-1, 1, 1, -1]])  # 0 and 2 bits moved
+    assert geometry_lesson(semantic=semantic, shc=shc, mds=mds, shc_s_loss=s_loss) == {
+        "semantic colliding pairs": 1, "semantic d_min": 0, "shc cycles": 5, "shc S_loss reversals": 3,
+        "shc S_loss rises": 2, "shc S_loss start": 5.0, "shc bits moved from mds": 1.0,
+        "shc share of bits moved": 0.25, "shc centers unchanged": 1}
+    assert geometry_lesson() == {}
+    with pytest.raises(ValueError, match="one shape"):
+        geometry_lesson(shc=shc, mds=mds[:, :2])

@@ -22,7 +22,7 @@ Modules, each importing only those listed before it:
 
 ``distance``   sizes, Hamming distances, the Gilbert-Varshamov distance, bounds on codes at a distance
 ``_kernels``   the compiled (numba) kernels: packed bits, the local search's moves, the greedy code
-``quality``    :func:`center_quality` (Table 3), :func:`packed_min_distance`, :func:`relaxation_bound`
+``quality``    :func:`center_quality` (Table 3), :func:`geometry_lesson`, :func:`packed_min_distance`, :func:`relaxation_bound`
 ``baselines``  ``"random"``, ``"csq"``
 ``mds``        ``"mds"`` (and :func:`greedy_code` above :data:`DENSE_MDS_LIMIT` classes)
 ``semantic``   ``"shc"`` (Algorithm 1) and ``"semantic"``; :class:`CenterOptimisation`
@@ -35,7 +35,7 @@ This package re-exports their public names; a module of the package imports its 
 from shc.centers.baselines import csq_centers, random_centers
 from shc.centers.distance import gv_min_distance, hamming_distances, max_codes_upper_bound
 from shc.centers.mds import DENSE_MDS_LIMIT, MDS_DEFAULTS, greedy_code, mds_centers
-from shc.centers.quality import center_quality, packed_min_distance, relaxation_bound
+from shc.centers.quality import center_quality, geometry_lesson, packed_min_distance, relaxation_bound
 from shc.centers.registry import (
     CENTER_GENERATORS,
     CENTER_METHODS,
@@ -70,6 +70,7 @@ __all__ = [
     "csq_centers",
     "distance_tradeoff",
     "generate_centers",
+    "geometry_lesson",
     "greedy_code",
     "gv_min_distance",
     "hamming_distances",

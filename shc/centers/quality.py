@@ -12,7 +12,7 @@ from shc.centers._kernels import _pack, _packed_min
 from shc.centers.distance import _as_sign_matrix, _offdiag, hamming_distances
 from shc.similarity import validate_similarity
 
-__all__ = ["center_quality", "packed_min_distance", "relaxation_bound"]
+__all__ = ["center_quality", "geometry_lesson", "packed_min_distance", "relaxation_bound"]
 
 
 def center_quality(centers: Any, similarity: Any | None = None) -> dict[str, float]:
@@ -51,6 +51,48 @@ def center_quality(centers: Any, similarity: Any | None = None) -> dict[str, flo
         defined = C > 2 and np.ptp(s_values) > 0 and np.ptp(gram_values) > 0
         result["spearman"] = float(spearmanr(s_values, gram_values).statistic) if defined else float("nan")
     return result
+
+
+def _reversals(values: Any) -> int:
+    """How often a sequence changes direction (flat steps skipped)."""
+    steps = np.sign(np.diff(np.asarray(values, dtype=float)))
+    steps = steps[steps != 0]
+    return int(np.sum(steps[1:] != steps[:-1]))
+
+
+def geometry_lesson(semantic: Any | None = None, shc: Any | None = None, mds: Any | None = None,
+                    shc_s_loss: Any | None = None) -> dict[str, float]:
+    """What one (C, q) setting teaches about stage 2 (each entry only where its inputs are given):
+
+    - ``semantic colliding pairs`` / ``semantic d_min``: class pairs whose semantic-only centers (no distance
+      term, Eq. 46-49) are equal (Hamming distance 0: no image can tell the two classes apart), and d_min;
+    - ``shc cycles``, ``shc S_loss reversals``, ``shc S_loss rises``, ``shc S_loss start``: Algorithm 1's
+      S_loss over its outer cycles (``shc_s_loss``, cycle 0 the MDS start): how often it changes direction
+      (oscillation) and rises;
+    - ``shc bits moved from mds``, ``shc share of bits moved``, ``shc centers unchanged``: how far SHC's centers
+      ``shc`` are from their MDS start ``mds`` (mean Hamming distance per center, its share of q, and the
+      number of centers left as they started).
+    """
+    row: dict[str, float] = {}
+    if semantic is not None:
+        distances = _offdiag(hamming_distances(_as_sign_matrix(semantic)))
+        row["semantic colliding pairs"] = int((distances == 0).sum() // 2)
+        row["semantic d_min"] = int(distances.min())
+    if shc_s_loss is not None:
+        trace = np.asarray(shc_s_loss, dtype=float)
+        row["shc cycles"] = int(trace.size - 1)
+        row["shc S_loss reversals"] = _reversals(trace)
+        row["shc S_loss rises"] = int(np.sum(np.diff(trace) > 0))
+        row["shc S_loss start"] = float(trace[0])
+    if shc is not None and mds is not None:
+        start, end = _as_sign_matrix(mds), _as_sign_matrix(shc)
+        if start.shape != end.shape:
+            raise ValueError(f"shc and mds centers must have one shape, got {end.shape} and {start.shape}.")
+        moved = np.sum(start != end, axis=1)
+        row["shc bits moved from mds"] = float(moved.mean())
+        row["shc share of bits moved"] = float(moved.mean() / start.shape[1])
+        row["shc centers unchanged"] = int(np.sum(moved == 0))
+    return row
 
 
 def packed_min_distance(centers: Any) -> int:
