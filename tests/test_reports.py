@@ -482,3 +482,41 @@ def test_published_files_agree_with_the_repository_gitignore(tmp_path):
                              cwd=repository, capture_output=True, text=True).stdout.split()
     for name in names:
         assert is_published(name) == (f"reports/quick/{name}" not in ignored), name
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The committed reports, as a reader of the repository gets them (issue 21)
+# ------------------------------------------------------------------------------------------------------------
+_REPORTS = Path(__file__).resolve().parents[1] / "reports"
+
+
+def _committed_folders() -> list[Path]:
+    return sorted(p for p in _REPORTS.iterdir() if (p / "index.html").is_file()) if _REPORTS.is_dir() else []
+
+
+def _skip_if_built_before_the_checker(folder: Path) -> None:
+    """Report folders built before run.json recorded what its paths are relative to (shc.reports.execute) predate
+    the checker's fixes: they are checked once regenerated, not before."""
+    records = list(folder.rglob("run.json"))
+    if not records or any("paths_relative_to" not in json.loads(r.read_text(encoding="utf-8")) for r in records):
+        pytest.skip(f"reports/{folder.name} was built before the report checker; regenerate it with "
+                    f"python -m shc.reports --preset {folder.name}")
+
+
+@pytest.mark.parametrize("folder", _committed_folders(), ids=lambda p: p.name)
+def test_every_committed_report_folder_passes_the_checker(folder):
+    from shc.reports.check import check_report_folder
+
+    _skip_if_built_before_the_checker(folder)
+    assert [str(problem) for problem in check_report_folder(folder)] == []
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("folder", _committed_folders(), ids=lambda p: p.name)
+def test_every_committed_reading_page_shows_no_problem_in_headless_chromium(folder):
+    from shc.reports.browser import check_folder_in_browser, find_chromium
+
+    _skip_if_built_before_the_checker(folder)
+    if find_chromium() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium); the browser check needs it")
+    assert [str(problem) for problem in check_folder_in_browser([folder])] == []
