@@ -839,7 +839,7 @@ def _main(argv: Sequence[str] | None) -> int:
         _print_paper_comparison(preset, grid, args.methods)
     if args.versus:
         other = get_preset(args.versus)
-        methods = [m for m in order if m in other.methods]
+        methods = order  # every method of this grid, read from the other preset's runs (they must exist)
         other_grid = {**grid, "run_dir": args.versus_run_dir or f"runs/{args.versus}"}
         other_rows = result_rows(other.configs(methods=methods, **other_grid))
         _print_regimes(other_rows, rows[rows["method"].isin(methods)], args.versus, args.preset)
@@ -902,8 +902,10 @@ def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name
     print(f"| bits | method | {name_a} | {name_b} | change | rank {name_a} | rank {name_b} |")
     print("|---|---|---|---|---|---|---|")
     for row in frame.to_dict("records"):
-        print(f"| {row['bits']} | {row['method']} | {row['mean a']:.4f} ± {row['std a']:.4f} | {row['mean b']:.4f} ± "
-              f"{row['std b']:.4f} | {row['change [95% CI]']} | {row['rank a']} | {row['rank b']} |")
+        a, b = (f"{row[f'mean {side}']:.4f}" + (f" ± {row[f'std {side}']:.4f}" if row["seeds"] > 1 else "")
+                for side in ("a", "b"))
+        print(f"| {row['bits']} | {row['method']} | {a} | {b} | {row['change [95% CI]']} | {row['rank a']} | "
+              f"{row['rank b']} |")
     print()
     for bits in sorted(frame["bits"].unique()):
         common = set(frame.loc[frame["bits"] == bits, "method"])
