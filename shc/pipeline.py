@@ -650,7 +650,11 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--jobs", type=jobs_argument, default="auto",
                         help="hashing runs trained at once, each on cores/JOBS threads (default auto: one per CPU "
                              "core, one at a time on a GPU; 1 = one run at a time on every core)")
+    from shc.cli_common import add_executor_arguments, executor_options
+
+    add_executor_arguments(parser)
     args = parser.parse_args(argv)
+    cluster = executor_options(args)
     configs = presets.configs_from_arguments(args, run_dir=args.run_dir or str(Path("runs") / args.preset))
     if args.list:
         for config in configs:
@@ -672,7 +676,7 @@ def _main(argv: Sequence[str] | None) -> int:
         dist.init_process_group("nccl" if use_cuda else "gloo")
     try:
         started = time.perf_counter()
-        rows = run_grid(configs, progress=not args.quiet, jobs=args.jobs)
+        rows = run_grid(configs, progress=not args.quiet, jobs=args.jobs, **cluster)
         if _is_main():
             for metric in (*TIE_AWARE_MAP_KEYS, *MAP_KEYS):
                 print(f"\n{metric} (mean ± std over seeds)\n{summarize(rows, metric).to_string()}")

@@ -113,3 +113,16 @@ def test_the_local_pool_reports_a_failing_call_and_goes_on():
         outcomes = sorted(pool.map(int, ["1", "x", "3"]), key=lambda outcome: outcome[0])
     assert [(position, result) for position, result, _, _ in outcomes] == [(0, 1), (1, None), (2, 3)]
     assert isinstance(outcomes[1][2], ValueError) and outcomes[0][2] is None
+
+
+def test_both_grid_command_lines_take_the_executor_options(capsys):
+    from shc.pipeline import main as pipeline_main
+    from shc.reports.cli import main as reports_main
+
+    assert pipeline_main(["--preset", "tiny", "--list", "--executor", "dask", "--address", "tcp://h:8786"]) == 0
+    assert "2 runs" in capsys.readouterr().out
+    assert pipeline_main(["--preset", "tiny", "--address", "tcp://h:8786"]) == 2
+    assert "--address and --gpus-per-run are for a cluster" in capsys.readouterr().err
+    assert reports_main(["--preset", "tiny", "--list", "--executor", "ray", "--gpus-per-run", "1"]) == 0
+    with pytest.raises(SystemExit):
+        pipeline_main(["--preset", "tiny", "--executor", "slurm"])

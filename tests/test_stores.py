@@ -181,3 +181,20 @@ def test_unknown_targets_and_non_importable_stores_are_named():
     assert set(STORES.names()) == {"faiss", "milvus", "usearch", "npy"}
     with pytest.raises(ValueError, match="empty"):
         export_codes(HashIndex(8), "npy", "x")
+
+
+def test_export_and_import_command_lines_round_trip(tmp_path, capsys):
+    _needs("faiss")
+    from shc.cli import main
+
+    codes = _clustered(300, 24)
+    HashIndex(24).add(codes, np.arange(300) + 1000).save(tmp_path / "codes.shcidx")
+    assert main(["export", str(tmp_path / "codes.shcidx"), "--to", "faiss", "--out", str(tmp_path / "c.faiss")]) == 0
+    assert "top-10 from faiss identical to HashIndex" in capsys.readouterr().out
+    assert main(["import", str(tmp_path / "c.faiss"), "--from", "faiss", "--bits", "24",
+                 "--out", str(tmp_path / "back.shcidx")]) == 0
+    back = HashIndex.load(tmp_path / "back.shcidx")
+    np.testing.assert_array_equal(back.ids, np.arange(300) + 1000)
+    np.testing.assert_array_equal(back.search(codes[:7], 300)[0], np.sort(_brute_force(codes, None, codes[:7]), axis=1))
+    assert main(["export", str(tmp_path / "codes.shcidx"), "--to", "milvus"]) == 2
+    assert "--to milvus needs --uri" in capsys.readouterr().err
