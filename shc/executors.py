@@ -224,6 +224,10 @@ def dask_executor(address: str | None = None, num_cpus: float = 1, num_gpus: flo
                           "pip install -e '.[cluster]'") from None
     _check_resources(num_cpus, num_gpus)
     cluster = None
+    if address is None and num_gpus:
+        raise ValueError("a local Dask cluster has no GPU resource: start one `CUDA_VISIBLE_DEVICES=i dask worker "
+                         "tcp://HOST:8786 --nthreads 1 --resources GPU=1` per GPU and pass --address, or use "
+                         "--executor ray (which assigns GPUs itself).")
     if address is None:
         cluster = LocalCluster(n_workers=max(1, int(_cpu_count() // num_cpus)), threads_per_worker=1,
                                processes=True, dashboard_address=None)
