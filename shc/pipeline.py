@@ -464,8 +464,9 @@ def _shared_stages_remotely(configs: Sequence[RunConfig], executor: Any, log, pr
     return failed
 
 
-def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, jobs: int | str = 1, executor: str = "local",
-             address: str | None = None, cpus_per_run: float = 1, gpus_per_run: float = 0) -> list[dict[str, Any]]:
+def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, jobs: int | str = 1,
+             executor: str = "local", address: str | None = None, cpus_per_run: float = 1,
+             gpus_per_run: float = 0) -> list[dict[str, Any]]:
     """Run every config (cached stages are skipped) and return one row of headline numbers each.
 
     With ``progress``, one line per run (``[n/N] ... (seconds, ETA)``) and, serially, each training's epoch
@@ -477,14 +478,15 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
     on converged runs; in fp32 a one-thread serial run gives the same numbers, tested). Rows come back in the
     order of ``configs``.
 
-    ``executor="ray"`` (:mod:`shc.executors`) runs the grid as tasks of a Ray cluster (``address`` joins a
-    running one; None starts a local one unless this process already joined one): first stages 0, 1 and 2, one
+    ``executor="dask"`` or ``"ray"`` (:mod:`shc.executors`) runs the grid as tasks of a cluster (``address`` joins
+    a running one; None starts a local one, or for Ray uses the one this process joined): first stages 0, 1 and 2, one
     task per stage folder, each stage after the ones it reads, then one task per hashing run, each asking for
     ``cpus_per_run`` CPUs (its thread count) and ``gpus_per_run`` GPUs. ``run_dir`` must be a folder every machine
     sees at the same path (docs/scale-out.md says which file systems keep the stage locks safe). Same numbers as
-    the local executor for the same config and thread count.
+    the local executor for the same config and thread count. This process computes every stage's identity, which
+    reads the dataset (its fingerprint): the data must be at the same path here and on the workers.
 
-    With ``jobs > 1`` or on Ray, a failing run does not stop the others: each failure is logged by name when it
+    With ``jobs > 1`` or on a cluster, a failing run does not stop the others: each failure is logged by name when it
     happens, and once every other run finished a :class:`GridFailures` names them all (a rerun computes only
     what is missing). Serially (``jobs=1``, local) the first failure is raised at once.
     """
@@ -511,7 +513,8 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
                 + f" ({seconds:.1f} s; ETA {eta / 60:.1f} min)" + (f"; {len(failures)} failed" if failures else ""))
 
     def failed(index: int, error: BaseException) -> None:
-        failures[_run_name(configs[index])] = error
+        name = _run_name(configs[index])
+        failures[name if name not in failures else f"{name} (run {index + 1} of the grid)"] = error
         log(f"FAILED {_run_name(configs[index])} ({sum(row is not None for row in rows)}/{len(configs)} done, "
             f"{len(failures)} failed): {type(error).__name__}: {describe_error(error)}")
 
