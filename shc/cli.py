@@ -5,6 +5,8 @@
     shc encode --run RUN_DIR --images FOLDER --out codes.npz [--allow-unfinished]
     shc index codes.npz --out images.shcidx
     shc search --index images.shcidx --run RUN_DIR --image query.png -k 10 [--html results.html] [--force]
+    shc export images.shcidx --to faiss|milvus|usearch|npy --out FILE (milvus: --uri URI)
+    shc import FILE --from faiss|npy --out images.shcidx
 
 ``RUN_DIR`` is a pipeline stage-3 folder, ``<run_dir>/<dataset>/seed<k>/stage3-<method>-<q>bit-<key>/``. The
 codes file and the index record the run's identity and a digest of its weights; ``shc search`` refuses a run
@@ -211,6 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--force", action="store_true",
                         help="search even when the index was encoded by another run or other weights")
     search.set_defaults(handler=_search)
+
+    from shc.retrieval.cli import add_commands
+
+    add_commands(commands)  # export, import (shc.retrieval.stores)
     return parser
 
 

@@ -17,7 +17,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["USER_ERRORS", "describe_error", "device_name", "non_negative_int", "output_file", "output_folder",
+__all__ = ["USER_ERRORS", "add_executor_arguments", "describe_error", "device_name", "executor_options",
+           "non_negative_float", "non_negative_int", "output_file", "output_folder",
            "positive_float", "positive_int", "run_cli"]
 
 #: Exceptions that describe a problem with the user's input or environment, not a bug. OSError covers the
@@ -177,3 +178,39 @@ def output_file(path: str | os.PathLike, option: str) -> Path:
         raise ValueError(f"{option} {str(path)!r} is a folder; give a file path (e.g. {path / 'out'}).")
     _check_writable(path, path.parent, option)
     return path
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative number, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a non-negative number, got {text}")
+    return value
+
+
+def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--executor``, ``--address``, ``--cpus-per-run``, ``--gpus-per-run``: where a grid's runs execute
+    (:mod:`shc.executors`; ``--jobs`` stays the local executor's pool size)."""
+    from shc.executors import EXECUTORS
+
+    parser.add_argument("--executor", default="local", choices=EXECUTORS.names(),
+                        help="local: a process pool on this machine (--jobs); dask or ray: one task per run on a "
+                             "cluster (docs/scale-out.md)")
+    parser.add_argument("--address", default=None,
+                        help="cluster to join: tcp://HOST:8786 (dask scheduler) or HOST:6379 / auto (ray); default "
+                             "a local cluster of this machine's cores")
+    parser.add_argument("--cpus-per-run", type=positive_float, default=1.0,
+                        help="CPUs (threads) each run's task asks for on a cluster (default 1)")
+    parser.add_argument("--gpus-per-run", type=non_negative_float, default=0.0,
+                        help="GPUs each run's task asks for on a cluster (default 0; 1 on GPU machines)")
+
+
+def executor_options(args: argparse.Namespace) -> dict:
+    """The ``run_grid`` keywords of :func:`add_executor_arguments`'s options."""
+    if args.executor == "local" and (args.address or args.gpus_per_run):
+        raise ValueError("--address and --gpus-per-run are for a cluster: add --executor dask or --executor ray.")
+    return {"executor": args.executor, "address": args.address, "cpus_per_run": args.cpus_per_run,
+            "gpus_per_run": args.gpus_per_run}

@@ -36,6 +36,9 @@ from typing import Any
 import numpy as np
 
 from shc._io import exclusive_lock, jsonable, save_npy, save_npz, save_torch, write_json
+from shc.cli_common import describe_error
+from shc.executors import _cpu_count, grid_workers  # noqa: F401 - grid_workers: part of this module's API
+from shc.executors import positive_jobs as _positive_jobs
 from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC, evaluate_codes, selection_scores
 from shc.runs import (
     MAP_KEYS,
@@ -50,7 +53,8 @@ from shc.runs import (
     stage_identities,
 )
 
-__all__ = ["MAP_KEYS", "SIMILARITY_SOURCES", "RunConfig", "RunResult", "encode", "load_data", "main", "preset",
+__all__ = ["MAP_KEYS", "SIMILARITY_SOURCES", "GridFailures", "RunConfig", "RunResult", "encode", "grid_threads",
+           "grid_workers", "load_data", "main", "preset",
            "reevaluate", "report_configs", "run", "run_centers", "run_grid", "run_hashing", "run_pretraining",
            "run_similarity",
            "stage_directories", "summarize"]
@@ -402,8 +406,67 @@ def run(config: RunConfig, progress: bool = False) -> RunResult:
     return RunResult(config, metrics, centers, S, stage_directories(config)["stage3"])
 
 
-def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print,
-             jobs: int | str = 1) -> list[dict[str, Any]]:
+class GridFailures(RuntimeError):
+    """Runs of a grid failed (the others finished): ``failures`` maps each failed run's name to its error and
+    ``rows`` holds the finished runs' rows (None for a failed one). A rerun resumes: finished runs are read."""
+
+    def __init__(self, failures: Mapping[str, BaseException], rows: list[dict[str, Any] | None], total: int) -> None:
+        self.failures, self.rows = dict(failures), rows
+        named = "; ".join(f"{name}: {type(error).__name__}: {describe_error(error)}"
+                          for name, error in list(self.failures.items())[:10])
+        more = f"; ... and {len(self.failures) - 10} more" if len(self.failures) > 10 else ""
+        super().__init__(f"{len(self.failures)} of {total} runs failed ({named}{more}); the other runs finished and "
+                         "are kept: fix the cause and rerun the same command to compute only what is missing.")
+
+
+def _run_name(config: RunConfig) -> str:
+    return f"{config.dataset} {config.method} {config.bits} bits seed {config.seed}"
+
+
+_SHARED_STAGES = (("stage0", "weights.pt"), ("stage1", "similarity.npy"), ("stage2", "centers.npy"))
+"""The stages a hashing run reads, in the order they depend on each other, with the file that completes each."""
+
+
+def _stage_applies(config: RunConfig, stage: str) -> bool:
+    spec = method_spec(config)
+    return {"stage0": config.pretrain is not None, "stage1": spec.needs_similarity,
+            "stage2": spec.centers is not None}[stage]
+
+
+def _compute_stage(task: tuple[RunConfig, str]) -> None:
+    """One shared stage (0, 1 or 2) of a config, in an executor's worker."""
+    config, stage = task
+    {"stage0": run_pretraining, "stage1": run_similarity, "stage2": run_centers}[stage](config)
+
+
+def _shared_stages_remotely(configs: Sequence[RunConfig], executor: Any, log, progress: bool
+                            ) -> dict[int, BaseException]:
+    """Stages 0, 1 and 2 of ``configs`` as executor tasks, one stage after the other (a stage's tasks wait for
+    the stage they read), each stage folder computed once: the configs sharing it wait for its one task.
+
+    Returns the configs whose shared stage failed (position -> error); their hashing runs are not started.
+    """
+    failed: dict[int, BaseException] = {}
+    for stage, artifact in _SHARED_STAGES:
+        folders: dict[Path, list[int]] = {}
+        for position, config in enumerate(configs):
+            if position not in failed and _stage_applies(config, stage) and _cached(config, stage, artifact) is None:
+                folders.setdefault(stage_directories(config)[stage], []).append(position)
+        tasks = [(configs[positions[0]], stage) for positions in folders.values()]
+        for task_position, _, error, seconds in executor.map(_compute_stage, tasks):
+            positions = list(folders.values())[task_position]
+            if error is not None:
+                failed.update((position, error) for position in positions)
+                log(f"FAILED {stage} of {_run_name(configs[positions[0]])} (needed by {len(positions)} run(s)): "
+                    f"{type(error).__name__}: {describe_error(error)}")
+            elif progress:
+                log(f"{stage} of {_run_name(configs[positions[0]])} computed ({seconds:.1f} s)")
+    return failed
+
+
+def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, jobs: int | str = 1,
+             executor: str = "local", address: str | None = None, cpus_per_run: float = 1,
+             gpus_per_run: float = 0) -> list[dict[str, Any]]:
     """Run every config (cached stages are skipped) and return one row of headline numbers each.
 
     With ``progress``, one line per run (``[n/N] ... (seconds, ETA)``) and, serially, each training's epoch
@@ -414,11 +477,26 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print,
     thread count (floating-point summation order; with bf16 autocast on a CPU that is visible, within seed noise
     on converged runs; in fp32 a one-thread serial run gives the same numbers, tested). Rows come back in the
     order of ``configs``.
+
+    ``executor="dask"`` or ``"ray"`` (:mod:`shc.executors`) runs the grid as tasks of a cluster (``address`` joins
+    a running one; None starts a local one, or for Ray uses the one this process joined): first stages 0, 1 and 2, one
+    task per stage folder, each stage after the ones it reads, then one task per hashing run, each asking for
+    ``cpus_per_run`` CPUs (its thread count) and ``gpus_per_run`` GPUs. ``run_dir`` must be a folder every machine
+    sees at the same path (docs/scale-out.md says which file systems keep the stage locks safe). Same numbers as
+    the local executor for the same config and thread count. This process computes every stage's identity, which
+    reads the dataset (its fingerprint): the data must be at the same path here and on the workers.
+
+    With ``jobs > 1`` or on a cluster, a failing run does not stop the others: each failure is logged by name when it
+    happens, and once every other run finished a :class:`GridFailures` names them all (a rerun computes only
+    what is missing). Serially (``jobs=1``, local) the first failure is raised at once.
     """
+    from shc.executors import open_executor
+
     configs = list(configs)
     jobs = resolve_jobs(jobs)
     started_all = time.perf_counter()
     rows: list[dict[str, Any] | None] = [None] * len(configs)
+    failures: dict[str, BaseException] = {}
 
     def finished(index: int, metrics: Mapping[str, Any], seconds: float) -> None:
         config = configs[index]
@@ -429,49 +507,58 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print,
         if progress and _is_main():
             done = sum(row is not None for row in rows)
             elapsed = time.perf_counter() - started_all
-            eta = elapsed / done * (len(configs) - done)
-            log(f"[{done}/{len(configs)}] {config.dataset} {config.method} {config.bits} bits seed {config.seed}: "
+            eta = elapsed / done * (len(configs) - done - len(failures))
+            log(f"[{done}/{len(configs)}] {_run_name(config)}: "
                 + ", ".join(f"{key} {metrics[key]:.4f}" for key in (*TIE_AWARE_MAP_KEYS, "mAP@ALL"))
-                + f" ({seconds:.1f} s; ETA {eta / 60:.1f} min)")
+                + f" ({seconds:.1f} s; ETA {eta / 60:.1f} min)" + (f"; {len(failures)} failed" if failures else ""))
 
-    if jobs == 1 or len(configs) < 2 or _distributed()[1] > 1:
+    def failed(index: int, error: BaseException) -> None:
+        name = _run_name(configs[index])
+        failures[name if name not in failures else f"{name} (run {index + 1} of the grid)"] = error
+        log(f"FAILED {_run_name(configs[index])} ({sum(row is not None for row in rows)}/{len(configs)} done, "
+            f"{len(failures)} failed): {type(error).__name__}: {describe_error(error)}")
+
+    local = executor == "local"
+    if local and (jobs == 1 or len(configs) < 2 or _distributed()[1] > 1):
         for index, config in enumerate(configs):
             started = time.perf_counter()
             finished(index, run(config, progress=progress).metrics, time.perf_counter() - started)
         return rows  # type: ignore[return-value]
-    for config in configs:  # stages 0-2 here (shared between cells, and each locked while computed)
-        run_pretraining(config, progress)
-        if method_spec(config).needs_similarity:
-            run_similarity(config, progress)
-        run_centers(config, progress)
-    pending = []
-    for index, config in enumerate(configs):
-        metrics = _finished(config)
-        if metrics is not None:
-            finished(index, metrics, 0.0)
-        else:
-            pending.append(index)
-    from concurrent.futures import as_completed
-
+    options = dict(jobs=jobs, threads=grid_threads(jobs)) if local else \
+        dict(address=address, num_cpus=cpus_per_run, num_gpus=gpus_per_run)
     # Threads per run follow the plan (cores // jobs), not how many runs are left: a rerun after an interrupt
     # trains its remaining runs with the threads they would have had, so it gives the same numbers.
-    with grid_workers(min(jobs, len(pending) or 1), threads=grid_threads(jobs)) as pool:
-        futures = {pool.submit(_timed_hashing, configs[index]): index for index in pending}
-        try:
-            for future in as_completed(futures):
-                metrics, seconds = future.result()
-                finished(futures[future], metrics, seconds)
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+    with open_executor(executor, **options) as pool:
+        blocked: dict[int, BaseException] = {}
+        if pool.remote:
+            blocked = _shared_stages_remotely(configs, pool, log, progress and _is_main())
+        else:
+            for config in configs:  # stages 0-2 here (shared between cells, and each locked while computed)
+                run_pretraining(config, progress)
+                if method_spec(config).needs_similarity:
+                    run_similarity(config, progress)
+                run_centers(config, progress)
+        for index, error in blocked.items():
+            failed(index, error)
+        pending = []
+        for index, config in enumerate(configs):
+            metrics = None if index in blocked else _finished(config)
+            if metrics is not None:
+                finished(index, metrics, 0.0)
+            elif index not in blocked:
+                pending.append(index)
+        for position, metrics, error, seconds in pool.map(_hashing, [configs[index] for index in pending]):
+            if error is not None:
+                failed(pending[position], error)
+            else:
+                finished(pending[position], metrics, seconds)
+    if failures:
+        raise GridFailures(failures, rows, len(configs))
     return rows  # type: ignore[return-value]
 
 
-def _positive_jobs(jobs: int) -> int:
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive integer (1 = one run at a time) or 'auto', got {jobs!r}.")
-    return jobs
+def _hashing(config: RunConfig) -> dict[str, Any]:
+    return run_hashing(config, progress=False)
 
 
 def resolve_jobs(jobs: int | str) -> int:
@@ -491,54 +578,10 @@ def grid_threads(jobs: int | str) -> int:
     return max(1, _cpu_count() // resolve_jobs(jobs))
 
 
-@contextlib.contextmanager
-def grid_workers(jobs: int, threads: int | None = None) -> Iterator[Any]:
-    """A pool of ``jobs`` worker processes (spawned) that share this machine's cores between them.
-
-    Each worker runs ``torch.set_num_threads(threads)`` (default :func:`grid_threads`, cores // jobs; the same
-    for numba). Measured on the
-    2-core machine (``benchmarks/bench_grid_jobs.py``), one training step of the standard preset's network
-    takes 7.0 ms with two threads and 11.3 ms with one, so two one-thread workers move about 1.25x as many
-    images a second, more once the Python overhead of each step (data, loss, optimizer) runs in parallel too.
-    """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    threads = grid_threads(jobs) if threads is None else threads
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker, initargs=(threads,))
-    try:
-        yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 def _threads() -> int:
     import torch
 
     return torch.get_num_threads()
-
-
-def _init_worker(threads: int) -> None:
-    import torch
-
-    torch.set_num_threads(threads)
-    with contextlib.suppress(Exception):
-        import numba
-
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-
-
-def _timed_hashing(config: RunConfig) -> tuple[dict[str, Any], float]:
-    started = time.perf_counter()
-    return run_hashing(config, progress=False), time.perf_counter() - started
 
 
 def compute_similarities(configs: Iterable[RunConfig], sources: Sequence[str] = ("logits", "text", "hierarchy"),
@@ -610,7 +653,11 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--jobs", type=jobs_argument, default="auto",
                         help="hashing runs trained at once, each on cores/JOBS threads (default auto: one per CPU "
                              "core, one at a time on a GPU; 1 = one run at a time on every core)")
+    from shc.cli_common import add_executor_arguments, executor_options
+
+    add_executor_arguments(parser)
     args = parser.parse_args(argv)
+    cluster = executor_options(args)
     configs = presets.configs_from_arguments(args, run_dir=args.run_dir or str(Path("runs") / args.preset))
     if args.list:
         for config in configs:
@@ -632,7 +679,7 @@ def _main(argv: Sequence[str] | None) -> int:
         dist.init_process_group("nccl" if use_cuda else "gloo")
     try:
         started = time.perf_counter()
-        rows = run_grid(configs, progress=not args.quiet, jobs=args.jobs)
+        rows = run_grid(configs, progress=not args.quiet, jobs=args.jobs, **cluster)
         if _is_main():
             for metric in (*TIE_AWARE_MAP_KEYS, *MAP_KEYS):
                 print(f"\n{metric} (mean ± std over seeds)\n{summarize(rows, metric).to_string()}")

@@ -50,6 +50,17 @@ def test_the_explore_extra_is_pinned_and_installed_by_ci():
     assert "explore" in re.search(r"\[([^\]]*)\]", install).group(1).split(",")
 
 
+def test_constraints_pin_every_package_of_the_stores_and_cluster_extras():
+    """CI installs the optional extras (README's install line); their versions are the ones tested here."""
+    pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines()
+                if line and not line.startswith("#"))
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {_name(requirement) for extra in ("stores", "cluster") for requirement in extras[extra]}
+    assert names and not names - set(pins), f"pin these in constraints.txt: {sorted(names - set(pins))}"
+    install = re.search(r"^pip install .*$", (ROOT / "README.md").read_text(), re.M).group(0)
+    assert {"stores", "cluster"} <= set(re.search(r"\[([^\]]*)\]", install).group(1).split(","))
+
+
 def test_ci_runs_exactly_the_readme_commands():
     readme, ci = (ROOT / "README.md").read_text(), (ROOT / ".ci" / "run").read_text()
     install = re.search(r"^pip install .*$", readme, re.M).group(0)

@@ -26,6 +26,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "shc"
 #: The layers of ``shc``, bottom to top: (name, module or package entries).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundations", ("shc", "shc._compat", "shc._io", "shc._paths", "shc.registry", "shc.validation", "shc.stats",
+                     "shc.executors",
                      "shc.progress", "shc._download", "shc.offline", "shc.cli_common", "shc.devices",
                      "shc.provenance")),
     ("compiled kernels", ("shc.retrieval._kernels", "shc.centers._kernels")),

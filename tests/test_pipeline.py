@@ -311,8 +311,9 @@ def test_both_command_lines_default_to_auto_jobs_and_take_a_number(monkeypatch, 
     class Asked(Exception):
         pass
 
-    def fake_grid(configs, progress=True, log=print, jobs=1):
+    def fake_grid(configs, progress=True, log=print, jobs=1, **cluster):
         asked.append(jobs)
+        assert cluster["executor"] == "local" and cluster["address"] is None  # --executor's default (shc.executors)
         raise Asked
 
     monkeypatch.setattr(pipeline, "run_grid", fake_grid)

@@ -25,12 +25,14 @@ __all__ = ["compute_runs", "main", "run_reports"]
 
 
 def compute_runs(jobs: Sequence[ReportJob], run_root: str | os.PathLike = "runs", progress: bool = True,
-                 log: Callable[[str], None] = print, grid_jobs: int | str = 1) -> int:
+                 log: Callable[[str], None] = print, grid_jobs: int | str = 1,
+                 grid_options: Mapping[str, Any] | None = None) -> int:
     """Compute, through :mod:`shc.pipeline`, every run the notebooks of ``jobs`` read (cached runs are skipped).
 
     Compute first, then the notebooks only read and show (:mod:`shc.results` never trains). ``grid_jobs``
-    hashing runs train at once (:func:`shc.pipeline.run_grid`'s ``jobs``). Returns the number of runs of
-    the batch.
+    hashing runs train at once (:func:`shc.pipeline.run_grid`'s ``jobs``); ``grid_options`` are run_grid's
+    executor keywords (``executor``, ``address``, ``cpus_per_run``, ``gpus_per_run``). Returns the number of runs
+    of the batch.
     """
     from shc import pipeline
     from shc.presets import notebook_configs
@@ -53,7 +55,7 @@ def compute_runs(jobs: Sequence[ReportJob], run_root: str | os.PathLike = "runs"
             pipeline.run_centers(config, progress=progress)
     if runs:
         log(f"computing {len(runs)} run(s) the notebooks read (cached ones are skipped) ...")
-        pipeline.run_grid(list(runs.values()), progress=progress, log=log, jobs=grid_jobs)
+        pipeline.run_grid(list(runs.values()), progress=progress, log=log, jobs=grid_jobs, **(grid_options or {}))
     seconds = time.perf_counter() - started
     log(f"computed {len(runs)} run(s) and their stages 1-2 in {seconds:.0f} s ({seconds / 60:.1f} min; cached "
         "ones are read, not recomputed)")
@@ -82,6 +84,7 @@ def run_reports(
     provenance: dict[str, Any] | None = None,
     log: Callable[[str], None] = print,
     grid_jobs: int | str = 1,
+    grid_options: Mapping[str, Any] | None = None,
 ) -> list[ReportResult]:
     """Compute the runs of a preset's notebooks, execute every report (one after the other), write the index.
 
@@ -96,7 +99,7 @@ def run_reports(
     total_started = time.perf_counter()
     with output_lock(preset_dir, f"python -m shc.reports --preset {preset}"):
         if compute:
-            compute_runs(jobs, run_root, progress=progress, log=log, grid_jobs=grid_jobs)
+            compute_runs(jobs, run_root, progress=progress, log=log, grid_jobs=grid_jobs, grid_options=grid_options)
         for number, job in enumerate(jobs, start=1):
             prefix = f"[{number}/{len(jobs)}] {job.name}"
             ignored = "".join(f" (--{option} does not apply)" for option in job.ignored_overrides)
@@ -136,7 +139,8 @@ def _describe(result: ReportResult) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from shc.cli_common import jobs_argument, non_negative_int, positive_float, positive_int
+    from shc.cli_common import (add_executor_arguments, jobs_argument, non_negative_int, positive_float,
+                                 positive_int)
     from shc.presets import PRESETS
 
     parser = argparse.ArgumentParser(
@@ -165,6 +169,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=jobs_argument, default="auto",
                         help="hashing runs trained at once while computing, each on cores/JOBS threads (default "
                              "auto: one per CPU core, one at a time on a GPU; shc.pipeline.resolve_jobs)")
+    add_executor_arguments(parser)
     parser.add_argument("--list", action="store_true", help="print the planned reports and runs, and exit")
     parser.add_argument("--strip-notebooks", action="store_true", help="clear outputs of the notebooks and exit")
     parser.add_argument("--check-notebooks", action="store_true", help="check the notebooks are clean and exit")
@@ -195,7 +200,7 @@ def _validate_overrides(overrides: Mapping[str, Sequence[Any]]) -> None:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
-    from shc.cli_common import output_folder
+    from shc.cli_common import executor_options, output_folder
 
     arguments = _parser().parse_args(argv)
     notebooks_dir = Path(arguments.notebooks) if arguments.notebooks else default_notebooks_dir()
@@ -246,6 +251,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         timeout=arguments.timeout,
         compute=not arguments.no_compute,
         grid_jobs=arguments.jobs,
+        grid_options=executor_options(arguments),
         provenance=provenance(command=["python", "-m", "shc.reports", *(argv or sys.argv[1:])],
                               preset=arguments.preset, overrides=overrides),
     )

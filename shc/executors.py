@@ -1,0 +1,252 @@
+"""Where a grid's runs execute: a process pool on this machine, or tasks of a Ray cluster.
+
+An executor is opened as a context manager from :data:`EXECUTORS` (the registry idiom of :mod:`shc.registry`)
+and maps a picklable module-level function over arguments, yielding ``(position, result, error, seconds)`` as
+each call finishes: a failing call is reported, never raised, so the other calls go on.
+
+- ``local``: ``jobs`` spawned worker processes of this machine (:func:`grid_workers`), each with
+  ``cores // jobs`` threads (:func:`shc.pipeline.grid_threads`).
+- ``ray``: one Ray task per call, with ``num_cpus`` / ``num_gpus`` resources (Ray schedules the tasks onto the
+  machines of the cluster that have them free, and sets ``CUDA_VISIBLE_DEVICES`` for each); ``address`` joins a
+  running cluster (``ray start --head`` on one machine, ``ray start --address HEAD:6379`` on the others),
+  ``None`` joins the cluster this process already belongs to or starts a local one. Each task trains with
+  ``num_cpus`` threads. Why Ray: docs/scale-out.md.
+
+:mod:`shc.pipeline` runs its grids through these (``run_grid(..., executor="ray")``, ``--executor ray``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from shc.registry import Registry
+
+__all__ = ["EXECUTORS", "Outcome", "dask_executor", "grid_workers", "local_executor", "open_executor", "positive_jobs",
+           "ray_executor"]
+
+Outcome = tuple[int, Any, BaseException | None, float]
+"""``(position, result, error, seconds)`` of one call: ``result`` is None where ``error`` is not."""
+
+
+def positive_jobs(jobs: int) -> int:
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer (1 = one run at a time) or 'auto', got {jobs!r}.")
+    return jobs
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def set_threads(threads: int) -> None:
+    """Train with ``threads`` threads in this process (torch, and numba's kernels)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    with contextlib.suppress(Exception):
+        import numba
+
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+
+@contextlib.contextmanager
+def grid_workers(jobs: int, threads: int | None = None) -> Iterator[Any]:
+    """A pool of ``jobs`` worker processes (spawned) that share this machine's cores between them.
+
+    Each worker runs ``torch.set_num_threads(threads)`` (default cores // jobs, at least 1; the same
+    for numba). Measured on the
+    2-core machine (``benchmarks/bench_grid_jobs.py``), one training step of the standard preset's network
+    takes 7.0 ms with two threads and 11.3 ms with one, so two one-thread workers move about 1.25x as many
+    images a second, more once the Python overhead of each step (data, loss, optimizer) runs in parallel too.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    threads = max(1, _cpu_count() // positive_jobs(jobs)) if threads is None else threads
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=set_threads, initargs=(threads,))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _timed(function: Callable[[Any], Any], argument: Any, threads: int | None = None) -> tuple[Any, float]:
+    """``function(argument)`` and its seconds (in a worker; with ``threads``, set first)."""
+    if threads is not None:
+        set_threads(threads)
+    started = time.perf_counter()
+    return function(argument), time.perf_counter() - started
+
+
+class _Local:
+    """:func:`local_executor`'s mapper: computes in spawned worker processes of this machine."""
+
+    remote = False  #: stages shared between runs are computed by the caller, in its own process
+
+    def __init__(self, pool) -> None:
+        self._pool = pool
+
+    def map(self, function: Callable[[Any], Any], arguments: Sequence[Any]) -> Iterator[Outcome]:
+        from concurrent.futures import as_completed
+
+        futures = {self._pool.submit(_timed, function, argument): position
+                   for position, argument in enumerate(arguments)}
+        try:
+            for future in as_completed(futures):
+                try:
+                    result, seconds = future.result()
+                except Exception as error:  # the run's own failure: reported, the others go on
+                    yield futures[future], None, error, 0.0
+                else:
+                    yield futures[future], result, None, seconds
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+@contextlib.contextmanager
+def local_executor(jobs: int = 1, threads: int | None = None, **_: Any) -> Iterator[_Local]:
+    """``jobs`` spawned worker processes on this machine, ``threads`` each (default cores // jobs)."""
+    with grid_workers(positive_jobs(jobs), threads) as pool:
+        yield _Local(pool)
+
+
+def _check_resources(num_cpus: Any, num_gpus: Any) -> None:
+    for name, value in (("num_cpus", num_cpus), ("num_gpus", num_gpus)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ValueError(f"{name} must be a non-negative number (resources of one run), got {value!r}.")
+    if num_cpus <= 0:
+        raise ValueError("num_cpus must be positive: a run needs at least one CPU (--cpus-per-run).")
+
+
+class _Ray:
+    """:func:`ray_executor`'s mapper: one Ray task per call."""
+
+    remote = True  #: shared stages run as tasks too (the caller may be a login node without a GPU)
+
+    def __init__(self, ray, num_cpus: float, num_gpus: float) -> None:
+        self._ray = ray
+        self._task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)(_timed)
+        self._threads = max(1, int(num_cpus))
+
+    def map(self, function: Callable[[Any], Any], arguments: Sequence[Any]) -> Iterator[Outcome]:
+        ray = self._ray
+        pending = {self._task.remote(function, argument, self._threads): position
+                   for position, argument in enumerate(arguments)}
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                position = pending.pop(ready[0])
+                try:
+                    result, seconds = ray.get(ready[0])
+                except ray.exceptions.RayTaskError as error:  # the run's own exception, as raised in the task
+                    cause = error.cause if isinstance(getattr(error, "cause", None), BaseException) else error
+                    yield position, None, cause, 0.0
+                except ray.exceptions.RayError as error:  # the worker died (out of memory, node lost, ...)
+                    yield position, None, error, 0.0
+                else:
+                    yield position, result, None, seconds
+        except BaseException:
+            for reference in pending:
+                ray.cancel(reference)
+            raise
+
+
+@contextlib.contextmanager
+def ray_executor(address: str | None = None, num_cpus: float = 1, num_gpus: float = 0, **_: Any) -> Iterator[_Ray]:
+    """Tasks on a Ray cluster: ``address`` (``HOST:6379``, ``ray://HOST:10001`` or ``auto``) joins a running
+    one; None uses the cluster this process already joined, else starts a local one (shut down afterwards).
+    Every task asks for ``num_cpus`` CPUs and ``num_gpus`` GPUs."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError("ray is not installed (needed for --executor ray): pip install -e '.[cluster]'") from None
+    _check_resources(num_cpus, num_gpus)
+    started = not ray.is_initialized()
+    if started:
+        local = {} if address else {"include_dashboard": False}  # options Ray refuses when joining a cluster
+        ray.init(address=address, log_to_driver=False, **local)
+    try:
+        yield _Ray(ray, num_cpus, num_gpus)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+class _Dask:
+    """:func:`dask_executor`'s mapper: one Dask task per call."""
+
+    remote = True
+
+    def __init__(self, client, num_cpus: float, num_gpus: float) -> None:
+        self._client = client
+        self._resources = {"GPU": num_gpus} if num_gpus else None  # workers started with --resources GPU=n
+        self._threads = max(1, int(num_cpus))
+
+    def map(self, function: Callable[[Any], Any], arguments: Sequence[Any]) -> Iterator[Outcome]:
+        from distributed import as_completed
+
+        futures = {self._client.submit(_timed, function, argument, self._threads, pure=False,
+                                       resources=self._resources, retries=0): position
+                   for position, argument in enumerate(arguments)}
+        try:
+            for future in as_completed(list(futures)):
+                if future.status == "error":
+                    yield futures[future], None, future.exception(), 0.0
+                else:
+                    result, seconds = future.result()
+                    yield futures[future], result, None, seconds
+        except BaseException:
+            self._client.cancel(list(futures))
+            raise
+
+
+@contextlib.contextmanager
+def dask_executor(address: str | None = None, num_cpus: float = 1, num_gpus: float = 0, **_: Any) -> Iterator[_Dask]:
+    """Tasks on a Dask cluster: ``address`` (``tcp://HOST:8786``, from ``dask scheduler``; workers joined with
+    ``dask worker tcp://HOST:8786 --nthreads 1 --resources GPU=1`` on each machine, or started by
+    ``dask-jobqueue`` on Slurm/PBS) joins it; None starts a local cluster of ``cores // num_cpus`` one-thread
+    worker processes (closed afterwards). Each run trains with ``num_cpus`` threads and, with ``num_gpus``, takes
+    that much of a worker's ``GPU`` resource."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ImportError("dask.distributed is not installed (needed for --executor dask): "
+                          "pip install -e '.[cluster]'") from None
+    _check_resources(num_cpus, num_gpus)
+    cluster = None
+    if address is None and num_gpus:
+        raise ValueError("a local Dask cluster has no GPU resource: start one `CUDA_VISIBLE_DEVICES=i dask worker "
+                         "tcp://HOST:8786 --nthreads 1 --resources GPU=1` per GPU and pass --address, or use "
+                         "--executor ray (which assigns GPUs itself).")
+    if address is None:
+        cluster = LocalCluster(n_workers=max(1, int(_cpu_count() // num_cpus)), threads_per_worker=1,
+                               processes=True, dashboard_address=None)
+    client = Client(address or cluster)
+    try:
+        yield _Dask(client, num_cpus, num_gpus)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+EXECUTORS: Registry[Callable[..., contextlib.AbstractContextManager]] = Registry("executor")
+EXECUTORS.register("local", local_executor)
+EXECUTORS.register("ray", ray_executor)
+EXECUTORS.register("dask", dask_executor)
+
+
+def open_executor(name: str, **options: Any) -> contextlib.AbstractContextManager:
+    """The executor ``name`` of :data:`EXECUTORS`, opened with ``options`` (``jobs``, ``threads``, ``address``,
+    ``num_cpus``, ``num_gpus``: each executor takes what applies to it)."""
+    return EXECUTORS.get(name)(**options)

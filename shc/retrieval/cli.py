@@ -1,0 +1,129 @@
+"""``shc export`` / ``shc import`` (also ``python -m shc.retrieval export|import ...``): codes into the stores
+users search (:mod:`shc.retrieval.stores`) and back.
+
+::
+
+    shc export SOURCE --to faiss|usearch|npy --out FILE            [-k 10] [--queries 100]
+    shc export SOURCE --to milvus --uri codes.db|http://HOST:19530 [--collection NAME] [--overwrite]
+    shc import FILE --from faiss|npy --out index.shcidx [--bits Q]
+
+``SOURCE`` is an index file (``shc index``), a codes file (``shc encode``) or a pipeline run's ``codes.npz``
+(its database codes). Every export is checked by a round trip: ``--queries`` of the exported codes are searched
+in the store and the top-k compared with ``HashIndex``'s (exact stores: the same up to the order inside a tie;
+approximate stores: recall@k).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from shc.cli_common import output_file, positive_int, run_cli
+from shc.retrieval.index import HashIndex
+from shc.retrieval.stores import STORES, export_codes, load_codes, round_trip
+
+__all__ = ["add_commands", "main", "read_source"]
+
+
+def read_source(path: str | Path) -> HashIndex:
+    """A ``HashIndex`` from an index file, an ``shc encode`` codes file or a pipeline run's ``codes.npz``."""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise FileNotFoundError(f"{path} is not a file; give an index (.shcidx from `shc index`), a codes file "
+                                "(`shc encode`) or a run's codes.npz.")
+    if file.suffix != ".npz":
+        return HashIndex.load(file)
+    with np.load(file, allow_pickle=False) as archive:
+        key = "codes" if "codes" in archive.files else "database_codes" if "database_codes" in archive.files else None
+        if key is None:
+            raise ValueError(f"{path} holds neither 'codes' (`shc encode`) nor 'database_codes' (a run's codes.npz); "
+                             "give one of those files.")
+        codes = archive[key]
+        bits = int(archive["bits"]) if "bits" in archive.files else codes.shape[1]
+    return HashIndex(bits).add(codes)
+
+
+def _queries(index: HashIndex, count: int) -> np.ndarray:
+    """``count`` of the index's own codes, evenly spaced, as packed uint8 (queries of the round trip)."""
+    rows = np.unique(np.linspace(0, len(index) - 1, num=min(count, len(index))).astype(np.int64))
+    return np.ascontiguousarray(index._codes[rows].view(np.uint8)[:, :(index.num_bits + 7) // 8])
+
+
+def _export(args: argparse.Namespace) -> int:
+    index = read_source(args.source)
+    if args.to == "milvus":
+        if not args.uri:
+            raise ValueError("--to milvus needs --uri: a Milvus Lite file (codes.db) or a server (http://HOST:19530).")
+        location, options = args.uri, {"collection": args.collection}
+        export_codes(index, "milvus", args.uri, collection=args.collection, overwrite=args.overwrite,
+                     layout=args.milvus_layout, index_type=args.milvus_index)
+        where = f"Milvus collection {args.collection!r} at {args.uri}"
+    else:
+        if not args.out:
+            raise ValueError(f"--to {args.to} needs --out FILE.")
+        location, options = output_file(args.out, "--out"), {}
+        export_codes(index, args.to, location)
+        where = str(location)
+    print(f"exported {len(index)} codes of {index.num_bits} bits to {args.to}: {where}")
+    report = round_trip(index, args.to, location, _queries(index, args.queries), k=args.k, **options)
+    if report["exact"]:
+        verdict = "identical to HashIndex (up to the order inside a tie)" if report["same"] else \
+            f"DIFFERENT from HashIndex (recall@{report['k']} {report['recall']:.4f})"
+    else:
+        verdict = f"approximate: recall@{report['k']} {report['recall']:.4f} against HashIndex's exact top-k"
+    print(f"round trip: {report['queries']} queries, top-{report['k']} from {args.to} {verdict}")
+    return 0 if report["same"] or not report["exact"] else 1
+
+
+def _import(args: argparse.Namespace) -> int:
+    out = output_file(args.out, "--out")
+    index = load_codes(args.source_kind, args.file, num_bits=args.bits)
+    index.save(out)
+    print(f"imported {len(index)} codes of {index.num_bits} bits from {args.source_kind} {args.file}: {out}")
+    return 0
+
+
+def add_commands(commands) -> None:
+    """The ``export`` and ``import`` subcommands, on an ``add_subparsers()`` object."""
+    export = commands.add_parser("export", help="export codes to FAISS, Milvus, usearch or packed .npy "
+                                 "(checked by a round trip)")
+    export.add_argument("source", help="index file (shc index), codes file (shc encode) or a run's codes.npz")
+    export.add_argument("--to", required=True, choices=STORES.names(),
+                        help="; ".join(f"{name}: {store.description}" for name, store in STORES.items()))
+    export.add_argument("--out", help="file to write (faiss, usearch, npy)")
+    export.add_argument("--uri", help="milvus: a Milvus Lite file (codes.db) or a server (http://HOST:19530)")
+    export.add_argument("--collection", default="shc_codes", help="milvus: collection name (default shc_codes)")
+    export.add_argument("--overwrite", action="store_true", help="milvus: replace an existing collection")
+    export.add_argument("--milvus-layout", default="auto", choices=("auto", "binary", "float"),
+                        help="milvus: binary vectors + HAMMING (servers), 0/1 floats + L2 (Milvus Lite); auto picks")
+    export.add_argument("--milvus-index", default="BIN_FLAT", choices=("BIN_FLAT", "BIN_IVF_FLAT"),
+                        help="milvus binary layout: BIN_FLAT (exact, default) or BIN_IVF_FLAT (approximate)")
+    export.add_argument("-k", type=positive_int, default=10, help="round trip: results per query (default 10)")
+    export.add_argument("--queries", type=positive_int, default=100,
+                        help="round trip: how many of the codes are searched (default 100)")
+    export.set_defaults(handler=_export)
+
+    load = commands.add_parser("import", help="read codes of a FAISS binary flat index or packed .npy into an "
+                               "index file")
+    load.add_argument("file", help="FAISS index file or packed .npy codes (with .ids.npy / .json beside it)")
+    importable = [name for name, store in STORES.items() if store.load is not None]
+    load.add_argument("--from", dest="source_kind", required=True, choices=importable)
+    load.add_argument("--out", required=True, help="index file to write (.shcidx)")
+    load.add_argument("--bits", type=positive_int, default=None,
+                      help="code length q (default: from the .json, or FAISS's d)")
+    load.set_defaults(handler=_import)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m shc.retrieval",
+                                     description="Export codes to the stores users search, and import them back.")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(_main, argv)

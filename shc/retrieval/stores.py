@@ -1,0 +1,436 @@
+"""Binary codes into the stores users search, and back: FAISS binary indexes, Milvus, usearch, packed ``.npy``.
+
+Every target is a :class:`Store` in :data:`STORES` (the registry idiom of :mod:`shc.registry`): ``export``
+writes a :class:`~shc.retrieval.HashIndex`'s codes and ids there, ``search`` answers top-k queries from the
+exported store (the round-trip check :func:`round_trip` compares it with ``HashIndex``), and ``load`` (where
+the store keeps plain codes) reads them back into a ``HashIndex``.
+
+=========  =========================================================  ==========================================
+store      what is written                                            bit order of dimension j (0-based)
+=========  =========================================================  ==========================================
+faiss      ``faiss.write_index_binary`` of ``IndexBinaryFlat``         byte j // 8, bit j % 8 counted from the
+           (``IndexBinaryIDMap`` around it unless ids are 0..N-1);     least significant: FAISS's own order
+           d = 8 ceil(q / 8), padding bits 0; exact                    (``faiss.real_to_binary``)
+milvus     a collection ``id`` (INT64 primary key) + ``code``:        binary: as ``np.packbits`` (byte j // 8,
+           BINARY_VECTOR, BIN_FLAT (exact) or BIN_IVF_FLAT, HAMMING    bit 7 - j % 8), pymilvus's convention;
+           on a Milvus server; FLOAT_VECTOR of 0/1, FLAT, L2 on        float: one 0.0/1.0 per dimension
+           Milvus Lite (which has no binary vectors; squared L2 of
+           0/1 vectors is the Hamming distance, exact)
+usearch    ``usearch.index.Index(ndim=8 ceil(q / 8), metric=          as ``np.packbits``, usearch's convention
+           "hamming", dtype="b1")``, saved; HNSW: approximate
+npy        ``<name>.npy`` (N, ceil(q / 8)) uint8, ``<name>.ids.npy``   as ``np.packbits(codes > 0, axis=1)``
+           (N,) int64, ``<name>.json`` (bits, count, bit order)        (``"bitorder": "big"``), HashIndex's own
+=========  =========================================================  ==========================================
+
+Hamming distances do not depend on the bit order as long as the database and the queries use the same one:
+queries sent through :func:`search_store` are packed in each store's order. Ties: ``HashIndex`` orders equal
+distances by ascending id; the stores order them their own way (FAISS by insertion order within its heap,
+Milvus and usearch unspecified), and at the k-th distance a store may return other ids of that same distance.
+:func:`compare_topk` therefore calls two answers equal when their distances are equal and their ids agree
+except inside the tie at each query's last distance, where every id returned must lie at that distance
+(docs/scale-out.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shc._io import atomic_path, save_npy, write_json
+from shc.registry import Registry
+from shc.retrieval.index import HashIndex, pack_codes
+
+__all__ = ["STORES", "Store", "compare_topk", "export_codes", "from_faiss", "from_npy", "load_codes", "round_trip",
+           "search_store", "to_faiss", "to_milvus", "to_npy", "to_usearch"]
+
+_INSTALL = "pip install -e '.[stores]'"
+_REVERSE_BITS = np.array([int(f"{value:08b}"[::-1], 2) for value in range(256)], np.uint8)
+"""Byte -> the byte with its bit order reversed: np.packbits order <-> FAISS's order."""
+MILVUS_INSERT_ROWS = 50_000
+"""Rows per Milvus insert call (a call's message must stay below the server's 64 MiB gRPC limit)."""
+
+
+def _require(module: str, store: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"{module.split('.')[0]} is not installed (needed for the {store} store): "
+                          f"{_INSTALL}") from None
+
+
+def _packed_bytes(index: HashIndex) -> np.ndarray:
+    """(N, ceil(q / 8)) uint8 in np.packbits order: the index's codes as stored (HashIndex packs this way)."""
+    return np.ascontiguousarray(index._codes.view(np.uint8)[:, :(index.num_bits + 7) // 8])
+
+
+def _packed_queries(index: HashIndex, queries: Any) -> np.ndarray:
+    """Queries (+-1 or packed, :func:`pack_codes`) as (Q, ceil(q / 8)) uint8 in np.packbits order."""
+    return np.ascontiguousarray(pack_codes(queries, index.num_bits).view(np.uint8)[:, :(index.num_bits + 7) // 8])
+
+
+def _checked_index(index: Any) -> HashIndex:
+    if not isinstance(index, HashIndex):
+        raise TypeError(f"expected a shc.retrieval.HashIndex, got {type(index).__name__}: build one with "
+                        "HashIndex(num_bits).add(codes, ids) or HashIndex.load(path).")
+    if len(index) == 0:
+        raise ValueError("the index is empty: add codes before exporting.")
+    return index
+
+
+# ---------------------------------------------------------------------------------------------
+# FAISS
+# ---------------------------------------------------------------------------------------------
+def to_faiss(index: HashIndex, path: str | os.PathLike) -> Path:
+    """Write ``index`` as a FAISS binary flat index file (``faiss.read_index_binary`` reads it).
+
+    Codes are padded to d = 8 ceil(q / 8) bits with zeros and packed in FAISS's bit order (dimension j in bit
+    j % 8 of byte j // 8, least significant first). Ids other than 0..N-1 are kept by an ``IndexBinaryIDMap``.
+    The file is written atomically.
+    """
+    faiss = _require("faiss", "faiss")
+    index = _checked_index(index)
+    flat = faiss.IndexBinaryFlat(8 * ((index.num_bits + 7) // 8))
+    data = _REVERSE_BITS[_packed_bytes(index)]
+    if np.array_equal(index._ids, np.arange(len(index))):
+        flat.add(data)
+        stored = flat
+    else:
+        stored = faiss.IndexBinaryIDMap(flat)
+        stored.add_with_ids(data, index._ids)
+    with atomic_path(path, suffix=".tmp.faiss") as temporary:
+        faiss.write_index_binary(stored, str(temporary))
+    return Path(path)
+
+
+def _read_faiss(path: str | os.PathLike):
+    faiss = _require("faiss", "faiss")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no FAISS index file at {path}: write one with `shc export --to faiss --out {path}`.")
+    try:
+        return faiss.read_index_binary(str(path))
+    except RuntimeError as error:
+        raise ValueError(f"{path} is not a FAISS binary index file ({str(error).splitlines()[0]}); give a file "
+                         "written by faiss.write_index_binary.") from None
+
+
+def from_faiss(path: str | os.PathLike, num_bits: int | None = None) -> HashIndex:
+    """A ``HashIndex`` of the codes of a FAISS binary flat index file (``IndexBinaryFlat``, or an
+    ``IndexBinaryIDMap`` around one for its ids).
+
+    Parameters
+    ----------
+    num_bits : int, optional
+        The code length q; default the index's d (FAISS keeps whole bytes: a 12-bit code was stored in 16, and
+        the bits after the q-th must then be 0).
+    """
+    import faiss
+
+    stored = _read_faiss(path)
+    inner, ids = stored, None
+    if isinstance(stored, faiss.IndexBinaryIDMap):
+        inner, ids = faiss.downcast_IndexBinary(stored.index), faiss.vector_to_array(stored.id_map).astype(np.int64)
+    if not isinstance(inner, faiss.IndexBinaryFlat):
+        raise ValueError(f"{path} holds a {type(inner).__name__}; only IndexBinaryFlat (optionally in an "
+                         "IndexBinaryIDMap) keeps every code for import: export a flat index from FAISS.")
+    bits = inner.d if num_bits is None else num_bits
+    if not 1 <= bits <= inner.d or (inner.d + 7) // 8 != (bits + 7) // 8:
+        raise ValueError(f"num_bits {bits} does not fit {path}'s {inner.d}-bit FAISS codes; give the code length "
+                         f"q with {inner.d - 7} <= q <= {inner.d}.")
+    codes = faiss.vector_to_array(inner.xb).reshape(inner.ntotal, inner.code_size)
+    return HashIndex(bits).add(_REVERSE_BITS[codes], ids)
+
+
+def _search_faiss(path: str | os.PathLike, queries: np.ndarray, k: int, **_: Any) -> tuple[np.ndarray, np.ndarray]:
+    distances, ids = _read_faiss(path).search(_REVERSE_BITS[queries], k)
+    return distances.astype(np.int64), ids.astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Packed .npy
+# ---------------------------------------------------------------------------------------------
+def _npy_paths(path: str | os.PathLike) -> tuple[Path, Path, Path]:
+    path = Path(path)
+    stem = path.with_suffix("") if path.suffix == ".npy" else path
+    return stem.with_suffix(".npy"), stem.with_name(stem.name + ".ids.npy"), stem.with_suffix(".json")
+
+
+def to_npy(index: HashIndex, path: str | os.PathLike) -> Path:
+    """Write ``<name>.npy`` (N, ceil(q / 8)) uint8 codes in ``np.packbits(codes > 0, axis=1)`` order,
+    ``<name>.ids.npy`` (N,) int64 and ``<name>.json`` (``num_bits``, ``count``, ``bitorder``: "big", how to
+    unpack). Returns the codes file; each file is written atomically, the description last."""
+    index = _checked_index(index)
+    codes_path, ids_path, meta_path = _npy_paths(path)
+    save_npy(codes_path, _packed_bytes(index))
+    save_npy(ids_path, np.asarray(index._ids, np.int64))
+    write_json(meta_path, {"num_bits": index.num_bits, "count": len(index), "bitorder": "big",
+                           "codes": codes_path.name, "ids": ids_path.name,
+                           "unpack": f"np.unpackbits(np.load('{codes_path.name}'), axis=1, count={index.num_bits}) "
+                                     "(1 = +1, 0 = -1)"})
+    return codes_path
+
+
+def from_npy(path: str | os.PathLike, num_bits: int | None = None) -> HashIndex:
+    """A ``HashIndex`` of packed ``.npy`` codes: ``<name>.npy`` (np.packbits order) with ``<name>.ids.npy``
+    (default ids 0..N-1 when absent) and ``<name>.json`` (gives ``num_bits``; else pass ``num_bits``)."""
+    codes_path, ids_path, meta_path = _npy_paths(path)
+    if not codes_path.is_file():
+        raise FileNotFoundError(f"no packed codes at {codes_path}: write them with `shc export --to npy`.")
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    if meta.get("bitorder", "big") != "big":
+        raise ValueError(f"{meta_path} says bitorder {meta['bitorder']!r}; this reader takes np.packbits's "
+                         "'big' order: repack with np.packbits(bits, axis=1).")
+    bits = num_bits if num_bits is not None else meta.get("num_bits")
+    if bits is None:
+        raise ValueError(f"{meta_path} is missing, so the code length is unknown: pass num_bits (--bits).")
+    codes = np.load(codes_path, allow_pickle=False)
+    ids = np.load(ids_path, allow_pickle=False) if ids_path.is_file() else None
+    return HashIndex(int(bits)).add(codes, ids)
+
+
+def _search_npy(path: str | os.PathLike, queries: np.ndarray, k: int, **_: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k over the codes as read back from the files (:func:`from_npy`)."""
+    return from_npy(path).search(queries, k, method="linear")
+
+
+# ---------------------------------------------------------------------------------------------
+# usearch
+# ---------------------------------------------------------------------------------------------
+def to_usearch(index: HashIndex, path: str | os.PathLike, connectivity: int | None = None) -> Path:
+    """Write ``index`` as a usearch index (``Index(ndim=8 ceil(q / 8), metric="hamming", dtype="b1")``, keys =
+    ids, vectors in np.packbits order), saved atomically; ``Index.restore(path)`` opens it."""
+    usearch = _require("usearch.index", "usearch")
+    index = _checked_index(index)
+    if index._ids.min() < 0:
+        raise ValueError("usearch keys are unsigned: ids must be >= 0 (re-number them before exporting).")
+    store = usearch.Index(ndim=8 * ((index.num_bits + 7) // 8), metric="hamming", dtype="b1",
+                          connectivity=connectivity)
+    store.add(index._ids.astype(np.uint64), _packed_bytes(index))
+    with atomic_path(path, suffix=".tmp.usearch") as temporary:
+        store.save(str(temporary))
+    return Path(path)
+
+
+def _search_usearch(path: str | os.PathLike, queries: np.ndarray, k: int, exact: bool = False,
+                    **_: Any) -> tuple[np.ndarray, np.ndarray]:
+    usearch = _require("usearch.index", "usearch")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no usearch index at {path}: write one with `shc export --to usearch --out {path}`.")
+    matches = usearch.Index.restore(str(path)).search(queries, k, exact=exact)
+    keys, distances = np.atleast_2d(matches.keys), np.atleast_2d(matches.distances)
+    found = np.arange(keys.shape[1])[None, :] < np.atleast_1d(matches.counts)[:, None]
+    return (np.where(found, np.rint(distances), -1).astype(np.int64),
+            np.where(found, keys.astype(np.int64), -1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Milvus
+# ---------------------------------------------------------------------------------------------
+def _is_lite(uri: str) -> bool:
+    """Milvus Lite: a local file path as uri (pymilvus then starts the embedded server)."""
+    return "://" not in uri
+
+
+def _milvus_layout(uri: str, layout: str) -> str:
+    if layout not in ("auto", "binary", "float"):
+        raise ValueError(f"layout must be 'auto', 'binary' or 'float', got {layout!r}.")
+    return ("float" if _is_lite(uri) else "binary") if layout == "auto" else layout
+
+
+def _milvus_rows(packed: np.ndarray, layout: str) -> list:
+    """Vectors in pymilvus's input form: bytes of np.packbits order (binary) or lists of 0.0/1.0 (float)."""
+    if layout == "binary":
+        return [row.tobytes() for row in packed]
+    return np.unpackbits(packed, axis=1).astype(np.float32).tolist()
+
+
+def to_milvus(index: HashIndex, uri: str, collection: str = "shc_codes", *, layout: str = "auto",
+              index_type: str = "BIN_FLAT", nlist: int = 1024, token: str = "", overwrite: bool = False) -> str:
+    """Insert ``index``'s ids and codes into a Milvus collection (created; ``overwrite`` drops an existing one).
+
+    Parameters
+    ----------
+    uri : str
+        ``http://host:19530`` (a Milvus server) or a local file such as ``codes.db`` (Milvus Lite, embedded).
+    layout : {"auto", "binary", "float"}
+        "binary": a BINARY_VECTOR field of d = 8 ceil(q / 8) bits (np.packbits order), HAMMING metric, index
+        ``index_type`` BIN_FLAT (exact) or BIN_IVF_FLAT (``nlist`` cells, approximate): the layout for a server.
+        "float": a FLOAT_VECTOR of 0/1 values with a FLAT index and the L2 metric, whose squared distance is
+        the Hamming distance (exact; 32x the memory): Milvus Lite supports no binary vectors. "auto": binary on
+        a server, float on Milvus Lite.
+
+    Returns
+    -------
+    str
+        The collection's name.
+    """
+    pymilvus = _require("pymilvus", "milvus")
+    index = _checked_index(index)
+    layout = _milvus_layout(uri, layout)
+    if index_type not in ("BIN_FLAT", "BIN_IVF_FLAT"):
+        raise ValueError(f"index_type must be 'BIN_FLAT' (exact) or 'BIN_IVF_FLAT', got {index_type!r}.")
+    client = pymilvus.MilvusClient(uri=uri, token=token)
+    try:
+        if client.has_collection(collection):
+            if not overwrite:
+                raise ValueError(f"Milvus collection {collection!r} exists at {uri}: choose another --collection or "
+                                 "pass --overwrite to replace it.")
+            client.drop_collection(collection)
+        schema = pymilvus.MilvusClient.create_schema(auto_id=False, description=f"shc {index.num_bits}-bit codes")
+        schema.add_field("id", pymilvus.DataType.INT64, is_primary=True)
+        dim = 8 * ((index.num_bits + 7) // 8)
+        params = client.prepare_index_params()
+        if layout == "binary":
+            schema.add_field("code", pymilvus.DataType.BINARY_VECTOR, dim=dim)
+            params.add_index(field_name="code", index_type=index_type, metric_type="HAMMING",
+                             params={"nlist": nlist} if index_type == "BIN_IVF_FLAT" else {})
+        else:
+            schema.add_field("code", pymilvus.DataType.FLOAT_VECTOR, dim=dim)
+            params.add_index(field_name="code", index_type="FLAT", metric_type="L2")
+        try:
+            client.create_collection(collection, schema=schema, index_params=params)
+        except pymilvus.MilvusException as error:
+            if layout == "binary" and "BinaryVector" in str(error):
+                raise ValueError(f"this Milvus ({uri}) does not support binary vectors ({error.message}); use a "
+                                 "Milvus server (--uri http://HOST:19530) or layout='float' (--milvus-layout "
+                                 "float).") from None
+            raise
+        packed, ids = _packed_bytes(index), index._ids
+        for start in range(0, len(ids), MILVUS_INSERT_ROWS):  # chunks, not codes: one message each
+            stop = start + MILVUS_INSERT_ROWS
+            client.insert(collection, [{"id": i, "code": v} for i, v in
+                                       zip(ids[start:stop].tolist(), _milvus_rows(packed[start:stop], layout))])
+        client.flush(collection)
+    finally:
+        client.close()
+    return collection
+
+
+def _search_milvus(uri: str, queries: np.ndarray, k: int, collection: str = "shc_codes", token: str = "",
+                   nprobe: int = 16, **_: Any) -> tuple[np.ndarray, np.ndarray]:
+    pymilvus = _require("pymilvus", "milvus")
+    client = pymilvus.MilvusClient(uri=uri, token=token)
+    try:
+        field = next(f for f in client.describe_collection(collection)["fields"] if f["name"] == "code")
+        layout = "binary" if field["type"] == pymilvus.DataType.BINARY_VECTOR else "float"
+        client.load_collection(collection)
+        params = {"metric_type": "HAMMING", "params": {"nprobe": nprobe}} if layout == "binary" else \
+            {"metric_type": "L2"}
+        hits = client.search(collection, data=_milvus_rows(queries, layout), limit=k, anns_field="code",
+                             search_params=params)
+    finally:
+        client.close()
+    # pymilvus answers per query (lists of hits): flattened once, then reshaped
+    found = np.array([len(row) for row in hits])
+    flat_ids = np.array([hit["id"] for row in hits for hit in row], np.int64)
+    flat_distances = np.array([hit["distance"] for row in hits for hit in row], np.float64)
+    ids = np.full((len(hits), k), -1, np.int64)
+    distances = np.full((len(hits), k), -1, np.int64)
+    mask = np.arange(k)[None, :] < found[:, None]
+    ids[mask], distances[mask] = flat_ids, np.rint(flat_distances)
+    return distances, ids
+
+
+# ---------------------------------------------------------------------------------------------
+# The table, the export entry point and the round trip
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Store:
+    """An export target: ``export(index, location, **options)``, ``search(location, packed_queries, k,
+    **options) -> (distances, ids)`` with queries in np.packbits order, ``load(location, num_bits)`` (None where
+    the store is not imported from), and whether its search is ``exact``."""
+
+    name: str
+    export: Callable[..., Any]
+    search: Callable[..., tuple[np.ndarray, np.ndarray]]
+    load: Callable[..., HashIndex] | None
+    exact: bool
+    description: str
+
+
+STORES: Registry[Store] = Registry("export target")
+STORES.register("faiss", Store("faiss", to_faiss, _search_faiss, from_faiss, True,
+                               "FAISS binary flat index file (faiss.read_index_binary)"))
+STORES.register("milvus", Store("milvus", to_milvus, _search_milvus, None, True,
+                                "Milvus collection: id + binary vector (HAMMING); --uri a server or a Lite file"))
+STORES.register("usearch", Store("usearch", to_usearch, _search_usearch, None, False,
+                                 "usearch HNSW index, b1 vectors, Hamming (approximate)"))
+STORES.register("npy", Store("npy", to_npy, _search_npy, from_npy, True,
+                             "packed .npy codes + .ids.npy + .json (bit order written down)"))
+
+
+def export_codes(index: HashIndex, target: str, location: str | os.PathLike, **options: Any) -> Any:
+    """Export ``index`` to ``target`` (a name of :data:`STORES`) at ``location`` (a file; Milvus: the uri)."""
+    return STORES.get(target).export(index, location, **options)
+
+
+def load_codes(source: str, location: str | os.PathLike, num_bits: int | None = None) -> HashIndex:
+    """Import codes from ``source`` ("faiss" or "npy") at ``location`` into a ``HashIndex``."""
+    store = STORES.get(source)
+    if store.load is None:
+        importable = [name for name, entry in STORES.items() if entry.load is not None]
+        raise ValueError(f"codes cannot be imported from {source!r}; import from one of {importable} (export the "
+                         "store's codes to a FAISS flat index or packed .npy first).")
+    return store.load(location, num_bits)
+
+
+def search_store(index: HashIndex, target: str, location: str | os.PathLike, queries: Any, k: int,
+                 **options: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k of ``queries`` (+-1 or packed, as :meth:`HashIndex.search` takes them) from the store ``target``
+    that ``index`` was exported to: (Q, k) int64 distances and ids (-1 where the store found fewer)."""
+    return STORES.get(target).search(location, _packed_queries(index, queries), k, **options)
+
+
+def compare_topk(index: HashIndex, queries: Any, reference: tuple[np.ndarray, np.ndarray],
+                 candidate: tuple[np.ndarray, np.ndarray]) -> dict[str, Any]:
+    """Compare a store's top-k (``candidate``) with ``HashIndex``'s exact top-k (``reference``) of ``queries``.
+
+    Returns ``same``: every query's distances are equal, each returned id lies at the distance reported for it
+    (recomputed from ``index``'s codes) and the ids agree except inside the tie at the last distance (docs in
+    the module); ``recall``: the mean fraction of the reference's ids found, counting ids swapped inside that
+    tie as found; and ``queries``, ``k``.
+    """
+    ref_distances, ref_ids = reference
+    distances, ids = (np.asarray(a, np.int64) for a in candidate)
+    k = ref_ids.shape[1]
+    if distances.shape != ref_distances.shape:
+        return {"same": False, "recall": 0.0, "queries": len(ref_ids), "k": k}
+    found = ids >= 0
+    rows = np.searchsorted(index._ids, np.where(found, ids, index._ids[0]))
+    rows = np.minimum(rows, len(index) - 1)
+    known = found & (index._ids[rows] == ids)
+    packed = pack_codes(queries, index.num_bits)
+    xor = (packed[:, None, :] ^ index._codes[rows]).view(np.uint8)
+    true = np.unpackbits(xor, axis=-1).sum(axis=-1, dtype=np.int64)
+    honest = known & (true == distances)
+    last = ref_distances[:, -1:]
+    # recall: reference ids strictly inside the last distance that the store found, plus the slots at the last
+    # distance filled with any (honest) id of that distance
+    inside = ref_distances < last
+    hit = np.zeros_like(inside)
+    for_each = (ref_ids[:, :, None] == np.where(honest, ids, -1)[:, None, :]).any(axis=2)
+    hit[inside] = for_each[inside]
+    at_last = np.minimum((ref_distances == last).sum(axis=1), (honest & (true == last)).sum(axis=1))
+    recall = float(((hit.sum(axis=1) + at_last) / k).mean())
+    ordered = np.lexsort((np.where(honest, ids, -1), true), axis=1) if distances.size else distances
+    same_inside = np.where(inside, np.take_along_axis(ids, ordered, axis=1) == ref_ids, True)
+    same = bool(np.array_equal(np.sort(distances, axis=1), ref_distances) and honest.all() and same_inside.all())
+    return {"same": same, "recall": recall, "queries": len(ref_ids), "k": k}
+
+
+def round_trip(index: HashIndex, target: str, location: str | os.PathLike, queries: Any, k: int = 10,
+               **options: Any) -> dict[str, Any]:
+    """Search the exported store and compare its top-k with ``index.search`` (:func:`compare_topk`); adds
+    ``store`` and ``exact`` (whether the store's search is exact, so ``same`` is expected)."""
+    k = min(int(k), len(index))
+    reference = index.search(queries, k, method="linear")
+    candidate = search_store(index, target, location, queries, k, **options)
+    store = STORES.get(target)
+    return {"store": store.name, "exact": store.exact, **compare_topk(index, queries, reference, candidate)}

@@ -1,0 +1,128 @@
+"""Grids on an executor: the local process pool and a Dask or Ray cluster of two workers started here give the same
+numbers; a failing run is named and does not stop the others; a rerun resumes."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+
+import pytest
+
+from shc.executors import EXECUTORS, open_executor
+from shc.pipeline import GridFailures, RunConfig, run_grid, stage_directories
+
+OPTIONS = {"num_classes": 8, "train_per_class": 8, "val_per_class": 2, "query_per_class": 2, "database_per_class": 4}
+
+
+def _grid(run_dir) -> list[RunConfig]:
+    """shc (stage 1 trains a classifier, stage 2 reads its S), random and csq (stage 2 only), and a run that
+    fails in stage 3 (an option its loss does not take)."""
+    common = dict(epochs=1, classifier_epochs=1, eval_every=1, bits=16, precision="fp32", dataset_options=OPTIONS,
+                  run_dir=str(run_dir))
+    return [RunConfig(method=method, **common) for method in ("shc", "random", "csq")] + \
+        [RunConfig(method="csq", method_options={"no_such_option": 1}, **common)]
+
+
+def _numbers(rows):
+    return [{key: value for key, value in row.items() if key != "train_seconds"} for row in rows]
+
+
+def _failing_grid(configs, **options):
+    lines = []
+    with pytest.raises(GridFailures) as failure:
+        run_grid(configs, progress=True, log=lines.append, **options)
+    assert list(failure.value.failures) == ["digits-composite csq 16 bits seed 0"]
+    assert "no_such_option" in str(failure.value) and "rerun the same command" in str(failure.value)
+    assert any(line.startswith("FAILED digits-composite csq 16 bits seed 0") for line in lines)
+    assert any(line.startswith("[3/4]") for line in lines)  # progress: runs done / total
+    assert failure.value.rows[3] is None
+    return failure.value.rows[:3]
+
+
+@pytest.fixture(scope="module")
+def local_grid(tmp_path_factory):
+    """The grid on the local executor (two worker processes); stages 1 and 2 run in this process, with one
+    thread, as each cluster task does."""
+    import torch
+
+    configs = _grid(tmp_path_factory.mktemp("local"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return configs, _failing_grid(configs, jobs=2)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@contextlib.contextmanager
+def _two_worker_cluster(engine: str):
+    """A cluster of two one-CPU workers started here; yields the address to join (None: this process joined)."""
+    if importlib.util.find_spec({"ray": "ray", "dask": "distributed"}[engine]) is None:
+        pytest.skip(f"{engine} is not installed: pip install -e '.[cluster]' (CI installs it)")
+    if engine == "dask":
+        from distributed import LocalCluster
+
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+            yield cluster.scheduler_address
+        return
+    import ray
+
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    except Exception as error:  # noqa: BLE001 - the node itself did not start: nothing of shc ran yet
+        if "timed out during startup" not in str(error):
+            raise
+        pytest.skip(f"Ray could not start a local node on this machine ({error}); on a loaded 2-core machine its "
+                    "raylet aborts after waiting 15 s for its agent process (docs/scale-out.md)")
+    try:
+        yield None
+    finally:
+        ray.shutdown()
+
+
+@pytest.mark.parametrize("engine", ["dask", "ray"])
+def test_a_grid_on_a_two_worker_cluster_equals_the_local_grid_and_resumes(engine, local_grid, tmp_path):
+    local_configs, local = local_grid
+    configs = _grid(tmp_path / engine)
+    with _two_worker_cluster(engine) as address:
+        remote = _failing_grid(configs, executor=engine, address=address, cpus_per_run=1)
+        assert _numbers(remote) == _numbers(local)
+        for twin, config in zip(local_configs[:3], configs[:3]):  # same identities, one thread per run
+            assert json.loads((stage_directories(config)["stage3"] / "metrics.json").read_text())["threads"] == 1
+            assert stage_directories(twin)["stage2"].name == stage_directories(config)["stage2"].name
+        lines = []  # the rerun, the failing run left out: nothing is recomputed
+        again = run_grid(configs[:3], progress=True, log=lines.append, executor=engine, address=address)
+        assert _numbers(again) == _numbers(local)
+        assert len(lines) == 3 and all("(0.0 s;" in line for line in lines)
+
+
+def test_executors_are_a_registry_with_clear_errors():
+    assert EXECUTORS.names() == ["local", "ray", "dask"]
+    with pytest.raises(ValueError, match="unknown executor 'rya'; did you mean 'ray'"):
+        open_executor("rya")
+    with pytest.raises(ValueError, match="unknown executor"):
+        run_grid(_grid("unused")[:2], progress=False, executor="slurm")
+    if importlib.util.find_spec("ray") is not None:
+        with pytest.raises(ValueError, match="num_cpus must be positive"), open_executor("ray", num_cpus=0):
+            pass
+
+
+def test_the_local_pool_reports_a_failing_call_and_goes_on():
+    with open_executor("local", jobs=2, threads=1) as pool:
+        outcomes = sorted(pool.map(int, ["1", "x", "3"]), key=lambda outcome: outcome[0])
+    assert [(position, result) for position, result, _, _ in outcomes] == [(0, 1), (1, None), (2, 3)]
+    assert isinstance(outcomes[1][2], ValueError) and outcomes[0][2] is None
+
+
+def test_both_grid_command_lines_take_the_executor_options(capsys):
+    from shc.pipeline import main as pipeline_main
+    from shc.reports.cli import main as reports_main
+
+    assert pipeline_main(["--preset", "tiny", "--list", "--executor", "dask", "--address", "tcp://h:8786"]) == 0
+    assert "2 runs" in capsys.readouterr().out
+    assert pipeline_main(["--preset", "tiny", "--address", "tcp://h:8786"]) == 2
+    assert "--address and --gpus-per-run are for a cluster" in capsys.readouterr().err
+    assert reports_main(["--preset", "tiny", "--list", "--executor", "ray", "--gpus-per-run", "1"]) == 0
+    with pytest.raises(SystemExit):
+        pipeline_main(["--preset", "tiny", "--executor", "slurm"])

@@ -1,0 +1,200 @@
+"""Export of codes to FAISS, Milvus, usearch and packed .npy, and import back: each checked by a round trip
+against a brute-force Hamming ranking computed here from the +-1 codes (not by HashIndex itself)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from shc.retrieval import HashIndex
+from shc.retrieval.stores import STORES, compare_topk, export_codes, load_codes, round_trip, search_store
+
+
+def _needs(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed: pip install -e '.[stores]' (CI installs it)")
+
+
+def _clustered(n: int, bits: int, seed: int = 0) -> np.ndarray:
+    """+-1 codes near 8 centers: many equal distances, so ties are exercised."""
+    rng = np.random.default_rng(seed)
+    centers = np.where(rng.random((8, bits)) < 0.5, -1, 1).astype(np.int8)
+    codes = centers[rng.integers(0, 8, n)]
+    flips = rng.random((n, bits)) < 0.08
+    return np.where(flips, -codes, codes).astype(np.int8)
+
+
+@pytest.fixture(scope="module", params=[16, 12, 70], ids=lambda q: f"{q}bit")
+def codes_and_ids(request):
+    bits = request.param
+    codes = _clustered(400, bits, seed=bits)
+    ids = np.random.default_rng(1).permutation(10_000)[:400].astype(np.int64) * 3 + 5  # not 0..N-1, unsorted
+    return codes, ids
+
+
+def _brute_force(codes: np.ndarray, ids: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """(Q, N) Hamming distances from the +-1 codes: (q - <a, b>) / 2."""
+    return (codes.shape[1] - queries.astype(np.int64) @ codes.astype(np.int64).T) // 2
+
+
+def _assert_exact(codes, ids, queries, distances, ids_found, k):
+    """The store's top-k equals the brute-force ranking: the k smallest distances, each id at its distance,
+    and every id strictly closer than the k-th distance present (ties at the k-th may be any of that tie)."""
+    full = _brute_force(codes, ids, queries)
+    kth = np.sort(full, axis=1)[:, :k]
+    np.testing.assert_array_equal(np.sort(distances, axis=1), kth)
+    position = {int(i): p for p, i in enumerate(ids)}
+    rows = np.vectorize(position.__getitem__)(ids_found)
+    np.testing.assert_array_equal(np.take_along_axis(full, rows, axis=1), distances)
+    closer = full < kth[:, -1:]
+    assert (closer.sum(axis=1) <= k).all()
+    found = np.zeros_like(closer)
+    np.put_along_axis(found, rows, True, axis=1)
+    assert not (closer & ~found).any()
+
+
+@pytest.mark.parametrize("target", ["faiss", "npy"])
+def test_file_exports_round_trip_exactly_and_import_back(codes_and_ids, target, tmp_path):
+    if target == "faiss":
+        _needs("faiss")
+    codes, ids = codes_and_ids
+    index = HashIndex(codes.shape[1]).add(codes, ids)
+    path = tmp_path / f"codes.{target}"
+    export_codes(index, target, path)
+    queries = codes[::37]
+    distances, found = search_store(index, target, path, queries, 10)
+    _assert_exact(codes, ids, queries, distances, found, 10)
+    report = round_trip(index, target, path, queries, k=10)
+    assert report["same"] and report["recall"] == 1.0 and report["exact"]
+    back = load_codes(target, path, num_bits=codes.shape[1])
+    assert back.num_bits == codes.shape[1]
+    np.testing.assert_array_equal(back.ids, np.sort(ids))
+    d1, i1 = back.search(queries, 25)
+    d2, i2 = index.search(queries, 25)
+    np.testing.assert_array_equal(d1, d2)
+    np.testing.assert_array_equal(i1, i2)
+
+
+def test_faiss_file_uses_faiss_bit_order_and_is_read_by_faiss(tmp_path):
+    """Dimension j of the code is bit j % 8 (least significant first) of byte j // 8, as faiss.real_to_binary
+    packs a real vector: FAISS's own tools find the exported codes."""
+    _needs("faiss")
+    import faiss
+
+    bits = 16
+    codes = _clustered(50, bits)
+    index = HashIndex(bits).add(codes)
+    export_codes(index, "faiss", tmp_path / "a.faiss")
+    stored = faiss.read_index_binary(str(tmp_path / "a.faiss"))
+    assert stored.ntotal == 50 and stored.d == 16
+    real = (codes > 0).astype(np.float32)
+    packed = np.zeros((len(real), 2), np.uint8)
+    faiss.real_to_binary(real.size, faiss.swig_ptr(real.ravel()), faiss.swig_ptr(packed))
+    distances, found = stored.search(packed[:5], 1)
+    assert (distances[:, 0] == 0).all()
+    np.testing.assert_array_equal(_brute_force(codes, None, codes[:5])[np.arange(5), found[:, 0]], 0)
+
+
+def test_npy_export_writes_the_bit_order_down(tmp_path):
+    codes = _clustered(30, 12)
+    index = HashIndex(12).add(codes, np.arange(30) * 2)
+    export_codes(index, "npy", tmp_path / "c.npy")
+    meta = json.loads((tmp_path / "c.json").read_text())
+    assert meta["bitorder"] == "big" and meta["num_bits"] == 12 and meta["count"] == 30
+    packed = np.load(tmp_path / "c.npy")
+    np.testing.assert_array_equal(np.unpackbits(packed, axis=1, count=12), (codes > 0).astype(np.uint8))
+    np.testing.assert_array_equal(np.load(tmp_path / "c.ids.npy"), np.arange(30) * 2)
+
+
+def test_usearch_export_recall_and_exact_mode(codes_and_ids, tmp_path):
+    _needs("usearch")
+    codes, ids = codes_and_ids
+    index = HashIndex(codes.shape[1]).add(codes, ids)
+    export_codes(index, "usearch", tmp_path / "c.usearch")
+    queries = codes[::41]
+    distances, found = search_store(index, "usearch", tmp_path / "c.usearch", queries, 10, exact=True)
+    _assert_exact(codes, ids, queries, distances, found, 10)
+    report = round_trip(index, "usearch", tmp_path / "c.usearch", queries, k=10)
+    assert not report["exact"] and 0.5 <= report["recall"] <= 1.0  # HNSW on 400 codes: near 1
+
+
+def _milvus_client_or_skip(tmp_path):
+    _needs("pymilvus")
+    _needs("milvus_lite")
+    return str(tmp_path / "milvus.db")
+
+
+def test_milvus_lite_export_round_trips_exactly_with_the_float_layout(codes_and_ids, tmp_path):
+    uri = _milvus_client_or_skip(tmp_path)
+    codes, ids = codes_and_ids
+    index = HashIndex(codes.shape[1]).add(codes, ids)
+    export_codes(index, "milvus", uri, collection="codes")  # Lite: layout "auto" -> float
+    queries = codes[::53]
+    distances, found = search_store(index, "milvus", uri, queries, 10, collection="codes")
+    _assert_exact(codes, ids, queries, distances, found, 10)
+    assert round_trip(index, "milvus", uri, queries, k=10, collection="codes")["same"]
+    with pytest.raises(ValueError, match="exists at .*--overwrite"):
+        export_codes(index, "milvus", uri, collection="codes")
+
+
+def test_milvus_binary_vectors(tmp_path):
+    """The BINARY_VECTOR / HAMMING layout: run against a server with SHC_MILVUS_URI=http://HOST:19530; on Milvus
+    Lite it is skipped when Lite refuses binary vectors (milvus-lite 3.2.2 does)."""
+    import os
+
+    uri = os.environ.get("SHC_MILVUS_URI") or _milvus_client_or_skip(tmp_path)
+    codes = _clustered(300, 32)
+    index = HashIndex(32).add(codes)
+    try:
+        export_codes(index, "milvus", uri, collection="shc_test_binary", layout="binary", overwrite=True)
+    except ValueError as error:
+        if "does not support binary vectors" not in str(error):
+            raise
+        pytest.skip(f"Milvus Lite has no binary vectors: {error}")
+    queries = codes[::29]
+    distances, found = search_store(index, "milvus", uri, queries, 10, collection="shc_test_binary")
+    _assert_exact(codes, np.arange(300), queries, distances, found, 10)
+
+
+def test_compare_topk_accepts_other_ids_inside_the_last_tie_only():
+    codes = np.array([[1, 1, 1, 1], [1, 1, 1, -1], [1, 1, -1, 1], [-1, -1, -1, -1]], np.int8)
+    index = HashIndex(4).add(codes)
+    reference = index.search(codes[:1], 2)  # distances 0, 1 (ids 0, then 1 of the tie {1, 2})
+    swapped = (np.array([[1, 0]]), np.array([[2, 0]]))  # other id of the last tie, other order
+    assert compare_topk(index, codes[:1], reference, swapped)["same"]
+    wrong_distance = (np.array([[0, 1]]), np.array([[0, 3]]))  # id 3 is at distance 4, not 1
+    result = compare_topk(index, codes[:1], reference, wrong_distance)
+    assert not result["same"] and result["recall"] == 0.5
+    missing_inside = (np.array([[1, 1]]), np.array([[1, 2]]))  # id 0 (distance 0) lost
+    assert not compare_topk(index, codes[:1], reference, missing_inside)["same"]
+
+
+def test_unknown_targets_and_non_importable_stores_are_named():
+    index = HashIndex(8).add(np.ones((2, 8), np.int8))
+    with pytest.raises(ValueError, match="did you mean 'faiss'"):
+        export_codes(index, "fiass", "x")
+    with pytest.raises(ValueError, match="cannot be imported from 'usearch'.*faiss"):
+        load_codes("usearch", "x")
+    assert set(STORES.names()) == {"faiss", "milvus", "usearch", "npy"}
+    with pytest.raises(ValueError, match="empty"):
+        export_codes(HashIndex(8), "npy", "x")
+
+
+def test_export_and_import_command_lines_round_trip(tmp_path, capsys):
+    _needs("faiss")
+    from shc.cli import main
+
+    codes = _clustered(300, 24)
+    HashIndex(24).add(codes, np.arange(300) + 1000).save(tmp_path / "codes.shcidx")
+    assert main(["export", str(tmp_path / "codes.shcidx"), "--to", "faiss", "--out", str(tmp_path / "c.faiss")]) == 0
+    assert "top-10 from faiss identical to HashIndex" in capsys.readouterr().out
+    assert main(["import", str(tmp_path / "c.faiss"), "--from", "faiss", "--bits", "24",
+                 "--out", str(tmp_path / "back.shcidx")]) == 0
+    back = HashIndex.load(tmp_path / "back.shcidx")
+    np.testing.assert_array_equal(back.ids, np.arange(300) + 1000)
+    np.testing.assert_array_equal(back.search(codes[:7], 300)[0], np.sort(_brute_force(codes, None, codes[:7]), axis=1))
+    assert main(["export", str(tmp_path / "codes.shcidx"), "--to", "milvus"]) == 2
+    assert "--to milvus needs --uri" in capsys.readouterr().err
