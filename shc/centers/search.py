@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from shc.centers._kernels import _anneal, _descend, _pack, _packed_min, _repair, _uphill_scale
+from shc.centers._kernels import _anneal, _descend, _descend_pairs, _pack, _packed_min, _repair, _uphill_scale
 from shc.centers.distance import _check_sizes, _resolve_min_distance
 from shc.centers.mds import mds_centers
 from shc.centers.quality import center_quality, packed_min_distance, relaxation_bound
@@ -50,6 +50,7 @@ LS_DEFAULTS: dict[str, Any] = {
     "t_end": 0.01,
     "shc_cycles": 5,  # Algorithm 1 cycles for the "shc" start (it is only a start)
     "max_shc_classes": 2000,  # above this C the Algorithm 1 start is skipped (its loop is Python per center)
+    "pair_moves": True,  # finish the best start with a descent over single and double flips
 }
 
 
@@ -112,6 +113,16 @@ def _search_from(H0, S, d, seed, sweeps, t_start, t_end, history, start_name):
     return H, L
 
 
+def _pair_descent(H0, S, d, seed, history, start_name):
+    """Descent over single and double flips (:func:`shc.centers._kernels._descend_pairs`) from ``H0``."""
+    H = np.array(H0, dtype=np.int8, order="C")
+    packed, PT, Q, V, L = _build_state(H, S, d)
+    order = np.random.default_rng(seed + 104729).permutation(H.shape[0])
+    L, _ = _descend_pairs(H, packed, S, PT, Q, V, d, L, order)
+    _record(history, start_name, "pair descent", L, H.shape[0], packed)
+    return H, L
+
+
 def _record(history, start, stage, L, C, packed, d_min=None):
     d_min = int(_packed_min(packed)) if packed is not None else int(d_min)
     history.append({"cycle": len(history), "start": start, "stage": stage, "objective": float(L),
@@ -163,7 +174,8 @@ def local_search_centers(similarity: Any, num_bits: int, min_distance: int | Non
                          anneal_sweeps: int | None = LS_DEFAULTS["anneal_sweeps"],
                          t_start: float = LS_DEFAULTS["t_start"], t_end: float = LS_DEFAULTS["t_end"],
                          shc_cycles: int = LS_DEFAULTS["shc_cycles"],
-                         max_shc_classes: int = LS_DEFAULTS["max_shc_classes"]) -> CenterOptimisation:
+                         max_shc_classes: int = LS_DEFAULTS["max_shc_classes"],
+                         pair_moves: bool = LS_DEFAULTS["pair_moves"]) -> CenterOptimisation:
     """Semantic hash centers by exact feasible local search (center method ``"shc-ls"``).
 
     Minimises ``||S - H H^T / q||_F^2`` (Eq. 14) subject to ``D(h_i, h_j) >= d`` (Eq. 22; ``d`` the
@@ -216,8 +228,11 @@ def local_search_centers(similarity: Any, num_bits: int, min_distance: int | Non
             best_H, best_L, best_cycle = H.copy(), L, len(history) - 1
     if best_H is None:
         raise RuntimeError(f"none of the starts {tuple(starts)} gave feasible centers at d = {d}; add 'mds' to starts.")
+    if pair_moves:
+        best_H, best_L = _pair_descent(best_H, S, d, seed, history, history[best_cycle]["start"])
+        best_cycle = len(history) - 1
     params = {"starts": tuple(starts), "anneal_sweeps": sweeps, "t_start": t_start, "t_end": t_end,
-              "shc_cycles": shc_cycles, "max_shc_classes": max_shc_classes}
+              "shc_cycles": shc_cycles, "max_shc_classes": max_shc_classes, "pair_moves": pair_moves}
     return CenterOptimisation(best_H.astype(np.int8), history, best_cycle, d, params)
 
 
