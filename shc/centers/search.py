@@ -22,7 +22,14 @@ The moves, the flips and the annealing are compiled kernels of :mod:`shc.centers
 :func:`local_search_centers` runs, from several starts (the MDS centers, Algorithm 1's result, a
 rounded spectral embedding of S repaired to distance d): best-improvement descent per center, simulated
 annealing over feasible single flips (random moves, Metropolis acceptance, geometric cooling), and a
-final descent; the best H over all starts is returned. Everything is seeded (numba's generator), so the
+final descent; the best H over all starts is finished by a descent over single and double flips
+(:func:`shc.centers._kernels._descend_pairs`) and returned.
+
+Double flips. Flipping bits k and m of h_i together changes L by ``Delta L_ik + Delta L_im +
+(16 / q^2) (h_ik h_im Q_km - 1)`` (flipping k moves A_im by ``2 h_ik (Q_km - h_ik h_im) / q``). It moves
+D_ij by -2 only for the j that differ from h_i in both bits, so it is feasible iff no such j sits at
+distance d or d + 1: a pair at distance d whose every single flip is blocked can still move, one bit
+towards and one away. Everything is seeded (numba's generator), so the
 same inputs and seed give the same centers. :func:`steepest_descent` is the plain numpy reference, and
 :func:`distance_tradeoff` the price of separation.
 """
@@ -190,9 +197,13 @@ def local_search_centers(similarity: Any, num_bits: int, min_distance: int | Non
     2e8 / (C q^2), clipped to [10, 300], under a second per start at C = 555, q = 64). ``t_start`` and
     ``t_end`` are the temperatures in units of the median uphill move at the first local optimum.
 
+    ``pair_moves`` (default True) finishes the best start with a descent over single and double flips of
+    one center (module docstring), which keeps pairs at distance d movable.
+
     Returns a :class:`shc.centers.CenterOptimisation`; its history has one record per stage and
     annealing block (``cycle``, ``start``, ``stage``, ``objective`` = L, ``s_loss`` = L / C^2, ``d_min``)
-    and ``best_cycle`` points at the final record of the winning start.
+    and ``best_cycle`` points at the returned centers' record: the ``"pair descent"`` of the winning
+    start (the last record), or its ``"final descent"`` without ``pair_moves``.
     """
     S = validate_similarity(similarity)
     C, q = _check_sizes(S.shape[0], num_bits)
