@@ -233,7 +233,7 @@ def test_pair_descent_ends_in_a_local_minimum_of_single_and_double_flips(small_p
     S, H0, d = small_problem
     H = H0.copy()
     packed, PT, Q, V, L = search._build_state(H, S, d)
-    L, moves = _kernels._descend_pairs(H, packed, S, PT, Q, V, d, L, np.arange(H.shape[0]))
+    L, moves = _kernels._descend(H, packed, S, PT, Q, V, d, L, np.arange(H.shape[0]), True)
     assert moves > 0 and brute_d_min(H) >= d
     assert L == pytest.approx(brute_objective(H, S))
     assert feasible_improving_moves(H, S, d) == []

@@ -108,30 +108,48 @@ def _flip(H, packed, S, PT, Q, V, i, k, d, entering):
 
 
 @numba.njit(cache=True)
-def _descend(H, packed, S, PT, Q, V, d, L, order):
-    """Best-improvement descent per center until a full sweep finds no improving feasible flip."""
+def _best_single(H, S, PT, Q, V, i):
+    """The best feasible single flip of center i: (delta, k), k = -1 when none improves."""
+    best, best_k = -1e-9, -1
+    for k in range(H.shape[1]):
+        if V[i, k] == 0:
+            delta = _move_delta(H, S, PT, Q, i, k)
+            if delta < best:
+                best, best_k = delta, k
+    return best, best_k
+
+
+@numba.njit(cache=True)
+def _descend(H, packed, S, PT, Q, V, d, L, order, pairs=False):
+    """Best-improvement descent per center until a full sweep finds no improving feasible move: single
+    flips, or with ``pairs`` single and double flips (:func:`_best_move`; the result is then a local
+    minimum of both neighbourhoods). Returns L and the number of moves."""
     C, q = H.shape
     entering = np.empty(C, dtype=np.int64)
-    flips = 0
+    single = np.empty(q)
+    blocked = np.zeros((q, q), dtype=np.bool_)
+    diff = np.empty(q, dtype=np.int64)
+    moves = 0
     improved = True
     while improved:
         improved = False
         for t in range(C):
             i = order[t]
-            for _ in range(q):
-                best, best_k = -1e-9, -1
-                for k in range(q):
-                    if V[i, k] == 0:
-                        delta = _move_delta(H, S, PT, Q, i, k)
-                        if delta < best:
-                            best, best_k = delta, k
-                if best_k < 0:
+            for _ in range(q * q if pairs else q):
+                if pairs:
+                    best, k, m = _best_move(H, packed, S, PT, Q, V, i, d, single, blocked, diff)
+                else:
+                    best, k = _best_single(H, S, PT, Q, V, i)
+                    m = -1
+                if k < 0:
                     break
-                _flip(H, packed, S, PT, Q, V, i, best_k, d, entering)
+                _flip(H, packed, S, PT, Q, V, i, k, d, entering)
+                if m >= 0:  # the pair is feasible as a whole; V is exact again after the second flip
+                    _flip(H, packed, S, PT, Q, V, i, m, d, entering)
                 L += best
-                flips += 1
+                moves += 1
                 improved = True
-    return L, flips
+    return L, moves
 
 
 @numba.njit(cache=True)
@@ -227,34 +245,6 @@ def _best_move(H, packed, S, PT, Q, V, i, d, single, blocked, diff):
                 if delta < best:
                     best, best_k, best_m = delta, k, m
     return best, best_k, best_m
-
-
-@numba.njit(cache=True)
-def _descend_pairs(H, packed, S, PT, Q, V, d, L, order):
-    """Best-improvement descent per center over single and double flips until a full sweep finds no
-    improving feasible move; the state after it is a local minimum of both neighbourhoods."""
-    C, q = H.shape
-    entering = np.empty(C, dtype=np.int64)
-    single = np.empty(q)
-    blocked = np.zeros((q, q), dtype=np.bool_)
-    diff = np.empty(q, dtype=np.int64)
-    moves = 0
-    improved = True
-    while improved:
-        improved = False
-        for t in range(C):
-            i = order[t]
-            for _ in range(q * q):
-                best, k, m = _best_move(H, packed, S, PT, Q, V, i, d, single, blocked, diff)
-                if k < 0:
-                    break
-                _flip(H, packed, S, PT, Q, V, i, k, d, entering)
-                if m >= 0:  # the pair stays feasible as a whole; V is exact again after the second flip
-                    _flip(H, packed, S, PT, Q, V, i, m, d, entering)
-                L += best
-                moves += 1
-                improved = True
-    return L, moves
 
 
 # --------------------------------------------------------------------------------------------

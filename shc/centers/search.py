@@ -23,7 +23,7 @@ The moves, the flips and the annealing are compiled kernels of :mod:`shc.centers
 rounded spectral embedding of S repaired to distance d): best-improvement descent per center, simulated
 annealing over feasible single flips (random moves, Metropolis acceptance, geometric cooling), and a
 final descent; the best H over all starts is finished by a descent over single and double flips
-(:func:`shc.centers._kernels._descend_pairs`) and returned.
+(:func:`shc.centers._kernels._descend` with ``pairs``) and returned.
 
 Double flips. Flipping bits k and m of h_i together changes L by ``Delta L_ik + Delta L_im +
 (16 / q^2) (h_ik h_im Q_km - 1)`` (flipping k moves A_im by ``2 h_ik (Q_km - h_ik h_im) / q``). It moves
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from shc.centers._kernels import _anneal, _descend, _descend_pairs, _pack, _packed_min, _repair, _uphill_scale
+from shc.centers._kernels import _anneal, _descend, _pack, _packed_min, _repair, _uphill_scale
 from shc.centers.distance import _check_sizes, _resolve_min_distance
 from shc.centers.mds import mds_centers
 from shc.centers.quality import center_quality, packed_min_distance, relaxation_bound
@@ -121,11 +121,11 @@ def _search_from(H0, S, d, seed, sweeps, t_start, t_end, history, start_name):
 
 
 def _pair_descent(H0, S, d, seed, history, start_name):
-    """Descent over single and double flips (:func:`shc.centers._kernels._descend_pairs`) from ``H0``."""
+    """Descent over single and double flips (:func:`shc.centers._kernels._descend` with ``pairs``) from ``H0``."""
     H = np.array(H0, dtype=np.int8, order="C")
     packed, PT, Q, V, L = _build_state(H, S, d)
     order = np.random.default_rng(seed + 104729).permutation(H.shape[0])
-    L, _ = _descend_pairs(H, packed, S, PT, Q, V, d, L, order)
+    L, _ = _descend(H, packed, S, PT, Q, V, d, L, order, True)
     _record(history, start_name, "pair descent", L, H.shape[0], packed)
     return H, L
 
