@@ -16,6 +16,16 @@ C = 1000 cases. ``--large`` adds, each in a fresh process so that its peak resid
 is its own: mds for C = 40,000 at 128 bits (greedy packed-bit code; d_min checked by popcount over all
 pairs) and shc-ls for C = 10,000 at 128 bits (S in float32).
 
+Then the stage-1-like family (issue 25 item 5): S built by stage 1's own formula
+(``shc.similarity.similarity_from_logits``: masked softmax, per-class mean, row normalisation, symmetry)
+from a simulated classifier (``stage1_like_similarity``: prototypes in groups of uneven, Dirichlet(0.5)
+sizes, 10 noisy samples per class, about 60 % accuracy at C = 100) for C in 100, 196, 555, 1000 x q in
+32, 64, 128, and the real stage-1 S of the standard (fashion-composite) and quick (digits-composite)
+presets, seed 0 (``benchmarks/fixtures/stage1_similarity.npz``, float16 upper triangles) at 16, 32, 64
+bits. ``ls-plain`` there is the single-flip descent from MDS (numpy up to C = 600, the compiled single-flip
+descent above), ``udb`` the unit-diagonal lower bound (``shc.centers.unit_diagonal_bound``), tighter than
+``bound`` where C >> q.
+
 Run: ``python benchmarks/bench_centers.py [--large]`` (or ``python benchmarks/run.py --only centers``,
 which prints the summary only).
 """
@@ -28,6 +38,7 @@ import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -39,8 +50,9 @@ from shc.centers import (
     packed_min_distance,
     relaxation_bound,
     steepest_descent,
+    unit_diagonal_bound,
 )
-from shc.similarity import hierarchical_similarity
+from shc.similarity import hierarchical_similarity, similarity_from_logits
 
 PAPER_GRID = [(C, q) for C in (100, 196, 555) for q in (16, 32, 64)]
 IMAGENET_GRID = [(1000, 64), (1000, 128)]
@@ -48,8 +60,87 @@ METHODS = ("random", "csq", "mds", "shc", "shc-ls", "semantic", "ls-plain")
 PLAIN_MAX_CLASSES = 600  # ls-plain (numpy, O(C q) per flip, about C q / 4 flips) took 5 min at C = 1000, q = 64
 
 
+STAGE1_GRID = [(C, q) for C in (100, 196, 555, 1000) for q in (32, 64, 128)]
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "stage1_similarity.npz"
+FIXTURE_BITS = (16, 32, 64)
+
+
 def case_similarity(C: int, q: int) -> np.ndarray:
     return hierarchical_similarity(C, num_groups=max(4, C // 10), within=0.5, noise=0.1, seed=C + q)
+
+
+def stage1_like_similarity(num_classes: int, seed: int = 0, samples_per_class: int = 10, within: float = 0.5,
+                           dim: int = 64, scale: float = 10.0, noise: float = 2.0) -> np.ndarray:
+    """S as stage 1 builds it (Eq. 5-12, ``similarity_from_logits``) from a simulated classifier.
+
+    Classes fall into ``max(2, C // 10)`` groups of uneven size (group shares drawn from Dirichlet(0.5));
+    class c has the unit prototype ``p_c = sqrt(within) z_g + sqrt(1 - within) e_c``; each of its
+    ``samples_per_class`` images has the feature ``p_c + noise * N(0, I / dim)`` and the logits
+    ``scale * P x`` (a linear classifier on the prototypes; about 60 % accurate at C = 100, 40 % at 1000).
+    Seeded: the same arguments give the same S."""
+    C = int(num_classes)
+    if C < 2 or samples_per_class < 1:
+        raise ValueError(f"need num_classes >= 2 and samples_per_class >= 1, got {num_classes}, {samples_per_class}.")
+    rng = np.random.default_rng(seed)
+    num_groups = max(2, C // 10)
+    groups = rng.choice(num_groups, size=C, p=rng.dirichlet(np.full(num_groups, 0.5)))
+    coarse = rng.standard_normal((num_groups, dim))
+    prototypes = np.sqrt(within) * coarse[groups] + np.sqrt(1 - within) * rng.standard_normal((C, dim))
+    prototypes /= np.linalg.norm(prototypes, axis=1, keepdims=True)
+    labels = np.repeat(np.arange(C), samples_per_class)
+    features = prototypes[labels] + noise / np.sqrt(dim) * rng.standard_normal((labels.size, dim))
+    return similarity_from_logits(scale * features @ prototypes.T, labels, C)
+
+
+def fixture_similarities() -> dict[str, np.ndarray]:
+    """The real stage-1 S of the fixtures file by name (C = 100), rebuilt from float16 upper triangles."""
+    out = {}
+    with np.load(FIXTURE) as stored:
+        for name in stored.files:
+            upper = stored[name].astype(np.float64)
+            C = int(round((1 + np.sqrt(1 + 8 * upper.size)) / 2))
+            S = np.zeros((C, C))
+            S[np.triu_indices(C, 1)] = upper
+            S += S.T
+            np.fill_diagonal(S, 1.0)
+            out[name] = S
+    return out
+
+
+def stage1_case(name: str, S: np.ndarray, q: int) -> dict:
+    """One row of the stage-1-like family: shc-ls and the single-flip descent from MDS, both against MDS."""
+    C = S.shape[0]
+    d = gv_min_distance(C, q)
+    mds = generate_centers("mds", C, q, seed=0)
+    result, seconds, cpu = _thread_timed(generate_centers, "shc-ls", C, q, similarity=S, seed=0)
+    if C <= PLAIN_MAX_CLASSES:
+        plain = steepest_descent(S, mds, d)
+    else:
+        plain = local_search_centers(S, q, init=mds, starts=("mds",), anneal_sweeps=0, pair_moves=False).centers
+    mds_loss = center_quality(mds, S)["s_loss"]
+    quality = center_quality(result, S)
+    plain_loss = center_quality(plain, S)["s_loss"]
+    return {"S": name, "C": C, "q": q, "d": d, "ls-plain/MDS": round(plain_loss / mds_loss, 3),
+            "shc-ls/MDS": round(quality["s_loss"] / mds_loss, 3), "<= plain": quality["s_loss"] <= plain_loss + 1e-12,
+            "bound/MDS": round(relaxation_bound(S, q) / mds_loss, 3),
+            "udb/MDS": round(unit_diagonal_bound(S, q) / mds_loss, 3), "shc-ls d_min": quality["d_min"],
+            "shc-ls s": round(seconds, 2), "shc-ls cpu s": round(cpu, 2)}
+
+
+def run_stage1_family(quick: bool = False) -> list[dict]:
+    """The stage-1-like family and the real fixtures, then a summary row of the simulated cases."""
+    rows = []
+    for C, q in STAGE1_GRID[:3] if quick else STAGE1_GRID:
+        rows.append(stage1_case("simulated", stage1_like_similarity(C, seed=C + q), q))
+    simulated = [row["shc-ls/MDS"] for row in rows]
+    for name, S in fixture_similarities().items():
+        rows.extend(stage1_case(name, S, q) for q in FIXTURE_BITS)
+    rows.append({"S": "simulated", "C": "all", "q": ">=32",
+                 "shc-ls/MDS": f"median {np.median(simulated):.3f}, max {max(simulated):.3f}",
+                 "<= plain": all(row["<= plain"] for row in rows),
+                 "shc-ls s": round(sum(row["shc-ls s"] for row in rows[:len(simulated)]), 2),
+                 "shc-ls cpu s": round(sum(row["shc-ls cpu s"] for row in rows[:len(simulated)]), 2)})
+    return rows
 
 
 def _timed(function, *args, **kwargs):
@@ -87,12 +178,13 @@ def run_case(C: int, q: int) -> tuple[dict, list[dict]]:
         rows.append({"method": method, "d_min": quality["d_min"], "S_loss": round(quality["s_loss"], 4),
                      "S_loss/MDS": round(quality["s_loss"] / mds_loss, 3), "seconds": round(seconds[method], 2),
                      "thread cpu s": round(cpu[method], 2)})
-    bound = relaxation_bound(S, q)
-    rows.append({"method": "bound", "S_loss": round(bound, 4), "S_loss/MDS": round(bound / mds_loss, 3)})
+    for name, bound in (("bound", relaxation_bound(S, q)), ("udb", unit_diagonal_bound(S, q))):
+        rows.append({"method": name, "S_loss": round(bound, 4), "S_loss/MDS": round(bound / mds_loss, 3)})
     by_method = {row["method"]: row for row in rows}
     summary = {"C": C, "q": q, "d": d,
                **{f"{m}/MDS": by_method[m]["S_loss/MDS"] if m in by_method else "-" for m in ("shc", "ls-plain", "shc-ls")},
-               "bound/MDS": by_method["bound"]["S_loss/MDS"], "shc-ls d_min": by_method["shc-ls"]["d_min"],
+               "bound/MDS": by_method["bound"]["S_loss/MDS"], "udb/MDS": by_method["udb"]["S_loss/MDS"],
+               "shc-ls d_min": by_method["shc-ls"]["d_min"],
                "shc-ls s": by_method["shc-ls"]["seconds"], "shc-ls cpu s": by_method["shc-ls"]["thread cpu s"],
                "shc s": by_method["shc"]["seconds"]}
     return summary, rows
@@ -159,8 +251,6 @@ if __name__ == "__main__":
     if args.row:
         print(json.dumps(large_row(args.row)))
         raise SystemExit(0)
-    from pathlib import Path
-
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import os
 
@@ -170,3 +260,5 @@ if __name__ == "__main__":
     print(f"# bench_centers {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, load average {load} at start")
     print_table("summary (S_loss relative to the MDS centers; seconds per method)",
                 run(quick=args.quick, large=args.large, verbose=True))
+    print_table("stage-1-like S (simulated classifier; real stage-1 S of the standard and quick presets, seed 0)",
+                run_stage1_family(quick=args.quick))

@@ -22,7 +22,8 @@ Modules, each importing only those listed before it:
 
 ``distance``   sizes, Hamming distances, the Gilbert-Varshamov distance, bounds on codes at a distance
 ``_kernels``   the compiled (numba) kernels: packed bits, the local search's moves, the greedy code
-``quality``    :func:`center_quality` (Table 3), :func:`geometry_lesson`, :func:`packed_min_distance`, :func:`relaxation_bound`
+``quality``    :func:`center_quality` (Table 3), :func:`geometry_lesson`, :func:`packed_min_distance`, lower bounds
+               on S_loss (:func:`relaxation_bound`, :func:`unit_diagonal_bound`)
 ``baselines``  ``"random"``, ``"csq"``
 ``mds``        ``"mds"`` (and :func:`greedy_code` above :data:`DENSE_MDS_LIMIT` classes)
 ``semantic``   ``"shc"`` (Algorithm 1) and ``"semantic"``; :class:`CenterOptimisation`
@@ -35,7 +36,13 @@ This package re-exports their public names; a module of the package imports its 
 from shc.centers.baselines import csq_centers, random_centers
 from shc.centers.distance import gv_min_distance, hamming_distances, max_codes_upper_bound
 from shc.centers.mds import DENSE_MDS_LIMIT, MDS_DEFAULTS, greedy_code, mds_centers
-from shc.centers.quality import center_quality, geometry_lesson, packed_min_distance, relaxation_bound
+from shc.centers.quality import (
+    center_quality,
+    geometry_lesson,
+    packed_min_distance,
+    relaxation_bound,
+    unit_diagonal_bound,
+)
 from shc.centers.registry import (
     CENTER_GENERATORS,
     CENTER_METHODS,
@@ -85,5 +92,6 @@ __all__ = [
     "semantic_only_centers",
     "shc_objective",
     "steepest_descent",
+    "unit_diagonal_bound",
     "validate_similarity",
 ]

@@ -108,30 +108,48 @@ def _flip(H, packed, S, PT, Q, V, i, k, d, entering):
 
 
 @numba.njit(cache=True)
-def _descend(H, packed, S, PT, Q, V, d, L, order):
-    """Best-improvement descent per center until a full sweep finds no improving feasible flip."""
+def _best_single(H, S, PT, Q, V, i):
+    """The best feasible single flip of center i: (delta, k), k = -1 when none improves."""
+    best, best_k = -1e-9, -1
+    for k in range(H.shape[1]):
+        if V[i, k] == 0:
+            delta = _move_delta(H, S, PT, Q, i, k)
+            if delta < best:
+                best, best_k = delta, k
+    return best, best_k
+
+
+@numba.njit(cache=True)
+def _descend(H, packed, S, PT, Q, V, d, L, order, pairs=False):
+    """Best-improvement descent per center until a full sweep finds no improving feasible move: single
+    flips, or with ``pairs`` single and double flips (:func:`_best_move`; the result is then a local
+    minimum of both neighbourhoods). Returns L and the number of moves."""
     C, q = H.shape
     entering = np.empty(C, dtype=np.int64)
-    flips = 0
+    single = np.empty(q)
+    blocked = np.zeros((q, q), dtype=np.bool_)
+    diff = np.empty(q, dtype=np.int64)
+    moves = 0
     improved = True
     while improved:
         improved = False
         for t in range(C):
             i = order[t]
-            for _ in range(q):
-                best, best_k = -1e-9, -1
-                for k in range(q):
-                    if V[i, k] == 0:
-                        delta = _move_delta(H, S, PT, Q, i, k)
-                        if delta < best:
-                            best, best_k = delta, k
-                if best_k < 0:
+            for _ in range(q * q if pairs else q):
+                if pairs:
+                    best, k, m = _best_move(H, packed, S, PT, Q, V, i, d, single, blocked, diff)
+                else:
+                    best, k = _best_single(H, S, PT, Q, V, i)
+                    m = -1
+                if k < 0:
                     break
-                _flip(H, packed, S, PT, Q, V, i, best_k, d, entering)
+                _flip(H, packed, S, PT, Q, V, i, k, d, entering)
+                if m >= 0:  # the pair is feasible as a whole; V is exact again after the second flip
+                    _flip(H, packed, S, PT, Q, V, i, m, d, entering)
                 L += best
-                flips += 1
+                moves += 1
                 improved = True
-    return L, flips
+    return L, moves
 
 
 @numba.njit(cache=True)
@@ -179,6 +197,54 @@ def _anneal(H, packed, S, PT, Q, V, d, L, t_start, t_end, moves, blocks, seed):
             best_H[:] = H
             best_L = L
     return best_H, best_L, trace, d_trace
+
+
+@numba.njit(cache=True)
+def _pair_delta(H, Q, single, i, k, m):
+    """Exact change of L when bits k and m (k != m) of h_i flip together: the two single changes plus
+    their interaction ``(16 / q^2) (h_ik h_im Q_km - 1)`` (flipping k moves A_im by
+    ``2 h_ik (Q_km - h_ik h_im) / q``; module docstring of :mod:`shc.centers.search`)."""
+    q = H.shape[1]
+    return single[k] + single[m] + 16.0 / (q * q) * (H[i, k] * H[i, m] * Q[k, m] - 1.0)
+
+
+@numba.njit(cache=True)
+def _best_move(H, packed, S, PT, Q, V, i, d, single, blocked, diff):
+    """The best feasible single or double flip of center i: (delta, k, m), m = -1 for a single flip.
+
+    A double flip (k, m) is feasible iff no center j at distance d or d + 1 from h_i differs from it in
+    both bits (only then does D_ij fall by 2); it keeps a pair at distance d where a single flip cannot."""
+    C, q = H.shape
+    words = packed.shape[1]
+    for k in range(q):
+        single[k] = _move_delta(H, S, PT, Q, i, k)
+    blocked[:, :] = False
+    for j in range(C):
+        if j == i:
+            continue
+        distance = 0
+        for w in range(words):
+            distance += _popcount(packed[i, w] ^ packed[j, w])
+        if distance <= d + 1:
+            n = 0
+            for m in range(q):
+                if H[j, m] != H[i, m]:
+                    diff[n] = m
+                    n += 1
+            for a in range(n):
+                for b in range(a + 1, n):
+                    blocked[diff[a], diff[b]] = True
+    best, best_k, best_m = -1e-9, -1, -1
+    for k in range(q):
+        if V[i, k] == 0 and single[k] < best:
+            best, best_k = single[k], k
+    for k in range(q):
+        for m in range(k + 1, q):
+            if not blocked[k, m]:
+                delta = _pair_delta(H, Q, single, i, k, m)
+                if delta < best:
+                    best, best_k, best_m = delta, k, m
+    return best, best_k, best_m
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from shc.centers._kernels import _pack, _packed_min
 from shc.centers.distance import _as_sign_matrix, _offdiag, hamming_distances
 from shc.similarity import validate_similarity
 
-__all__ = ["center_quality", "geometry_lesson", "packed_min_distance", "relaxation_bound"]
+__all__ = ["center_quality", "geometry_lesson", "packed_min_distance", "relaxation_bound", "unit_diagonal_bound"]
 
 
 def center_quality(centers: Any, similarity: Any | None = None) -> dict[str, float]:
@@ -112,3 +112,29 @@ def relaxation_bound(similarity: Any, num_bits: int) -> float:
     values = np.linalg.eigvalsh(S)
     kept = np.sort(values[values > 0])[::-1][: int(num_bits)]
     return float((np.sum(values**2) - np.sum(kept**2)) / S.shape[0] ** 2)
+
+
+def unit_diagonal_bound(similarity: Any, num_bits: int) -> float:
+    """A lower bound on the per-entry S_loss of any centers, at least :func:`relaxation_bound`:
+    ``G = H H^T / q`` is positive semidefinite of rank <= q *with unit diagonal*, so its eigenvalues
+    mu_1 >= ... >= mu_q >= 0 sum to ``trace G = C``. By the Hoffman-Wielandt inequality
+    ``||S - G||_F^2 >= sum_i (lambda_i - mu_i)^2`` (both sorted), hence
+
+        ||S - G||_F^2 >= min { sum_{i <= q} (lambda_i - mu_i)^2 : mu >= 0, sum mu = C } + sum_{i > q} lambda_i^2,
+
+    the minimum being the Euclidean projection of the q largest eigenvalues of S onto that simplex
+    (``mu_i = max(lambda_i + theta, 0)``, theta fixed by the sum). For S = I it is the Welch bound
+    ``(1 / q - 1 / C)`` per entry; it matters where C >> q (C = 1000, q = 32: about 9x the relaxation
+    bound on stage-1-like S). Returned divided by C^2."""
+    S = validate_similarity(similarity)
+    C, k = S.shape[0], min(int(num_bits), S.shape[0])
+    if k < 1:
+        raise ValueError(f"num_bits must be >= 1, got {num_bits}.")
+    values = np.linalg.eigvalsh(S)[::-1]
+    top = values[:k]
+    # theta: the sum of max(top + theta, 0) rises with theta; the k candidate supports are the top j values
+    sums = np.cumsum(top)
+    thetas = (C - sums) / np.arange(1, k + 1)
+    support = int(np.flatnonzero(top + thetas > 0)[-1]) + 1
+    mu = np.maximum(top + thetas[support - 1], 0.0)
+    return float((np.sum((top - mu) ** 2) + np.sum(values[k:] ** 2)) / C**2)

@@ -54,7 +54,7 @@ for _generator in (
     CenterGenerator("semantic", _with_history(semantic_only_centers), ("init", *SEMANTIC_DEFAULTS), True),
     CenterGenerator("shc-ls", _with_history(local_search_centers),
                     ("min_distance", "init", "starts", "anneal_sweeps", "t_start", "t_end", "shc_cycles",
-                     "max_shc_classes"), True),
+                     "max_shc_classes", "pair_moves"), True),
 ):
     CENTER_GENERATORS.register(_generator.name, _generator)
 CENTER_METHODS = tuple(CENTER_GENERATORS.names())

@@ -22,7 +22,14 @@ The moves, the flips and the annealing are compiled kernels of :mod:`shc.centers
 :func:`local_search_centers` runs, from several starts (the MDS centers, Algorithm 1's result, a
 rounded spectral embedding of S repaired to distance d): best-improvement descent per center, simulated
 annealing over feasible single flips (random moves, Metropolis acceptance, geometric cooling), and a
-final descent; the best H over all starts is returned. Everything is seeded (numba's generator), so the
+final descent; the best H over all starts is finished by a descent over single and double flips
+(:func:`shc.centers._kernels._descend` with ``pairs``) and returned.
+
+Double flips. Flipping bits k and m of h_i together changes L by ``Delta L_ik + Delta L_im +
+(16 / q^2) (h_ik h_im Q_km - 1)`` (flipping k moves A_im by ``2 h_ik (Q_km - h_ik h_im) / q``). It moves
+D_ij by -2 only for the j that differ from h_i in both bits, so it is feasible iff no such j sits at
+distance d or d + 1: a pair at distance d whose every single flip is blocked can still move, one bit
+towards and one away. Everything is seeded (numba's generator), so the
 same inputs and seed give the same centers. :func:`steepest_descent` is the plain numpy reference, and
 :func:`distance_tradeoff` the price of separation.
 """
@@ -50,6 +57,7 @@ LS_DEFAULTS: dict[str, Any] = {
     "t_end": 0.01,
     "shc_cycles": 5,  # Algorithm 1 cycles for the "shc" start (it is only a start)
     "max_shc_classes": 2000,  # above this C the Algorithm 1 start is skipped (its loop is Python per center)
+    "pair_moves": True,  # finish the best start with a descent over single and double flips
 }
 
 
@@ -112,6 +120,16 @@ def _search_from(H0, S, d, seed, sweeps, t_start, t_end, history, start_name):
     return H, L
 
 
+def _pair_descent(H0, S, d, seed, history, start_name):
+    """Descent over single and double flips (:func:`shc.centers._kernels._descend` with ``pairs``) from ``H0``."""
+    H = np.array(H0, dtype=np.int8, order="C")
+    packed, PT, Q, V, L = _build_state(H, S, d)
+    order = np.random.default_rng(seed + 104729).permutation(H.shape[0])
+    L, _ = _descend(H, packed, S, PT, Q, V, d, L, order, True)
+    _record(history, start_name, "pair descent", L, H.shape[0], packed)
+    return H, L
+
+
 def _record(history, start, stage, L, C, packed, d_min=None):
     d_min = int(_packed_min(packed)) if packed is not None else int(d_min)
     history.append({"cycle": len(history), "start": start, "stage": stage, "objective": float(L),
@@ -163,7 +181,8 @@ def local_search_centers(similarity: Any, num_bits: int, min_distance: int | Non
                          anneal_sweeps: int | None = LS_DEFAULTS["anneal_sweeps"],
                          t_start: float = LS_DEFAULTS["t_start"], t_end: float = LS_DEFAULTS["t_end"],
                          shc_cycles: int = LS_DEFAULTS["shc_cycles"],
-                         max_shc_classes: int = LS_DEFAULTS["max_shc_classes"]) -> CenterOptimisation:
+                         max_shc_classes: int = LS_DEFAULTS["max_shc_classes"],
+                         pair_moves: bool = LS_DEFAULTS["pair_moves"]) -> CenterOptimisation:
     """Semantic hash centers by exact feasible local search (center method ``"shc-ls"``).
 
     Minimises ``||S - H H^T / q||_F^2`` (Eq. 14) subject to ``D(h_i, h_j) >= d`` (Eq. 22; ``d`` the
@@ -178,9 +197,13 @@ def local_search_centers(similarity: Any, num_bits: int, min_distance: int | Non
     2e8 / (C q^2), clipped to [10, 300], under a second per start at C = 555, q = 64). ``t_start`` and
     ``t_end`` are the temperatures in units of the median uphill move at the first local optimum.
 
+    ``pair_moves`` (default True) finishes the best start with a descent over single and double flips of
+    one center (module docstring), which keeps pairs at distance d movable.
+
     Returns a :class:`shc.centers.CenterOptimisation`; its history has one record per stage and
     annealing block (``cycle``, ``start``, ``stage``, ``objective`` = L, ``s_loss`` = L / C^2, ``d_min``)
-    and ``best_cycle`` points at the final record of the winning start.
+    and ``best_cycle`` points at the returned centers' record: the ``"pair descent"`` of the winning
+    start (the last record), or its ``"final descent"`` without ``pair_moves``.
     """
     S = validate_similarity(similarity)
     C, q = _check_sizes(S.shape[0], num_bits)
@@ -216,8 +239,11 @@ def local_search_centers(similarity: Any, num_bits: int, min_distance: int | Non
             best_H, best_L, best_cycle = H.copy(), L, len(history) - 1
     if best_H is None:
         raise RuntimeError(f"none of the starts {tuple(starts)} gave feasible centers at d = {d}; add 'mds' to starts.")
+    if pair_moves:
+        best_H, best_L = _pair_descent(best_H, S, d, seed, history, history[best_cycle]["start"])
+        best_cycle = len(history) - 1
     params = {"starts": tuple(starts), "anneal_sweeps": sweeps, "t_start": t_start, "t_end": t_end,
-              "shc_cycles": shc_cycles, "max_shc_classes": max_shc_classes}
+              "shc_cycles": shc_cycles, "max_shc_classes": max_shc_classes, "pair_moves": pair_moves}
     return CenterOptimisation(best_H.astype(np.int8), history, best_cycle, d, params)
 
 
