@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from shc._io import jsonable
+from shc.centers.registry import CENTER_GENERATORS
 from shc.evaluation import EVALUATION_VERSION, MAP_KEYS, PRIMARY_METRIC, TIE_AWARE_MAP_KEYS  # noqa: F401
 
 __all__ = ["MAP_KEYS", "PRIMARY_METRIC", "SIMILARITY_SOURCES", "TIE_AWARE_MAP_KEYS", "MissingRunError", "RunConfig", "StaleRunError",
@@ -247,6 +248,9 @@ def stage_identities(config: RunConfig) -> dict[str, dict[str, Any] | None]:
     stage2 = None
     if spec.centers is not None:
         stage2 = {**data, "centers": spec.centers, "bits": config.bits, "center_options": dict(config.center_options)}
+        version = CENTER_GENERATORS.get(spec.centers).version
+        if version != 1:  # version 1 is left out, so the identities of unchanged generators stay as they were
+            stage2["generator_version"] = version
         if spec.needs_similarity:
             stage2["stage1"] = stage1
     stage3 = {

@@ -268,3 +268,17 @@ def test_geometry_lesson_counts_collisions_oscillation_and_movement_by_hand():
     assert geometry_lesson() == {}
     with pytest.raises(ValueError, match="one shape"):
         geometry_lesson(shc=shc, mds=mds[:, :2])
+
+
+def test_a_generator_version_above_one_enters_the_stage2_identity_and_version_one_does_not():
+    """Centers cached by an older shc-ls (before its double flips, version 2) are recomputed, not reused; the
+    identities of the generators still at version 1 are as they were (their caches stay valid)."""
+    from shc.centers import CENTER_GENERATORS
+    from shc.runs import RunConfig, stage_identities
+
+    for name in ("shc", "shc-ls", "mds"):
+        identity = stage_identities(RunConfig(method=name, bits=16))["stage2"]
+        version = CENTER_GENERATORS.get(name).version
+        assert identity.get("generator_version", 1) == version
+        assert ("generator_version" in identity) == (version != 1)
+    assert CENTER_GENERATORS.get("shc-ls").version >= 2

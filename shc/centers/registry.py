@@ -30,6 +30,9 @@ class CenterGenerator:
     run: Any
     options: tuple[str, ...]
     needs_similarity: bool
+    #: Raised when the algorithm's output changes for the same inputs; a version above 1 enters the stage-2
+    #: identity (``shc.runs.stage_identities``), so centers cached by an older version are recomputed, not reused.
+    version: int = 1
 
 
 def _without_history(function):
@@ -54,7 +57,8 @@ for _generator in (
     CenterGenerator("semantic", _with_history(semantic_only_centers), ("init", *SEMANTIC_DEFAULTS), True),
     CenterGenerator("shc-ls", _with_history(local_search_centers),
                     ("min_distance", "init", "starts", "anneal_sweeps", "t_start", "t_end", "shc_cycles",
-                     "max_shc_classes", "pair_moves"), True),
+                     "max_shc_classes", "pair_moves"), True,
+                    version=2),  # 2: the closing descent over single and double flips (pair_moves, 2026-11-24)
 ):
     CENTER_GENERATORS.register(_generator.name, _generator)
 CENTER_METHODS = tuple(CENTER_GENERATORS.names())
