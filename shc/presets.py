@@ -242,7 +242,7 @@ PRESETS.register("standard-pretrained", Preset(
     config={**_STANDARD.config, "pretrain": "items", "pretrain_epochs": 12, "pretrain_lr": 1e-3},
     # Its own doubling rule (docs/standard.md): every method of the grid passes at 80 epochs.
     notebooks={stem: sets for stem, sets in _center_notebooks(
-        hashing=PRETRAINED_METHODS, **{**_FULL_SIZE_NOTEBOOKS, "baselines": ("csq", "mds", "greedyhash", "lth", "shc")}
+        hashing=PRETRAINED_METHODS, **{**_FULL_SIZE_NOTEBOOKS, "baselines": ("csq", "mds", "greedyhash", "lth", "shc", "shc-ls")}
     ).items() if stem != "05_ablations"},  # the ablations are the standard preset's question, not this one's
 ))
 PRESETS.register("tiny-pretrained", Preset(
