@@ -354,7 +354,10 @@ def test_report_configs_epochs_set_both_networks_unless_the_classifier_is_named(
                                     classifier_epochs=5)  # fmt: skip
     assert (named[0].epochs, named[0].classifier_epochs) == (3, 5)
     default = pipeline.report_configs("quick", "digits-composite", ["shc"], [16], [0], "runs")[0]
-    assert (default.epochs, default.classifier_epochs) == (pipeline.RunConfig().epochs, 8)
+    from shc.presets import get_preset
+
+    assert (default.epochs, default.classifier_epochs) == (get_preset("quick").base().epochs, 8)
+    assert default.epochs == 8  # the quick preset's own (the README's main job within 12 minutes)
 
 
 def test_similarity_variants_of_semantic_methods_get_their_own_stage_folders():
