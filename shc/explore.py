@@ -583,10 +583,26 @@ def serve(port: int = 8866, notebook_path: str | Path | None = None, *, open_bro
     command = [sys.executable, "-m", "voila", str(page), f"--port={int(port)}", "--Voila.ip=127.0.0.1",
                "--theme=light", *([] if open_browser else ["--no-browser"]), *extra_arguments]
     print(f"serving the center explorer on http://127.0.0.1:{int(port)}/ (Ctrl-C stops it)", flush=True)
-    return subprocess.call(command)
+    server = subprocess.Popen(command)
+    try:
+        return server.wait()
+    finally:  # Ctrl-C, or SIGTERM (shc.cli_common.run_cli turns it into KeyboardInterrupt): the server goes too
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m shc.explore [--port N] [--open]``: serve the explorer until Ctrl-C or SIGTERM."""
+    from shc.cli_common import run_cli
+
+    return run_cli(_main, argv)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m shc.explore",
                                      description="Serve notebook 00's center explorer as a web page (Voila).")
     parser.add_argument("--port", type=int, default=8866, help="port to serve on (default 8866)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -255,8 +256,12 @@ def test_the_app_command_serves_the_explorer_page(tmp_path):
         assert "explore.Explorer(" not in page
         assert "application/vnd.jupyter.widget-view+json" in page
     finally:
-        process.terminate()
+        process.terminate()  # the command stops its Voila server on SIGTERM (no server is left behind)
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
+        assert process.returncode is not None
+        if shutil.which("pgrep"):
+            left = subprocess.run(["pgrep", "-f", f"voila .*--port={port}"], capture_output=True, text=True).stdout
+            assert not left.strip(), f"the Voila server outlived the app command: pid {left.split()}"
