@@ -568,3 +568,84 @@ def test_alt_text_describes_the_figure_and_names_its_data(tmp_path):
     assert "precision@K, 16 bits" in text and "precision@K against K" in text
     plots.save_figure(fig, tmp_path / "p", data=pd.DataFrame({"k": [0, 1, 2]}))
     assert plots.figure_alt_text(fig).endswith("The plotted numbers are in figures/p.csv.")
+
+
+def _png(pixels: np.ndarray, dpi: int = 150) -> bytes:
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="PNG", dpi=(dpi, dpi))
+    return out.getvalue()
+
+
+def _pixels(data: bytes) -> np.ndarray:
+    import io
+
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA")).astype(int)
+
+
+def test_compact_png_is_exact_for_an_image_of_at_most_256_colours():
+    rng = np.random.default_rng(0)
+    colours = rng.integers(0, 256, size=(200, 3), dtype=np.uint8)
+    image = colours[rng.integers(0, 200, size=(120, 90))]  # 200 distinct colours, noisy: RGBA PNG is large
+    data = _png(np.dstack([image, np.full(image.shape[:2], 255, np.uint8)]))
+    small = plots.compact_png(data)
+    assert small.startswith(PNG_MAGIC) and len(small) < len(data)
+    np.testing.assert_array_equal(_pixels(small), _pixels(data))
+
+
+def test_compact_png_quantises_a_real_figure_closely_and_keeps_white_and_dpi():
+    import io
+
+    from PIL import Image
+
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    for shift in range(6):  # anti-aliased curves and a filled band: thousands of colours
+        x = np.linspace(0, 6, 200)
+        ax.plot(x, np.sin(x + shift), lw=2)
+        ax.fill_between(x, np.sin(x + shift) - 0.2, np.sin(x + shift) + 0.2, alpha=0.2)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120)
+    plt.close(fig)
+    data = buffer.getvalue()
+    before = _pixels(data)
+    assert len(np.unique(before.reshape(-1, 4), axis=0)) > 256
+    small = plots.compact_png(data)
+    after = _pixels(small)
+    assert len(small) < 0.6 * len(data)
+    assert Image.open(io.BytesIO(small)).mode == "P"
+    assert round(Image.open(io.BytesIO(small)).info["dpi"][0]) == 120
+    np.testing.assert_array_equal(after[0, 0], [255, 255, 255, 255])  # the background stays white
+    error = np.abs(after - before)
+    assert error.mean() < 2 and error.max() <= 64
+
+
+def test_compact_png_leaves_transparent_or_palette_images_alone_and_rejects_other_bytes():
+    transparent = np.zeros((20, 20, 4), np.uint8)
+    transparent[..., 0] = np.arange(20)[:, None] * 12
+    transparent[..., 3] = 128
+    data = _png(transparent)
+    assert plots.compact_png(data) == data
+    already = plots.compact_png(_png(np.dstack([transparent[..., :3], np.full((20, 20), 255, np.uint8)])))
+    assert plots.compact_png(already) == already
+    with pytest.raises(ValueError, match="PNG signature"):
+        plots.compact_png(b"GIF89a not a png")
+    with pytest.raises(TypeError, match="PNG bytes"):
+        plots.compact_png("a string")
+
+
+def test_save_figure_writes_a_palette_png(tmp_path):
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    fig, ax = plt.subplots()
+    ax.plot(np.arange(50), np.sqrt(np.arange(50)), marker="o")
+    png = plots.save_figure(fig, tmp_path / "curve")[0]
+    plt.close(fig)
+    assert Image.open(png).mode == "P"
