@@ -649,3 +649,31 @@ def test_save_figure_writes_a_palette_png(tmp_path):
     png = plots.save_figure(fig, tmp_path / "curve")[0]
     plt.close(fig)
     assert Image.open(png).mode == "P"
+
+
+def test_displayed_figures_carry_alt_text_and_a_palette_png(monkeypatch):
+    """In IPython with matplotlib-inline's PNG formatter (base64 text), a shown figure is a palette PNG with alt text."""
+    import base64
+    import io
+
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+    from PIL import Image
+
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr("IPython.get_ipython", lambda: shell)
+    try:
+        set_matplotlib_formats("png")
+        assert plots.install_alt_text_formatter()
+        fig, ax = plt.subplots()
+        for shift in range(4):
+            ax.plot(np.linspace(0, 5, 100), np.cos(np.linspace(0, 5, 100) + shift), label=f"s{shift}")
+        ax.set_title("waves")
+        data, metadata = shell.display_formatter.formatters["image/png"](fig)
+        plt.close(fig)
+    finally:
+        InteractiveShell.clear_instance()
+    assert "waves" in metadata["alt"]
+    image = Image.open(io.BytesIO(base64.b64decode(data) if isinstance(data, str) else data))
+    assert image.mode == "P"

@@ -465,6 +465,20 @@ def test_checker_reads_every_published_file_and_the_run_records(tmp_path):
         ("00_x/run.json", "dead-link"), ("00_x/run.json", "dead-link"), ("00_x/tables/runs.csv", "absolute-path")]
 
 
+def test_checker_fails_a_folder_over_the_published_budget_counting_only_published_files(tmp_path, monkeypatch):
+    from shc.reports import check
+
+    folder = _seeded_folder(tmp_path, _CLEAN_BODY)
+    size = sum(path.stat().st_size for path in check.published_files(folder))
+    monkeypatch.setattr(check, "PUBLISHED_BUDGET_BYTES", size + 100)
+    (folder / "00_x" / "big.ipynb").write_bytes(b"x" * 1000)  # unpublished: does not count
+    assert check.check_report_folder(folder) == []
+    (folder / "00_x" / "figures" / "big.png").write_bytes(b"x" * 1000)
+    problems = check.check_report_folder(folder)
+    assert [problem.kind for problem in problems] == ["too-large"]
+    assert "00_x/figures/big.png 0.00 MB" in problems[0].detail
+
+
 def test_published_files_agree_with_the_repository_gitignore(tmp_path):
     import shutil
     import subprocess

@@ -207,6 +207,10 @@ def install_alt_text_formatter() -> bool:
             data, metadata = data
         if isinstance(data, (bytes, bytearray)):
             data = compact_png(data)
+        elif isinstance(data, str):  # matplotlib-inline's formatter hands base64 text (print_figure(base64=True))
+            import base64
+
+            data = base64.b64encode(compact_png(base64.b64decode(data))).decode("ascii")
         return data, {**(metadata or {}), "alt": figure_alt_text(fig)}
 
     png_with_alt_text._shc_alt_text = True

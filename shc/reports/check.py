@@ -14,7 +14,9 @@ checks, each a *kind* of :class:`Problem`:
 - ``alt-text``: an image without a meaningful alt text (none, empty, or nbconvert's placeholder);
 - ``signed-zero``: a difference printed as ``-0.000`` or ``+0.000``, too few digits to show its sign;
 - ``empty-section``: a section heading of a notebook page whose section shows no output (a table announced, nothing
-  displayed), or a heading of any page followed by nothing.
+  displayed), or a heading of any page followed by nothing;
+- ``too-large``: the folder's published files together exceed :data:`PUBLISHED_BUDGET_BYTES` (20 MB a preset: the
+  repository carries every preset's reports); the message names the five largest files.
 
 Only *published* files are read (:func:`is_published` mirrors the repository's ``.gitignore``): the executed
 notebooks, the with-code HTML, SVGs and kernel logs are regenerated locally and never committed.
@@ -34,8 +36,11 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["PLACEHOLDER_ALT", "Problem", "check_page", "check_report_folder", "is_published", "main",
+__all__ = ["PLACEHOLDER_ALT", "PUBLISHED_BUDGET_BYTES", "Problem", "check_page", "check_report_folder", "is_published", "main",
            "published_files"]
+
+#: What a preset's committed reports may weigh in all (20 MB, decimal): ``too-large`` past it.
+PUBLISHED_BUDGET_BYTES = 20_000_000
 
 #: The alt text nbconvert gives every output image.
 PLACEHOLDER_ALT = "No description has been provided for this image"
@@ -300,6 +305,12 @@ def _read_text(path: Path) -> str | None:
 
 def _iter_problems(folder: Path) -> Iterator[Problem]:
     published = {path.relative_to(folder).as_posix() for path in published_files(folder)}
+    sizes = {relative: (folder / relative).stat().st_size for relative in published}
+    if sum(sizes.values()) > PUBLISHED_BUDGET_BYTES:
+        largest = ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in
+                            sorted(sizes.items(), key=lambda item: -item[1])[:5])
+        yield Problem(".", "too-large", f"published files weigh {sum(sizes.values()) / 1e6:.1f} MB, over the "
+                      f"{PUBLISHED_BUDGET_BYTES / 1e6:.0f} MB a preset may commit; largest: {largest}")
 
     for relative in sorted(published):
         path = folder / relative
