@@ -210,7 +210,7 @@ PRESETS.register("standard", Preset(
     evidence=True,
     description="The evidence preset: fashion-composite (100 classes of two Fashion-MNIST items), "
                 "converged runs, 3 seeds (docs/standard.md).",
-    datasets=("fashion-composite",), methods=(*CENTER_METHODS, "shc-ls"), bits=(16, 32, 64), seeds=(0, 1, 2),
+    datasets=("fashion-composite",), methods=(*CENTER_METHODS, "shc-ls", "crh"), bits=(16, 32, 64), seeds=(0, 1, 2),
     # docs/standard.md: 50 training images per class at 14x28, composite_cnn (left/right halves pooled
     # apart), lr 3e-3; 48 epochs were not converged (48 -> 96 moved SHC by 0.024, CSQ by 0.028), 80 are
     # (80 -> 160 moves every center method by at most 0.008) and keep the whole grid inside 2 hours.
@@ -224,9 +224,10 @@ PRESETS.register("standard", Preset(
     # and at 32 bits 320 epochs overfit (0.389 against 0.471 at 160): MDS passes the rule at no budget, and no
     # budget is best at every length, so it keeps 160 with the other slow baselines (docs/standard.md).
     method_config={method: {"epochs": 160} for method in ("mds", "dtsh", "idhn")},
-    # 06 shows shc-ls too, marked "ours, not in the paper" (its runs are the ones 03 and 04 read)
-    notebooks=_center_notebooks(hashing=(*CENTER_METHODS, "shc-ls"),
-                                **{**_FULL_SIZE_NOTEBOOKS, "baselines": (*BASELINES, "shc-ls")}),
+    # 06 shows shc-ls ("ours, not in the paper") and CRH ("after the paper", issue 20) too: their runs are the
+    # ones 03 and 04 read
+    notebooks=_center_notebooks(hashing=(*CENTER_METHODS, "shc-ls", "crh"),
+                                **{**_FULL_SIZE_NOTEBOOKS, "baselines": (*BASELINES, "shc-ls", "crh")}),
 ))
 _STANDARD = PRESETS.get("standard")
 PRETRAINED_METHODS = (*CENTER_METHODS, "shc-ls", "greedyhash", "lth")
