@@ -90,3 +90,11 @@ def test_report_table_names_existing_notebooks():
 def test_check_notebook_agrees(notebook):
     path, _ = notebook
     assert reports.check_notebook(path) == []
+
+
+def test_notebooks_take_a_methods_configuration_from_the_preset_not_by_renaming_another(notebook):
+    """``config.replace(method=...)`` keeps the other method's fields (a preset's per-method epochs, e.g. MDS at
+    160 on ``standard``), so it names a run that was never computed; ``presets.report_configs`` gives the right one."""
+    path, content = notebook
+    code = "\n".join(cell.source for cell in content.cells if cell.cell_type == "code")
+    assert ".replace(method=" not in code, f"{path.name}: build a method's config with presets.report_configs(...)"
