@@ -677,3 +677,19 @@ def test_displayed_figures_carry_alt_text_and_a_palette_png(monkeypatch):
     assert "waves" in metadata["alt"]
     image = Image.open(io.BytesIO(base64.b64decode(data) if isinstance(data, str) else data))
     assert image.mode == "P"
+
+
+def test_metric_by_bits_gives_display_labels_their_methods_colours():
+    import matplotlib.pyplot as plt
+
+    labels = {"distance": "d only (MDS centers)", "semantic": "S only (Eq. 46-49)", "shc": "d + S (SHC)"}
+    frame = pd.DataFrame([{"method": label, "bits": q, "mean": 0.3 + 0.001 * q, "low": 0.29, "high": 0.31 + 0.001 * q}
+                          for label in labels.values() for q in (16, 32, 64)])
+    fig = plots.plot_metric_by_bits(frame, "mAP", styles={label: method for method, label in labels.items()})
+    handles, names = fig.axes[0].get_legend_handles_labels()
+    lines = {name: handle[0] for handle, name in zip(handles, names)}  # an errorbar container: its data line first
+    plt.close(fig)
+    for method, label in labels.items():
+        assert to_hex(lines[label].get_color()) == to_hex(plots.method_color(method)), label
+        assert lines[label].get_marker() == plots.method_style(method)["marker"]
+    assert len({to_hex(line.get_color()) for line in lines.values()}) == 3

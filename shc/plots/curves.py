@@ -421,14 +421,19 @@ def interval_frame(per_seed, metric: str, confidence: float = 0.95):
     return pd.DataFrame(rows)
 
 
-def plot_metric_by_bits(frame, ylabel: str, title: str | None = None) -> Figure:
+def plot_metric_by_bits(frame, ylabel: str, title: str | None = None,
+                        styles: Mapping[str, str] | None = None) -> Figure:
     """One line per method of ``frame`` (:func:`interval_frame`): the mean against the code length, with its
-    interval as error bars (none where one seed gives no interval)."""
+    interval as error bars (none where one seed gives no interval).
+
+    ``styles`` maps a displayed name to the registered method whose style it takes (e.g. ``{"d only (MDS
+    centers)": "distance"}``), so display labels keep each method's own colour and marker; names it does not
+    list are styled by themselves (:func:`method_style`)."""
     fig = _new_figure(5.6, 3.8)
     axes = fig.subplots()
     for method, group in frame.groupby("method", sort=False):
         group = group.sort_values("bits")
-        style = method_style(str(method))
+        style = method_style((styles or {}).get(str(method), str(method)))
         errors = np.vstack([group["mean"] - group["low"], group["high"] - group["mean"]])
         axes.errorbar(group["bits"], group["mean"], yerr=np.nan_to_num(errors), capsize=4, label=str(method),
                       zorder=_zorder(style), **style)
