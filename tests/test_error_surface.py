@@ -105,8 +105,11 @@ def write_sites_outside_the_atomic_writer(source: str, name: str) -> list[str]:
     tree = ast.parse(source)
     problems = []
     for function in [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]:
-        atomic: set[str] = set()  # temporaries of atomic_path, and handles opened on them
+        atomic: set[str] = set()  # temporaries of atomic_path, handles opened on them, in-memory buffers
         for node in ast.walk(function):
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    and _call_name(node.value.func) in ("BytesIO", "StringIO")):
+                atomic |= {target.id for target in node.targets if isinstance(target, ast.Name)}
             for item in node.items if isinstance(node, (ast.With, ast.AsyncWith)) else ():
                 opened, bound = item.context_expr, item.optional_vars
                 if not (isinstance(opened, ast.Call) and isinstance(bound, ast.Name)):
@@ -161,6 +164,13 @@ def test_the_write_site_scan_accepts_writes_to_an_atomic_temporary():
                "        fig.savefig(temporary)\n    with atomic_path(path) as t, open(t, 'wb') as h:\n"
                "        np.save(h, 1)\n    with open(path) as h:\n        return h.read()")
     assert write_sites_outside_the_atomic_writer(snippet, "snippet.py") == []
+
+
+def test_the_write_site_scan_accepts_in_memory_buffers_only():
+    memory = "def f(io, image):\n    out = io.BytesIO()\n    image.save(out, format='PNG')\n    return out.getvalue()"
+    assert write_sites_outside_the_atomic_writer(memory, "snippet.py") == []
+    disk = "def f(io, image, path):\n    out = io.BytesIO()\n    image.save(path, format='PNG')"
+    assert write_sites_outside_the_atomic_writer(disk, "snippet.py")
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ figures (PNG + SVG + the CSV of what they plot) and tables atomically."""
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from shc._io import atomic_path
+from shc._io import atomic_path, write_bytes
 
 #: One style per method, the same in every figure: colour, marker and line style, so curves can be
 #: told apart in colour, in greyscale print and by colour-blind readers. Colours come from the
@@ -150,8 +151,6 @@ def compact_png(data: bytes) -> bytes:
     image with transparent pixels, or one the palette would not make smaller, is returned unchanged. The
     resolution (dpi) is kept.
     """
-    import io
-
     from PIL import Image
 
     if not isinstance(data, (bytes, bytearray)):
@@ -287,13 +286,13 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None) -> list[Pa
                  if data is not None else "")
     fig._shc_alt = description.rstrip(".") + "." + data_name
     paths = []
-    for fmt, metadata in (("png", {"Software": None}), ("svg", {"Date": None})):
-        path = stem.with_name(f"{stem.name}.{fmt}")
-        with atomic_path(path) as temporary:
-            fig.savefig(temporary, format=fmt, metadata=metadata)
-            if fmt == "png":
-                Path(temporary).write_bytes(compact_png(Path(temporary).read_bytes()))
-        paths.append(path)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", metadata={"Software": None})
+    paths.append(write_bytes(stem.with_name(f"{stem.name}.png"), compact_png(png.getvalue())))
+    svg = stem.with_name(f"{stem.name}.svg")
+    with atomic_path(svg) as temporary:
+        fig.savefig(temporary, format="svg", metadata={"Date": None})
+    paths.append(svg)
     if data is not None:
         paths.append(save_table(data, stem, compress=len(data) > GZIP_ROWS))
     return paths
