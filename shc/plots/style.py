@@ -166,10 +166,10 @@ def compact_png(data: bytes) -> bytes:
     rgb = np.ascontiguousarray(rgba[..., :3])
     colours, index = np.unique(rgb.reshape(-1, 3), axis=0, return_inverse=True)
     if len(colours) <= PALETTE_COLORS:  # exact: the palette is the image's own colour set
-        palette = Image.fromarray(index.reshape(rgb.shape[:2]).astype(np.uint8), mode="P")
-        palette.putpalette(colours.astype(np.uint8).ravel().tolist())
+        palette = Image.fromarray(index.reshape(rgb.shape[:2]).astype(np.uint8))  # mode "L" ...
+        palette.putpalette(colours.astype(np.uint8).ravel().tolist())  # ... becomes "P" with this palette
     else:
-        palette = Image.fromarray(rgb, mode="RGB").quantize(PALETTE_COLORS, method=Image.Quantize.MAXCOVERAGE)
+        palette = Image.fromarray(rgb).quantize(PALETTE_COLORS, method=Image.Quantize.MAXCOVERAGE)
     out = io.BytesIO()
     options = {"dpi": image.info["dpi"]} if "dpi" in image.info else {}
     palette.save(out, format="PNG", optimize=True, **options)
