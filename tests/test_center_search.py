@@ -273,6 +273,41 @@ def test_unit_diagonal_bound_is_below_the_exhaustive_optimum(num_classes, num_bi
     assert cs.unit_diagonal_bound(S, num_bits) <= best / num_classes**2 + 1e-12
 
 
+# ---------------------------------------------------------------------------------- distance-cap bound
+def test_distance_cap_bound_hand_computed():
+    # S = I, no distance: the lattice {1, 0, -1} and the energy alone give the Welch bound, like the
+    # unit-diagonal bound (C = 4, q = 2: 1/4 per entry).
+    assert cs.distance_cap_bound(np.eye(4), 2, min_distance=0) == pytest.approx(1 / 4)
+    # S = all ones, q = 2, d = 1: G's off-diagonal entries are 0 (distance 1) or -1 (distance 2); the four
+    # distinct codes of 2 bits give every center two neighbours at 0 and one at -1, sum (1 - G)^2 = 4 (2 + 4)
+    # = 24, and the dual reaches it at lam = 3: the bound is tight, 24 / 16.
+    assert cs.distance_cap_bound(np.ones((4, 4)), 2, min_distance=1) == pytest.approx(24 / 16)
+    with pytest.raises(ValueError, match="Hamming/Plotkin"):
+        cs.distance_cap_bound(np.eye(3), 2, min_distance=3)
+
+
+@pytest.mark.parametrize("num_classes, num_bits, min_distance", [(3, 4, 2), (4, 3, 1), (4, 4, 2), (3, 5, 3)])
+def test_distance_cap_bound_is_below_the_exhaustive_optimum_at_that_distance(num_classes, num_bits, min_distance):
+    S = hierarchical_similarity(num_classes, num_groups=2, within=0.8, noise=0.3, seed=num_classes + num_bits)
+    feasible = [H for H in (np.array(bits).reshape(num_classes, num_bits)
+                            for bits in itertools.product((-1, 1), repeat=num_classes * num_bits))
+                if brute_d_min(H) >= min_distance]
+    best = min(brute_objective(H, S) for H in feasible) / num_classes**2
+    bound = cs.distance_cap_bound(S, num_bits, min_distance=min_distance)
+    assert bound <= best + 1e-12
+    # the distance is what it adds: without it (d = 0) the bound is no higher
+    assert cs.distance_cap_bound(S, num_bits, min_distance=0) <= bound + 1e-12
+
+
+def test_distance_cap_bound_beats_the_spectral_bounds_where_similar_classes_exceed_the_cap():
+    # C = 100 at 128 bits (d = 52 caps G at 0.19): the stage-1-like within-group similarities sit above the
+    # cap, which neither spectral bound sees
+    S = hierarchical_similarity(100, num_groups=10, within=0.6, noise=0.1, seed=0)
+    assert cs.distance_cap_bound(S, 128) > 2 * cs.unit_diagonal_bound(S, 128)
+    centers = cs.local_search_centers(S, 128, seed=0, anneal_sweeps=5).centers
+    assert cs.distance_cap_bound(S, 128) <= center_quality(centers, S)["s_loss"]
+
+
 # ---------------------------------------------------------------------------------- stage-1-like S
 @pytest.fixture(scope="module")
 def bench():

@@ -23,7 +23,8 @@ Modules, each importing only those listed before it:
 ``distance``   sizes, Hamming distances, the Gilbert-Varshamov distance, bounds on codes at a distance
 ``_kernels``   the compiled (numba) kernels: packed bits, the local search's moves, the greedy code
 ``quality``    :func:`center_quality` (Table 3), :func:`geometry_lesson`, :func:`packed_min_distance`, lower bounds
-               on S_loss (:func:`relaxation_bound`, :func:`unit_diagonal_bound`)
+               on S_loss (:func:`relaxation_bound`, :func:`unit_diagonal_bound`,
+               :func:`distance_cap_bound`)
 ``baselines``  ``"random"``, ``"csq"``
 ``mds``        ``"mds"`` (and :func:`greedy_code` above :data:`DENSE_MDS_LIMIT` classes)
 ``semantic``   ``"shc"`` (Algorithm 1) and ``"semantic"``; :class:`CenterOptimisation`
@@ -38,6 +39,7 @@ from shc.centers.distance import gv_min_distance, hamming_distances, max_codes_u
 from shc.centers.mds import DENSE_MDS_LIMIT, MDS_DEFAULTS, greedy_code, mds_centers
 from shc.centers.quality import (
     center_quality,
+    distance_cap_bound,
     geometry_lesson,
     packed_min_distance,
     relaxation_bound,
@@ -75,6 +77,7 @@ __all__ = [
     "CenterOptimisation",
     "center_quality",
     "csq_centers",
+    "distance_cap_bound",
     "distance_tradeoff",
     "generate_centers",
     "geometry_lesson",

@@ -9,10 +9,13 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from shc.centers._kernels import _pack, _packed_min
-from shc.centers.distance import _as_sign_matrix, _offdiag, hamming_distances
+from shc.centers.distance import _as_sign_matrix, _offdiag, _resolve_min_distance, hamming_distances
 from shc.similarity import validate_similarity
 
-__all__ = ["center_quality", "geometry_lesson", "packed_min_distance", "relaxation_bound", "unit_diagonal_bound"]
+__all__ = [
+    "center_quality", "distance_cap_bound", "geometry_lesson", "packed_min_distance", "relaxation_bound",
+    "unit_diagonal_bound",
+]
 
 
 def center_quality(centers: Any, similarity: Any | None = None) -> dict[str, float]:
@@ -138,3 +141,69 @@ def unit_diagonal_bound(similarity: Any, num_bits: int) -> float:
     support = int(np.flatnonzero(top + thetas > 0)[-1]) + 1
     mu = np.maximum(top + thetas[support - 1], 0.0)
     return float((np.sum((top - mu) ** 2) + np.sum(values[k:] ** 2)) / C**2)
+
+
+def _cap_dual(off: np.ndarray, lam: float, values: tuple[float, float], step: float) -> tuple[float, float]:
+    """For :func:`distance_cap_bound`: the sum over ``off`` of min_g (s - g)^2 - lam g^2 over the lattice
+    ``g in {values[0], values[0] - step, ..., values[1]}`` and the sum of the minimisers' g^2. The minimum of a
+    quadratic over a 1-d lattice is at a lattice neighbour of its stationary point (convex, lam < 1) or at an
+    end (concave or linear, lam >= 1), so four candidates per entry are exact."""
+    top, bottom = values
+    count = int(round((top - bottom) / step))
+    if lam < 1:
+        position = np.clip((top - off / (1 - lam)) / step, 0, count)
+        candidates = (top - np.floor(position) * step, top - np.ceil(position) * step)
+    else:
+        candidates = ()
+    best_f = best_g = None
+    for g in (*candidates, np.full_like(off, top), np.full_like(off, bottom)):
+        f = (off - g) ** 2 - lam * g**2
+        if best_f is None:
+            best_f, best_g = f, g
+        else:
+            better = f < best_f
+            best_f, best_g = np.where(better, f, best_f), np.where(better, g, best_g)
+    return float(best_f.sum()), float(np.sum(best_g**2))
+
+
+def distance_cap_bound(similarity: Any, num_bits: int, min_distance: int | None = None,
+                       iterations: int = 60) -> float:
+    """A lower bound on the per-entry S_loss of any centers *that keep the minimum distance* d (default the
+    GV distance, Eq. 43), tighter than :func:`unit_diagonal_bound` where q is large beside C or S has many
+    entries above the distance cap.
+
+    For +-1 centers at pairwise Hamming distance >= d, every off-diagonal entry of ``G = H H^T / q`` lies on
+    the lattice ``{1 - 2k / q : k = d, ..., q}`` (at most the cap ``1 - 2d / q``), the diagonal is 1, and
+    ``sum_{i != j} G_ij^2 = ||G||_F^2 - C >= C^2 / q - C`` (the q nonzero eigenvalues of G sum to C). For
+    every lam >= 0, weak duality on that last constraint gives
+
+        ||S - G||_F^2 >= sum_i (S_ii - 1)^2 + lam (C^2 / q - C) + sum_{i != j} min_g [(S_ij - g)^2 - lam g^2],
+
+    the minimum over the lattice, entry by entry. The dual is concave in lam; it is maximised by bisection on
+    its supergradient over [0, 2 + q / d] (beyond that every minimiser is -1 and the dual falls). Returned
+    divided by C^2. ``d = 0`` leaves only the lattice and the energy: still a bound for any centers."""
+    S = validate_similarity(similarity)
+    C, q = S.shape[0], int(num_bits)
+    if q < 1:
+        raise ValueError(f"num_bits must be >= 1, got {num_bits}.")
+    d = _resolve_min_distance(C, q, min_distance)
+    if d > q:
+        raise ValueError(f"min_distance {d} exceeds num_bits {q}: no two centers can be that far apart.")
+    off = S[~np.eye(C, dtype=bool)]
+    diagonal = float(np.sum((np.diag(S) - 1.0) ** 2))
+    energy = C * C / q - C
+    values, step = (1.0 - 2.0 * d / q, -1.0), 2.0 / q
+
+    def dual(lam: float) -> tuple[float, float]:
+        total, squares = _cap_dual(off, lam, values, step)
+        return diagonal + lam * energy + total, energy - squares
+
+    low, high = 0.0, 2.0 + q / max(d, 1)
+    best, slope = dual(low)
+    if slope > 0:  # at lam = 0 the energy constraint binds: raise lam while the supergradient says so
+        for _ in range(int(iterations)):
+            middle = (low + high) / 2
+            value, slope = dual(middle)
+            best = max(best, value)
+            low, high = (middle, high) if slope > 0 else (low, middle)
+    return float(best / C**2)
