@@ -751,6 +751,23 @@ def _print_table(title: str, rows: pd.DataFrame, metric: str, order: Sequence[st
     print()
 
 
+
+def budget_phrase(epochs: Mapping[str, Sequence[int]]) -> str:
+    """The training budgets of a grid in words: the most common one first (on a tie, the first method's), then
+    each other one with its methods in grid order, e.g. ``{"mds": [160], "shc": [80], "dtsh": [160]}`` gives
+    ``"160 epochs, 80 for shc"``."""
+    budgets = [tuple(e) for e in epochs.values()]
+    if not budgets:
+        raise ValueError("budget_phrase needs at least one method's epochs.")
+    usual = max(dict.fromkeys(budgets), key=budgets.count)
+    grouped: dict[tuple, list[str]] = {}
+    for method, budget in zip(epochs, budgets):
+        if budget != usual:
+            grouped.setdefault(budget, []).append(method)
+    return ", ".join([f"{'/'.join(map(str, usual))} epochs",
+                      *(f"{'/'.join(map(str, e))} for {', '.join(methods)}" for e, methods in grouped.items())])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m shc.results --preset NAME --markdown``: the README's results tables and sentences, from the runs."""
     from shc.cli_common import run_cli
@@ -808,11 +825,9 @@ def _main(argv: Sequence[str] | None) -> int:
     stamp = datetime.date.today().isoformat()
     command = " ".join(["python -m shc.results", *(sys.argv[1:] if argv is None else argv)])
     epochs = {method: sorted({c.epochs for c in configs if c.method == method}) for method in order}
-    usual = max(set(map(tuple, epochs.values())), key=list(map(tuple, epochs.values())).count)
-    other = [f"{'/'.join(map(str, e))} for {m}" for m, e in epochs.items() if tuple(e) != usual]
     print(f"Results of preset `{args.preset}` ({preset.datasets[0]}; {len(configs)} runs: "
           f"{len(order)} methods x {len({c.bits for c in configs})} code lengths x {len({c.seed for c in configs})} "
-          f"seeds; {'/'.join(map(str, usual))} epochs" + (f", {', '.join(other)}" if other else "") + "), "
+          f"seeds; {budget_phrase(epochs)}), "
           f"read from `{run_dir}` on {stamp} by `{command}`. "
           "Cells are mean ± std over seeds of the query-set mAP of the model selected on the validation split. "
           "*Tie-aware* is the expectation over random orders within Hamming-distance ties (primary: it does not "

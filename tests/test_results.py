@@ -48,3 +48,16 @@ def test_regime_rows_refuse_grids_without_a_common_run():
         regime_rows(SCRATCH, other, METRIC)
     with pytest.raises(ValueError, match="no tie_aware_mAP@ALL values at 64 bits"):
         ranking_line(SCRATCH, METRIC, 64)
+
+
+def test_budget_phrase_groups_the_methods_of_each_budget():
+    from shc.results import budget_phrase
+
+    # standard-fine: a tie between 60 and 120 goes to the first method's budget; the others are grouped
+    fine = {"random": [60], "csq": [60], "shc-ls": [120], "mds": [60], "crh": [120], "shc": [60], "lth": [120],
+            "greedyhash": [120]}
+    assert budget_phrase(fine) == "60 epochs, 120 for shc-ls, crh, lth, greedyhash"
+    assert budget_phrase({"mds": [160], "shc": [80], "dtsh": [160]}) == "160 epochs, 80 for shc"
+    assert budget_phrase({"shc": [80, 160]}) == "80/160 epochs"
+    with pytest.raises(ValueError, match="at least one"):
+        budget_phrase({})
