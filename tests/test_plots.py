@@ -693,3 +693,36 @@ def test_metric_by_bits_gives_display_labels_their_methods_colours():
         assert to_hex(lines[label].get_color()) == to_hex(plots.method_color(method)), label
         assert lines[label].get_marker() == plots.method_style(method)["marker"]
     assert len({to_hex(line.get_color()) for line in lines.values()}) == 3
+
+
+def test_matrix_frame_keeps_the_upper_triangle_of_symmetric_matrices_and_everything_else():
+    symmetric = np.array([[1.0, 0.2, -0.3], [0.2, 1.0, 0.5], [-0.3, 0.5, 1.0]])
+    skew = symmetric + np.triu(np.ones((3, 3)), 1)  # not symmetric
+    frame = plots.matrix_frame({"S": symmetric, "A": skew}, ["a", "b", "c"], coarse_labels=[0, 0, 1])
+    s_rows = frame[frame.source == "S"]
+    assert len(s_rows) == 6 and len(frame[frame.source == "A"]) == 9  # C (C + 1) / 2 and C^2
+    # every entry of S is recoverable from its triangle: rebuild the matrix by mirroring
+    index = {"a": 0, "b": 1, "c": 2}
+    rebuilt = np.zeros((3, 3))
+    for row in s_rows.itertuples():
+        i, j = index[row.row], index[row.column]
+        assert i <= j and (row.row_coarse, row.column_coarse) == ([0, 0, 1][i], [0, 0, 1][j])
+        rebuilt[i, j] = rebuilt[j, i] = row.value
+    np.testing.assert_array_equal(rebuilt, symmetric)
+    assert len(plots.matrix_frame(symmetric, triangle=False)) == 9
+    with pytest.raises(ValueError, match="not symmetric"):
+        plots.matrix_frame(skew, triangle=True)
+
+
+def test_similarity_by_group_frame_is_the_histograms_the_figure_draws():
+    S = np.array([[1.0, 0.92, -0.5, 0.0], [0.92, 1.0, -0.45, 0.1], [-0.5, -0.45, 1.0, 0.82], [0.0, 0.1, 0.82, 1.0]])
+    coarse = np.array([0, 0, 1, 1])
+    frame = plots.similarity_by_group_frame({"S": S}, coarse)
+    same, other = frame[frame.pairs == "same coarse class"], frame[frame.pairs == "other pairs"]
+    # pairs (0, 1) and (2, 3) share a coarse class; the four others do not
+    assert same["count"].sum() == 2 and other["count"].sum() == 4
+    assert same.loc[same["count"] > 0, "bin_low"].round(2).tolist() == [0.8, 0.9]  # 0.82 and 0.92 (bins 0.05 wide)
+    np.testing.assert_allclose((same.density * (same.bin_high - same.bin_low)).sum(), 1.0)
+    assert len(frame) == 2 * 40 and frame.bin_low.min() == -1.0 and frame.bin_high.max() == 1.0
+    with pytest.raises(ValueError, match="coarse_labels"):
+        plots.similarity_by_group_frame({"S": S}, coarse[:3])

@@ -343,6 +343,9 @@ def plot_similarity_comparison(matrices: Mapping[str, np.ndarray], order=None) -
     return _heatmap_row(mapping, permutation, "similarity (unitless, -1 to 1)")
 
 
+_GROUP_BINS = np.linspace(-1.0, 1.0, 41)  # the histogram bins of plot_similarity_by_group and its frame
+
+
 def plot_similarity_by_group(matrices: Mapping[str, np.ndarray], coarse_labels) -> Figure:
     """Distribution of S over pairs of different classes: same coarse class vs the rest, one panel per S.
 
@@ -364,7 +367,7 @@ def plot_similarity_by_group(matrices: Mapping[str, np.ndarray], coarse_labels) 
         raise ValueError(f"coarse_labels must have shape ({num_classes},), one per class; got {coarse.shape}.")
     rows, columns = np.triu_indices(num_classes, k=1)
     same = coarse[rows] == coarse[columns]
-    bins = np.linspace(-1.0, 1.0, 41)
+    bins = _GROUP_BINS
 
     fig = _new_figure(3.2 * len(mapping) + 1.6, 3.0)
     axes_list = np.atleast_1d(fig.subplots(1, len(mapping), squeeze=False)[0])
@@ -379,6 +382,32 @@ def plot_similarity_by_group(matrices: Mapping[str, np.ndarray], coarse_labels) 
     axes_list[0].set_ylabel("density of class pairs")
     _legend_outside(fig, axes_list[0])
     return fig
+
+
+def similarity_by_group_frame(matrices: Mapping[str, np.ndarray], coarse_labels):
+    """Tidy ``source, pairs, bin_low, bin_high, count, density`` rows: the histograms that
+    :func:`plot_similarity_by_group` draws (pairs of different classes in the same coarse class against the rest,
+    40 bins over [-1, 1]), not the C x C matrices behind them."""
+    import pandas as pd
+
+    mapping = _similarity_mapping(matrices)
+    num_classes = next(iter(mapping.values())).shape[0]
+    coarse = np.asarray(coarse_labels)
+    if coarse.shape != (num_classes,):
+        raise ValueError(f"coarse_labels must have shape ({num_classes},), one per class; got {coarse.shape}.")
+    rows, columns = np.triu_indices(num_classes, k=1)
+    same = coarse[rows] == coarse[columns]
+    frames = []
+    for name, matrix in mapping.items():
+        values = matrix[rows, columns]
+        for mask, label in ((same, "same coarse class"), (~same, "other pairs")):
+            if not mask.any():
+                continue
+            counts, _ = np.histogram(values[mask], bins=_GROUP_BINS)
+            density, _ = np.histogram(values[mask], bins=_GROUP_BINS, density=True)
+            frames.append(pd.DataFrame({"source": name, "pairs": label, "bin_low": _GROUP_BINS[:-1],
+                                        "bin_high": _GROUP_BINS[1:], "count": counts, "density": density}))
+    return pd.concat(frames, ignore_index=True)
 
 
 _CENTER_HISTORY_PANELS = (

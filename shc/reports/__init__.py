@@ -25,7 +25,7 @@ Layout::
     reports/<preset>/<notebook-stem>[/<variant>]/
         <stem>.ipynb  <stem>.html  <stem>-report.html  run.json  summary.json
         figures/*.png, *.svg, *.csv  tables/*.csv
-    reports/<preset>/bundle.zip        every CSV, run.json and summary.json of the preset
+    reports/<preset>/bundle.zip        every table CSV, run.json and summary.json of the preset
 
 Only the reading pages, the index, the PNGs, CSVs, records and the bundle are committed
 (:func:`shc.reports.check.is_published`, mirroring ``.gitignore``); ``python -m shc.reports.check reports/<preset>``

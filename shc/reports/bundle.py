@@ -1,4 +1,8 @@
-"""``reports/<preset>/bundle.zip``: every table, figure CSV and record of a preset's reports, for download."""
+"""``reports/<preset>/bundle.zip``: every table and record of a preset's reports, for download.
+
+The figure data (``figures/*.csv.gz``, the numbers each figure draws) stay beside their figures, linked from their
+page and the index, and are not repeated in the bundle: at 333 classes they weigh 23 MB, and a second copy would
+push a preset's committed reports past 20 MB."""
 
 from __future__ import annotations
 
@@ -17,11 +21,12 @@ _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed member times: the same files give the sa
 
 
 def bundle_members(preset_dir: str | os.PathLike) -> list[str]:
-    """The published CSVs (tables and figure data) and ``run.json``/``summary.json`` records below ``preset_dir``,
-    as sorted relative POSIX paths."""
+    """The published table CSVs and ``run.json``/``summary.json`` records below ``preset_dir`` (not the figure
+    data in ``figures/`` folders), as sorted relative POSIX paths."""
     preset_dir = Path(preset_dir)
-    return [path.relative_to(preset_dir).as_posix() for path in published_files(preset_dir)
-            if path.name.endswith(_MEMBERS) and not path.relative_to(preset_dir).parts[0].startswith("_")]
+    relative = (path.relative_to(preset_dir) for path in published_files(preset_dir))
+    return [path.as_posix() for path in relative
+            if path.name.endswith(_MEMBERS) and not path.parts[0].startswith("_") and "figures" not in path.parts[:-1]]
 
 
 def write_bundle(preset_dir: str | os.PathLike) -> Path:

@@ -52,8 +52,9 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
     failed = sum(record.get("status") == "failed" for _, record in records)
     notice = smoke_notice(preset_dir.name) if _is_preset(preset_dir.name) else None
     notice_html = (f'<p class="notice">{_markdown_inline(notice)}</p>' if notice else "")
-    bundle = (f'<p>Every table, figure CSV and run record of these reports in one file: '
-              f'<a href="{BUNDLE_FILE}">{BUNDLE_FILE}</a>.</p>' if (preset_dir / BUNDLE_FILE).is_file() else "")
+    bundle = (f'<p>Every table and run record of these reports in one file: '
+              f'<a href="{BUNDLE_FILE}">{BUNDLE_FILE}</a> (the numbers of each figure are linked beside it).</p>'
+              if (preset_dir / BUNDLE_FILE).is_file() else "")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     status_line = f"{len(records)} reports, {failed} failed" if records else "no reports yet"
     page = f"""<!DOCTYPE html>
