@@ -751,7 +751,6 @@ def _print_table(title: str, rows: pd.DataFrame, metric: str, order: Sequence[st
     print()
 
 
-
 def budget_phrase(epochs: Mapping[str, Sequence[int]]) -> str:
     """The training budgets of a grid in words: the most common one first (on a tie, the first method's), then
     each other one with its methods in grid order, e.g. ``{"mds": [160], "shc": [80], "dtsh": [160]}`` gives

@@ -726,3 +726,7 @@ def test_similarity_by_group_frame_is_the_histograms_the_figure_draws():
     assert len(frame) == 2 * 40 and frame.bin_low.min() == -1.0 and frame.bin_high.max() == 1.0
     with pytest.raises(ValueError, match="coarse_labels"):
         plots.similarity_by_group_frame({"S": S}, coarse[:3])
+    # the figure draws the same bins: its bars' heights are the frame's densities
+    fig = plots.plot_similarity_by_group({"S": S}, coarse)
+    heights = [patch.get_height() for patch in fig.axes[0].patches]
+    np.testing.assert_allclose(heights, np.concatenate([same.density, other.density]))

@@ -346,6 +346,17 @@ def plot_similarity_comparison(matrices: Mapping[str, np.ndarray], order=None) -
 _GROUP_BINS = np.linspace(-1.0, 1.0, 41)  # the histogram bins of plot_similarity_by_group and its frame
 
 
+def _group_pairs(matrices, coarse_labels):
+    """The similarity mapping and the pairs i < j of different classes, with whether each shares a coarse class."""
+    mapping = _similarity_mapping(matrices)
+    num_classes = next(iter(mapping.values())).shape[0]
+    coarse = np.asarray(coarse_labels)
+    if coarse.shape != (num_classes,):
+        raise ValueError(f"coarse_labels must have shape ({num_classes},), one per class; got {coarse.shape}.")
+    rows, columns = np.triu_indices(num_classes, k=1)
+    return mapping, rows, columns, coarse[rows] == coarse[columns]
+
+
 def plot_similarity_by_group(matrices: Mapping[str, np.ndarray], coarse_labels) -> Figure:
     """Distribution of S over pairs of different classes: same coarse class vs the rest, one panel per S.
 
@@ -360,13 +371,7 @@ def plot_similarity_by_group(matrices: Mapping[str, np.ndarray], coarse_labels) 
     """
     from shc.similarity import hierarchy_agreement
 
-    mapping = _similarity_mapping(matrices)
-    num_classes = next(iter(mapping.values())).shape[0]
-    coarse = np.asarray(coarse_labels)
-    if coarse.shape != (num_classes,):
-        raise ValueError(f"coarse_labels must have shape ({num_classes},), one per class; got {coarse.shape}.")
-    rows, columns = np.triu_indices(num_classes, k=1)
-    same = coarse[rows] == coarse[columns]
+    mapping, rows, columns, same = _group_pairs(matrices, coarse_labels)
     bins = _GROUP_BINS
 
     fig = _new_figure(3.2 * len(mapping) + 1.6, 3.0)
@@ -376,7 +381,7 @@ def plot_similarity_by_group(matrices: Mapping[str, np.ndarray], coarse_labels) 
         for mask, label, color in ((same, "same coarse class", "#D55E00"), (~same, "other pairs", "#0072B2")):
             if mask.any():
                 axes.hist(values[mask], bins=bins, density=True, alpha=0.55, color=color, label=label)
-        auc = hierarchy_agreement(matrix, coarse)["roc_auc"]
+        auc = hierarchy_agreement(matrix, np.asarray(coarse_labels))["roc_auc"]
         axes.set_title(f"{name}: ROC-AUC {auc:.3f}", loc="left", fontsize=10)
         axes.set_xlabel("similarity of two classes (unitless)")
     axes_list[0].set_ylabel("density of class pairs")
@@ -390,13 +395,7 @@ def similarity_by_group_frame(matrices: Mapping[str, np.ndarray], coarse_labels)
     40 bins over [-1, 1]), not the C x C matrices behind them."""
     import pandas as pd
 
-    mapping = _similarity_mapping(matrices)
-    num_classes = next(iter(mapping.values())).shape[0]
-    coarse = np.asarray(coarse_labels)
-    if coarse.shape != (num_classes,):
-        raise ValueError(f"coarse_labels must have shape ({num_classes},), one per class; got {coarse.shape}.")
-    rows, columns = np.triu_indices(num_classes, k=1)
-    same = coarse[rows] == coarse[columns]
+    mapping, rows, columns, same = _group_pairs(matrices, coarse_labels)
     frames = []
     for name, matrix in mapping.items():
         values = matrix[rows, columns]
