@@ -51,6 +51,18 @@ def resolve_device(device: str | torch.device = "auto", local_rank: int = 0) -> 
     return torch.device(device)
 
 
+def resolve_num_workers(num_workers: int | None, device: torch.device, local_ranks: int = 1) -> int:
+    """DataLoader workers: ``num_workers`` when given, else 0 on a CPU (the batched ``__getitems__`` path is
+    faster in-process there: benchmarks/bench_train.py) and, on a GPU, the cores left to each of the
+    ``local_ranks`` processes of this machine after its own (at least 1, at most 8), so that decoding and
+    resizing images keeps up with the device. Training and :func:`shc.train.predict` share this rule."""
+    if num_workers is not None:
+        return num_workers
+    if device.type == "cpu":
+        return 0
+    return min(8, max(1, (os.cpu_count() or 1) // max(1, local_ranks) - 1))
+
+
 def _cpu_has_native_bf16() -> bool:
     probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     return any(getattr(torch.cpu, name, lambda: False)() for name in probes)

@@ -263,6 +263,27 @@ def test_predict_returns_outputs_in_dataset_order():
     assert torch.equal(torch.get_rng_state(), rng_before)
 
 
+def test_predict_with_worker_processes_gives_the_same_outputs_and_rejects_bad_counts():
+    inputs, labels = blobs(num_samples=23)
+    model = mlp().eval()
+    in_process = predict(model, IndexedTensors(inputs, labels), batch_size=5, precision="fp32")
+    workers = predict(model, IndexedTensors(inputs, labels), batch_size=5, precision="fp32", num_workers=2)
+    torch.testing.assert_close(workers, in_process, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="num_workers must be None .automatic. or an integer >= 0, got -1"):
+        predict(model, IndexedTensors(inputs, labels), num_workers=-1)
+
+
+@pytest.mark.parametrize("cores, local_ranks, expected", [(16, 1, 8), (4, 1, 3), (16, 4, 3), (2, 2, 1), (1, 1, 1)])
+def test_worker_rule_on_a_gpu_leaves_a_core_per_process_and_is_0_on_a_cpu(monkeypatch, cores, local_ranks, expected):
+    from shc.devices import resolve_num_workers
+
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    # a torch.device object is not resolved, so the rule is checked without a GPU
+    assert resolve_num_workers(None, torch.device("cuda", 0), local_ranks) == expected
+    assert resolve_num_workers(None, torch.device("cpu"), local_ranks) == 0
+    assert resolve_num_workers(5, torch.device("cuda", 0), local_ranks) == 5
+
+
 # --------------------------------------------------------------------------- batches and validation
 
 

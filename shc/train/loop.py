@@ -31,6 +31,7 @@ from shc.devices import (
     _require,
     _to_float32,
     resolve_device,
+    resolve_num_workers,
     resolve_precision,
     set_seed,
 )
@@ -108,12 +109,8 @@ def _build_scheduler(optimizer: torch.optim.Optimizer, config: TrainConfig):
 
 
 def _resolve_num_workers(num_workers: int | None, device: torch.device, ranks: _Ranks) -> int:
-    if num_workers is not None:
-        return num_workers
-    if device.type == "cpu":
-        return 0
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", str(ranks.world_size)))
-    return min(8, max(1, (os.cpu_count() or 1) // local_ranks - 1))
+    return resolve_num_workers(num_workers, device, local_ranks)
 
 
 def _scalar_metrics(metrics: Any, reserved: tuple[str, ...], source: str = "evaluate(model)") -> dict[str, float]:
