@@ -284,6 +284,21 @@ def test_worker_rule_on_a_gpu_leaves_a_core_per_process_and_is_0_on_a_cpu(monkey
     assert resolve_num_workers(5, torch.device("cuda", 0), local_ranks) == 5
 
 
+def test_worker_rule_keeps_batched_in_memory_splits_in_process_on_a_gpu(monkeypatch):
+    from shc.data import load_dataset
+    from shc.devices import resolve_num_workers
+
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    composite = load_dataset("digits-composite").train
+    assert composite.batched and composite.in_memory
+    per_item = composite.with_transform(lambda image: torch.as_tensor(image))  # no batched attribute
+    assert not per_item.batched
+    cuda = torch.device("cuda", 0)
+    assert resolve_num_workers(None, cuda, dataset=composite) == 0
+    assert resolve_num_workers(None, cuda, dataset=per_item) == 8
+    assert resolve_num_workers(3, cuda, dataset=composite) == 3
+
+
 # --------------------------------------------------------------------------- batches and validation
 
 

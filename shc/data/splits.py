@@ -97,6 +97,12 @@ class HashingSplit(Dataset):
         return self._images is not None
 
     @property
+    def batched(self) -> bool:
+        """True when a batch is one vectorised transform call on held pixels (the composites): such a split is
+        fastest in the training process itself, with no DataLoader workers (:func:`shc.devices.resolve_num_workers`)."""
+        return self._images is not None and bool(getattr(self.transform, "batched", False))
+
+    @property
     def paths(self) -> np.ndarray | None:
         """The image file of each sample (file-backed splits), else None."""
         return self._paths
@@ -131,7 +137,7 @@ class HashingSplit(Dataset):
 
     def __getitems__(self, indices: Sequence[int]) -> list[tuple[Any, torch.Tensor, int]]:
         """A batch of items; one vectorised transform call for in-memory batched transforms."""
-        if not (self._images is not None and getattr(self.transform, "batched", False)):
+        if not self.batched:
             return [self[i] for i in indices]
         indices = [int(i) for i in indices]
         images = self.transform(self._images[indices])
@@ -148,7 +154,7 @@ class HashingSplit(Dataset):
         if self.transform is None:
             raise ValueError("tensors() needs a transform: use split.with_transform(...) first")
         labels = torch.as_tensor(self.labels)
-        if self._images is not None and getattr(self.transform, "batched", False):
+        if self.batched:
             return self.transform(self._images), labels
         if len(self) == 0:
             raise ValueError("tensors() of an empty split with a per-image transform is undefined")

@@ -108,9 +108,9 @@ def _build_scheduler(optimizer: torch.optim.Optimizer, config: TrainConfig):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 1.0)
 
 
-def _resolve_num_workers(num_workers: int | None, device: torch.device, ranks: _Ranks) -> int:
+def _resolve_num_workers(num_workers: int | None, device: torch.device, ranks: _Ranks, dataset: Dataset) -> int:
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", str(ranks.world_size)))
-    return resolve_num_workers(num_workers, device, local_ranks)
+    return resolve_num_workers(num_workers, device, local_ranks, dataset)
 
 
 def _scalar_metrics(metrics: Any, reserved: tuple[str, ...], source: str = "evaluate(model)") -> dict[str, float]:
@@ -366,7 +366,7 @@ def _fit(
     if ranks.distributed:
         device_ids = [device.index] if device.type == "cuda" else None
         trained = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
-    num_workers = _resolve_num_workers(config.num_workers, device, ranks)
+    num_workers = _resolve_num_workers(config.num_workers, device, ranks, train_set)
 
     for epoch in range(start_epoch + 1, config.epochs + 1):
         row = _train_epoch(
