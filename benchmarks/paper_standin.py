@@ -49,11 +49,12 @@ def _fashion_items(root: Path) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(images), np.concatenate(labels)
 
 
-def write_cifar100_standin(fashion_root: Path, out: Path, seed: int = 0) -> Path:
-    """Write the stand-in as ``out/cifar-100-python/{train,test,meta}`` and return ``out``."""
+def write_cifar100_standin(fashion_root: Path, out: Path, seed: int = 0, per_class: int = IMAGES_PER_CLASS) -> Path:
+    """Write the stand-in as ``out/cifar-100-python/{train,test,meta}`` and return ``out``: ``per_class`` images
+    a class, a sixth of them in ``test`` (CIFAR-100's 500 + 100 at the default)."""
     items, item_labels = _fashion_items(fashion_root)
     rng = np.random.default_rng(seed)
-    fine = np.repeat(np.arange(100), IMAGES_PER_CLASS)
+    fine = np.repeat(np.arange(100), per_class)
     by_class = [np.flatnonzero(item_labels == c) for c in range(10)]
     left = _draw(rng, by_class, fine // 10)
     right = _draw(rng, by_class, fine % 10)
@@ -63,7 +64,7 @@ def write_cifar100_standin(fashion_root: Path, out: Path, seed: int = 0) -> Path
     data = np.repeat(small[:, None], 3, axis=1).reshape(len(fine), 3072)  # CIFAR rows: R plane, G plane, B plane
     order = rng.permutation(len(fine))
     test = np.zeros(len(fine), dtype=bool)
-    test[np.concatenate([rng.choice(np.flatnonzero(fine == c), 100, replace=False) for c in range(100)])] = True
+    test[np.concatenate([rng.choice(np.flatnonzero(fine == c), per_class // 6, replace=False) for c in range(100)])] = True
     folder = out / "cifar-100-python"
     folder.mkdir(parents=True, exist_ok=True)
     for name, chosen in (("train", order[~test[order]]), ("test", order[test[order]])):

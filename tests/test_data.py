@@ -368,6 +368,28 @@ def test_cifar100_protocol_on_tiny_pickles(tmp_path):
     assert "10,000" in splits.protocol
 
 
+def test_the_gpu_record_s_cifar100_stand_in_is_official_format_with_known_pixels(tmp_path):
+    """benchmarks/paper_standin.py (docs/gpu.md): class 10a+b shows an item of class a left of one of class b."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from paper_standin import write_cifar100_standin
+
+    items = np.repeat(np.arange(10), 3)
+    write_idx(tmp_path / "t10k-images-idx3-ubyte.gz", np.broadcast_to((10 * items + 5)[:, None, None], (30, 28, 28)))
+    write_idx(tmp_path / "t10k-labels-idx1-ubyte.gz", items)
+    root = write_cifar100_standin(tmp_path, tmp_path / "standin", per_class=12)
+    splits = load_dataset("cifar100", root=root, train_size=600, query_size=200, val_size=100, image_size=32)
+    assert splits.num_classes == 100 and splits.class_names[13] == "trouser+dress"
+    np.testing.assert_array_equal(splits.coarse_labels, np.arange(100) // 10)
+    database = splits.database
+    images = np.stack([database.raw_image(i) for i in range(len(database))])  # (n, 32, 32, 3)
+    left, right = database.labels // 10, database.labels % 10
+    np.testing.assert_array_equal(images[:, :, :16], np.broadcast_to((10 * left + 5)[:, None, None, None], (len(left), 32, 16, 3)))
+    np.testing.assert_array_equal(images[:, :, 16:], np.broadcast_to((10 * right + 5)[:, None, None, None], (len(left), 32, 16, 3)))
+    assert sum(len(part) for part in splits.splits.values()) == 1200  # 12 a class, train+test pooled
+
+
 def test_cifar100_seeded(tmp_path):
     write_tiny_cifar(tmp_path)
     first, again, other = (

@@ -49,8 +49,8 @@ def predict(
     num_workers : int or None
         DataLoader workers; ``None`` (default): :func:`shc.devices.resolve_num_workers`, 0 on a CPU or for a
         batched in-memory split, else several on a GPU, where one process cannot decode and resize images as
-        fast as the GPU encodes them (docs/gpu.md: 0 workers held a ResNet34 at 224x224 to 830 images/s on an
-        H100, 8 workers 2,660 to 2,965).
+        fast as the GPU encodes them (docs/gpu.md: with 0 workers, validation of a ResNet34 at 224x224 ran at
+        746 images/s on an H100; with 8, at 2,660 to 2,965).
     progress : bool
         Show a tqdm bar.
 
