@@ -73,14 +73,16 @@ def case_similarity(C: int, q: int) -> np.ndarray:
 
 
 def stage1_like_similarity(num_classes: int, seed: int = 0, samples_per_class: int = 10, within: float = 0.5,
-                           dim: int = 64, scale: float = 10.0, noise: float = 2.0) -> np.ndarray:
+                           dim: int = 64, scale: float = 10.0, noise: float = 2.0,
+                           return_groups: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """S as stage 1 builds it (Eq. 5-12, ``similarity_from_logits``) from a simulated classifier.
 
     Classes fall into ``max(2, C // 10)`` groups of uneven size (group shares drawn from Dirichlet(0.5));
     class c has the unit prototype ``p_c = sqrt(within) z_g + sqrt(1 - within) e_c``; each of its
     ``samples_per_class`` images has the feature ``p_c + noise * N(0, I / dim)`` and the logits
     ``scale * P x`` (a linear classifier on the prototypes; about 60 % accurate at C = 100, 40 % at 1000).
-    Seeded: the same arguments give the same S."""
+    Seeded: the same arguments give the same S. ``return_groups``: also each class's group (``(S, groups)``),
+    the ground truth that ``benchmarks/group_start.py`` starts from."""
     C = int(num_classes)
     if C < 2 or samples_per_class < 1:
         raise ValueError(f"need num_classes >= 2 and samples_per_class >= 1, got {num_classes}, {samples_per_class}.")
@@ -92,7 +94,8 @@ def stage1_like_similarity(num_classes: int, seed: int = 0, samples_per_class: i
     prototypes /= np.linalg.norm(prototypes, axis=1, keepdims=True)
     labels = np.repeat(np.arange(C), samples_per_class)
     features = prototypes[labels] + noise / np.sqrt(dim) * rng.standard_normal((labels.size, dim))
-    return similarity_from_logits(scale * features @ prototypes.T, labels, C)
+    S = similarity_from_logits(scale * features @ prototypes.T, labels, C)
+    return (S, groups) if return_groups else S
 
 
 def fixture_similarities() -> dict[str, np.ndarray]:

@@ -1,0 +1,69 @@
+"""Does shc-ls's worst stage-1-like case improve from a start that knows the class groups? (issue 25, item 5)
+
+The case is ``stage1_like_similarity(1000, seed=1032)`` at 32 bits (GV distance 8), where shc-ls ends at
+0.79 of MDS's S_loss against the issue's 0.75. The start is an oracle the real search never has: the
+simulated classifier's true groups. Each group gets a random center; each class is its group's center with
+``r`` random bits flipped (two classes of a group then sit about ``2 r (1 - r/q)`` apart); pairs closer than d
+are repaired by a greedy descent that flips, for one center of a violating pair, the bit leaving the fewest
+violations. shc-ls then runs from that start alone (``init=``, ``starts=("mds",)``).
+
+Run: ``python benchmarks/group_start.py`` (about a minute); results: docs/centers.md.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from bench_centers import stage1_like_similarity
+from shc.centers import center_quality, generate_centers, gv_min_distance, local_search_centers
+
+C, Q = 1000, 32
+
+
+def repair(H: np.ndarray, d: int, rng: np.random.Generator, max_flips: int = 20_000) -> np.ndarray:
+    """Flip bits until every pair of rows is at Hamming distance >= d (greedy, ties broken at random;
+    raises if it cannot)."""
+    H = H.copy()
+    q = H.shape[1]
+    for _ in range(max_flips):
+        D = (q - H @ H.T) // 2
+        np.fill_diagonal(D, q)
+        bad = np.argwhere(D < d)
+        if len(bad) == 0:
+            return H
+        i = bad[rng.integers(len(bad))][0]
+        trial = np.repeat(H[i][None], q, axis=0)
+        trial[np.arange(q), np.arange(q)] *= -1  # row b: center i with bit b flipped
+        distances = (q - trial @ H.T) // 2
+        distances[:, i] = q
+        violations = (distances < d).sum(axis=1) + 0.5 * rng.random(q)  # ties broken at random (no cycles)
+        H[i] = trial[int(np.argmin(violations))]
+    raise RuntimeError(f"the repair left pairs below distance {d} after {max_flips} flips")
+
+
+def main() -> None:
+    S, groups = stage1_like_similarity(C, seed=C + Q, return_groups=True)
+    d = gv_min_distance(C, Q)
+    mds_loss = center_quality(generate_centers("mds", C, Q, seed=0), S)["s_loss"]
+    plain = center_quality(generate_centers("shc-ls", C, Q, similarity=S, seed=0), S)["s_loss"]
+    print(f"C={C}, q={Q}, d={d}; {np.unique(groups).size} groups, largest {np.bincount(groups).max()}")
+    print(f"shc-ls from its own starts: {plain / mds_loss:.3f} of MDS")
+    rng = np.random.default_rng(0)
+    for r in (5, 7, 9):
+        started = time.perf_counter()
+        centers = np.where(rng.random((groups.max() + 1, Q)) < 0.5, -1, 1)
+        H0 = centers[groups].copy()
+        for i in range(C):
+            H0[i, rng.choice(Q, r, replace=False)] *= -1
+        H0 = repair(H0, d, rng)
+        start = center_quality(H0, S)["s_loss"] / mds_loss
+        result = local_search_centers(S, Q, init=H0, starts=("mds",), seed=0)
+        quality = center_quality(result.centers, S)
+        print(f"group start, r={r}: start {start:.3f} -> shc-ls {quality['s_loss'] / mds_loss:.3f} of MDS, "
+              f"d_min {quality['d_min']} ({time.perf_counter() - started:.1f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
