@@ -47,9 +47,15 @@ def main() -> None:
     S, groups = stage1_like_similarity(C, seed=C + Q, return_groups=True)
     d = gv_min_distance(C, Q)
     mds_loss = center_quality(generate_centers("mds", C, Q, seed=0), S)["s_loss"]
-    plain = center_quality(generate_centers("shc-ls", C, Q, similarity=S, seed=0), S)["s_loss"]
+    own = generate_centers("shc-ls", C, Q, similarity=S, seed=0)
+    plain = center_quality(own, S)["s_loss"]
+    across = groups[:, None] != groups[None, :]
+    errors = (S - own @ own.T / Q) ** 2
+    np.fill_diagonal(errors, 0.0)
     print(f"C={C}, q={Q}, d={d}; {np.unique(groups).size} groups, largest {np.bincount(groups).max()}")
-    print(f"shc-ls from its own starts: {plain / mds_loss:.3f} of MDS")
+    print(f"shc-ls from its own starts: {plain / mds_loss:.3f} of MDS; ||S - G||^2 = {errors.sum():,.0f}, of it "
+          f"{errors[across].sum():,.0f} between groups (where S averages {S[across].mean():.3f}); off-diagonal "
+          f"energy of G at least C^2/q - C = {C * C / Q - C:,.0f}")
     rng = np.random.default_rng(0)
     for r in (5, 7, 9):
         started = time.perf_counter()
