@@ -51,18 +51,21 @@ def resolve_device(device: str | torch.device = "auto", local_rank: int = 0) -> 
     return torch.device(device)
 
 
-def resolve_num_workers(num_workers: int | None, device: torch.device, local_ranks: int = 1,
+def resolve_num_workers(num_workers: int | None, device: torch.device, local_ranks: int | None = None,
                         dataset: Any = None) -> int:
     """DataLoader workers: ``num_workers`` when given; else 0 on a CPU, and 0 for a ``dataset`` whose batches
     are one vectorised call on held pixels (``dataset.batched``: the composites), where worker processes only
     add their start-up and copies (on an H100, 10 steps of the standard preset: 0.07 s in-process against
     0.29 s with 8 workers, docs/gpu.md); else, on a GPU, the cores left to each of the ``local_ranks``
     processes of this machine after its own (at least 1, at most 8), so that decoding and resizing images per
-    item keeps up with the device. Training and :func:`shc.train.predict` share this rule."""
+    item keeps up with the device (``local_ranks`` None: torchrun's ``LOCAL_WORLD_SIZE``, else 1). Training and
+    :func:`shc.train.predict` share this rule."""
     if num_workers is not None:
         return num_workers
     if device.type == "cpu" or getattr(dataset, "batched", False):
         return 0
+    if local_ranks is None:
+        local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     return min(8, max(1, (os.cpu_count() or 1) // max(1, local_ranks) - 1))
 
 

@@ -282,6 +282,8 @@ def test_worker_rule_on_a_gpu_leaves_a_core_per_process_and_is_0_on_a_cpu(monkey
     assert resolve_num_workers(None, torch.device("cuda", 0), local_ranks) == expected
     assert resolve_num_workers(None, torch.device("cpu"), local_ranks) == 0
     assert resolve_num_workers(5, torch.device("cuda", 0), local_ranks) == 5
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(local_ranks))  # what predict() sees under torchrun
+    assert resolve_num_workers(None, torch.device("cuda", 0)) == expected
 
 
 def test_worker_rule_keeps_batched_in_memory_splits_in_process_on_a_gpu(monkeypatch):
