@@ -117,7 +117,8 @@ class Encoder:
         from shc.train import predict
 
         outputs = predict(self.model, TensorDataset(torch.as_tensor(inputs)), batch_size=batch_size,
-                          precision=self.record.get("precision", "auto"))
+                          precision=self.record.get("precision", "auto"),
+                          num_workers=0)  # tensors already in memory: worker processes would only copy them
         return np.asarray(hash_codes(outputs))
 
 
