@@ -368,11 +368,9 @@ def test_cifar100_protocol_on_tiny_pickles(tmp_path):
     assert "10,000" in splits.protocol
 
 
-def test_the_gpu_record_s_cifar100_stand_in_is_official_format_with_known_pixels(tmp_path):
+def test_the_gpu_record_s_cifar100_stand_in_is_official_format_with_known_pixels(tmp_path, monkeypatch):
     """benchmarks/paper_standin.py (docs/gpu.md): class 10a+b shows an item of class a left of one of class b."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from paper_standin import write_cifar100_standin
 
     items = np.repeat(np.arange(10), 3)
