@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import shc.centers as cs
-from shc.centers import _kernels, center_quality, generate_centers, gv_min_distance, mds_centers, search
+from shc.centers import _kernels, center_quality, generate_centers, gv_min_distance, mds_centers, quality, search
 from shc.similarity import hierarchical_similarity, validate_similarity
 
 
@@ -306,6 +306,66 @@ def test_distance_cap_bound_beats_the_spectral_bounds_where_similar_classes_exce
     assert cs.distance_cap_bound(S, 128) > 2 * cs.unit_diagonal_bound(S, 128)
     centers = cs.local_search_centers(S, 128, seed=0, anneal_sweeps=5).centers
     assert cs.distance_cap_bound(S, 128) <= center_quality(centers, S)["s_loss"]
+
+
+# ---------------------------------------------------------------------------------- PSD-cap bound
+@pytest.mark.parametrize("num_classes, num_bits", [(40, 8), (60, 12)])
+def test_the_matrices_the_psd_cap_bound_rests_on_are_semidefinite_for_sign_codes(num_classes, num_bits):
+    # G and G o G - J / q are positive semidefinite for any +-1 centers ...
+    H = np.random.default_rng(num_bits).choice((-1, 1), size=(num_classes, num_bits))
+    G = H @ H.T / num_bits
+    assert np.linalg.eigvalsh(G)[0] >= -1e-9
+    assert np.linalg.eigvalsh(G * G - 1 / num_bits)[0] >= -1e-9
+    # ... while a lattice matrix that the distance-cap bound accepts need not be: three mutually opposite
+    # centers (every off-diagonal entry -1) carry enough energy but are no Gram matrix
+    antipodal = 2 * np.eye(3) - 1
+    assert np.linalg.eigvalsh(antipodal)[0] == pytest.approx(-1.0)
+
+
+def test_psd_cap_bound_hand_computed():
+    # S: three classes that want to be mutually opposite, q = 2, d = 0 (lattice {1, 0, -1}). The distance-cap
+    # bound is 0 (every entry at -1 meets the energy C^2/q - C = 1.5). G >= 0 forces 1^T G 1 >= 0: the six
+    # off-diagonal entries average at least -1/2, and on the lattice {0, -1} that costs 1/2 each: 3 / 9. The
+    # best codes cost 4 / 9 (two opposite, the third orthogonal to both).
+    S = 2 * np.eye(3) - 1
+    assert cs.distance_cap_bound(S, 2, min_distance=0) == 0.0
+    bound = cs.psd_cap_bound(S, 2, min_distance=0, iterations=1000)
+    assert 1 / 3 - 1e-5 <= bound <= 1 / 3 + 1e-12
+    best = min(brute_objective(np.array(bits).reshape(3, 2), S) for bits in itertools.product((-1, 1), repeat=6))
+    assert best / 9 == pytest.approx(4 / 9)
+    # where the distance-cap bound is already tight (S = all ones, C = 4, q = 2, d = 1: 24 / 16, see above),
+    # every step of the ascent must stay at or below it
+    assert cs.psd_cap_bound(np.ones((4, 4)), 2, min_distance=1) == pytest.approx(24 / 16, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_psd_cap_bound_is_between_the_cap_bound_and_the_exhaustive_optimum(seed):
+    # random symmetric S in [-1, 1], C = 5, q = 3, d = 1 (all 2^15 codes): here G >= 0 binds and the bound
+    # rises above the distance-cap bound, yet stays below the best codes
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (5, 5))
+    S = (X + X.T) / 2
+    np.fill_diagonal(S, 1.0)
+    best = min(brute_objective(H, S) for H in (np.array(bits).reshape(5, 3)
+                                                for bits in itertools.product((-1, 1), repeat=15))
+               if brute_d_min(H) >= 1) / 25
+    cap = cs.distance_cap_bound(S, 3, min_distance=1)
+    bound = cs.psd_cap_bound(S, 3, min_distance=1)
+    assert cap + 2e-3 <= bound <= best + 1e-12
+    assert cs.psd_cap_bound(S, 3, min_distance=1, iterations=0) == pytest.approx(cap, abs=1e-15)
+
+
+def test_psd_cap_bound_on_stage1_like_s_and_its_errors(bench, monkeypatch):
+    # the stage-1-like benchmark's S at C = 100, q = 32 (d = 10): above the distance-cap bound, below shc-ls
+    S = bench.stage1_like_similarity(100, seed=132)
+    bound = cs.psd_cap_bound(S, 32)
+    assert bound >= 1.2 * cs.distance_cap_bound(S, 32)
+    assert bound <= center_quality(cs.local_search_centers(S, 32, seed=0).centers, S)["s_loss"]
+    with pytest.raises(ValueError, match="iterations >= 0 and step > 0"):
+        cs.psd_cap_bound(S, 32, step=0)
+    monkeypatch.setattr(quality, "PSD_BOUND_MAX_CLASSES", 50)
+    with pytest.raises(ValueError, match="use distance_cap_bound for larger C"):
+        cs.psd_cap_bound(S, 32)
 
 
 # ---------------------------------------------------------------------------------- stage-1-like S
