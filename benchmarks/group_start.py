@@ -7,6 +7,12 @@ simulated classifier's true groups. Each group gets a random center; each class 
 are repaired by a greedy descent that flips, for one center of a violating pair, the bit leaving the fewest
 violations. shc-ls then runs from that start alone (``init=``, ``starts=("mds",)``).
 
+Then a second move the search lacks: a *group bit flip*, bit k of every center of a set T at once. Distances
+inside T do not change, so the pairs at distance d inside a group, which block most single and double flips,
+do not block it. The script prints, at shc-ls's own result, how many group flips exist (T = each true group of
+two or more classes, and each cluster of average-linkage clusterings of ``1 - S`` cut at 20, 50, 100, 200 and
+400 clusters), how many the distance blocks, and the best exact change of L among them, blocked or not.
+
 Run: ``python benchmarks/group_start.py`` (about a minute); results: docs/centers.md.
 """
 
@@ -17,6 +23,9 @@ import time
 import numpy as np
 
 from bench_centers import stage1_like_similarity
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import squareform
+
 from shc.centers import center_quality, generate_centers, gv_min_distance, local_search_centers
 
 C, Q = 1000, 32
@@ -43,6 +52,41 @@ def repair(H: np.ndarray, d: int, rng: np.random.Generator, max_flips: int = 20_
     raise RuntimeError(f"the repair left pairs below distance {d} after {max_flips} flips")
 
 
+def group_flips(H: np.ndarray, S: np.ndarray, d: int, sets: list[np.ndarray]) -> tuple[int, int, float, float]:
+    """Over every set T in ``sets`` and bit k: flipping bit k of all of T's centers changes only the pairs
+    (i in T, j outside), each by ``G_ij -> G_ij - 2 h_ik h_jk / q``, so the exact change of
+    ``L = ||S - G||_F^2`` is ``(8 / q) sum_{i in T, j out} R_ij h_ik h_jk + 8 |T| (C - |T|) / q^2`` with
+    ``R = S - G``; it is blocked iff some such pair sits at distance d and differs in bit k. Returns (moves,
+    blocked, least change of L over the feasible moves, least change over the blocked ones)."""
+    C, q = H.shape
+    Hf = H.astype(float)
+    R = S - Hf @ Hf.T / q
+    at_d = (q - H.astype(int) @ H.T.astype(int)) // 2 == d
+    moves = blocked = 0
+    best = {True: np.inf, False: np.inf}  # by "blocked"
+    for T in sets:
+        if len(T) < 2 or len(T) == C:
+            continue
+        out = np.setdiff1d(np.arange(C), T)
+        change = (8 / q) * np.sum(Hf[T] * (R[np.ix_(T, out)] @ Hf[out]), axis=0) + 8 * len(T) * len(out) / q**2
+        P = at_d[np.ix_(T, out)].astype(float)
+        differing = (P.sum() - np.sum(Hf[T] * (P @ Hf[out]), axis=0)) / 2  # pairs at d that differ in bit k
+        moves, blocked = moves + q, blocked + int(np.sum(differing > 0))
+        for is_blocked in (True, False):
+            chosen = change[(differing > 0) == is_blocked]
+            best[is_blocked] = min(best[is_blocked], float(chosen.min())) if chosen.size else best[is_blocked]
+    return moves, blocked, best[False], best[True]
+
+
+def clusters(S: np.ndarray, counts: tuple[int, ...]) -> list[np.ndarray]:
+    """The clusters of average-linkage clusterings of ``1 - S``, cut at each number of clusters."""
+    distance = np.clip(1.0 - S, 0.0, None)
+    np.fill_diagonal(distance, 0.0)
+    tree = linkage(squareform(distance, checks=False), "average")
+    labels = [fcluster(tree, count, "maxclust") for count in counts]
+    return [np.flatnonzero(label == value) for label in labels for value in np.unique(label)]
+
+
 def main() -> None:
     S, groups = stage1_like_similarity(C, seed=C + Q, return_groups=True)
     d = gv_min_distance(C, Q)
@@ -56,6 +100,12 @@ def main() -> None:
     print(f"shc-ls from its own starts: {plain / mds_loss:.3f} of MDS; ||S - G||^2 = {errors.sum():,.0f}, of it "
           f"{errors[across].sum():,.0f} between groups (where S averages {S[across].mean():.3f}); off-diagonal "
           f"energy of G at least C^2/q - C = {C * C / Q - C:,.0f}")
+    for name, sets in (("true groups", [np.flatnonzero(groups == g) for g in np.unique(groups)]),
+                       ("clusters of S (20-400)", clusters(S, (20, 50, 100, 200, 400)))):
+        moves, blocked, feasible, infeasible = group_flips(own, S, d, sets)
+        print(f"group bit flips at shc-ls's result, T = {name}: {moves} moves, {blocked} blocked by distance {d}; "
+              f"least change of ||S - G||^2 {feasible:+.2f} among the feasible, {infeasible:+.2f} among the "
+              f"blocked", flush=True)
     rng = np.random.default_rng(0)
     for r in (5, 7, 9):
         started = time.perf_counter()

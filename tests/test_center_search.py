@@ -409,3 +409,34 @@ def test_shc_ls_on_a_real_stage1_similarity(bench):
     assert brute_d_min(result.centers) >= d
     assert loss <= center_quality(cs.steepest_descent(S, mds, d), S)["s_loss"] + 1e-12
     assert cs.unit_diagonal_bound(S, 32) <= loss < 0.6 * center_quality(mds, S)["s_loss"]
+
+
+def test_group_flip_changes_in_the_benchmark_match_brute_force(monkeypatch):
+    # benchmarks/group_start.py's group bit flips (issue 25): the closed-form change of ||S - G||^2 and the
+    # blocking rule, against flipping each bit of each set and recomputing L and d_min
+    from pathlib import Path
+
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+    monkeypatch.syspath_prepend(str(benchmarks))
+    import group_start
+
+    rng = np.random.default_rng(5)
+    C, q = 14, 8
+    H = rng.choice((-1, 1), size=(C, q))
+    S = hierarchical_similarity(C, num_groups=3, within=0.6, noise=0.2, seed=5)
+    d = brute_d_min(H)
+    sets = [rng.choice(C, size=size, replace=False) for size in (2, 3, 5, 7)]
+    expected = {True: np.inf, False: np.inf}
+    blocked = 0
+    for T in sets:
+        for k in range(q):
+            trial = H.copy()
+            trial[T, k] *= -1
+            change = brute_objective(trial, S) - brute_objective(H, S)
+            is_blocked = brute_d_min(trial) < d
+            blocked += is_blocked
+            expected[is_blocked] = min(expected[is_blocked], change)
+    moves, got_blocked, feasible, infeasible = group_start.group_flips(H, S, d, sets)
+    assert 0 < blocked < len(sets) * q  # both kinds occur
+    assert (moves, got_blocked) == (len(sets) * q, blocked)
+    assert feasible == pytest.approx(expected[False]) and infeasible == pytest.approx(expected[True])
