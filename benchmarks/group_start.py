@@ -12,6 +12,11 @@ inside T do not change, so the pairs at distance d inside a group, which block m
 do not block it. The script prints, at shc-ls's own result, how many group flips exist (T = each true group of
 two or more classes, and each cluster of average-linkage clusterings of ``1 - S`` cut at 20, 50, 100, 200 and
 400 clusters), how many the distance blocks, and the best exact change of L among them, blocked or not.
+Last, the group flips that are never blocked: per bit k, the pairs at distance d that differ in bit k form a
+graph, and flipping bit k of a whole connected component keeps every distance >= d (inside, the pairs still
+differ in k; a pair from it to outside at distance d agrees in k, or it would be in the component). Single
+flips are its one-center components; the script prints the components of two or more centers, the largest,
+and the best exact change of L among their flips.
 
 Run: ``python benchmarks/group_start.py`` (about a minute); results: docs/centers.md.
 """
@@ -24,6 +29,8 @@ import numpy as np
 
 from bench_centers import stage1_like_similarity
 from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import squareform
 
 from shc.centers import center_quality, generate_centers, gv_min_distance, local_search_centers
@@ -78,6 +85,30 @@ def group_flips(H: np.ndarray, S: np.ndarray, d: int, sets: list[np.ndarray]) ->
     return moves, blocked, best[False], best[True]
 
 
+def component_flips(H: np.ndarray, S: np.ndarray, d: int) -> tuple[list[tuple[int, np.ndarray]], float]:
+    """The flips of bit k of a connected component (two or more centers) of the graph of pairs at distance d
+    that differ in bit k, each always feasible. Returns the (k, members) of every such component and the least
+    exact change of ``||S - G||_F^2`` among their flips (the formula of :func:`group_flips`)."""
+    C, q = H.shape
+    Hf = H.astype(float)
+    R = S - Hf @ Hf.T / q
+    at_d = (q - H.astype(int) @ H.T.astype(int)) // 2 == d
+    found, best = [], np.inf
+    for k in range(q):
+        signs = Hf[:, k]
+        count, labels = connected_components(csr_matrix(at_d & (signs[:, None] != signs[None, :])), directed=False)
+        sizes = np.bincount(labels, minlength=count)
+        members = np.zeros((count, C))
+        members[labels, np.arange(C)] = 1.0
+        weighted = R * np.outer(signs, signs)  # R_ij h_ik h_jk
+        across = members @ weighted.sum(axis=1) - np.einsum("ci,ij,cj->c", members, weighted, members)
+        change = (8 / q) * across + 8 * sizes * (C - sizes) / q**2
+        several = sizes >= 2
+        found += [(k, np.flatnonzero(labels == c)) for c in np.flatnonzero(several)]
+        best = min(best, float(change[several].min())) if several.any() else best
+    return found, best
+
+
 def clusters(S: np.ndarray, counts: tuple[int, ...]) -> list[np.ndarray]:
     """The clusters of average-linkage clusterings of ``1 - S``, cut at each number of clusters."""
     distance = np.clip(1.0 - S, 0.0, None)
@@ -106,6 +137,10 @@ def main() -> None:
         print(f"group bit flips at shc-ls's result, T = {name}: {moves} moves, {blocked} blocked by distance {d}; "
               f"least change of ||S - G||^2 {feasible:+.2f} among the feasible, {infeasible:+.2f} among the "
               f"blocked", flush=True)
+    components, best = component_flips(own, S, d)
+    print(f"component flips at shc-ls's result: {len(components)} components of 2 or more centers over {Q} bits, "
+          f"the largest {max(len(m) for _, m in components)} centers; least change of ||S - G||^2 {best:+.2f}",
+          flush=True)
     rng = np.random.default_rng(0)
     for r in (5, 7, 9):
         started = time.perf_counter()

@@ -440,3 +440,30 @@ def test_group_flip_changes_in_the_benchmark_match_brute_force(monkeypatch):
     assert 0 < blocked < len(sets) * q  # both kinds occur
     assert (moves, got_blocked) == (len(sets) * q, blocked)
     assert feasible == pytest.approx(expected[False]) and infeasible == pytest.approx(expected[True])
+
+
+def test_component_flips_in_the_benchmark_are_feasible_and_exact(monkeypatch):
+    # every flip of bit k over a connected component of the graph of pairs at distance d that differ in bit k
+    # keeps d_min >= d, and the least change matches brute force
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import group_start
+
+    S = hierarchical_similarity(16, num_groups=3, within=0.6, noise=0.2, seed=2)
+    H = cs.local_search_centers(S, 8, seed=0, anneal_sweeps=0).centers.astype(int)
+    d = gv_min_distance(16, 8)
+    components, best = group_start.component_flips(H, S, d)
+    assert components  # the case has components of two or more centers
+    changes = []
+    for k, members in components:
+        trial = H.copy()
+        trial[members, k] *= -1
+        assert brute_d_min(trial) >= d
+        changes.append(brute_objective(trial, S) - brute_objective(H, S))
+    assert best == pytest.approx(min(changes))
+    # and a component is closed: flipping only part of one (a single member) is blocked
+    k, members = max(components, key=lambda item: len(item[1]))
+    trial = H.copy()
+    trial[members[0], k] *= -1
+    assert brute_d_min(trial) < d
