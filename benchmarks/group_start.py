@@ -17,6 +17,11 @@ graph, and flipping bit k of a whole connected component keeps every distance >=
 differ in k; a pair from it to outside at distance d agrees in k, or it would be in the component). Single
 flips are its one-center components; the script prints the components of two or more centers, the largest,
 and the best exact change of L among their flips.
+And one chain move (an ejection chain of depth 2): for every single flip (i, k) that the distance blocks,
+flip bit k of i and, for each center j that blocks it (at distance d, differing in bit k), the bit m of j
+that agrees with i, is not blocked for j, and changes L least on its own; such a j returns to distance d
+from i. The script prints how many chains it formed, how many keep d_min >= d, and the best exact change of
+L among those (about 30 s).
 
 Run: ``python benchmarks/group_start.py`` (about a minute); results: docs/centers.md.
 """
@@ -109,6 +114,50 @@ def component_flips(H: np.ndarray, S: np.ndarray, d: int) -> tuple[list[tuple[in
     return found, best
 
 
+def _flip_change(H: np.ndarray, S: np.ndarray, flips: list[tuple[int, int]]) -> tuple[float, int, np.ndarray]:
+    """Exact change of ``||S - G||_F^2`` when the (center, bit) pairs of ``flips`` are flipped together (the
+    centers' rows recomputed), the least distance from a flipped center to any other, and the new H."""
+    C, q = H.shape
+    new = H.copy()
+    for center, bit in flips:
+        new[center, bit] *= -1
+    rows = np.unique([center for center, _ in flips])
+    before, after = (S[rows] - H[rows] @ H.T / q) ** 2, (S[rows] - new[rows] @ new.T / q) ** 2
+    change = after - before
+    change[np.arange(rows.size), rows] = 0.0
+    inside = np.zeros(C, dtype=bool)
+    inside[rows] = True
+    distances = (q - new[rows] @ new.T) // 2
+    distances[np.arange(rows.size), rows] = q
+    # entries to centers outside the flipped rows appear twice in L (i, j and j, i), those among them once per row
+    return float(2 * change[:, ~inside].sum() + change[:, inside].sum()), int(distances.min()), new
+
+
+def ejection_chains(H: np.ndarray, S: np.ndarray, d: int) -> list[tuple[list[tuple[int, int]], float, int]]:
+    """Depth-2 ejection chains from every blocked single flip (see the module docstring): each as (its
+    (center, bit) flips, exact change of ``||S - G||_F^2``, least distance from a flipped center to any other)."""
+    C, q = H.shape
+    H = H.astype(np.int64)
+    R = S - H @ H.T / q
+    np.fill_diagonal(R, 0.0)
+    at_d = ((q - H @ H.T) // 2 == d).astype(np.int64)
+    np.fill_diagonal(at_d, 0)
+    blocked = (at_d.sum(axis=1)[:, None] - H * (at_d @ H)) // 2  # centers at d that differ in each bit
+    single = (8 / q) * H * (R @ H) + 8 * (C - 1) / q**2  # exact change of each single flip
+    chains = []
+    for i, k in np.argwhere(blocked > 0):
+        chain = [(int(i), int(k))]
+        for j in np.flatnonzero((at_d[i] == 1) & (H[:, k] != H[i, k])):
+            allowed = (H[j] == H[i]) & (blocked[j] == 0)
+            if not allowed.any():
+                break
+            chain.append((int(j), int(np.argmin(np.where(allowed, single[j], np.inf)))))
+        else:
+            change, nearest, _ = _flip_change(H, S, chain)
+            chains.append((chain, change, nearest))
+    return chains
+
+
 def clusters(S: np.ndarray, counts: tuple[int, ...]) -> list[np.ndarray]:
     """The clusters of average-linkage clusterings of ``1 - S``, cut at each number of clusters."""
     distance = np.clip(1.0 - S, 0.0, None)
@@ -141,6 +190,10 @@ def main() -> None:
     print(f"component flips at shc-ls's result: {len(components)} components of 2 or more centers over {Q} bits, "
           f"the largest {max(len(m) for _, m in components)} centers; least change of ||S - G||^2 {best:+.2f}",
           flush=True)
+    chains = ejection_chains(own, S, d)
+    kept = [change for _, change, nearest in chains if nearest >= d]
+    print(f"ejection chains at shc-ls's result: {len(chains)} formed, {len(kept)} keep d_min >= {d}; least change of "
+          f"||S - G||^2 among those {min(kept, default=np.inf):+.2f}", flush=True)
     rng = np.random.default_rng(0)
     for r in (5, 7, 9):
         started = time.perf_counter()

@@ -467,3 +467,27 @@ def test_component_flips_in_the_benchmark_are_feasible_and_exact(monkeypatch):
     trial = H.copy()
     trial[members[0], k] *= -1
     assert brute_d_min(trial) < d
+
+
+def test_ejection_chains_in_the_benchmark_are_exact(monkeypatch):
+    # each depth-2 chain: its change of ||S - G||^2 and its least distance match brute force, and every center
+    # that blocked the first flip is back at distance >= d from it
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import group_start
+
+    S = hierarchical_similarity(16, num_groups=3, within=0.6, noise=0.2, seed=2)
+    H = cs.local_search_centers(S, 8, seed=0, anneal_sweeps=0).centers.astype(int)
+    d = gv_min_distance(16, 8)
+    chains = group_start.ejection_chains(H, S, d)
+    assert any(len(chain) > 1 for chain, _, _ in chains)
+    for chain, change, nearest in chains:
+        trial = H.copy()
+        for center, bit in chain:
+            trial[center, bit] *= -1
+        assert change == pytest.approx(brute_objective(trial, S) - brute_objective(H, S))
+        flipped_rows = sorted({center for center, _ in chain})
+        assert nearest == min(int(np.sum(trial[a] != trial[b])) for a in flipped_rows for b in range(16) if a != b)
+        first = chain[0][0]
+        assert all(np.sum(trial[first] != trial[j]) >= d for j, _ in chain[1:])
