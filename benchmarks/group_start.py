@@ -23,7 +23,7 @@ that agrees with i, is not blocked for j, and changes L least on its own; such a
 from i. The script prints how many chains it formed, how many keep d_min >= d, and the best exact change of
 L among those (about 30 s).
 
-Run: ``python benchmarks/group_start.py`` (about a minute); results: docs/centers.md.
+Run: ``python benchmarks/group_start.py`` (about two minutes on 2 cores); results: docs/centers.md.
 """
 
 from __future__ import annotations
