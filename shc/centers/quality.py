@@ -233,7 +233,7 @@ def _cap_bound(S: np.ndarray, q: int, d: int, iterations: int) -> tuple[float, f
     return float(best), float(best_lam)
 
 
-PSD_BOUND_MAX_CLASSES = 3000  # two eigendecompositions of a (C, C) matrix per step: about 0.3 s at C = 1000
+PSD_BOUND_MAX_CLASSES = 3000  # two eigendecompositions of a (C, C) matrix per step: about 0.2 s a step at C = 1000
 
 
 def _psd_part(matrix: np.ndarray) -> np.ndarray:
