@@ -64,6 +64,17 @@ def repair(H: np.ndarray, d: int, rng: np.random.Generator, max_flips: int = 20_
     raise RuntimeError(f"the repair left pairs below distance {d} after {max_flips} flips")
 
 
+def _residual_and_tight(H: np.ndarray, S: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``R = S - H H^T / q`` (diagonal 0) and the boolean matrix of the pairs at distance exactly d."""
+    q = H.shape[1]
+    Hi = H.astype(np.int64)
+    R = S - Hi @ Hi.T / q
+    np.fill_diagonal(R, 0.0)
+    at_d = (q - Hi @ Hi.T) // 2 == d
+    np.fill_diagonal(at_d, False)
+    return R, at_d
+
+
 def group_flips(H: np.ndarray, S: np.ndarray, d: int, sets: list[np.ndarray]) -> tuple[int, int, float, float]:
     """Over every set T in ``sets`` and bit k: flipping bit k of all of T's centers changes only the pairs
     (i in T, j outside), each by ``G_ij -> G_ij - 2 h_ik h_jk / q``, so the exact change of
@@ -72,8 +83,7 @@ def group_flips(H: np.ndarray, S: np.ndarray, d: int, sets: list[np.ndarray]) ->
     blocked, least change of L over the feasible moves, least change over the blocked ones)."""
     C, q = H.shape
     Hf = H.astype(float)
-    R = S - Hf @ Hf.T / q
-    at_d = (q - H.astype(int) @ H.T.astype(int)) // 2 == d
+    R, at_d = _residual_and_tight(H, S, d)
     moves = blocked = 0
     best = {True: np.inf, False: np.inf}  # by "blocked"
     for T in sets:
@@ -96,8 +106,7 @@ def component_flips(H: np.ndarray, S: np.ndarray, d: int) -> tuple[list[tuple[in
     exact change of ``||S - G||_F^2`` among their flips (the formula of :func:`group_flips`)."""
     C, q = H.shape
     Hf = H.astype(float)
-    R = S - Hf @ Hf.T / q
-    at_d = (q - H.astype(int) @ H.T.astype(int)) // 2 == d
+    R, at_d = _residual_and_tight(H, S, d)
     found, best = [], np.inf
     for k in range(q):
         signs = Hf[:, k]
@@ -114,9 +123,9 @@ def component_flips(H: np.ndarray, S: np.ndarray, d: int) -> tuple[list[tuple[in
     return found, best
 
 
-def _flip_change(H: np.ndarray, S: np.ndarray, flips: list[tuple[int, int]]) -> tuple[float, int, np.ndarray]:
+def _flip_change(H: np.ndarray, S: np.ndarray, flips: list[tuple[int, int]]) -> tuple[float, int]:
     """Exact change of ``||S - G||_F^2`` when the (center, bit) pairs of ``flips`` are flipped together (the
-    centers' rows recomputed), the least distance from a flipped center to any other, and the new H."""
+    centers' rows recomputed), and the least distance from a flipped center to any other."""
     C, q = H.shape
     new = H.copy()
     for center, bit in flips:
@@ -130,7 +139,7 @@ def _flip_change(H: np.ndarray, S: np.ndarray, flips: list[tuple[int, int]]) -> 
     distances = (q - new[rows] @ new.T) // 2
     distances[np.arange(rows.size), rows] = q
     # entries to centers outside the flipped rows appear twice in L (i, j and j, i), those among them once per row
-    return float(2 * change[:, ~inside].sum() + change[:, inside].sum()), int(distances.min()), new
+    return float(2 * change[:, ~inside].sum() + change[:, inside].sum()), int(distances.min())
 
 
 def ejection_chains(H: np.ndarray, S: np.ndarray, d: int) -> list[tuple[list[tuple[int, int]], float, int]]:
@@ -138,10 +147,8 @@ def ejection_chains(H: np.ndarray, S: np.ndarray, d: int) -> list[tuple[list[tup
     (center, bit) flips, exact change of ``||S - G||_F^2``, least distance from a flipped center to any other)."""
     C, q = H.shape
     H = H.astype(np.int64)
-    R = S - H @ H.T / q
-    np.fill_diagonal(R, 0.0)
-    at_d = ((q - H @ H.T) // 2 == d).astype(np.int64)
-    np.fill_diagonal(at_d, 0)
+    R, tight = _residual_and_tight(H, S, d)
+    at_d = tight.astype(np.int64)
     blocked = (at_d.sum(axis=1)[:, None] - H * (at_d @ H)) // 2  # centers at d that differ in each bit
     single = (8 / q) * H * (R @ H) + 8 * (C - 1) / q**2  # exact change of each single flip
     chains = []
@@ -153,7 +160,7 @@ def ejection_chains(H: np.ndarray, S: np.ndarray, d: int) -> list[tuple[list[tup
                 break
             chain.append((int(j), int(np.argmin(np.where(allowed, single[j], np.inf)))))
         else:
-            change, nearest, _ = _flip_change(H, S, chain)
+            change, nearest = _flip_change(H, S, chain)
             chains.append((chain, change, nearest))
     return chains
 
