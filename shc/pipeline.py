@@ -669,6 +669,7 @@ def _main(argv: Sequence[str] | None) -> int:
     import torch.distributed as dist
 
     from shc.cli_common import output_folder
+    from shc.train.distributed import _leave_process_group
 
     output_folder(configs[0].run_dir, "--run-dir")
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
@@ -684,9 +685,12 @@ def _main(argv: Sequence[str] | None) -> int:
             for metric in (*TIE_AWARE_MAP_KEYS, *MAP_KEYS):
                 print(f"\n{metric} (mean ± std over seeds)\n{summarize(rows, metric).to_string()}")
             print(f"\n{len(configs)} runs in {time.perf_counter() - started:.0f} s")
-    finally:
+    except BaseException:
         if world_size > 1 and dist.is_initialized():
-            dist.destroy_process_group()
+            dist.destroy_process_group()  # no barrier: the other ranks may never reach one
+        raise
+    if world_size > 1 and dist.is_initialized():
+        _leave_process_group()
     return 0
 
 

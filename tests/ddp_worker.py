@@ -11,7 +11,9 @@ must match a single-process run over the same global batches up to float summati
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import time
 from pathlib import Path
 
 import torch
@@ -19,6 +21,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from shc.train import TrainConfig, fit
+from shc.train.distributed import _process_group
 
 # batch 7 over 2 ranks gives uneven 4/3 shares, and 30 = 4 x 7 + 2 ends with a partial batch (split 1/1):
 # both exercise the per-rank loss weighting.
@@ -80,13 +83,29 @@ def scripted_evaluate(first_epoch: int = 1):
     return evaluate
 
 
+def leave_probe(out_dir: Path) -> None:
+    """Rank 1 reaches the end of the group's block a second later than rank 0; each rank writes when it
+    got there and when the block was left (the group destroyed)."""
+    rank = int(os.environ["RANK"])
+    with _process_group("cpu"):
+        time.sleep(1.0 * rank)
+        arrived = time.time()
+    left = time.time()
+    (out_dir / f"leave{rank}.json").write_text(json.dumps({"arrived": arrived, "left": left}))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="One rank of the DDP test run (launch with torchrun).")
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--fail-at-step", type=int, default=0, help="raise at this 1-based step (0: never)")
     parser.add_argument("--first-epoch", type=int, default=1, help="the epoch a resumed run starts at")
+    parser.add_argument("--leave-probe", action="store_true",
+                        help="no training: time when each rank reaches and leaves the end of _process_group")
     args = parser.parse_args(argv)
+    if args.leave_probe:
+        leave_probe(args.out_dir)
+        return
     model, dataset = problem(args.dropout)
     criterion = FailingCrossEntropy(args.fail_at_step) if args.fail_at_step else CrossEntropy()
     history = fit(model, criterion, dataset, CONFIG, args.out_dir / "run", evaluate=scripted_evaluate(args.first_epoch),

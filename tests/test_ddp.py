@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -88,11 +89,19 @@ def test_interrupted_ddp_run_resumes_exactly(tmp_path):
 
 
 @needs_gloo
+def test_no_rank_leaves_the_process_group_before_every_rank_has_finished(tmp_path):
+    """A rank that tears its connections down while another still works can crash that rank (once in CI:
+    gloo aborted rank 1 after rank 0 had left), so the normal exit of the group waits for every rank."""
+    check_ok(torchrun(tmp_path, "--leave-probe"))
+    first, last = (json.loads((tmp_path / f"leave{rank}.json").read_text()) for rank in (0, 1))
+    assert last["arrived"] - first["arrived"] > 0.9  # the probe makes rank 1 late by a second
+    assert first["left"] >= last["arrived"], "rank 0 destroyed the group before rank 1 had finished"
+
+
+@needs_gloo
 def test_torchrun_launches_the_pipeline_itself_and_rank_0_alone_writes(tmp_path):
     """``torchrun --nproc_per_node=2 -m shc.pipeline --preset tiny``: stages 1 and 3 train with DDP, stage 2
     and every artifact write happen on rank 0, the other rank waits; the result is one complete run."""
-    import json
-
     from shc.pipeline import preset, stage_directories
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
