@@ -22,14 +22,20 @@ flip bit k of i and, for each center j that blocks it (at distance d, differing 
 that agrees with i, is not blocked for j, and changes L least on its own; such a j returns to distance d
 from i. The script prints how many chains it formed, how many keep d_min >= d, and the best exact change of
 L among those (about 30 s).
+Last of the moves, a tabu search over single flips (the issue's remaining candidate): each step takes the
+best move not made in the last 100-300 steps, uphill if need be. Feasible moves only from shc-ls's result;
+then any move, with the shortfall below d charged at a weight that rises while the search stays below d and
+falls while it stays above (strategic oscillation), from shc-ls's result and from the MDS centers. The
+script prints each one's best feasible S_loss against its start (about three minutes for the three).
 
-Run: ``python benchmarks/group_start.py`` (about two minutes on 2 cores); results: docs/centers.md.
+Run: ``python benchmarks/group_start.py`` (about five minutes on 2 cores); results: docs/centers.md.
 """
 
 from __future__ import annotations
 
 import time
 
+import numba
 import numpy as np
 
 from bench_centers import stage1_like_similarity
@@ -39,6 +45,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import squareform
 
 from shc.centers import center_quality, generate_centers, gv_min_distance, local_search_centers
+from shc.centers._kernels import _flip, _move_delta
+from shc.centers.search import _build_state, _distance_matrix
 
 C, Q = 1000, 32
 
@@ -165,6 +173,90 @@ def ejection_chains(H: np.ndarray, S: np.ndarray, d: int) -> list[tuple[list[tup
     return chains
 
 
+@numba.njit(cache=False)  # not cached: it calls shc's kernels, and numba's cache would miss edits there
+def shortfall_changes(H, D, d, i, out):
+    """``out[k]``: the change of the total shortfall ``sum over pairs of max(0, d - D_ij)`` when bit k of h_i
+    flips. The flip moves D_ij by -1 where h_j differs from h_i in bit k (the shortfall grows by 1 if
+    D_ij <= d) and by +1 where it agrees (the shortfall shrinks by 1 if D_ij < d); only the j with
+    D_ij <= d count."""
+    C, q = H.shape
+    out[:] = 0.0
+    for j in range(C):
+        if j == i or D[i, j] > d:
+            continue
+        for k in range(q):
+            if H[j, k] != H[i, k]:
+                out[k] += 1.0
+            elif D[i, j] < d:
+                out[k] -= 1.0
+
+
+@numba.njit(cache=False)
+def _tabu(H, packed, S, PT, Q, V, D, d, L, iterations, tenure_min, tenure_max, penalty, seed):
+    np.random.seed(seed)
+    C, q = H.shape
+    entering = np.empty(C, dtype=np.int64)
+    tabu_until = np.zeros((C, q), dtype=np.int64)
+    change = np.empty(q)
+    best_H, best_L = H.copy(), L
+    losses, shortfalls = np.empty(iterations), np.zeros(iterations, dtype=np.int64)
+    shortfall, weight, streak, was_below = 0, penalty, 0, False
+    for step in range(iterations):
+        chosen, chosen_i, chosen_k, chosen_short = np.inf, -1, -1, 0
+        for i in range(C):
+            shortfall_changes(H, D, d, i, change)
+            for k in range(q):
+                after = shortfall + int(change[k])
+                if penalty <= 0.0 and after > 0:
+                    continue  # feasible only
+                delta = _move_delta(H, S, PT, Q, i, k)
+                aspiration = after == 0 and L + delta < best_L - 1e-9
+                if tabu_until[i, k] > step and not aspiration:
+                    continue
+                value = delta + weight * change[k]
+                if value < chosen:
+                    chosen, chosen_i, chosen_k, chosen_short = value, i, k, int(change[k])
+        if chosen_i < 0:
+            return best_H, best_L, losses[:step], shortfalls[:step]
+        L += _move_delta(H, S, PT, Q, chosen_i, chosen_k)
+        s = H[chosen_i, chosen_k]
+        for j in range(C):
+            if j != chosen_i:
+                moved = 1 if H[j, chosen_k] == s else -1
+                D[chosen_i, j] += moved
+                D[j, chosen_i] += moved
+        _flip(H, packed, S, PT, Q, V, chosen_i, chosen_k, d, entering)
+        shortfall += chosen_short
+        tabu_until[chosen_i, chosen_k] = step + tenure_min + np.random.randint(tenure_max - tenure_min + 1)
+        losses[step], shortfalls[step] = L, shortfall
+        if shortfall == 0 and L < best_L - 1e-9:
+            best_H[:] = H
+            best_L = L
+        if penalty > 0.0:  # strategic oscillation: 10 steps on one side of d move the weight 10% the other way
+            below = shortfall > 0
+            streak = streak + 1 if below == was_below else 1
+            was_below = below
+            if streak >= 10:
+                weight *= 1.1 if below else 0.9
+                streak = 0
+    return best_H, best_L, losses, shortfalls
+
+
+def tabu_search(H0: np.ndarray, S: np.ndarray, d: int, iterations: int, tenure: tuple[int, int] = (100, 300),
+                penalty: float = 0.0, seed: int = 0) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """Tabu search over single flips from a feasible H0: each step takes the best move whose (center, bit) is
+    not tabu (unless it gives a new best feasible H), then makes that flip tabu for a random tenure in
+    ``tenure`` steps. ``penalty`` 0: only moves that keep d_min >= d; > 0: any move, scored by its exact
+    change of L plus a weight (starting at ``penalty``) times its change of the shortfall below d, the weight
+    rising 10% after 10 steps below d and falling 10% after 10 steps at or above (strategic oscillation).
+    Returns the best feasible H, its L, and L and the shortfall after every step."""
+    H = np.array(H0, dtype=np.int8, order="C")
+    packed, PT, Q, V, L = _build_state(H, S, d)
+    D = _distance_matrix(H)
+    np.fill_diagonal(D, H.shape[1])
+    return _tabu(H, packed, S, PT, Q, V, D, d, L, iterations, tenure[0], tenure[1], penalty, seed)
+
+
 def clusters(S: np.ndarray, counts: tuple[int, ...]) -> list[np.ndarray]:
     """The clusters of average-linkage clusterings of ``1 - S``, cut at each number of clusters."""
     distance = np.clip(1.0 - S, 0.0, None)
@@ -177,7 +269,8 @@ def clusters(S: np.ndarray, counts: tuple[int, ...]) -> list[np.ndarray]:
 def main() -> None:
     S, groups = stage1_like_similarity(C, seed=C + Q, return_groups=True)
     d = gv_min_distance(C, Q)
-    mds_loss = center_quality(generate_centers("mds", C, Q, seed=0), S)["s_loss"]
+    mds = generate_centers("mds", C, Q, seed=0)
+    mds_loss = center_quality(mds, S)["s_loss"]
     own = generate_centers("shc-ls", C, Q, similarity=S, seed=0)
     plain = center_quality(own, S)["s_loss"]
     across = groups[:, None] != groups[None, :]
@@ -201,6 +294,16 @@ def main() -> None:
     kept = [change for _, change, nearest in chains if nearest >= d]
     print(f"ejection chains at shc-ls's result: {len(chains)} formed, {len(kept)} keep d_min >= {d}; least change of "
           f"||S - G||^2 among those {min(kept, default=np.inf):+.2f}", flush=True)
+    for label, start, steps, penalty in (("shc-ls's result", own, 20_000, 0.0), ("shc-ls's result", own, 20_000, 0.2),
+                                         ("the MDS centers", mds, 40_000, 0.2)):
+        started = time.perf_counter()
+        best, loss, losses, shortfalls = tabu_search(start, S, d, steps, penalty=penalty)
+        start_loss = center_quality(start, S)["s_loss"]
+        kind = "feasible moves only" if penalty == 0 else f"penalised below d (weight from {penalty})"
+        print(f"tabu search from {label}, {kind}: {len(losses):,} steps, {np.mean(shortfalls > 0):.0%} of them "
+              f"below d; best feasible {center_quality(best, S)['s_loss'] / mds_loss:.4f} of MDS (start "
+              f"{start_loss / mds_loss:.4f}; ||S - G||^2 changed by {loss - start_loss * C * C:+,.2f}; "
+              f"{time.perf_counter() - started:.0f} s)", flush=True)
     rng = np.random.default_rng(0)
     for r in (5, 7, 9):
         started = time.perf_counter()

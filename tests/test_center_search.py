@@ -491,3 +491,41 @@ def test_ejection_chains_in_the_benchmark_are_exact(monkeypatch):
         assert nearest == min(int(np.sum(trial[a] != trial[b])) for a in flipped_rows for b in range(16) if a != b)
         first = chain[0][0]
         assert all(np.sum(trial[first] != trial[j]) >= d for j, _ in chain[1:])
+
+
+def test_tabu_search_in_the_benchmark_counts_the_shortfall_exactly_and_keeps_d(monkeypatch):
+    # benchmarks/group_start.py's tabu search (issue 25): the change of the total shortfall below d that it
+    # charges for each flip, against flipping and recounting; its best H is feasible and its L exact; the
+    # feasible-only variant never goes below d; the penalised one does and still returns a feasible H
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import group_start
+
+    def shortfall(H, d):
+        D = (H.shape[1] - H @ H.T) // 2
+        return int(np.maximum(0, d - D[np.triu_indices(len(H), 1)]).sum())
+
+    rng = np.random.default_rng(3)
+    C, q, d = 12, 8, 3
+    H = rng.choice((-1, 1), size=(C, q)).astype(np.int8)  # some pairs below d, some at, some above
+    D = ((q - H.astype(int) @ H.T) // 2).astype(np.int32)
+    np.fill_diagonal(D, q)
+    assert (D < d).any() and (D == d).any()
+    out = np.empty(q)
+    for i in range(C):
+        group_start.shortfall_changes(H, D, d, i, out)
+        for k in range(q):
+            trial = H.astype(int)
+            trial[i, k] *= -1
+            assert out[k] == shortfall(trial, d) - shortfall(H.astype(int), d), (i, k)
+
+    S = hierarchical_similarity(16, num_groups=3, within=0.6, noise=0.2, seed=2)
+    d = gv_min_distance(16, 8)
+    start = cs.local_search_centers(S, 8, seed=0, anneal_sweeps=0, pair_moves=False).centers
+    for penalty in (0.0, 0.05):
+        best, loss, losses, shortfalls = group_start.tabu_search(start, S, d, 300, tenure=(3, 8), penalty=penalty)
+        assert brute_d_min(best) >= d
+        assert loss == pytest.approx(brute_objective(best, S)) and loss <= brute_objective(start, S) + 1e-9
+        assert 0 < len(losses) <= 300  # it stops early when every allowed move is tabu
+        assert (shortfalls > 0).any() == (penalty > 0)  # only the penalised search passes below d
