@@ -83,13 +83,20 @@ def scripted_evaluate(first_epoch: int = 1):
     return evaluate
 
 
-def leave_probe(out_dir: Path) -> None:
+def leave_probe(out_dir: Path, fail: bool = False) -> None:
     """Rank 1 reaches the end of the group's block a second later than rank 0; each rank writes when it
-    got there and when the block was left (the group destroyed)."""
+    got there and when the block was left (the group destroyed). With ``fail`` rank 0 instead raises a
+    second after rank 1 got there, and each rank writes what it raised."""
     rank = int(os.environ["RANK"])
-    with _process_group("cpu"):
-        time.sleep(1.0 * rank)
-        arrived = time.time()
+    try:
+        with _process_group("cpu"):
+            time.sleep(1.0 * (rank == 0 if fail else rank))
+            arrived = time.time()
+            if fail and rank == 0:
+                raise RuntimeError("rank 0 fails after rank 1 has finished")
+    except RuntimeError as error:
+        (out_dir / f"leave{rank}.json").write_text(json.dumps({"raised": str(error), "at": time.time()}))
+        raise
     left = time.time()
     (out_dir / f"leave{rank}.json").write_text(json.dumps({"arrived": arrived, "left": left}))
 
@@ -100,11 +107,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--fail-at-step", type=int, default=0, help="raise at this 1-based step (0: never)")
     parser.add_argument("--first-epoch", type=int, default=1, help="the epoch a resumed run starts at")
-    parser.add_argument("--leave-probe", action="store_true",
-                        help="no training: time when each rank reaches and leaves the end of _process_group")
+    parser.add_argument("--leave-probe", choices=("ok", "fail"),
+                        help="no training: time when each rank reaches and leaves the end of _process_group "
+                             "(fail: rank 0 raises there)")
     args = parser.parse_args(argv)
     if args.leave_probe:
-        leave_probe(args.out_dir)
+        leave_probe(args.out_dir, fail=args.leave_probe == "fail")
         return
     model, dataset = problem(args.dropout)
     criterion = FailingCrossEntropy(args.fail_at_step) if args.fail_at_step else CrossEntropy()

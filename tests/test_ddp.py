@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -92,10 +93,34 @@ def test_interrupted_ddp_run_resumes_exactly(tmp_path):
 def test_no_rank_leaves_the_process_group_before_every_rank_has_finished(tmp_path):
     """A rank that tears its connections down while another still works can crash that rank (once in CI:
     gloo aborted rank 1 after rank 0 had left), so the normal exit of the group waits for every rank."""
-    check_ok(torchrun(tmp_path, "--leave-probe"))
+    check_ok(torchrun(tmp_path, "--leave-probe=ok"))
     first, last = (json.loads((tmp_path / f"leave{rank}.json").read_text()) for rank in (0, 1))
     assert last["arrived"] - first["arrived"] > 0.9  # the probe makes rank 1 late by a second
     assert first["left"] >= last["arrived"], "rank 0 destroyed the group before rank 1 had finished"
+
+
+@needs_gloo
+def test_a_rank_that_raises_breaks_the_last_barrier_of_the_others(tmp_path):
+    """Rank 1 waits at the last barrier; rank 0 raises instead of getting there. Rank 1 must fail at once, not
+    wait out the group's timeout. Launched without torchrun, whose agent would kill rank 1 itself."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+           "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "WORLD_SIZE": "2"}
+    ranks = [subprocess.Popen([sys.executable, str(WORKER), str(tmp_path), "--leave-probe=fail"], cwd=REPO,
+                              env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in (0, 1)]
+    try:
+        outputs = [rank.communicate(timeout=120)[0] for rank in ranks]
+    finally:
+        for rank in ranks:
+            rank.kill()  # a rank still waiting after 120 s (no-op for one that exited)
+    assert [rank.returncode for rank in ranks] == [1, 1], outputs
+    first, last = (json.loads((tmp_path / f"leave{rank}.json").read_text()) for rank in (0, 1))
+    assert first["raised"] == "rank 0 fails after rank 1 has finished"
+    assert last["raised"] and last["at"] - first["at"] < 30, "rank 1 waited at the barrier"
 
 
 @needs_gloo

@@ -75,8 +75,10 @@ def _leave_process_group() -> None:
     exception``); ranks leaving at different moments are the likeliest cause, and the barrier removes
     it. Only the normal exit waits; a rank that raised must not, as the others may never get here.
     """
-    dist.barrier()
-    dist.destroy_process_group()
+    try:
+        dist.barrier()  # if another rank raised meanwhile, its leaving breaks this barrier at once (tested)
+    finally:
+        dist.destroy_process_group()
 
 
 def _epoch_batches(
