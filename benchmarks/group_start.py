@@ -26,7 +26,7 @@ Last of the moves, a tabu search over single flips (the issue's remaining candid
 best move not made in the last 100-300 steps, uphill if need be. Feasible moves only from shc-ls's result;
 then any move, with the shortfall below d charged at a weight that rises while the search stays below d and
 falls while it stays above (strategic oscillation), from shc-ls's result and from the MDS centers. The
-script prints each one's best feasible S_loss against its start (about three minutes for the three).
+script prints each one's best feasible S_loss against its start (about two minutes for the three).
 
 Run: ``python benchmarks/group_start.py`` (about five minutes on 2 cores); results: docs/centers.md.
 """
