@@ -6,6 +6,7 @@ Each rank trains the shared tiny problem with shc.train.fit (which joins the pro
 environment) with a scripted validation metric, and saves the weights fit selected and the best epoch it
 reports to OUT_DIR/rank{RANK}.pt. The model has no BatchNorm, so the DDP run
 must match a single-process run over the same global batches up to float summation order.
+``--leave-probe`` trains nothing: it times how the ranks leave the process group (:func:`leave_probe`).
 """
 
 from __future__ import annotations

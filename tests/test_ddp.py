@@ -91,8 +91,8 @@ def test_interrupted_ddp_run_resumes_exactly(tmp_path):
 
 @needs_gloo
 def test_no_rank_leaves_the_process_group_before_every_rank_has_finished(tmp_path):
-    """A rank that tears its connections down while another still works can crash that rank (once in CI:
-    gloo aborted rank 1 after rank 0 had left), so the normal exit of the group waits for every rank."""
+    """Ranks that tear their connections down at different moments are the likeliest cause of a crash seen
+    once in CI (gloo aborted rank 1 at the end of a good run), so the normal exit waits for every rank."""
     check_ok(torchrun(tmp_path, "--leave-probe=ok"))
     first, last = (json.loads((tmp_path / f"leave{rank}.json").read_text()) for rank in (0, 1))
     assert last["arrived"] - first["arrived"] > 0.9  # the probe makes rank 1 late by a second
