@@ -666,31 +666,18 @@ def _main(argv: Sequence[str] | None) -> int:
         return 0
     if args.reevaluate:
         return _reevaluate_grid(configs)
-    import torch.distributed as dist
-
     from shc.cli_common import output_folder
-    from shc.train.distributed import _leave_process_group
+    from shc.train.distributed import _process_group
 
     output_folder(configs[0].run_dir, "--run-dir")
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size > 1 and not dist.is_initialized():
-        import torch
-
-        use_cuda = torch.cuda.is_available() and configs[0].device != "cpu"
-        dist.init_process_group("nccl" if use_cuda else "gloo")
-    try:
+    # under torchrun: the one process group of the job (fit joins it), left as fit leaves its own
+    with _process_group(configs[0].device):
         started = time.perf_counter()
         rows = run_grid(configs, progress=not args.quiet, jobs=args.jobs, **cluster)
         if _is_main():
             for metric in (*TIE_AWARE_MAP_KEYS, *MAP_KEYS):
                 print(f"\n{metric} (mean ± std over seeds)\n{summarize(rows, metric).to_string()}")
             print(f"\n{len(configs)} runs in {time.perf_counter() - started:.0f} s")
-    except BaseException:
-        if world_size > 1 and dist.is_initialized():
-            dist.destroy_process_group()  # no barrier: the other ranks may never reach one
-        raise
-    if world_size > 1 and dist.is_initialized():
-        _leave_process_group()
     return 0
 
 

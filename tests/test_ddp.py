@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -87,6 +88,29 @@ def test_interrupted_ddp_run_resumes_exactly(tmp_path):
         assert resumed["best_epoch"] == reference["best_epoch"] == 2
         for name, value in reference["model"].items():
             assert torch.equal(resumed["model"][name], value), name
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_process_group_protocol_timeout_barrier_then_destroy(monkeypatch, fails):
+    """The group torchrun's env vars describe is created with DDP_TIMEOUT on gloo for a CPU device; a normal
+    exit meets the other ranks at a barrier and then destroys it, an exception destroys it at once."""
+    from shc.train import distributed
+
+    calls = []
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", lambda **kwargs: calls.append(("init", kwargs)))
+    monkeypatch.setattr(dist, "get_rank", lambda: 1)
+    monkeypatch.setattr(dist, "get_world_size", lambda: 2)
+    monkeypatch.setattr(dist, "barrier", lambda: calls.append(("barrier",)))
+    monkeypatch.setattr(dist, "destroy_process_group", lambda: calls.append(("destroy",)))
+    with pytest.raises(RuntimeError, match="boom") if fails else contextlib.nullcontext():
+        with distributed._process_group("cpu") as ranks:
+            assert (ranks.rank, ranks.world_size, ranks.distributed) == (1, 2, True)
+            if fails:
+                raise RuntimeError("boom")
+    assert calls[0] == ("init", {"backend": "gloo", "timeout": distributed.DDP_TIMEOUT})
+    assert calls[1:] == ([("destroy",)] if fails else [("barrier",), ("destroy",)])
 
 
 @needs_gloo

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from shc.train.config import TrainConfig
 
 
-DDP_TIMEOUT = datetime.timedelta(hours=2)  # the other ranks wait in a collective while rank 0 runs evaluate
+# the other ranks wait in a collective while rank 0 runs evaluate (fit) or computes stage 2 and writes (shc.pipeline);
+# torch's defaults (10 minutes for NCCL, 30 for gloo) would end a long one
+DDP_TIMEOUT = datetime.timedelta(hours=2)
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,8 @@ class _Ranks:
 
 @contextlib.contextmanager
 def _process_group(device: str) -> Iterator[_Ranks]:
-    """Join the DDP process group: an existing one, or one described by torchrun's env vars.
+    """Join the DDP process group: an existing one, or one described by torchrun's env vars (``fit``, and
+    ``python -m shc.pipeline`` under torchrun around its whole grid; the timeout is ``DDP_TIMEOUT``).
 
     A group created here is destroyed on exit: on a normal exit once every rank has got there
     (:func:`_leave_process_group`), on an exception at once.
