@@ -6,9 +6,11 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -33,13 +35,34 @@ needs_gloo = pytest.mark.skipif(
 )
 
 
-def torchrun(out_dir: Path, *worker_args: str) -> subprocess.CompletedProcess:
+# A rare abort inside torch of one gloo rank, with no Python error (shc.train.distributed._leave_process_group):
+# about once in 700 launches here, once in CI.
+TORCH_ABORT = "terminate called without an active exception"
+
+
+def launch(command: list[str], env: dict[str, str], timeout: int, retry_abort: bool = True) -> subprocess.CompletedProcess:
+    """Run a torchrun ``command``. A launch that fails only because a rank aborted with ``TORCH_ABORT``
+    (SIGABRT, no Python frame of ours in the output) is launched once more, with a warning: the run resumes
+    from its last checkpoint, so what the tests compare is unchanged. ``retry_abort=False`` for a launch
+    that is meant to fail."""
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    output = result.stdout + result.stderr
+    frames = re.findall(r'File "([^"]+)", line', output)
+    ours = any(frame.startswith((str(REPO / "shc"), str(REPO / "tests"))) for frame in frames)
+    if retry_abort and result.returncode != 0 and TORCH_ABORT in output and "(SIGABRT)" in output and not ours:
+        warnings.warn(f"{' '.join(command[-3:])}: a rank aborted inside torch ({TORCH_ABORT!r}); launched once more. "
+                      f"The aborted launch ended with:\n{output[-2000:]}", stacklevel=2)
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    return result
+
+
+def torchrun(out_dir: Path, *worker_args: str, retry_abort: bool = True) -> subprocess.CompletedProcess:
     """Two CPU ranks of tests/ddp_worker.py on 127.0.0.1 (torchrun --standalone picks a free port)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
            "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(WORKER),
                str(out_dir), *worker_args]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=180, cwd=REPO)
+    return launch(command, env, timeout=180, retry_abort=retry_abort)
 
 
 def check_ok(result: subprocess.CompletedProcess) -> None:
@@ -48,6 +71,23 @@ def check_ok(result: subprocess.CompletedProcess) -> None:
 
 def load_ranks(out_dir: Path) -> list[dict]:
     return [torch.load(out_dir / f"rank{rank}.pt", weights_only=True) for rank in (0, 1)]
+
+
+@pytest.mark.parametrize("case", ["abort", "abort in our code", "meant to fail"])
+def test_launch_retries_only_a_bare_torch_abort(tmp_path, case):
+    counter = tmp_path / "launches"
+    frame = f'File "{REPO / "tests" / "ddp_worker.py"}", line 1' if case == "abort in our code" else ""
+    script = (f"import pathlib, sys; c = pathlib.Path({str(counter)!r}); n = int(c.read_text()) + 1 if c.exists() else 1; "
+              f"c.write_text(str(n)); sys.stderr.write({TORCH_ABORT!r} + ' (SIGABRT) ' + {frame!r}) if n == 1 else None; "
+              "sys.exit(1 if n == 1 else 0)")
+    command = [sys.executable, "-c", script]
+    if case == "abort":
+        with pytest.warns(UserWarning, match="aborted inside torch"):
+            result = launch(command, dict(os.environ), timeout=60)
+    else:
+        result = launch(command, dict(os.environ), timeout=60, retry_abort=case != "meant to fail")
+    assert int(counter.read_text()) == (2 if case == "abort" else 1)
+    assert result.returncode == (0 if case == "abort" else 1)
 
 
 @needs_gloo
@@ -78,7 +118,7 @@ def test_two_ranks_match_each_other_and_a_single_process_run(tmp_path):
 def test_interrupted_ddp_run_resumes_exactly(tmp_path):
     # Dropout draws from each rank's own random stream, so this needs the per-rank states in last.pt.
     check_ok(torchrun(tmp_path / "uninterrupted", "--dropout=0.3"))
-    failed = torchrun(tmp_path / "interrupted", "--dropout=0.3", "--fail-at-step=7")  # 5 steps/epoch: epoch 2
+    failed = torchrun(tmp_path / "interrupted", "--dropout=0.3", "--fail-at-step=7", retry_abort=False)  # epoch 2
     assert failed.returncode != 0 and "simulated interruption" in failed.stdout + failed.stderr
     assert torch.load(tmp_path / "interrupted" / "run" / "last.pt", weights_only=True)["epoch"] == 1
     check_ok(torchrun(tmp_path / "interrupted", "--dropout=0.3", "--first-epoch=2"))
@@ -115,8 +155,8 @@ def test_process_group_protocol_timeout_barrier_then_destroy(monkeypatch, fails)
 
 @needs_gloo
 def test_no_rank_leaves_the_process_group_before_every_rank_has_finished(tmp_path):
-    """Ranks that tear their connections down at different moments are the likeliest cause of a crash seen
-    once in CI (gloo aborted rank 1 at the end of a good run), so the normal exit waits for every rank."""
+    """The normal exit of the group waits for every rank: rank 0 must not destroy it before rank 1, a second
+    late, has finished."""
     check_ok(torchrun(tmp_path, "--leave-probe=ok"))
     first, last = (json.loads((tmp_path / f"leave{rank}.json").read_text()) for rank in (0, 1))
     assert last["arrived"] - first["arrived"] > 0.9  # the probe makes rank 1 late by a second
@@ -159,7 +199,7 @@ def test_torchrun_launches_the_pipeline_itself_and_rank_0_alone_writes(tmp_path)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
                "shc.pipeline", "--preset", "tiny", "--methods", "shc", "--device", "cpu", "--run-dir", str(run_dir),
                "--quiet"]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
+    result = launch(command, env, timeout=600)
     check_ok(result)
     assert result.stdout.count("\nmAP@ALL (mean ± std over seeds)") == 1, "only rank 0 prints the tables"
     config = preset("tiny", methods=["shc"], run_dir=str(run_dir), device="cpu")[0]

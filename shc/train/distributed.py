@@ -70,13 +70,14 @@ def _process_group(device: str) -> Iterator[_Ranks]:
 
 
 def _leave_process_group() -> None:
-    """Destroy the process group once every rank has got here.
+    """Destroy the process group once every rank has got here, so that no rank tears its connections down
+    while another may still be sending or receiving. Only the normal exit waits; a rank that raised must
+    not, as the others may never get here.
 
-    Without the barrier a rank that finishes first tears its connections down while another may still
-    be sending or receiving. Once in a CI run (not seen again in 164 local runs), rank 1 of a two-rank
-    gloo job aborted at the end of an otherwise good run (``terminate called without an active
-    exception``); ranks leaving at different moments are the likeliest cause, and the barrier removes
-    it. Only the normal exit waits; a rank that raised must not, as the others may never get here.
+    Known, not understood: rarely, one rank of a two-rank gloo job on CPU aborts inside torch
+    (``terminate called without an active exception``) while the other is still alive. It was seen once in
+    CI before this barrier existed and once in about 700 local torchrun launches after, so the barrier
+    does not prevent it (docs/architecture.md).
     """
     try:
         dist.barrier()  # if another rank raised meanwhile, its leaving breaks this barrier at once (tested)
