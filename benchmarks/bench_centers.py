@@ -28,12 +28,15 @@ descent above), ``udb`` the unit-diagonal lower bound (``shc.centers.unit_diagon
 (``shc.centers.distance_cap_bound``: the lattice of G's entries below the cap 1 - 2d/q, and G's energy),
 tighter where q is large beside C, and ``psd`` the PSD-cap lower bound (``shc.centers.psd_cap_bound``: the
 cap bound's lattice, and G and G o G - J/q positive semidefinite; never below ``cap``, 300 ascent steps, about a
-minute at C = 1000), tighter where C >> q. Any of the bounds holds; the largest is the one to read.
+minute at C = 1000), tighter where C >> q, and ``rank`` the rank-cap lower bound (``shc.centers.rank_cap_bound``:
+the unit-diagonal bound's rank and trace and the PSD-cap bound's lattice and G o G - J/q at once, by a Lagrangian
+decomposition; 400 ascent steps, about two minutes at C = 1000). Any of the bounds holds; the largest is the one
+to read.
 
 Run: ``python benchmarks/bench_centers.py [--large]`` (or ``python benchmarks/run.py --only centers``,
 which prints the summary only). Without ``--large`` the whole run took 9 minutes on the idle 2-core machine
-(2026-11-24 21:49-21:58), much of the stage-1-like part in the PSD-cap bound (300 steps of about 0.2 s at
-C = 1000).
+(2026-11-24 21:49-21:58) before the rank-cap column, much of the stage-1-like part in the PSD-cap bound (300
+steps of about 0.2 s at C = 1000); the rank-cap bound adds about as much again.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from shc.centers import (
     local_search_centers,
     packed_min_distance,
     psd_cap_bound,
+    rank_cap_bound,
     relaxation_bound,
     steepest_descent,
     unit_diagonal_bound,
@@ -136,7 +140,8 @@ def stage1_case(name: str, S: np.ndarray, q: int) -> dict:
             "bound/MDS": round(relaxation_bound(S, q) / mds_loss, 3),
             "udb/MDS": round(unit_diagonal_bound(S, q) / mds_loss, 3),
             "cap/MDS": round(distance_cap_bound(S, q) / mds_loss, 3),
-            "psd/MDS": round(psd_cap_bound(S, q) / mds_loss, 3), "shc-ls d_min": quality["d_min"],
+            "psd/MDS": round(psd_cap_bound(S, q) / mds_loss, 3),
+            "rank/MDS": round(rank_cap_bound(S, q) / mds_loss, 3), "shc-ls d_min": quality["d_min"],
             "shc-ls s": round(seconds, 2), "shc-ls cpu s": round(cpu, 2)}
 
 

@@ -368,6 +368,96 @@ def test_psd_cap_bound_on_stage1_like_s_and_its_errors(bench, monkeypatch):
         cs.psd_cap_bound(S, 32)
 
 
+# ---------------------------------------------------------------------------------- rank-cap bound
+def test_rank_cap_bound_starts_at_the_mix_of_its_two_halves(bench):
+    # iterations = 0 evaluates the start B = 0, L = (1 - a) lam J: its first half is a times the
+    # Hoffman-Wielandt minimum (the unit-diagonal bound), its second (1 - a) times the distance-cap dual at
+    # lam, to rounding, for any weight a; checks both halves' algebra against the bounds computed apart
+    S = bench.stage1_like_similarity(60, seed=7)
+    for weight in (0.3, 0.95):
+        expected = weight * cs.unit_diagonal_bound(S, 16) + (1 - weight) * cs.distance_cap_bound(S, 16)
+        assert cs.rank_cap_bound(S, 16, iterations=0, weight=weight) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rank_cap_dual_is_exact_and_below_every_code_at_any_multipliers(seed):
+    # C = 4, q = 2, d = 1, random S and random multipliers: B symmetric with a large diagonal, L positive
+    # semidefinite, any weight a. The dual value is reached by its two minimisers, each in its set and no worse
+    # than its set's other members tried (G1 against the code Gram matrices and random rank-2 trace-4 PSD
+    # matrices, G2 entry by entry against the whole lattice), and it is at most ||S - G||^2 for every code
+    rng = np.random.default_rng(seed)
+    C, q, d = 4, 2, 1
+    X = rng.uniform(-1, 1, (C, C))
+    S = (X + X.T) / 2
+    np.fill_diagonal(S, 1.0)
+    Y = rng.normal(0, 2, (C, C))
+    B = (Y + Y.T) / 2
+    Z = rng.normal(0, 1, (C, C))
+    L = Z @ Z.T
+    a = float(rng.uniform(0.1, 0.9))
+    value, G1, G2 = quality._rank_cap_dual(S, q, d, a, B, L)
+
+    def first(G):
+        return a * np.sum((S - G) ** 2) + np.sum(B * G)
+
+    def second(G):
+        return (1 - a) * np.sum((S - G) ** 2) - np.sum(B * G) - np.sum(L * (G * G - 1 / q))
+
+    assert value == pytest.approx(first(G1) + second(G2), abs=1e-9)
+    assert np.linalg.eigvalsh(G1)[0] >= -1e-9 and np.linalg.matrix_rank(G1, tol=1e-9) <= q
+    assert np.trace(G1) == pytest.approx(C)
+    lattice = 1 - 2 * np.arange(d, q + 1) / q
+    off = ~np.eye(C, dtype=bool)
+    assert np.allclose(np.diag(G2), 1) and np.isin(np.round(G2[off], 12), np.round(lattice, 12)).all()
+    codes = [np.array(bits).reshape(C, q) for bits in itertools.product((-1, 1), repeat=C * q)]
+    codes = [H for H in codes if brute_d_min(H) >= d]
+    for H in codes:
+        G = H @ H.T / q
+        assert first(G1) <= first(G) + 1e-9
+        assert value <= brute_objective(H, S) + 1e-9
+    for _ in range(200):
+        V = rng.normal(size=(C, q))
+        V *= np.sqrt(C) / np.linalg.norm(V)
+        assert first(G1) <= first(V @ V.T) + 1e-9
+    for i, j in zip(*np.nonzero(off)):
+        per_entry = [(1 - a) * (S[i, j] - g) ** 2 - B[i, j] * g - L[i, j] * (g * g - 1 / q) for g in lattice]
+        chosen = (1 - a) * (S[i, j] - G2[i, j]) ** 2 - B[i, j] * G2[i, j] - L[i, j] * (G2[i, j] ** 2 - 1 / q)
+        assert chosen <= min(per_entry) + 1e-9
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rank_cap_bound_is_below_the_exhaustive_optimum_and_above_the_other_bounds(seed):
+    # random symmetric S in [-1, 1], C = 5, q = 3 (rank 3 < 5), d = 1 (all 2^15 codes): the rank and the
+    # lattice both bind, and the bound rises above the best of the four others, yet stays below the best codes
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (5, 5))
+    S = (X + X.T) / 2
+    np.fill_diagonal(S, 1.0)
+    best = min(brute_objective(H, S) for H in (np.array(bits).reshape(5, 3)
+                                                for bits in itertools.product((-1, 1), repeat=15))
+               if brute_d_min(H) >= 1) / 25
+    others = max(cs.relaxation_bound(S, 3), cs.unit_diagonal_bound(S, 3), cs.distance_cap_bound(S, 3, min_distance=1),
+                 cs.psd_cap_bound(S, 3, min_distance=1))
+    bound = cs.rank_cap_bound(S, 3, min_distance=1)
+    assert others + 2e-3 <= bound <= best + 1e-12
+
+
+def test_rank_cap_bound_on_stage1_like_s_and_its_errors(bench, monkeypatch):
+    # the stage-1-like benchmark's S at C = 100, q = 32 (d = 10): C > q and classes above the cap, so both
+    # halves bind: far above the PSD-cap and unit-diagonal bounds (docs/centers.md: 0.18 of MDS against 0.10),
+    # below shc-ls
+    S = bench.stage1_like_similarity(100, seed=132)
+    bound = cs.rank_cap_bound(S, 32, iterations=200)
+    assert bound >= 1.5 * max(cs.psd_cap_bound(S, 32), cs.unit_diagonal_bound(S, 32))
+    assert bound <= center_quality(cs.local_search_centers(S, 32, seed=0).centers, S)["s_loss"]
+    for bad in ({"weight": 0.0}, {"weight": 1.0}, {"iterations": -1}):
+        with pytest.raises(ValueError, match="iterations >= 0 and 0 < weight < 1"):
+            cs.rank_cap_bound(S, 32, **bad)
+    monkeypatch.setattr(quality, "PSD_BOUND_MAX_CLASSES", 50)
+    with pytest.raises(ValueError, match="use distance_cap_bound for larger C"):
+        cs.rank_cap_bound(S, 32)
+
+
 # ---------------------------------------------------------------------------------- stage-1-like S
 @pytest.fixture(scope="module")
 def bench():

@@ -24,7 +24,7 @@ Modules, each importing only those listed before it:
 ``_kernels``   the compiled (numba) kernels: packed bits, the local search's moves, the greedy code
 ``quality``    :func:`center_quality` (Table 3), :func:`geometry_lesson`, :func:`packed_min_distance`, lower bounds
                on S_loss (:func:`relaxation_bound`, :func:`unit_diagonal_bound`,
-               :func:`distance_cap_bound`, :func:`psd_cap_bound`)
+               :func:`distance_cap_bound`, :func:`psd_cap_bound`, :func:`rank_cap_bound`)
 ``baselines``  ``"random"``, ``"csq"``
 ``mds``        ``"mds"`` (and :func:`greedy_code` above :data:`DENSE_MDS_LIMIT` classes)
 ``semantic``   ``"shc"`` (Algorithm 1) and ``"semantic"``; :class:`CenterOptimisation`
@@ -43,6 +43,7 @@ from shc.centers.quality import (
     geometry_lesson,
     packed_min_distance,
     psd_cap_bound,
+    rank_cap_bound,
     relaxation_bound,
     unit_diagonal_bound,
 )
@@ -92,6 +93,7 @@ __all__ = [
     "packed_min_distance",
     "psd_cap_bound",
     "random_centers",
+    "rank_cap_bound",
     "relaxation_bound",
     "run_center_method",
     "semantic_only_centers",

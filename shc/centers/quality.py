@@ -14,7 +14,7 @@ from shc.similarity import validate_similarity
 
 __all__ = [
     "center_quality", "distance_cap_bound", "geometry_lesson", "packed_min_distance", "psd_cap_bound",
-    "relaxation_bound", "unit_diagonal_bound",
+    "rank_cap_bound", "relaxation_bound", "unit_diagonal_bound",
 ]
 
 
@@ -134,13 +134,29 @@ def unit_diagonal_bound(similarity: Any, num_bits: int) -> float:
     if k < 1:
         raise ValueError(f"num_bits must be >= 1, got {num_bits}.")
     values = np.linalg.eigvalsh(S)[::-1]
-    top = values[:k]
+    mu = _simplex_projection(values[:k], C)
+    return float((np.sum((values[:k] - mu) ** 2) + np.sum(values[k:] ** 2)) / C**2)
+
+
+def _simplex_projection(top: np.ndarray, total: float) -> np.ndarray:
+    """The Euclidean projection of ``top`` (sorted, largest first) onto ``{mu >= 0, sum mu = total}``:
+    ``mu_i = max(top_i + theta, 0)`` with theta fixed by the sum. The projection keeps the order."""
     # theta: the sum of max(top + theta, 0) rises with theta; the k candidate supports are the top j values
-    sums = np.cumsum(top)
-    thetas = (C - sums) / np.arange(1, k + 1)
+    thetas = (total - np.cumsum(top)) / np.arange(1, top.size + 1)
     support = int(np.flatnonzero(top + thetas > 0)[-1]) + 1
-    mu = np.maximum(top + thetas[support - 1], 0.0)
-    return float((np.sum((top - mu) ** 2) + np.sum(values[k:] ** 2)) / C**2)
+    return np.maximum(top + thetas[support - 1], 0.0)
+
+
+def _nearest_unit_trace_gram(target: np.ndarray, rank: int) -> tuple[float, np.ndarray]:
+    """``min ||G - target||_F^2`` over positive semidefinite G of rank <= ``rank`` and trace C, and the G
+    that reaches it (Hoffman-Wielandt, as in :func:`unit_diagonal_bound`: G keeps the eigenvectors of the
+    ``rank`` largest eigenvalues of ``target`` and takes their projection onto the simplex)."""
+    C = target.shape[0]
+    values, vectors = np.linalg.eigh((target + target.T) / 2)
+    values, vectors = values[::-1], vectors[:, ::-1]
+    mu = _simplex_projection(values[:rank], C)
+    value = float(np.sum((values[:rank] - mu) ** 2) + np.sum(values[rank:] ** 2))
+    return value, (vectors[:, :rank] * mu) @ vectors[:, :rank].T
 
 
 def _lattice_min(s: np.ndarray, linear: Any, quadratic: Any, values: tuple[float, float],
@@ -234,6 +250,7 @@ def _cap_bound(S: np.ndarray, q: int, d: int, iterations: int) -> tuple[float, f
 
 
 PSD_BOUND_MAX_CLASSES = 3000  # two eigendecompositions of a (C, C) matrix per step: about 0.2 s a step at C = 1000
+WEIGHT_RANGE = (0.02, 0.98)  # rank_cap_bound: where its weight a may go (a -> 1 divides the lattice part by 0)
 
 
 def _psd_part(matrix: np.ndarray) -> np.ndarray:
@@ -306,4 +323,93 @@ def psd_cap_bound(similarity: Any, num_bits: int, min_distance: int | None = Non
         A, L = _psd_part(A + size * grad_A), _psd_part(L + size * grad_L)
     if best_pair is not None:  # <A, G> >= -eps C and <L, G o G - J / q> >= -eps C where eps = -min eig
         best -= C * sum(max(0.0, -float(np.linalg.eigvalsh(M)[0])) for M in best_pair)
+    return float(best / C**2)
+
+
+def _rank_cap_dual(S: np.ndarray, q: int, d: int, a: float, B: np.ndarray,
+                   L: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """:func:`rank_cap_bound`'s dual function at weight ``a`` and multipliers (B, L), not divided by C^2, and
+    its two minimisers: G1 (positive semidefinite, rank <= q, trace C) and G2 (unit diagonal, off-diagonal
+    entries on the lattice ``{1 - 2k / q : k = d, ..., q}``)."""
+    C, b = S.shape[0], 1.0 - a
+    upper = np.triu_indices(C, 1)
+    T = S - B / (2.0 * a)
+    nearest, G1 = _nearest_unit_trace_gram(T, min(q, C))
+    f, g = _lattice_min(S[upper], B[upper] / b, L[upper] / b, (1.0 - 2.0 * d / q, -1.0), 2.0 / q)
+    value = (a * (nearest - float(np.sum(T**2)) + float(np.sum(S**2)))
+             + b * float(np.sum((np.diag(S) - 1.0) ** 2)) - np.trace(B) - (1.0 - 1.0 / q) * np.trace(L)
+             + 2.0 * float(np.sum(b * f + L[upper] / q)))
+    G2 = np.eye(C)
+    G2[upper] = g
+    G2.T[upper] = g
+    return float(value), G1, G2
+
+
+def rank_cap_bound(similarity: Any, num_bits: int, min_distance: int | None = None, iterations: int = 400,
+                   weight: float = 0.95) -> float:
+    """A lower bound on the per-entry S_loss of any centers *that keep the minimum distance* d (default the
+    GV distance, Eq. 43) that knows at once what :func:`unit_diagonal_bound` knows (G = H H^T / q is
+    positive semidefinite of rank <= q and trace C) and what :func:`psd_cap_bound` knows (every off-diagonal
+    entry on the lattice ``{1 - 2k / q : k = d, ..., q}``, and ``G o G - J / q`` positive semidefinite).
+    The other bounds each see one side; where both bind (C well above q, similar classes above the distance
+    cap) this one is above both.
+
+    It is a Lagrangian decomposition. Split the loss with ``weight`` a in (0, 1) and give each part its own
+    copy of G, coupled by a symmetric multiplier B; keep the multiplier L >= 0 of ``G o G - J / q >= 0``. For
+    every symmetric B and positive semidefinite L,
+
+        ||S - G||_F^2 >= min_{G1 in R} [a ||S - G1||^2 + <B, G1>]
+                         + min_{G2 in Lambda} [(1 - a) ||S - G2||^2 - <B, G2> - <L, G2 o G2 - J / q>],
+
+    R the positive semidefinite (C, C) matrices of rank <= q and trace C, Lambda the matrices with unit diagonal
+    and off-diagonal entries on the lattice; G = H H^T / q lies in both. Both minima are exact:
+    the first is ``a (||G1 - T||^2 - ||T||^2 + ||S||^2)`` with ``T = S - B / (2 a)``, least at the
+    Hoffman-Wielandt point (the q largest eigenvalues of T projected onto the simplex of sum C); the second
+    goes entry by entry over the lattice (four candidates each, as in :func:`distance_cap_bound`). The sum is
+    concave in (a, B, L) (a minimum of functions affine in them); it is raised by projected supergradient ascent
+    (supergradients ``G1* - G2*``, ``J / q - G2* o G2*`` and ``||S - G1*||^2 - ||S - G2*||^2``, the last in
+    units of C and a kept in ``WEIGHT_RANGE``), with Polyak steps ``theta (target - value) / ||supergradient||^2`` towards the
+    expected S_loss of random centers (a step size only, not an assumption of the bound), theta halved after
+    20 steps without a new best. It starts from ``a = weight``, ``B = 0``, ``L = (1 - a) lam J``, lam the distance-cap bound's
+    multiplier, where it equals ``a * unit_diagonal_bound + (1 - a) * distance_cap_bound`` (the value
+    ``iterations = 0`` returns). The best iterate is returned, less ``C`` times any negative eigenvalue that
+    rounding leaves in its L.
+
+    Measured (docs/centers.md): stage-1-like S, C = 100 at 32 bits: 0.18 of MDS's S_loss, where the other
+    bounds give at most 0.10; C = 1000 at 32 bits: 0.72, against 0.71 for the PSD-cap bound. Cost: one
+    eigendecomposition of (C, C) with vectors and one projection of L per step (about 0.25 s a step at
+    C = 1000 on 2 cores); refused above ``PSD_BOUND_MAX_CLASSES`` classes. Returned divided by C^2."""
+    S, q, d = _lattice_inputs(similarity, num_bits, min_distance)
+    C = S.shape[0]
+    if C > PSD_BOUND_MAX_CLASSES:
+        raise ValueError(f"rank_cap_bound works on dense (C, C) matrices and is limited to "
+                         f"{PSD_BOUND_MAX_CLASSES} classes, got {C}; use distance_cap_bound for larger C.")
+    if int(iterations) < 0 or not 0.0 < weight < 1.0:
+        raise ValueError(f"need iterations >= 0 and 0 < weight < 1, got {iterations} and {weight}.")
+    a = float(weight)
+    off = S[np.triu_indices(C, 1)]
+    diagonal = float(np.sum((np.diag(S) - 1.0) ** 2))
+    target = 2.0 * float(np.sum(off**2)) + C * (C - 1) / q + diagonal  # E ||S - H H^T / q||^2, H uniform random
+    B, L = np.zeros((C, C)), np.full((C, C), (1.0 - a) * _cap_bound(S, q, d, 60)[1])
+    best, best_L, theta, stall = -np.inf, L, 1.0, 0
+    for t in range(int(iterations) + 1):
+        value, G1, G2 = _rank_cap_dual(S, q, d, a, B, L)
+        if value > best:
+            best, best_L, stall = value, L, 0
+        else:
+            stall += 1
+            if stall >= 20:
+                theta, stall = theta / 2.0, 0
+        if t == int(iterations):
+            break
+        grad_B, grad_L = G1 - G2, 1.0 / q - G2 * G2
+        # the weight's supergradient, ||S - G1*||^2 - ||S - G2*||^2, in units of a C (the scale of B's)
+        grad_a = (float(np.sum((S - G1) ** 2)) - float(np.sum((S - G2) ** 2))) / C
+        norm = float(np.sum(grad_B**2) + np.sum(grad_L**2)) + grad_a**2
+        if norm == 0:
+            break
+        size = theta * max(target - value, 1e-3 * abs(target)) / norm
+        B, L = B + size * grad_B, _psd_part(L + size * grad_L)
+        a = float(np.clip(a + size * grad_a / C, WEIGHT_RANGE[0], WEIGHT_RANGE[1]))
+    best -= C * max(0.0, -float(np.linalg.eigvalsh(best_L)[0]))
     return float(best / C**2)
