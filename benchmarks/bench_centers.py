@@ -34,9 +34,9 @@ decomposition; 400 ascent steps, about two minutes at C = 1000). Any of the boun
 to read.
 
 Run: ``python benchmarks/bench_centers.py [--large]`` (or ``python benchmarks/run.py --only centers``,
-which prints the summary only). Without ``--large`` the whole run took 9 minutes on the idle 2-core machine
-(2026-11-24 21:49-21:58) before the rank-cap column, much of the stage-1-like part in the PSD-cap bound (300
-steps of about 0.2 s at C = 1000); the rank-cap bound adds about as much again.
+which prints the summary only). Without ``--large`` the whole run took 18 minutes on the idle 2-core machine
+(2026-11-25 02:04-02:22), most of it in the stage-1-like part's PSD-cap and rank-cap bounds (300 and 400 ascent
+steps, each step about 0.2 s at C = 1000).
 """
 
 from __future__ import annotations

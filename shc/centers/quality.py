@@ -376,7 +376,7 @@ def rank_cap_bound(similarity: Any, num_bits: int, min_distance: int | None = No
     rounding leaves in its L.
 
     Measured (docs/centers.md): stage-1-like S, C = 100 at 32 bits: 0.18 of MDS's S_loss, where the other
-    bounds give at most 0.10; C = 1000 at 32 bits: 0.72, against 0.71 for the PSD-cap bound. Cost: one
+    bounds give at most 0.10; C = 1000 at 32 bits: 0.719, against 0.710 for the PSD-cap bound. Cost: one
     eigendecomposition of (C, C) with vectors and one projection of L per step (about 0.25 s a step at
     C = 1000 on 2 cores); refused above ``PSD_BOUND_MAX_CLASSES`` classes. Returned divided by C^2."""
     S, q, d = _lattice_inputs(similarity, num_bits, min_distance)
