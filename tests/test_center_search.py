@@ -338,10 +338,9 @@ def test_psd_cap_bound_hand_computed():
     assert cs.psd_cap_bound(np.ones((4, 4)), 2, min_distance=1) == pytest.approx(24 / 16, abs=1e-12)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_psd_cap_bound_is_between_the_cap_bound_and_the_exhaustive_optimum(seed):
-    # random symmetric S in [-1, 1], C = 5, q = 3, d = 1 (all 2^15 codes): here G >= 0 binds and the bound
-    # rises above the distance-cap bound, yet stays below the best codes
+def five_classes_three_bits(seed: int) -> tuple[np.ndarray, float]:
+    """A random symmetric S in [-1, 1] with unit diagonal (C = 5) and the exhaustive optimum of the per-entry
+    S_loss over all 2^15 codes of 3 bits at distance >= 1."""
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, (5, 5))
     S = (X + X.T) / 2
@@ -349,6 +348,14 @@ def test_psd_cap_bound_is_between_the_cap_bound_and_the_exhaustive_optimum(seed)
     best = min(brute_objective(H, S) for H in (np.array(bits).reshape(5, 3)
                                                 for bits in itertools.product((-1, 1), repeat=15))
                if brute_d_min(H) >= 1) / 25
+    return S, best
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_psd_cap_bound_is_between_the_cap_bound_and_the_exhaustive_optimum(seed):
+    # random symmetric S in [-1, 1], C = 5, q = 3, d = 1 (all 2^15 codes): here G >= 0 binds and the bound
+    # rises above the distance-cap bound, yet stays below the best codes
+    S, best = five_classes_three_bits(seed)
     cap = cs.distance_cap_bound(S, 3, min_distance=1)
     bound = cs.psd_cap_bound(S, 3, min_distance=1)
     assert cap + 2e-3 <= bound <= best + 1e-12
@@ -429,13 +436,7 @@ def test_rank_cap_dual_is_exact_and_below_every_code_at_any_multipliers(seed):
 def test_rank_cap_bound_is_below_the_exhaustive_optimum_and_above_the_other_bounds(seed):
     # random symmetric S in [-1, 1], C = 5, q = 3 (rank 3 < 5), d = 1 (all 2^15 codes): the rank and the
     # lattice both bind, and the bound rises above the best of the four others, yet stays below the best codes
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, (5, 5))
-    S = (X + X.T) / 2
-    np.fill_diagonal(S, 1.0)
-    best = min(brute_objective(H, S) for H in (np.array(bits).reshape(5, 3)
-                                                for bits in itertools.product((-1, 1), repeat=15))
-               if brute_d_min(H) >= 1) / 25
+    S, best = five_classes_three_bits(seed)
     others = max(cs.relaxation_bound(S, 3), cs.unit_diagonal_bound(S, 3), cs.distance_cap_bound(S, 3, min_distance=1),
                  cs.psd_cap_bound(S, 3, min_distance=1))
     bound = cs.rank_cap_bound(S, 3, min_distance=1)
@@ -619,3 +620,23 @@ def test_tabu_search_in_the_benchmark_counts_the_shortfall_exactly_and_keeps_d(m
         assert loss == pytest.approx(brute_objective(best, S)) and loss <= brute_objective(start, S) + 1e-9
         assert 0 < len(losses) <= 300  # it stops early when every allowed move is tabu
         assert (shortfalls > 0).any() == (penalty > 0)  # only the penalised search passes below d
+
+
+def test_dual_start_benchmark_starts_are_codes_at_the_distance(monkeypatch, bench):
+    # benchmarks/dual_start.py (issue 25): the rank-cap ascent's hints (G1 in R, G2 on the lattice) turned
+    # into codes: +-1, every pair at distance >= d after the repair; the ascent's value is the bound's
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import dual_start
+
+    S = bench.stage1_like_similarity(60, seed=11)
+    q = 16
+    d = gv_min_distance(60, q)
+    value, (G1, G2) = quality._rank_cap_ascent(S, q, d, 30, 0.95)
+    assert value / 60**2 == pytest.approx(cs.rank_cap_bound(S, q, iterations=30))
+    assert np.trace(G1) == pytest.approx(60) and np.linalg.matrix_rank(G1, tol=1e-8) <= q
+    assert np.allclose(np.diag(G2), 1) and G2[~np.eye(60, dtype=bool)].max() <= 1 - 2 * d / q + 1e-12
+    for G in (G1, G2):
+        H = dual_start.embedding_start(G, q, d, seed=0)
+        assert H is not None and set(np.unique(H)) <= {-1, 1} and brute_d_min(H.astype(int)) >= d

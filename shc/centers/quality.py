@@ -345,6 +345,40 @@ def _rank_cap_dual(S: np.ndarray, q: int, d: int, a: float, B: np.ndarray,
     return float(value), G1, G2
 
 
+def _rank_cap_ascent(S: np.ndarray, q: int, d: int, iterations: int,
+                     weight: float) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
+    """:func:`rank_cap_bound`'s ascent: the best dual value (not divided by C^2, less C times any negative
+    eigenvalue rounding left in its L) and that iterate's two minimisers (G1, G2) of :func:`_rank_cap_dual`,
+    the primal hints ``benchmarks/dual_start.py`` starts shc-ls from."""
+    C = S.shape[0]
+    a = float(weight)
+    off = S[np.triu_indices(C, 1)]
+    diagonal = float(np.sum((np.diag(S) - 1.0) ** 2))
+    target = 2.0 * float(np.sum(off**2)) + C * (C - 1) / q + diagonal  # E ||S - H H^T / q||^2, H uniform random
+    B, L = np.zeros((C, C)), np.full((C, C), (1.0 - a) * _cap_bound(S, q, d, 60)[1])
+    best, best_L, hints, theta, stall = -np.inf, L, None, 1.0, 0
+    for t in range(int(iterations) + 1):
+        value, G1, G2 = _rank_cap_dual(S, q, d, a, B, L)
+        if value > best:
+            best, best_L, hints, stall = value, L, (G1, G2), 0
+        else:
+            stall += 1
+            if stall >= 20:
+                theta, stall = theta / 2.0, 0
+        if t == int(iterations):
+            break
+        grad_B, grad_L = G1 - G2, 1.0 / q - G2 * G2
+        # the weight's supergradient, ||S - G1*||^2 - ||S - G2*||^2, in units of a C (the scale of B's)
+        grad_a = (float(np.sum((S - G1) ** 2)) - float(np.sum((S - G2) ** 2))) / C
+        norm = float(np.sum(grad_B**2) + np.sum(grad_L**2)) + grad_a**2
+        if norm == 0:
+            break
+        size = theta * max(target - value, 1e-3 * abs(target)) / norm
+        B, L = B + size * grad_B, _psd_part(L + size * grad_L)
+        a = float(np.clip(a + size * grad_a / C, WEIGHT_RANGE[0], WEIGHT_RANGE[1]))
+    return best - C * max(0.0, -float(np.linalg.eigvalsh(best_L)[0])), hints
+
+
 def rank_cap_bound(similarity: Any, num_bits: int, min_distance: int | None = None, iterations: int = 400,
                    weight: float = 0.95) -> float:
     """A lower bound on the per-entry S_loss of any centers *that keep the minimum distance* d (default the
@@ -366,12 +400,13 @@ def rank_cap_bound(similarity: Any, num_bits: int, min_distance: int | None = No
     the first is ``a (||G1 - T||^2 - ||T||^2 + ||S||^2)`` with ``T = S - B / (2 a)``, least at the
     Hoffman-Wielandt point (the q largest eigenvalues of T projected onto the simplex of sum C); the second
     goes entry by entry over the lattice (four candidates each, as in :func:`distance_cap_bound`). The sum is
-    concave in (a, B, L) (a minimum of functions affine in them); it is raised by projected supergradient ascent
-    (supergradients ``G1* - G2*``, ``J / q - G2* o G2*`` and ``||S - G1*||^2 - ||S - G2*||^2``, the last in
-    units of C and a kept in ``WEIGHT_RANGE``), with Polyak steps ``theta (target - value) / ||supergradient||^2`` towards the
-    expected S_loss of random centers (a step size only, not an assumption of the bound), theta halved after
-    20 steps without a new best. It starts from ``a = weight``, ``B = 0``, ``L = (1 - a) lam J``, lam the distance-cap bound's
-    multiplier, where it equals ``a * unit_diagonal_bound + (1 - a) * distance_cap_bound`` (the value
+    concave in (a, B, L) (a minimum of functions affine in them); it is raised by projected supergradient
+    ascent (supergradients ``G1* - G2*``, ``J / q - G2* o G2*`` and ``||S - G1*||^2 - ||S - G2*||^2``, the
+    last in units of C and a kept in ``WEIGHT_RANGE``), with Polyak steps
+    ``theta (target - value) / ||supergradient||^2`` towards the expected S_loss of random centers (a step
+    size only, not an assumption of the bound), theta halved after 20 steps without a new best. It starts
+    from ``a = weight``, ``B = 0``, ``L = (1 - a) lam J``, lam the distance-cap bound's multiplier, where it
+    equals ``a * unit_diagonal_bound + (1 - a) * distance_cap_bound`` (the value
     ``iterations = 0`` returns). The best iterate is returned, less ``C`` times any negative eigenvalue that
     rounding leaves in its L.
 
@@ -386,30 +421,5 @@ def rank_cap_bound(similarity: Any, num_bits: int, min_distance: int | None = No
                          f"{PSD_BOUND_MAX_CLASSES} classes, got {C}; use distance_cap_bound for larger C.")
     if int(iterations) < 0 or not 0.0 < weight < 1.0:
         raise ValueError(f"need iterations >= 0 and 0 < weight < 1, got {iterations} and {weight}.")
-    a = float(weight)
-    off = S[np.triu_indices(C, 1)]
-    diagonal = float(np.sum((np.diag(S) - 1.0) ** 2))
-    target = 2.0 * float(np.sum(off**2)) + C * (C - 1) / q + diagonal  # E ||S - H H^T / q||^2, H uniform random
-    B, L = np.zeros((C, C)), np.full((C, C), (1.0 - a) * _cap_bound(S, q, d, 60)[1])
-    best, best_L, theta, stall = -np.inf, L, 1.0, 0
-    for t in range(int(iterations) + 1):
-        value, G1, G2 = _rank_cap_dual(S, q, d, a, B, L)
-        if value > best:
-            best, best_L, stall = value, L, 0
-        else:
-            stall += 1
-            if stall >= 20:
-                theta, stall = theta / 2.0, 0
-        if t == int(iterations):
-            break
-        grad_B, grad_L = G1 - G2, 1.0 / q - G2 * G2
-        # the weight's supergradient, ||S - G1*||^2 - ||S - G2*||^2, in units of a C (the scale of B's)
-        grad_a = (float(np.sum((S - G1) ** 2)) - float(np.sum((S - G2) ** 2))) / C
-        norm = float(np.sum(grad_B**2) + np.sum(grad_L**2)) + grad_a**2
-        if norm == 0:
-            break
-        size = theta * max(target - value, 1e-3 * abs(target)) / norm
-        B, L = B + size * grad_B, _psd_part(L + size * grad_L)
-        a = float(np.clip(a + size * grad_a / C, WEIGHT_RANGE[0], WEIGHT_RANGE[1]))
-    best -= C * max(0.0, -float(np.linalg.eigvalsh(best_L)[0]))
+    best, _ = _rank_cap_ascent(S, q, d, int(iterations), float(weight))
     return float(best / C**2)
