@@ -161,9 +161,17 @@ def _spectral_start(S: np.ndarray, q: int, d: int, seed: int) -> np.ndarray | No
     values, vectors = _top_eigenpairs(S, q, seed)
     X = np.zeros((S.shape[0], q))
     X[:, :values.size] = vectors * np.sqrt(np.maximum(values, 0.0))  # C < q: fewer than q eigenpairs exist
+    return _embedding_signs(X, d, seed)
+
+
+def _embedding_signs(X: np.ndarray, d: int, seed: int, itq_steps: int = 10) -> np.ndarray | None:
+    """Signs of the (C, q) embedding X after ``itq_steps`` ITQ steps (the rotation that best matches X to its
+    signs, from a seeded random one), repaired to distance d by the greedy shortfall descent; None if the
+    repair fails. ``benchmarks/dual_start.py`` uses it too."""
+    q = X.shape[1]
     rng = np.random.default_rng(seed)
     rotation = np.linalg.qr(rng.standard_normal((q, q)))[0]
-    for _ in range(10):
+    for _ in range(itq_steps):
         B = np.where(X @ rotation >= 0, 1.0, -1.0)
         u, _, vt = np.linalg.svd(X.T @ B)
         rotation = u @ vt
