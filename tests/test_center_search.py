@@ -459,6 +459,58 @@ def test_rank_cap_bound_on_stage1_like_s_and_its_errors(bench, monkeypatch):
         cs.rank_cap_bound(S, 32)
 
 
+def test_spherical_relaxation_reaches_the_welch_bound_where_the_cap_is_slack():
+    # S = I, C = 5, q = 4, d = 1 (cap 1/2, never reached): the optimum of ||I - U U^T||^2 over unit rows in
+    # R^4 is a tight frame, sum_{i != j} (u_i . u_j)^2 = C^2 / q - C, i.e. the Welch value 1/q - 1/C per entry.
+    # The spectral start of I leaves a row at 0 (5 classes, 4 eigenvectors): it gets a random direction
+    value, U = cs.spherical_relaxation(np.eye(5), 4, min_distance=1)
+    assert value == pytest.approx(1 / 4 - 1 / 5, abs=1e-3)
+    assert np.allclose(np.linalg.norm(U, axis=1), 1)
+
+
+def test_spherical_relaxation_where_the_cap_binds_by_hand():
+    # S = all ones, C = 3, q = 2, d = 1: cap 0, three unit vectors in the plane at pairwise angles >= 90 degrees.
+    # The loss 2 sum over the three arcs of (1 - cos a)^2 is concave in the arcs (a in [90, 180], sum 360), so
+    # the optimum is at (90, 90, 180): 2 (1 + 1 + 4) = 12, per entry 12 / 9 (the even split gives 13.5 / 9);
+    # the margin keeps the point 0.005 inside the cap
+    value, U = cs.spherical_relaxation(np.ones((3, 3)), 2, min_distance=1)
+    G = U @ U.T
+    assert value == pytest.approx(12 / 9, abs=0.02)
+    assert value == pytest.approx(float(np.sum((1 - G) ** 2)) / 9)
+    assert G[~np.eye(3, dtype=bool)].max() <= 0
+
+
+def test_spherical_relaxation_lies_between_the_rank_cap_bound_and_the_codes(bench):
+    # every code at distance d is a point of the relaxation, and the rank-cap bound bounds the relaxation's
+    # optimum from below as well: bound <= relaxation point <= the code it started from; the point is
+    # feasible and its value is its own loss
+    S = bench.stage1_like_similarity(60, seed=11)
+    q, d = 16, gv_min_distance(60, 16)
+    H = cs.local_search_centers(S, q, seed=0).centers
+    code = center_quality(H, S)["s_loss"]
+    for init in (None, H):
+        value, U = cs.spherical_relaxation(S, q, init=init, steps=200)
+        G = U @ U.T
+        assert np.allclose(np.linalg.norm(U, axis=1), 1)
+        assert G[~np.eye(60, dtype=bool)].max() <= 1 - 2 * d / q + 1e-12
+        assert value == pytest.approx(float(np.sum((S - G) ** 2)) / 60**2)
+        assert cs.rank_cap_bound(S, q, iterations=100) <= value
+    assert value <= code
+    assert value <= 0.9 * code  # the relaxation drops the signs: well below the best codes here
+
+
+def test_spherical_relaxation_errors():
+    S = np.eye(4)
+    with pytest.raises(ValueError, match="init must be a finite"):
+        cs.spherical_relaxation(S, 3, min_distance=1, init=np.ones((4, 2)))
+    with pytest.raises(ValueError, match="every row of the start must be nonzero"):
+        cs.spherical_relaxation(S, 3, min_distance=1, init=np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="need steps >= 1"):
+        cs.spherical_relaxation(S, 3, min_distance=1, steps=0)
+    with pytest.raises(ValueError, match="Lower min_distance"):
+        cs.spherical_relaxation(S, 3, min_distance=4)
+
+
 # ---------------------------------------------------------------------------------- stage-1-like S
 @pytest.fixture(scope="module")
 def bench():
@@ -640,3 +692,18 @@ def test_dual_start_benchmark_starts_are_codes_at_the_distance(monkeypatch, benc
     for G in (G1, G2):
         H = dual_start.embedding_start(G, q, d, seed=0)
         assert H is not None and set(np.unique(H)) <= {-1, 1} and brute_d_min(H.astype(int)) >= d
+
+
+def test_relaxation_gap_benchmark_row_is_ordered(monkeypatch, bench):
+    # benchmarks/relaxation_gap.py (issue 25): one row on a small stage-1-like S: the bound below the
+    # relaxation's point, below shc-ls; shc-ls with the "relax" start keeps d (asserted inside); ratios over MDS
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import relaxation_gap
+
+    row = relaxation_gap.gap_row("small", bench.stage1_like_similarity(60, seed=11), 16, steps=100)
+    assert row["d"] == gv_min_distance(60, 16)
+    assert row["rank/MDS"] <= row["relax/MDS"] < row["shc-ls/MDS"] < 1
+    assert row["shc-ls/relax"] == pytest.approx(row["shc-ls/MDS"] / row["relax/MDS"], rel=2e-3)
+    assert row["relax/MDS"] < row["shc-ls+relax/MDS"] < 1

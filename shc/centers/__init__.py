@@ -24,7 +24,8 @@ Modules, each importing only those listed before it:
 ``_kernels``   the compiled (numba) kernels: packed bits, the local search's moves, the greedy code
 ``quality``    :func:`center_quality` (Table 3), :func:`geometry_lesson`, :func:`packed_min_distance`, lower bounds
                on S_loss (:func:`relaxation_bound`, :func:`unit_diagonal_bound`,
-               :func:`distance_cap_bound`, :func:`psd_cap_bound`, :func:`rank_cap_bound`)
+               :func:`distance_cap_bound`, :func:`psd_cap_bound`, :func:`rank_cap_bound`) and the
+               continuous relaxation's local optimum (:func:`spherical_relaxation`)
 ``baselines``  ``"random"``, ``"csq"``
 ``mds``        ``"mds"`` (and :func:`greedy_code` above :data:`DENSE_MDS_LIMIT` classes)
 ``semantic``   ``"shc"`` (Algorithm 1) and ``"semantic"``; :class:`CenterOptimisation`
@@ -45,6 +46,7 @@ from shc.centers.quality import (
     psd_cap_bound,
     rank_cap_bound,
     relaxation_bound,
+    spherical_relaxation,
     unit_diagonal_bound,
 )
 from shc.centers.registry import (
@@ -94,6 +96,7 @@ __all__ = [
     "psd_cap_bound",
     "random_centers",
     "rank_cap_bound",
+    "spherical_relaxation",
     "relaxation_bound",
     "run_center_method",
     "semantic_only_centers",

@@ -14,7 +14,7 @@ from shc.similarity import validate_similarity
 
 __all__ = [
     "center_quality", "distance_cap_bound", "geometry_lesson", "packed_min_distance", "psd_cap_bound",
-    "rank_cap_bound", "relaxation_bound", "unit_diagonal_bound",
+    "rank_cap_bound", "relaxation_bound", "spherical_relaxation", "unit_diagonal_bound",
 ]
 
 
@@ -423,3 +423,87 @@ def rank_cap_bound(similarity: Any, num_bits: int, min_distance: int | None = No
         raise ValueError(f"need iterations >= 0 and 0 < weight < 1, got {iterations} and {weight}.")
     best, _ = _rank_cap_ascent(S, q, d, int(iterations), float(weight))
     return float(best / C**2)
+
+
+SPHERE_PENALTIES = (10.0, 100.0, 1000.0, 10000.0)  # spherical_relaxation: the cap penalty, one stage each
+
+
+def spherical_relaxation(similarity: Any, num_bits: int, min_distance: int | None = None, init: Any | None = None,
+                         steps: int = 1000, learning_rate: float = 0.01,
+                         margin: float = 0.005) -> tuple[float, np.ndarray]:
+    """The continuous relaxation of stage 2 at distance d, solved locally: how much of the gap between the
+    lower bounds and the best centers is the +-1 structure itself.
+
+    Every set of +-1 centers at pairwise distance >= d gives unit vectors ``u_i = h_i / sqrt(q)`` in R^q with
+    ``u_i . u_j <= 1 - 2d / q`` (Eq. 22) and ``G = U U^T`` (Eq. 14). The relaxation keeps exactly that and
+    drops the signs:
+
+        min ||S - U U^T||_F^2   over U in R^(C x q) with unit rows and u_i . u_j <= 1 - 2d / q (i != j),
+
+    so its optimum lies between :func:`rank_cap_bound` (which bounds it from below too: rank <= q, trace C and
+    the cap are all it uses of G besides the lattice) and the S_loss of any centers. It is not convex; this
+    function finds a local optimum by Adam on the rows' directions (``U = X / |X|`` row by row, exact
+    gradient ``2 E U`` with ``E = -2 (S - G) + 2 beta (G - cap')_+`` off the diagonal), ``steps`` steps for
+    each cap penalty beta in ``SPHERE_PENALTIES`` at the cap lowered by ``margin``. Every ``steps // 10``
+    steps and at the end of each stage it checks the iterate against the true cap and keeps the best one
+    that meets it, so the returned value is the loss of a feasible point: an *upper* estimate of the
+    relaxation's optimum, never a lower bound on S_loss. Starts from ``init`` ((C, q), e.g. centers; then
+    the result is never worse than it) or the rank-q spectral embedding of S (deterministic; a row that the
+    top q eigenvectors leave at 0 gets a seeded random direction).
+
+    Returns ``(s_loss, U)``: the loss divided by C^2 and the (C, q) unit rows that reach it. Measured
+    (docs/centers.md): at C = 1000, 32 bits on stage-1-like S it ends at 0.724 of MDS's S_loss from the
+    spectral start, from random rows and from shc-ls's centers alike, just above rank_cap_bound's 0.7215.
+    Cost: two (C, C, q) products a step (about 30 s at C = 1000, 32 bits on 2 cores)."""
+    S, q, d = _lattice_inputs(similarity, num_bits, min_distance)
+    C = S.shape[0]
+    if int(steps) < 1 or learning_rate <= 0 or margin < 0:
+        raise ValueError(f"need steps >= 1, learning_rate > 0 and margin >= 0, got {steps}, {learning_rate}, "
+                         f"{margin}.")
+    if init is None:
+        values, vectors = np.linalg.eigh(S)
+        X = vectors[:, ::-1][:, :q] * np.sqrt(np.maximum(values[::-1][:q], 1e-9))
+        X = np.hstack([X, np.zeros((C, q - X.shape[1]))])  # q > C: the spare dimensions start at 0
+        lost = np.linalg.norm(X, axis=1) < 1e-9  # a class outside the top eigenvectors (S = I, say)
+        X[lost] = np.random.default_rng(0).standard_normal((int(lost.sum()), q))
+    else:
+        X = np.array(init, dtype=float)
+        if X.shape != (C, q) or not np.all(np.isfinite(X)):
+            raise ValueError(f"init must be a finite ({C}, {q}) array (one row a class), got shape {X.shape}.")
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    if np.any(norms == 0):
+        raise ValueError("every row of the start must be nonzero (a direction in R^q); perturb init.")
+    X = X / norms
+    cap = 1.0 - 2.0 * d / q
+    off = ~np.eye(C, dtype=bool)
+
+    def loss(U: np.ndarray) -> tuple[float, float]:
+        G = U @ U.T
+        return float(np.sum((S - G) ** 2)), float(np.max(G[off], initial=-1.0))
+
+    best, best_U = np.inf, X
+    first, top = loss(X)
+    if top <= cap + 1e-12:
+        best = first
+    check = max(1, int(steps) // 10)
+    for beta in SPHERE_PENALTIES:
+        m, v = np.zeros_like(X), np.zeros_like(X)
+        for t in range(1, int(steps) + 1):
+            norms = np.linalg.norm(X, axis=1, keepdims=True)
+            U = X / norms
+            G = U @ U.T
+            E = -2.0 * (S - G) + 2.0 * beta * np.where(off, np.maximum(G - (cap - margin), 0.0), 0.0)
+            grad_U = 2.0 * E @ U
+            grad = (grad_U - U * np.sum(U * grad_U, axis=1, keepdims=True)) / norms
+            m = 0.9 * m + 0.1 * grad
+            v = 0.999 * v + 0.001 * grad**2
+            rate = learning_rate * (0.1 + 0.9 * (1 - t / int(steps)))  # decays to a tenth within a stage
+            X = X - rate * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-12)
+            if t % check == 0 or t == int(steps):
+                U = X / np.linalg.norm(X, axis=1, keepdims=True)
+                value, top = loss(U)
+                if top <= cap + 1e-12 and value < best:
+                    best, best_U = value, U
+    if not np.isfinite(best):
+        raise RuntimeError(f"no iterate met the cap {cap:.4f} (raise margin or steps).")
+    return float(best / C**2), best_U

@@ -12,7 +12,7 @@ import numpy as np
 from shc.centers.baselines import csq_centers, random_centers
 from shc.centers.distance import _check_sizes
 from shc.centers.mds import MDS_DEFAULTS, mds_centers
-from shc.centers.search import local_search_centers
+from shc.centers.search import LS_DEFAULTS, local_search_centers
 from shc.centers.semantic import SEMANTIC_DEFAULTS, SHC_DEFAULTS, optimize_semantic_centers, semantic_only_centers
 from shc.registry import Registry
 from shc.similarity import validate_similarity
@@ -56,8 +56,7 @@ for _generator in (
     CenterGenerator("shc", _with_history(optimize_semantic_centers), ("min_distance", "init", *SHC_DEFAULTS), True),
     CenterGenerator("semantic", _with_history(semantic_only_centers), ("init", *SEMANTIC_DEFAULTS), True),
     CenterGenerator("shc-ls", _with_history(local_search_centers),
-                    ("min_distance", "init", "starts", "anneal_sweeps", "t_start", "t_end", "shc_cycles",
-                     "max_shc_classes", "pair_moves"), True,
+                    ("min_distance", "init", *LS_DEFAULTS), True,
                     version=2),  # 2: the closing descent over single and double flips (pair_moves, 2026-11-24)
 ):
     CENTER_GENERATORS.register(_generator.name, _generator)

@@ -20,7 +20,8 @@ The search never visits an infeasible H.
 
 The moves, the flips and the annealing are compiled kernels of :mod:`shc.centers._kernels`.
 :func:`local_search_centers` runs, from several starts (the MDS centers, Algorithm 1's result, a
-rounded spectral embedding of S repaired to distance d): best-improvement descent per center, simulated
+rounded spectral embedding of S repaired to distance d; on request the rounded point of the continuous
+relaxation, :func:`shc.centers.spherical_relaxation`): best-improvement descent per center, simulated
 annealing over feasible single flips (random moves, Metropolis acceptance, geometric cooling), and a
 final descent; the best H over all starts is finished by a descent over single and double flips
 (:func:`shc.centers._kernels._descend` with ``pairs``) and returned.
@@ -43,7 +44,7 @@ import numpy as np
 from shc.centers._kernels import _anneal, _descend, _pack, _packed_min, _repair, _uphill_scale
 from shc.centers.distance import _check_sizes, _resolve_min_distance
 from shc.centers.mds import mds_centers
-from shc.centers.quality import center_quality, packed_min_distance, relaxation_bound
+from shc.centers.quality import center_quality, packed_min_distance, relaxation_bound, spherical_relaxation
 from shc.centers.semantic import CenterOptimisation, optimize_semantic_centers
 from shc.similarity import validate_similarity
 
@@ -58,6 +59,8 @@ LS_DEFAULTS: dict[str, Any] = {
     "shc_cycles": 5,  # Algorithm 1 cycles for the "shc" start (it is only a start)
     "max_shc_classes": 2000,  # above this C the Algorithm 1 start is skipped (its loop is Python per center)
     "pair_moves": True,  # finish the best start with a descent over single and double flips
+    "relax_steps": 100,  # the "relax" start (not a default start): spherical_relaxation's steps per penalty
+    "max_relax_classes": 3000,  # above this C the "relax" start is skipped (dense (C, C) products a step)
 }
 
 
@@ -164,6 +167,16 @@ def _spectral_start(S: np.ndarray, q: int, d: int, seed: int) -> np.ndarray | No
     return _embedding_signs(X, d, seed)
 
 
+def _relaxation_start(S: np.ndarray, q: int, d: int, seed: int, steps: int) -> np.ndarray | None:
+    """The ``"relax"`` start: signs of :func:`shc.centers.spherical_relaxation`'s point (``steps`` per
+    penalty), ITQ-rotated and repaired to distance d (:func:`_embedding_signs`); None if that fails."""
+    try:
+        _, U = spherical_relaxation(S, q, min_distance=d, steps=steps)
+    except RuntimeError:  # no iterate met the cap
+        return None
+    return _embedding_signs(U, d, seed)
+
+
 def _embedding_signs(X: np.ndarray, d: int, seed: int, itq_steps: int = 10) -> np.ndarray | None:
     """Signs of the (C, q) embedding X after ``itq_steps`` ITQ steps (the rotation that best matches X to its
     signs, from a seeded random one), repaired to distance d by the greedy shortfall descent; None if the
@@ -190,7 +203,9 @@ def local_search_centers(similarity: Any, num_bits: int, min_distance: int | Non
                          t_start: float = LS_DEFAULTS["t_start"], t_end: float = LS_DEFAULTS["t_end"],
                          shc_cycles: int = LS_DEFAULTS["shc_cycles"],
                          max_shc_classes: int = LS_DEFAULTS["max_shc_classes"],
-                         pair_moves: bool = LS_DEFAULTS["pair_moves"]) -> CenterOptimisation:
+                         pair_moves: bool = LS_DEFAULTS["pair_moves"],
+                         relax_steps: int = LS_DEFAULTS["relax_steps"],
+                         max_relax_classes: int = LS_DEFAULTS["max_relax_classes"]) -> CenterOptimisation:
     """Semantic hash centers by exact feasible local search (center method ``"shc-ls"``).
 
     Minimises ``||S - H H^T / q||_F^2`` (Eq. 14) subject to ``D(h_i, h_j) >= d`` (Eq. 22; ``d`` the
@@ -199,7 +214,12 @@ def local_search_centers(similarity: Any, num_bits: int, min_distance: int | Non
     ``starts`` (``"mds"``: :func:`shc.centers.mds_centers`, or ``init`` when given; ``"shc"``: Algorithm
     1 run for ``shc_cycles`` cycles from the MDS centers, skipped above ``max_shc_classes`` classes;
     ``"spectral"``: signs of the rank-q embedding of S repaired to distance d, skipped if the repair
-    fails). Every visited H has ``d_min >= d``; the best over all starts is returned.
+    fails; ``"relax"``, not a default: the point of :func:`shc.centers.spherical_relaxation` after
+    ``relax_steps`` steps per penalty, rotated and repaired the same way, skipped above
+    ``max_relax_classes`` classes). Every visited H has ``d_min >= d``; the best over all starts is returned.
+    Adding ``"relax"`` to the starts lowers S_loss by 1-3 % where C is large beside q (stage-1-like S,
+    C >= 555: docs/centers.md) for a few seconds; it is not a default, so centers of the default search,
+    and the grids trained on them, stay as they are.
 
     ``anneal_sweeps`` sets the annealing length in units of C q proposals (0: descent only; None: about
     2e8 / (C q^2), clipped to [10, 300], under a second per start at C = 555, q = 64). ``t_start`` and
@@ -216,9 +236,9 @@ def local_search_centers(similarity: Any, num_bits: int, min_distance: int | Non
     S = validate_similarity(similarity)
     C, q = _check_sizes(S.shape[0], num_bits)
     d = _resolve_min_distance(C, q, min_distance)
-    unknown = sorted(set(starts) - {"mds", "shc", "spectral"})
+    unknown = sorted(set(starts) - {"mds", "shc", "spectral", "relax"})
     if unknown or not starts:
-        raise ValueError(f"starts must be a non-empty subset of ('mds', 'shc', 'spectral'), got {starts!r}.")
+        raise ValueError(f"starts must be a non-empty subset of ('mds', 'shc', 'spectral', 'relax'), got {starts!r}.")
     if not 0 < t_end <= t_start:
         raise ValueError(f"temperatures must satisfy 0 < t_end <= t_start, got t_start={t_start}, t_end={t_end}.")
     if C > 3000:
@@ -235,7 +255,8 @@ def local_search_centers(similarity: Any, num_bits: int, min_distance: int | Non
     candidates = {"mds": lambda: mds,
                   "shc": lambda: optimize_semantic_centers(S, q, min_distance=d, init=mds, seed=seed,
                                                            cycles=shc_cycles).centers if C <= max_shc_classes else None,
-                  "spectral": lambda: _spectral_start(S, q, d, seed)}
+                  "spectral": lambda: _spectral_start(S, q, d, seed),
+                  "relax": lambda: _relaxation_start(S, q, d, seed, relax_steps) if C <= max_relax_classes else None}
     history: list[dict[str, Any]] = []
     best_H, best_L, best_cycle = None, np.inf, 0
     for number, name in enumerate(starts):
@@ -251,7 +272,8 @@ def local_search_centers(similarity: Any, num_bits: int, min_distance: int | Non
         best_H, best_L = _pair_descent(best_H, S, d, seed, history, history[best_cycle]["start"])
         best_cycle = len(history) - 1
     params = {"starts": tuple(starts), "anneal_sweeps": sweeps, "t_start": t_start, "t_end": t_end,
-              "shc_cycles": shc_cycles, "max_shc_classes": max_shc_classes, "pair_moves": pair_moves}
+              "shc_cycles": shc_cycles, "max_shc_classes": max_shc_classes, "pair_moves": pair_moves,
+              "relax_steps": relax_steps, "max_relax_classes": max_relax_classes}
     return CenterOptimisation(best_H.astype(np.int8), history, best_cycle, d, params)
 
 
