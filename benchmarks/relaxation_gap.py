@@ -99,7 +99,8 @@ def main(steps: int = 1000, only_worst: bool = False) -> None:
         print(f"\nshc-ls/relax over all {len(rows)} cases: least {min(gaps)}, median {np.median(gaps):.3f}; "
               f"simulated cases, shc-ls: median {np.median([r['shc-ls/MDS'] for r in simulated]):.3f}, max "
               f"{max(r['shc-ls/MDS'] for r in simulated)}; shc-ls+relax: median "
-              f"{np.median([r['shc-ls+relax/MDS'] for r in simulated]):.3f}, max {max(r['shc-ls+relax/MDS'] for r in simulated)}")
+              f"{np.median([r['shc-ls+relax/MDS'] for r in simulated]):.3f}, "
+              f"max {max(r['shc-ls+relax/MDS'] for r in simulated)}")
     worst_case_checks(steps)
 
 

@@ -444,7 +444,8 @@ def spherical_relaxation(similarity: Any, num_bits: int, min_distance: int | Non
     the cap are all it uses of G besides the lattice) and the S_loss of any centers. It is not convex; this
     function finds a local optimum by Adam on the rows' directions (``U = X / |X|`` row by row, exact
     gradient ``2 E U`` with ``E = -2 (S - G) + 2 beta (G - cap')_+`` off the diagonal), ``steps`` steps for
-    each cap penalty beta in ``SPHERE_PENALTIES`` at the cap lowered by ``margin``. Every ``steps // 10``
+    each cap penalty beta in ``SPHERE_PENALTIES`` at the cap lowered by ``margin``, the step decaying to a tenth
+    within each stage. Every ``steps // 10``
     steps and at the end of each stage it checks the iterate against the true cap and keeps the best one
     that meets it, so the returned value is the loss of a feasible point: an *upper* estimate of the
     relaxation's optimum, never a lower bound on S_loss. Starts from ``init`` ((C, q), e.g. centers; then
@@ -452,9 +453,10 @@ def spherical_relaxation(similarity: Any, num_bits: int, min_distance: int | Non
     top q eigenvectors leave at 0 gets a seeded random direction).
 
     Returns ``(s_loss, U)``: the loss divided by C^2 and the (C, q) unit rows that reach it. Measured
-    (docs/centers.md): at C = 1000, 32 bits on stage-1-like S it ends at 0.724 of MDS's S_loss from the
-    spectral start, from random rows and from shc-ls's centers alike, just above rank_cap_bound's 0.7215.
-    Cost: two (C, C, q) products a step (about 30 s at C = 1000, 32 bits on 2 cores)."""
+    (docs/centers.md): at C = 1000, 32 bits on stage-1-like S it ends at 0.725 of MDS's S_loss
+    from the spectral start, from random rows and from shc-ls's centers alike, and with twice the steps, just
+    above rank_cap_bound's 0.7215: the relaxation is solved there, and shc-ls's 0.795 is 1.097x it.
+    Cost: two (C, C, q) products a step (about 26 s at C = 1000, 32 bits on 2 cores)."""
     S, q, d = _lattice_inputs(similarity, num_bits, min_distance)
     C = S.shape[0]
     if int(steps) < 1 or learning_rate <= 0 or margin < 0:
