@@ -445,9 +445,8 @@ def spherical_relaxation(similarity: Any, num_bits: int, min_distance: int | Non
     function finds a local optimum by Adam on the rows' directions (``U = X / |X|`` row by row, exact
     gradient ``2 E U`` with ``E = -2 (S - G) + 2 beta (G - cap')_+`` off the diagonal), ``steps`` steps for
     each cap penalty beta in ``SPHERE_PENALTIES`` at the cap lowered by ``margin``, the step decaying to a tenth
-    within each stage. Every ``steps // 10``
-    steps and at the end of each stage it checks the iterate against the true cap and keeps the best one
-    that meets it, so the returned value is the loss of a feasible point: an *upper* estimate of the
+    within each stage. Every ``steps // 10`` steps and at the end of each stage it checks the iterate against
+    the true cap and keeps the best one that meets it, so the returned value is the loss of a feasible point: an *upper* estimate of the
     relaxation's optimum, never a lower bound on S_loss. Starts from ``init`` ((C, q), e.g. centers; then
     the result is never worse than it) or the rank-q spectral embedding of S (deterministic; a row that the
     top q eigenvectors leave at 0 gets a seeded random direction).
