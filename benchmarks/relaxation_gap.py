@@ -16,8 +16,12 @@ Then, at the issue's worst case (C = 1000, 32 bits, d = 8), the relaxation from 
 random rows; shc-ls's centers) and with twice the steps: if they agree, the relaxation's optimum is pinned
 between ``rank`` and them, and the gap that the issue's 0.75 asks shc-ls to close is measured against it.
 
-Run: ``python benchmarks/relaxation_gap.py [--steps 1000] [--only-worst]`` (about 25 minutes on 2 cores;
-``--only-worst``: the worst case alone, about 5 minutes); results: docs/centers.md.
+``--seeds`` prints instead the relax start's gain at C = 1000 (32, 64 and 128 bits) over seeds 0, 1 and 2
+(shc-ls with and without it, each seed's difference), and at 32 bits with twice its steps (200 per penalty).
+
+Run: ``python benchmarks/relaxation_gap.py [--steps 1000] [--only-worst | --seeds]`` (about 27 minutes on 2
+cores; ``--only-worst``: the worst case alone, about 3 minutes; ``--seeds``: about 5 minutes); results:
+docs/centers.md.
 """
 
 from __future__ import annotations
@@ -85,6 +89,29 @@ def worst_case_checks(steps: int) -> None:
           f"within {TARGET / best:.3f}x of it")
 
 
+def seed_spread(seeds: tuple[int, ...] = (0, 1, 2)) -> None:
+    """The relax start's gain at C = 1000 over seeds, and at 32 bits with twice its relaxation steps."""
+    C = 1000
+    print(f"\nC={C}: shc-ls with its default starts and with the relax start added, seeds {seeds} (S_loss over MDS's)")
+    for q in (32, 64, 128):
+        S = stage1_like_similarity(C, seed=C + q)
+        mds = center_quality(generate_centers("mds", C, q, seed=0), S)["s_loss"]
+        default, added = [], []
+        for seed in seeds:
+            default.append(center_quality(generate_centers("shc-ls", C, q, similarity=S, seed=seed), S)["s_loss"] / mds)
+            added.append(center_quality(generate_centers("shc-ls", C, q, similarity=S, seed=seed,
+                                                         starts=(*LS_DEFAULTS["starts"], "relax")), S)["s_loss"] / mds)
+        change = np.array(added) - np.array(default)
+        print(f"  q={q}: default {min(default):.4f}-{max(default):.4f}, with relax {min(added):.4f}-{max(added):.4f}; "
+              f"change per seed {', '.join(f'{x:+.4f}' for x in change)}")
+    S = stage1_like_similarity(C, seed=C + 32)
+    mds = center_quality(generate_centers("mds", C, 32, seed=0), S)["s_loss"]
+    for steps in (LS_DEFAULTS["relax_steps"], 2 * LS_DEFAULTS["relax_steps"]):
+        H = generate_centers("shc-ls", C, 32, similarity=S, seed=0, relax_steps=steps,
+                             starts=(*LS_DEFAULTS["starts"], "relax"))
+        print(f"  q=32, relax_steps={steps}, seed 0: with relax {center_quality(H, S)['s_loss'] / mds:.4f}")
+
+
 def main(steps: int = 1000, only_worst: bool = False) -> None:
     rows = []
     if not only_worst:
@@ -108,5 +135,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=1000, help="relaxation steps per penalty (default 1000)")
     parser.add_argument("--only-worst", action="store_true", help="only the checks at C = 1000, 32 bits")
+    parser.add_argument("--seeds", action="store_true", help="only the relax start's gain over seeds at C = 1000")
     args = parser.parse_args()
-    main(args.steps, args.only_worst)
+    if args.seeds:
+        seed_spread()
+    else:
+        main(args.steps, args.only_worst)
