@@ -14,12 +14,12 @@ import argparse
 import errno
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 __all__ = ["USER_ERRORS", "add_executor_arguments", "describe_error", "device_name", "executor_options",
-           "non_negative_float", "non_negative_int", "output_file", "output_folder",
-           "positive_float", "positive_int", "run_cli"]
+           "non_negative_float", "non_negative_int", "output_file", "output_folder", "port_number",
+           "positive_float", "positive_int", "refuse_overwriting", "run_cli"]
 
 #: Exceptions that describe a problem with the user's input or environment, not a bug. OSError covers the
 #: file system (missing, is-a-folder, not-a-folder, permission, read-only, full disk, ...).
@@ -178,6 +178,38 @@ def output_file(path: str | os.PathLike, option: str) -> Path:
         raise ValueError(f"{option} {str(path)!r} is a folder; give a file path (e.g. {path / 'out'}).")
     _check_writable(path, path.parent, option)
     return path
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: the same path, a link to it, a hard link, another spelling."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one is not there (yet)
+        return a.resolve() == b.resolve()
+
+
+def refuse_overwriting(outputs: Iterable[str | os.PathLike], inputs: Iterable[str | os.PathLike],
+                       option: str) -> None:
+    """Refuse a command whose ``option`` would write one of the files it reads (``inputs``): writing its output
+    would destroy its source. Every file of both sets counts (an export's companions, an import's set)."""
+    inputs = [Path(path).expanduser() for path in inputs]
+    for output in (Path(path).expanduser() for path in outputs):
+        source = next((path for path in inputs if _same_file(output, path)), None)
+        if source is not None:
+            also = "" if output == source else f" (as {output})"
+            raise ValueError(f"{option} would overwrite {source}{also}, which this command reads; choose another "
+                             f"{option}.")
+
+
+def port_number(text: str) -> int:
+    """argparse type of a TCP port: 1..65535, or 0 for a free one chosen when serving."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 1 to 65535 (0: a free one), got {text!r}")
+    return value
 
 
 def non_negative_float(text: str) -> float:

@@ -391,3 +391,90 @@ def test_a_full_disk_mid_write_keeps_the_previous_file_whole(world, command, kep
     assert len(lines) == 1 and str(target) in lines[0] and "write elsewhere" in lines[0], result.stderr
     assert target.read_bytes() == before
     assert sorted(p.name for p in world["good"].iterdir()) == ["codes.npz", "db.shcidx", "gallery.html"]
+
+
+# --------------------------------------------------------------------------------------------
+# Stores, Milvus and ports (issue 39 item 6): one line naming the input and the fix, never a traceback
+# --------------------------------------------------------------------------------------------
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def _needs_modules(*modules: str) -> None:
+    import importlib.util
+
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed: pip install -e '.[stores]' (CI installs it)")
+
+
+#: (case, argv after `shc export SOURCE --to`, words the error line must hold, modules it needs); the source's
+#: ids are 0..19, or -10..9 for a case naming negative ids
+STORE_CASES = [
+    ("--uri of another scheme", ["milvus", "--uri", "ftp://host/x"], ["--uri", "ftp://host/x", "http://HOST:19530"],
+     ()),
+    ("--uri neither a server nor a .db file", ["milvus", "--uri", "{tmp}/codes"], ["--uri", ".db"], ()),
+    ("--uri under a file", ["milvus", "--uri", "{tmp}/file/x.db"], ["--uri", "is a file, not a folder"], ()),
+    ("--uri a server that is not there", ["milvus", "--uri", "http://127.0.0.1:1"],
+     ["http://127.0.0.1:1", "start the server"], ("pymilvus",)),
+    ("--collection an existing one", ["milvus", "--uri", "{tmp}/taken.db", "--collection", "taken"],
+     ["'taken' exists", "--overwrite"], ("pymilvus", "milvus_lite")),
+    ("usearch of negative ids", ["usearch", "--out", "{tmp}/neg.usearch"], ["ids must be >= 0"], ("usearch",)),
+]
+
+
+def _small_index(negative: bool = False):
+    from shc.retrieval import HashIndex
+
+    return HashIndex(16).add(np.where(np.eye(20, 16) > 0, 1, -1), np.arange(20) - (10 if negative else 0))
+
+
+@pytest.mark.parametrize("case, argv, words, modules", STORE_CASES, ids=[case[0] for case in STORE_CASES])
+def test_every_store_error_is_one_line_naming_the_input_and_the_fix(tmp_path, capsys, case, argv, words, modules):
+    """The issue's tracebacks: ``--uri`` was not validated like ``--out`` and pymilvus's exceptions (with its own
+    logged traceback) went past the error surface."""
+    _needs_modules(*modules)
+    (tmp_path / "file").write_text("a plain file")
+    argv = ["export", str(tmp_path / "a.shcidx"), "--to", *(a.format(tmp=tmp_path) for a in argv)]
+    _small_index(negative="negative" in case).save(tmp_path / "a.shcidx")
+    if "existing" in case:
+        assert cli.main(argv) == 0
+    capsys.readouterr()
+    assert cli.main(argv) == 2
+    line = _one_line(capsys)
+    assert all(word in line for word in words), line
+
+
+def test_a_missing_milvus_collection_is_named_with_the_fix(tmp_path):
+    _needs_modules("pymilvus", "milvus_lite")
+    from shc.retrieval.stores import export_codes, search_store
+
+    index = _small_index()
+    export_codes(index, "milvus", str(tmp_path / "c.db"), collection="there")
+    with pytest.raises(ValueError, match=r"c\.db, collection 'nosuch'.*does not exist.*--collection"):
+        search_store(index, "milvus", str(tmp_path / "c.db"), np.ones((2, 16), np.int8), 1, collection="nosuch")
+
+
+def test_a_full_disk_mid_npy_export_keeps_the_previous_set_whole(tmp_path):
+    """The issue's mixed set: the codes of a new export were renamed in, its ids failed on a full disk, and the
+    import then numbered the new codes with the previous export's ids. Now the three files are renamed together
+    only once all are written."""
+    from shc.retrieval import HashIndex
+
+    rng = np.random.default_rng(0)
+    for name, ids in (("old", np.arange(2000) * 3), ("new", np.arange(2000) * 7 + 1)):
+        HashIndex(16).add(np.where(rng.random((2000, 16)) < 0.5, -1, 1), ids).save(tmp_path / f"{name}.shcidx")
+    assert cli.main(["export", str(tmp_path / "old.shcidx"), "--to", "npy", "--out", str(tmp_path / "x.npy")]) == 0
+    before = {path.name: path.read_bytes() for path in tmp_path.glob("x.*")}
+    assert sorted(before) == ["x.ids.npy", "x.json", "x.npy"]
+    # codes (2000 x 2 bytes) fit under the limit, ids (2000 x 8 bytes) do not
+    result = subprocess.run([sys.executable, "-m", "shc", "export", str(tmp_path / "new.shcidx"), "--to", "npy",
+                             "--out", str(tmp_path / "x.npy")], capture_output=True, text=True,
+                            preexec_fn=_limited(8000), env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and len(lines) == 1 and "write elsewhere" in lines[0], result.stderr
+    assert {path.name: path.read_bytes() for path in tmp_path.glob("x.*")} == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["new.shcidx", "old.shcidx", *sorted(before)]

@@ -198,3 +198,117 @@ def test_export_and_import_command_lines_round_trip(tmp_path, capsys):
     np.testing.assert_array_equal(back.search(codes[:7], 300)[0], np.sort(_brute_force(codes, None, codes[:7]), axis=1))
     assert main(["export", str(tmp_path / "codes.shcidx"), "--to", "milvus"]) == 2
     assert "--to milvus needs --uri" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# Exports are transactions (issue 39 item 3): ids as written, odd names, never onto the source
+# --------------------------------------------------------------------------------------------
+_INT64 = np.iinfo(np.int64)
+ID_SETS = {  # name -> (N,) distinct int64 ids, unsorted
+    "negative": lambda n: np.random.default_rng(2).permutation(np.r_[_INT64.min, np.arange(1 - n // 2, n - n // 2)]),
+    "sparse": lambda n: np.random.default_rng(3).choice(10**12, n, replace=False).astype(np.int64),
+    "large": lambda n: np.random.default_rng(4).permutation(_INT64.max - np.arange(n, dtype=np.int64) * 2**40),
+}
+#: (store, ids, the name written: odd ones, with spaces, several dots, no or another extension, non-ASCII)
+ODD_EXPORTS = [(store, ids, name) for store, names in (
+    ("faiss", ("codes", "two words.v2.faiss", "ünï cödes.bin")),
+    ("npy", ("codes", "two words.v2.npy", "ünï cödes.bin")),
+    ("usearch", ("codes", "two words.v2.usearch", "ünï cödes.bin")),
+    ("milvus", ("codes.db", "two words.v2.db", "ünï cödes.db")),
+) for ids, name in zip(ID_SETS, names)]
+
+
+def _store_needs(store: str) -> None:
+    for module in {"faiss": ["faiss"], "usearch": ["usearch"], "milvus": ["pymilvus", "milvus_lite"]}.get(store, []):
+        _needs(module)
+
+
+@pytest.mark.parametrize("store, ids_kind, name", ODD_EXPORTS, ids=[f"{s}-{i}-{n}" for s, i, n in ODD_EXPORTS])
+def test_every_store_round_trips_negative_sparse_and_large_ids_under_odd_names(store, ids_kind, name, tmp_path,
+                                                                                capsys):
+    """The issue's cases: an index with negative ids exported exactly but was called DIFFERENT (exit 1); an npy
+    export named other than ``*.npy`` wrote an ids file that the import of its codes file ignored (0..N-1)."""
+    _store_needs(store)
+    from shc.cli import main
+
+    codes, ids = _clustered(120, 20, seed=7), ID_SETS[ids_kind](120)
+    HashIndex(20).add(codes, ids).save(tmp_path / "source.shcidx")
+    out = tmp_path / name
+    where = ["--uri", str(out)] if store == "milvus" else ["--out", str(out)]
+    status = main(["export", str(tmp_path / "source.shcidx"), "--to", store, *where])
+    captured = capsys.readouterr()
+    if store == "usearch" and ids_kind == "negative":  # usearch keys are unsigned: refused, by name, nothing written
+        assert status == 2 and "ids must be >= 0" in captured.err and not out.exists()
+        return
+    assert status == 0, captured.err
+    assert ("approximate" if store == "usearch" else "identical to HashIndex") in captured.out, captured.out
+    if STORES.get(store).load is None:
+        return
+    written = out if store == "faiss" else tmp_path / json.loads(next(tmp_path.glob("*.json")).read_text())["codes"]
+    for given in {out, written}:  # the name exported to, and the codes file it wrote
+        assert main(["import", str(given), "--from", store, "--bits", "20", "--out", str(tmp_path / "back")]) == 0
+        back = HashIndex.load(tmp_path / "back")
+        np.testing.assert_array_equal(back.ids, np.sort(ids))
+        distances, found = back.search(codes[::11], 10)
+        _assert_exact(codes, ids, codes[::11], distances, found, 10)
+
+
+def test_round_trip_is_same_for_a_store_answering_negative_ids_exactly():
+    codes = np.array([[1, 1, 1, 1], [1, 1, 1, -1], [-1, -1, 1, 1], [-1, -1, -1, -1]], np.int8)
+    index = HashIndex(4).add(codes, [-1, -7, 5, -(2**40)])
+    reference = index.search(codes, 3)
+    assert compare_topk(index, codes, reference, reference) == {"same": True, "recall": 1.0, "queries": 4, "k": 3}
+    missing = (np.where(np.arange(3) == 2, -1, reference[0]), np.where(np.arange(3) == 2, -1, reference[1]))
+    assert not compare_topk(index, codes, reference, missing)["same"]  # a slot the store left empty still counts
+
+
+@pytest.mark.parametrize("case", ["faiss onto itself", "usearch onto a link to it", "npy onto its companion",
+                                  "milvus lite onto it", "import faiss onto it", "import npy onto a companion"])
+def test_an_export_or_import_onto_a_file_it_reads_is_refused_and_the_file_kept(case, tmp_path, capsys):
+    """The issue's loss: ``shc export a.shcidx --to faiss --out a.shcidx`` replaced the index with a bare FAISS
+    file and exited 0. Now every file of the source set is compared with every file the command writes."""
+    store = case.split()[1] if case.startswith("import") else case.split()[0]
+    _store_needs(store)
+    from shc.cli import main
+
+    source = tmp_path / ("s.db" if store == "milvus" else "c.json" if case.startswith("npy") else "a.shcidx")
+    HashIndex(16).add(_clustered(40, 16), np.arange(40) * 3).save(source)
+    if case.startswith("import"):
+        assert main(["export", str(source), "--to", store, "--out", str(tmp_path / f"x.{store}")]) == 0
+        source = tmp_path / (f"x.{store}" if store == "faiss" else "x.ids.npy")
+        argv = ["import", str(tmp_path / f"x.{store}"), "--from", store, "--out", str(source)]
+    elif store == "usearch":
+        (tmp_path / "link").symlink_to(source)
+        argv = ["export", str(source), "--to", store, "--out", str(tmp_path / "link")]
+    else:
+        where = ["--uri", str(source)] if store == "milvus" else ["--out", str(source.with_suffix(".npy"))
+                                                                     if store == "npy" else str(source)]
+        argv = ["export", str(source), "--to", store, *where]
+    before = source.read_bytes()
+    capsys.readouterr()
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "reads" in lines[0] and str(source.name) in lines[0], lines
+    assert source.read_bytes() == before
+
+
+def test_an_import_refuses_codes_and_ids_of_two_different_exports(tmp_path):
+    """A set mixed by hand or by a crash between two renames: the description records what it described."""
+    codes = _clustered(30, 12)
+    export_codes(HashIndex(12).add(codes, np.arange(30) * 2), "npy", tmp_path / "a.npy")
+    export_codes(HashIndex(12).add(-codes, np.arange(30) * 5), "npy", tmp_path / "b.npy")
+    (tmp_path / "a.ids.npy").write_bytes((tmp_path / "b.ids.npy").read_bytes())
+    with pytest.raises(ValueError, match=r"a\.ids\.npy .*not the one .*a\.json.*export"):
+        load_codes("npy", tmp_path / "a.npy")
+    (tmp_path / "a.ids.npy").unlink()
+    with pytest.raises(FileNotFoundError, match=r"a\.ids\.npy.*a\.json.*export"):
+        load_codes("npy", tmp_path / "a.npy")
+
+
+@pytest.mark.parametrize("damage", ["json", "codes"])
+def test_a_damaged_npy_set_is_named_with_the_fix(tmp_path, damage):
+    export_codes(HashIndex(12).add(_clustered(30, 12)), "npy", tmp_path / "a.npy")
+    (tmp_path / ("a.json" if damage == "json" else "a.npy")).write_bytes(b"\x93NUMPY garbage {")
+    with pytest.raises(ValueError, match=rf"a\.{'json' if damage == 'json' else 'npy'} .*(damaged|cannot be read).*"
+                                         "shc export"):
+        load_codes("npy", tmp_path / "a.npy")

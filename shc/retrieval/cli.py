@@ -18,12 +18,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from shc.cli_common import output_file, positive_int, run_cli
+from shc.cli_common import output_file, output_folder, positive_int, refuse_overwriting, run_cli
 from shc.retrieval.index import HashIndex
-from shc.retrieval.stores import STORES, export_codes, load_codes, round_trip
+from shc.retrieval.stores import STORES, export_codes, load_codes, round_trip, store_files
 
 __all__ = ["add_commands", "main", "read_source"]
 
@@ -52,21 +53,47 @@ def _queries(index: HashIndex, count: int) -> np.ndarray:
     return np.ascontiguousarray(index._codes[rows].view(np.uint8)[:, :(index.num_bits + 7) // 8])
 
 
-def _export(args: argparse.Namespace) -> int:
-    index = read_source(args.source)
+#: Schemes of a Milvus server's address (pymilvus's list); anything else with "://" is refused.
+_MILVUS_SCHEMES = ("http", "https", "tcp", "unix")
+
+
+def _milvus_uri(uri: str | None) -> str:
+    """``--uri`` checked like ``--out``: a server's address (``http://HOST:19530``, also https, tcp, unix) or a
+    Milvus Lite database ending in ``.db`` that can be written (a file or folder there, or a writable folder)."""
+    from urllib.parse import urlsplit
+
+    what = "give a Milvus Lite file (codes.db) or a server (http://HOST:19530)"
+    if not uri:
+        raise ValueError(f"--to milvus needs --uri: {what}.")
+    if "://" in uri:
+        parts = urlsplit(uri)
+        if parts.scheme not in _MILVUS_SCHEMES or not (parts.netloc or parts.path):
+            raise ValueError(f"--uri {uri!r} is not a Milvus server address; {what}.")
+        return uri
+    if not uri.endswith(".db"):
+        raise ValueError(f"--uri {uri!r} is neither a server address nor a Milvus Lite file (their names end in .db); "
+                         f"{what}.")
+    path = Path(uri).expanduser()  # Milvus Lite keeps a folder there (earlier versions a file)
+    return str(output_folder(path, "--uri") if path.is_dir() else output_file(path, "--uri"))
+
+
+def _destination(args: argparse.Namespace) -> tuple[str, Any, dict[str, Any], dict[str, Any]]:
+    """(option, location, export options, search options) of ``shc export``, checked before anything is read."""
     if args.to == "milvus":
-        if not args.uri:
-            raise ValueError("--to milvus needs --uri: a Milvus Lite file (codes.db) or a server (http://HOST:19530).")
-        location, options = args.uri, {"collection": args.collection}
-        export_codes(index, "milvus", args.uri, collection=args.collection, overwrite=args.overwrite,
-                     layout=args.milvus_layout, index_type=args.milvus_index)
-        where = f"Milvus collection {args.collection!r} at {args.uri}"
-    else:
-        if not args.out:
-            raise ValueError(f"--to {args.to} needs --out FILE.")
-        location, options = output_file(args.out, "--out"), {}
-        export_codes(index, args.to, location)
-        where = str(location)
+        return ("--uri", _milvus_uri(args.uri), {"collection": args.collection, "overwrite": args.overwrite,
+                "layout": args.milvus_layout, "index_type": args.milvus_index}, {"collection": args.collection})
+    if not args.out:
+        raise ValueError(f"--to {args.to} needs --out FILE.")
+    return "--out", output_file(args.out, "--out"), {}, {}
+
+
+def _export(args: argparse.Namespace) -> int:
+    option, location, export_options, options = _destination(args)
+    refuse_overwriting(store_files(args.to, location), [args.source], option)
+    index = read_source(args.source)
+    export_codes(index, args.to, location, **export_options)
+    where = f"Milvus collection {args.collection!r} at {location}" if args.to == "milvus" else \
+        ", ".join(map(str, store_files(args.to, location)))
     print(f"exported {len(index)} codes of {index.num_bits} bits to {args.to}: {where}")
     report = round_trip(index, args.to, location, _queries(index, args.queries), k=args.k, **options)
     if report["exact"]:
@@ -80,6 +107,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     out = output_file(args.out, "--out")
+    refuse_overwriting([out], [args.file, *store_files(args.source_kind, args.file)], "--out")
     index = load_codes(args.source_kind, args.file, num_bits=args.bits)
     index.save(out)
     print(f"imported {len(index)} codes of {index.num_bits} bits from {args.source_kind} {args.file}: {out}")

@@ -19,8 +19,15 @@ milvus     a collection ``id`` (INT64 primary key) + ``code``:        binary: as
 usearch    ``usearch.index.Index(ndim=8 ceil(q / 8), metric=          as ``np.packbits``, usearch's convention
            "hamming", dtype="b1")``, saved; HNSW: approximate
 npy        ``<name>.npy`` (N, ceil(q / 8)) uint8, ``<name>.ids.npy``   as ``np.packbits(codes > 0, axis=1)``
-           (N,) int64, ``<name>.json`` (bits, count, bit order)        (``"bitorder": "big"``), HashIndex's own
+           (N,) int64, ``<name>.json`` (bits, count, bit order, the    (``"bitorder": "big"``), HashIndex's own
+           files' names and SHA-256s); written together: each to a
+           temporary, then all renamed, the description last
 =========  =========================================================  ==========================================
+
+``<name>`` is the name given without a final ``.npy`` (``.ids.npy``, ``.json``): ``codes.bin`` writes
+``codes.bin.npy``, ``codes.bin.ids.npy`` and ``codes.bin.json``, and each of those names imports the set. The
+import reads the files the description names and checks their SHA-256s, so a set mixed from two exports (a
+crash between two renames, a file copied by hand) is refused instead of numbered with another export's ids.
 
 Hamming distances do not depend on the bit order as long as the database and the queries use the same one:
 queries sent through :func:`search_store` are packed in each store's order. Ties: ``HashIndex`` orders equal
@@ -33,21 +40,25 @@ except inside the tie at each query's last distance, where every id returned mus
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import io
 import json
+import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from shc._io import atomic_path, save_npy, write_json
+from shc._io import atomic_path, jsonable
 from shc.registry import Registry
 from shc.retrieval.index import HashIndex, pack_codes
 
 __all__ = ["STORES", "Store", "compare_topk", "export_codes", "from_faiss", "from_npy", "load_codes", "round_trip",
-           "search_store", "to_faiss", "to_milvus", "to_npy", "to_usearch"]
+           "search_store", "store_files", "to_faiss", "to_milvus", "to_npy", "to_usearch"]
 
 _INSTALL = "pip install -e '.[stores]'"
 _REVERSE_BITS = np.array([int(f"{value:08b}"[::-1], 2) for value in range(256)], np.uint8)
@@ -150,48 +161,118 @@ def from_faiss(path: str | os.PathLike, num_bits: int | None = None) -> HashInde
 
 def _search_faiss(path: str | os.PathLike, queries: np.ndarray, k: int, **_: Any) -> tuple[np.ndarray, np.ndarray]:
     distances, ids = _read_faiss(path).search(_REVERSE_BITS[queries], k)
-    return distances.astype(np.int64), ids.astype(np.int64)
+    missing = distances == np.iinfo(np.int32).max  # FAISS's empty slot (its id -1 may be a real id)
+    return np.where(missing, -1, distances).astype(np.int64), np.where(missing, -1, ids).astype(np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
 # Packed .npy
 # ---------------------------------------------------------------------------------------------
+_NPY_ENDINGS = (".ids.npy", ".npy", ".json")
+
+
 def _npy_paths(path: str | os.PathLike) -> tuple[Path, Path, Path]:
+    """The codes, ids and description files of the npy export named ``path``: ``<name>.npy``, ``<name>.ids.npy``,
+    ``<name>.json``, ``<name>`` being the name without a final ``.ids.npy``, ``.npy`` or ``.json``."""
     path = Path(path)
-    stem = path.with_suffix("") if path.suffix == ".npy" else path
-    return stem.with_suffix(".npy"), stem.with_name(stem.name + ".ids.npy"), stem.with_suffix(".json")
+    name = next((path.name[:-len(end)] for end in _NPY_ENDINGS if path.name.endswith(end) and path.name != end),
+                path.name)
+    return path.with_name(name + ".npy"), path.with_name(name + ".ids.npy"), path.with_name(name + ".json")
+
+
+def _digest(array: np.ndarray) -> str:
+    """SHA-256 of an array's dtype, shape and bytes (what the npy description records of each file)."""
+    header = f"{array.dtype.str}{array.shape}".encode()
+    return hashlib.sha256(header + np.ascontiguousarray(array).tobytes()).hexdigest()
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    """``array`` as the bytes of a ``.npy`` file. Written by Python's own ``write``, whose error on a full disk
+    carries its errno (numpy's ``np.save`` to a file says only "N requested and M written")."""
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
 
 
 def to_npy(index: HashIndex, path: str | os.PathLike) -> Path:
     """Write ``<name>.npy`` (N, ceil(q / 8)) uint8 codes in ``np.packbits(codes > 0, axis=1)`` order,
     ``<name>.ids.npy`` (N,) int64 and ``<name>.json`` (``num_bits``, ``count``, ``bitorder``: "big", how to
-    unpack). Returns the codes file; each file is written atomically, the description last."""
+    unpack, the two files' names and SHA-256s). Returns the codes file.
+
+    The three are one transaction: each is written to a temporary beside it, and only when all are written are
+    they renamed, the description last; a failure (a full disk, Ctrl-C) leaves the previous set as it was.
+    """
     index = _checked_index(index)
     codes_path, ids_path, meta_path = _npy_paths(path)
-    save_npy(codes_path, _packed_bytes(index))
-    save_npy(ids_path, np.asarray(index._ids, np.int64))
-    write_json(meta_path, {"num_bits": index.num_bits, "count": len(index), "bitorder": "big",
-                           "codes": codes_path.name, "ids": ids_path.name,
-                           "unpack": f"np.unpackbits(np.load('{codes_path.name}'), axis=1, count={index.num_bits}) "
-                                     "(1 = +1, 0 = -1)"})
+    packed, ids = _packed_bytes(index), np.asarray(index._ids, np.int64)
+    meta = {"num_bits": index.num_bits, "count": len(index), "bitorder": "big", "codes": codes_path.name,
+            "ids": ids_path.name, "sha256": {"codes": _digest(packed), "ids": _digest(ids)},
+            "unpack": f"np.unpackbits(np.load('{codes_path.name}'), axis=1, count={index.num_bits}) (1 = +1, 0 = -1)"}
+    # renamed in the reverse order of entering: codes, ids, then the description that vouches for both
+    with atomic_path(meta_path, suffix=".tmp.json") as meta_file, \
+            atomic_path(ids_path, suffix=".tmp.npy") as ids_file, \
+            atomic_path(codes_path, suffix=".tmp.npy") as codes_file:
+        codes_file.write_bytes(_npy_bytes(packed))
+        ids_file.write_bytes(_npy_bytes(ids))
+        meta_file.write_text(json.dumps(jsonable(meta), indent=1) + "\n", encoding="utf-8")
     return codes_path
+
+
+_NPY_REMEDY = "export again with `shc export SOURCE --to npy --out FILE`"
+
+
+def _npy_description(meta_path: Path) -> dict[str, Any]:
+    """The description an npy export wrote ({} when there is none: codes packed by other tools)."""
+    if not meta_path.is_file():
+        return {}
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ValueError(f"{meta_path} is damaged ({error}): it is not the description `shc export --to npy` "
+                         f"writes; {_NPY_REMEDY}.") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{meta_path} is damaged (not a JSON object): it is not the description `shc export --to "
+                         f"npy` writes; {_NPY_REMEDY}.")
+    return meta
+
+
+def _load_described(path: Path, meta_path: Path, meta: dict[str, Any], key: str) -> np.ndarray:
+    """One array of an npy set, checked against the SHA-256 its description recorded (when it did)."""
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise ValueError(f"{path} cannot be read as a .npy array ({error}): it is damaged; {_NPY_REMEDY}.") from None
+    expected = (meta.get("sha256") or {}).get(key)
+    if expected is not None and _digest(array) != expected:
+        raise ValueError(f"{path} is not the one {meta_path} describes (its {key} belong to another export: the set "
+                         f"is mixed); {_NPY_REMEDY}.")
+    return array
 
 
 def from_npy(path: str | os.PathLike, num_bits: int | None = None) -> HashIndex:
     """A ``HashIndex`` of packed ``.npy`` codes: ``<name>.npy`` (np.packbits order) with ``<name>.ids.npy``
-    (default ids 0..N-1 when absent) and ``<name>.json`` (gives ``num_bits``; else pass ``num_bits``)."""
+    and ``<name>.json`` (gives ``num_bits``; else pass ``num_bits``).
+
+    With the description, exactly the files it names are read and checked against its SHA-256s (ids it names
+    must be there); without it (codes packed by other tools), ids are ``<name>.ids.npy`` or else 0..N-1.
+    """
     codes_path, ids_path, meta_path = _npy_paths(path)
+    meta = _npy_description(meta_path)
+    codes_path = meta_path.with_name(Path(str(meta.get("codes", codes_path.name))).name)
+    ids_path = meta_path.with_name(Path(str(meta.get("ids", ids_path.name))).name)
     if not codes_path.is_file():
         raise FileNotFoundError(f"no packed codes at {codes_path}: write them with `shc export --to npy`.")
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    if "ids" in meta and not ids_path.is_file():
+        raise FileNotFoundError(f"{ids_path} is missing, and {meta_path} says the export wrote its ids there; "
+                                f"{_NPY_REMEDY}.")
     if meta.get("bitorder", "big") != "big":
         raise ValueError(f"{meta_path} says bitorder {meta['bitorder']!r}; this reader takes np.packbits's "
                          "'big' order: repack with np.packbits(bits, axis=1).")
     bits = num_bits if num_bits is not None else meta.get("num_bits")
     if bits is None:
         raise ValueError(f"{meta_path} is missing, so the code length is unknown: pass num_bits (--bits).")
-    codes = np.load(codes_path, allow_pickle=False)
-    ids = np.load(ids_path, allow_pickle=False) if ids_path.is_file() else None
+    codes = _load_described(codes_path, meta_path, meta, "codes")
+    ids = _load_described(ids_path, meta_path, meta, "ids") if ids_path.is_file() else None
     return HashIndex(int(bits)).add(codes, ids)
 
 
@@ -223,7 +304,11 @@ def _search_usearch(path: str | os.PathLike, queries: np.ndarray, k: int, exact:
     usearch = _require("usearch.index", "usearch")
     if not Path(path).is_file():
         raise FileNotFoundError(f"no usearch index at {path}: write one with `shc export --to usearch --out {path}`.")
-    matches = usearch.Index.restore(str(path)).search(queries, k, exact=exact)
+    store = usearch.Index.restore(str(path))
+    if store is None:
+        raise ValueError(f"{path} is not a usearch index (damaged, or another format); write one with "
+                         f"`shc export --to usearch --out {path}`.")
+    matches = store.search(queries, k, exact=exact)
     keys, distances = np.atleast_2d(matches.keys), np.atleast_2d(matches.distances)
     found = np.arange(keys.shape[1])[None, :] < np.atleast_1d(matches.counts)[:, None]
     return (np.where(found, np.rint(distances), -1).astype(np.int64),
@@ -242,6 +327,39 @@ def _milvus_layout(uri: str, layout: str) -> str:
     if layout not in ("auto", "binary", "float"):
         raise ValueError(f"layout must be 'auto', 'binary' or 'float', got {layout!r}.")
     return ("float" if _is_lite(uri) else "binary") if layout == "auto" else layout
+
+
+#: What to do about a pymilvus error, by what it says: (words in the message, the fix), the first that matches.
+_MILVUS_FIXES = (
+    ("Fail connecting", "start the server, or correct --uri (a server's address, or a .db file for Milvus Lite)"),
+    ("illegal", "give --uri as http://HOST:19530 (a server; also https, tcp, unix) or a local file ending in .db "
+                "(Milvus Lite)"),
+    ("does not exist", "export to it first: `shc export SOURCE --to milvus --uri URI --collection NAME`"),
+)
+
+
+@contextlib.contextmanager
+def _milvus_errors(pymilvus, uri: str, collection: str) -> Iterator[None]:
+    """pymilvus's exceptions as one line naming the uri, the collection and what to do; pymilvus's own error log
+    (a traceback on stderr for each failed call) is silenced meanwhile, the exception carrying what it said."""
+    logger = logging.getLogger("pymilvus")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    except pymilvus.MilvusException as error:
+        said = " ".join(str(getattr(error, "message", "") or error).split())
+        fix = next((fix for words, fix in _MILVUS_FIXES if words in said),
+                   "check --uri and --collection, and the server's log")
+        kind = ConnectionError if "Fail connecting" in said else ValueError
+        raise kind(f"Milvus at {uri}, collection {collection!r}: {said}; {fix}.") from error
+    finally:
+        logger.setLevel(level)
+
+
+def _milvus_files(uri: str | os.PathLike) -> list[Path]:
+    """The file Milvus Lite keeps its collections in (none for a server)."""
+    return [Path(uri)] if _is_lite(str(uri)) else []
 
 
 def _milvus_rows(packed: np.ndarray, layout: str) -> list:
@@ -276,7 +394,15 @@ def to_milvus(index: HashIndex, uri: str, collection: str = "shc_codes", *, layo
     layout = _milvus_layout(uri, layout)
     if index_type not in ("BIN_FLAT", "BIN_IVF_FLAT"):
         raise ValueError(f"index_type must be 'BIN_FLAT' (exact) or 'BIN_IVF_FLAT', got {index_type!r}.")
-    client = pymilvus.MilvusClient(uri=uri, token=token)
+    with _milvus_errors(pymilvus, uri, collection):
+        _insert_milvus(pymilvus, pymilvus.MilvusClient(uri=uri, token=token), index, collection, layout=layout,
+                       index_type=index_type, nlist=nlist, overwrite=overwrite, uri=uri)
+    return collection
+
+
+def _insert_milvus(pymilvus, client, index: HashIndex, collection: str, *, layout: str, index_type: str, nlist: int,
+                   overwrite: bool, uri: str) -> None:
+    """:func:`to_milvus`'s work on an open client (closed at the end)."""
     try:
         if client.has_collection(collection):
             if not overwrite:
@@ -310,23 +436,23 @@ def to_milvus(index: HashIndex, uri: str, collection: str = "shc_codes", *, layo
         client.flush(collection)
     finally:
         client.close()
-    return collection
 
 
 def _search_milvus(uri: str, queries: np.ndarray, k: int, collection: str = "shc_codes", token: str = "",
                    nprobe: int = 16, **_: Any) -> tuple[np.ndarray, np.ndarray]:
     pymilvus = _require("pymilvus", "milvus")
-    client = pymilvus.MilvusClient(uri=uri, token=token)
-    try:
-        field = next(f for f in client.describe_collection(collection)["fields"] if f["name"] == "code")
-        layout = "binary" if field["type"] == pymilvus.DataType.BINARY_VECTOR else "float"
-        client.load_collection(collection)
-        params = {"metric_type": "HAMMING", "params": {"nprobe": nprobe}} if layout == "binary" else \
-            {"metric_type": "L2"}
-        hits = client.search(collection, data=_milvus_rows(queries, layout), limit=k, anns_field="code",
-                             search_params=params)
-    finally:
-        client.close()
+    with _milvus_errors(pymilvus, uri, collection):
+        client = pymilvus.MilvusClient(uri=uri, token=token)
+        try:
+            field = next(f for f in client.describe_collection(collection)["fields"] if f["name"] == "code")
+            layout = "binary" if field["type"] == pymilvus.DataType.BINARY_VECTOR else "float"
+            client.load_collection(collection)
+            params = {"metric_type": "HAMMING", "params": {"nprobe": nprobe}} if layout == "binary" else \
+                {"metric_type": "L2"}
+            hits = client.search(collection, data=_milvus_rows(queries, layout), limit=k, anns_field="code",
+                                 search_params=params)
+        finally:
+            client.close()
     # pymilvus answers per query (lists of hits): flattened once, then reshaped
     found = np.array([len(row) for row in hits])
     flat_ids = np.array([hit["id"] for row in hits for hit in row], np.int64)
@@ -345,7 +471,7 @@ def _search_milvus(uri: str, queries: np.ndarray, k: int, collection: str = "shc
 class Store:
     """An export target: ``export(index, location, **options)``, ``search(location, packed_queries, k,
     **options) -> (distances, ids)`` with queries in np.packbits order, ``load(location, num_bits)`` (None where
-    the store is not imported from), and whether its search is ``exact``."""
+    the store is not imported from), whether its search is ``exact``, and the ``files`` at a location."""
 
     name: str
     export: Callable[..., Any]
@@ -353,22 +479,32 @@ class Store:
     load: Callable[..., HashIndex] | None
     exact: bool
     description: str
+    files: Callable[[Any], list[Path]] = lambda location: [Path(location)]
+    """The files an export to ``location`` writes and its import reads (compared with a command's other files)."""
 
 
 STORES: Registry[Store] = Registry("export target")
 STORES.register("faiss", Store("faiss", to_faiss, _search_faiss, from_faiss, True,
                                "FAISS binary flat index file (faiss.read_index_binary)"))
 STORES.register("milvus", Store("milvus", to_milvus, _search_milvus, None, True,
-                                "Milvus collection: id + binary vector (HAMMING); --uri a server or a Lite file"))
+                                "Milvus collection: id + binary vector (HAMMING); --uri a server or a Lite file",
+                                _milvus_files))
 STORES.register("usearch", Store("usearch", to_usearch, _search_usearch, None, False,
                                  "usearch HNSW index, b1 vectors, Hamming (approximate)"))
 STORES.register("npy", Store("npy", to_npy, _search_npy, from_npy, True,
-                             "packed .npy codes + .ids.npy + .json (bit order written down)"))
+                             "packed .npy codes + .ids.npy + .json (bit order written down)",
+                             lambda location: list(_npy_paths(location))))
 
 
 def export_codes(index: HashIndex, target: str, location: str | os.PathLike, **options: Any) -> Any:
     """Export ``index`` to ``target`` (a name of :data:`STORES`) at ``location`` (a file; Milvus: the uri)."""
     return STORES.get(target).export(index, location, **options)
+
+
+def store_files(target: str, location: str | os.PathLike) -> list[Path]:
+    """The files an export to ``target`` at ``location`` writes, and an import from there reads (a Milvus
+    server: none)."""
+    return STORES.get(target).files(location)
 
 
 def load_codes(source: str, location: str | os.PathLike, num_bits: int | None = None) -> HashIndex:
@@ -402,9 +538,8 @@ def compare_topk(index: HashIndex, queries: Any, reference: tuple[np.ndarray, np
     k = ref_ids.shape[1]
     if distances.shape != ref_distances.shape:
         return {"same": False, "recall": 0.0, "queries": len(ref_ids), "k": k}
-    found = ids >= 0
-    rows = np.searchsorted(index._ids, np.where(found, ids, index._ids[0]))
-    rows = np.minimum(rows, len(index) - 1)
+    found = distances >= 0  # a store marks an empty slot by distance -1: ids may be negative, -1 among them
+    rows = np.minimum(np.searchsorted(index._ids, ids), len(index) - 1)
     known = found & (index._ids[rows] == ids)
     packed = pack_codes(queries, index.num_bits)
     xor = (packed[:, None, :] ^ index._codes[rows]).view(np.uint8)
@@ -415,11 +550,11 @@ def compare_topk(index: HashIndex, queries: Any, reference: tuple[np.ndarray, np
     # distance filled with any (honest) id of that distance
     inside = ref_distances < last
     hit = np.zeros_like(inside)
-    for_each = (ref_ids[:, :, None] == np.where(honest, ids, -1)[:, None, :]).any(axis=2)
+    for_each = ((ref_ids[:, :, None] == ids[:, None, :]) & honest[:, None, :]).any(axis=2)
     hit[inside] = for_each[inside]
     at_last = np.minimum((ref_distances == last).sum(axis=1), (honest & (true == last)).sum(axis=1))
     recall = float(((hit.sum(axis=1) + at_last) / k).mean())
-    ordered = np.lexsort((np.where(honest, ids, -1), true), axis=1) if distances.size else distances
+    ordered = np.lexsort((ids, true), axis=1) if distances.size else distances  # a dishonest row fails anyway
     same_inside = np.where(inside, np.take_along_axis(ids, ordered, axis=1) == ref_ids, True)
     same = bool(np.array_equal(np.sort(distances, axis=1), ref_distances) and honest.all() and same_inside.all())
     return {"same": same, "recall": recall, "queries": len(ref_ids), "k": k}
