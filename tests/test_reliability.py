@@ -282,3 +282,24 @@ def test_the_data_cache_of_a_process_sees_images_added_removed_or_edited(tmp_pat
     edited = load_data(config)
     assert edited is not removed and stage_directories(config) != folders
     assert load_data(config) is edited
+
+
+def test_the_report_checker_fails_a_truncated_page_and_an_empty_folder(tmp_path, capsys):
+    """The issue's false passes: ``shc.reports --check`` passed a page cut to half its size, and an empty folder."""
+    from shc.reports.check import check_report_folder, main
+
+    page = ("<!DOCTYPE html>\n<html><head><title>t</title></head><body><h1>Title</h1><p>Some text.</p>\n"
+            "<p>More text.</p></body>\n</html>\n")
+    folder = tmp_path / "tiny"
+    (folder / "00_x").mkdir(parents=True)
+    (folder / "00_x" / "00_x-report.html").write_text(page)
+    assert check_report_folder(folder) == []
+    (folder / "00_x" / "00_x-report.html").write_text(page[:len(page) // 2])
+    assert [(p.file, p.kind) for p in check_report_folder(folder)] == [("00_x/00_x-report.html", "truncated-page")]
+    empty = tmp_path / "empty"
+    (empty / "00_x").mkdir(parents=True)
+    (empty / "00_x" / "00_x.ipynb").write_text("{}")  # not published: the folder shows a reader nothing
+    assert [p.kind for p in check_report_folder(empty)] == ["empty"]
+    assert main([str(empty)]) == 1 and "empty" in capsys.readouterr().out
+    assert main([str(tmp_path / "nothing")]) == 2
+    assert "nothing is not a report folder" in capsys.readouterr().err

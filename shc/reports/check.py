@@ -15,6 +15,9 @@ checks, each a *kind* of :class:`Problem`:
 - ``signed-zero``: a difference printed as ``-0.000`` or ``+0.000``, too few digits to show its sign;
 - ``empty-section``: a section heading of a notebook page whose section shows no output (a table announced, nothing
   displayed), or a heading of any page followed by nothing;
+- ``truncated-page``: a page that does not end as every page's template ends (``</html>``): cut short by an
+  interrupted copy, a full disk or a hand edit;
+- ``empty``: a folder without a published page (nothing built, or only files a reader never receives);
 - ``too-large``: the folder's published files together exceed :data:`PUBLISHED_BUDGET_BYTES` (20 MB a preset: the
   repository carries every preset's reports); the message names the five largest files.
 
@@ -36,11 +39,14 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["PLACEHOLDER_ALT", "PUBLISHED_BUDGET_BYTES", "Problem", "check_page", "check_report_folder", "is_published", "main",
-           "published_files"]
+__all__ = ["PAGE_END", "PLACEHOLDER_ALT", "PUBLISHED_BUDGET_BYTES", "Problem", "check_page", "check_report_folder",
+           "is_published", "main", "published_files"]
 
 #: What a preset's committed reports may weigh in all (20 MB, decimal): ``too-large`` past it.
 PUBLISHED_BUDGET_BYTES = 20_000_000
+
+#: How every page ends (nbconvert's template and the index's alike): a page that does not was cut short.
+PAGE_END = "</html>"
 
 #: The alt text nbconvert gives every output image.
 PLACEHOLDER_ALT = "No description has been provided for this image"
@@ -303,8 +309,20 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
+def _page_end_problem(text: str, page: str) -> list[Problem]:
+    """A ``truncated-page`` problem when ``text`` does not end with :data:`PAGE_END`."""
+    if text.rstrip().lower().endswith(PAGE_END):
+        return []
+    tail = " ".join(text[-40:].split())
+    return [Problem(page, "truncated-page", f"ends with {tail!r}, not {PAGE_END}: the page was cut short; rebuild it "
+                                            "(python -m shc.reports) or copy it again")]
+
+
 def _iter_problems(folder: Path) -> Iterator[Problem]:
     published = {path.relative_to(folder).as_posix() for path in published_files(folder)}
+    if not any(name.endswith(".html") for name in published):
+        yield Problem(".", "empty", "no published page (index.html, *-report.html): build the reports with "
+                                    "python -m shc.reports --preset NAME --output FOLDER")
     sizes = {relative: (folder / relative).stat().st_size for relative in published}
     if sum(sizes.values()) > PUBLISHED_BUDGET_BYTES:
         largest = ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in
@@ -328,6 +346,7 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
                 resolved = os.path.normpath((page_dir / target).as_posix())
                 return resolved in published or (resolved == "." or any(p.startswith(resolved + "/")
                                                                         for p in published))
+            yield from _page_end_problem(text, relative)
             yield from check_page(text, relative, exists=exists)
             continue
         for found in _absolute_paths(text):
@@ -356,10 +375,17 @@ def check_report_folder(folder: str | os.PathLike) -> list[Problem]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m shc.reports.check FOLDER...``: print every problem; exit status 1 when there is one."""
+    """``python -m shc.reports.check FOLDER...``: print every problem; exit status 1 when there is one (2 for a
+    folder that is not there)."""
+    from shc.cli_common import run_cli
+
+    return run_cli(_main, argv)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m shc.reports.check", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m shc.reports.check", description=main.__doc__.split(";")[0])
     parser.add_argument("folders", nargs="+", help="preset report folders, e.g. reports/quick")
     args = parser.parse_args(argv)
     found = 0
