@@ -44,6 +44,7 @@ def _encode(args: argparse.Namespace) -> int:
     root = Path(args.images).expanduser().resolve()
     if not root.is_dir():
         raise ValueError(f"--images {args.images!r} is not a folder; give the folder of images to encode.")
+    _refuse_unfinished_export(root, args.images)
     encoder = load_encoder(args.run, device=args.device, allow_unfinished=args.allow_unfinished)
     paths = find_images(root)
     if not paths:
@@ -64,6 +65,18 @@ def _encode(args: argparse.Namespace) -> int:
         if len(failed) > _SHOWN_FAILURES:
             print(f"  ... and {len(failed) - _SHOWN_FAILURES} more", file=sys.stderr)
     return 0
+
+
+def _refuse_unfinished_export(root: Path, given: str) -> None:
+    """Refuse a folder that ``python -m shc.data export-images`` began and did not finish (its images are a part
+    of the split, not the split)."""
+    from shc.data.__main__ import unfinished_export
+
+    record = unfinished_export(root)
+    if record is not None:
+        raise ValueError(f"--images {given!r} is an unfinished export ({record} says `python -m shc.data "
+                         f"export-images` did not complete): rerun that command to finish it, or delete {record} "
+                         "to encode the images that are there.")
 
 
 def _read_codes(path: str) -> dict[str, Any]:

@@ -478,3 +478,32 @@ def test_a_full_disk_mid_npy_export_keeps_the_previous_set_whole(tmp_path):
     assert result.returncode == 2 and len(lines) == 1 and "write elsewhere" in lines[0], result.stderr
     assert {path.name: path.read_bytes() for path in tmp_path.glob("x.*")} == before
     assert sorted(path.name for path in tmp_path.iterdir()) == ["new.shcidx", "old.shcidx", *sorted(before)]
+
+
+def test_shc_encode_refuses_the_folder_of_an_interrupted_export_images(world, tmp_path, monkeypatch, capsys):
+    """The issue's case: Ctrl-C in ``export-images`` left a partial folder with nothing to tell, and ``shc encode``
+    encoded it as if it were the split. The export now records its completion in the folder."""
+    from PIL import Image
+
+    real, calls = Image.fromarray, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 5:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    out, codes = tmp_path / "export", tmp_path / "codes.npz"
+    export = ["export-images", "digits-composite", "--out", str(out), *world["options"]]
+    monkeypatch.setattr(Image, "fromarray", interrupted)
+    assert data_main(export) == 130
+    monkeypatch.undo()
+    assert len(list(out.rglob("*.png"))) == 5
+    for images in (out, next(out.iterdir())):  # the folder, and a class folder inside it
+        capsys.readouterr()
+        assert cli.main(["encode", "--run", world["run"], "--images", str(images), "--out", str(codes)]) == 2
+        line = _one_line(capsys)
+        assert "unfinished" in line and "export-images" in line and str(out) in line, line
+        assert not codes.exists()
+    assert data_main(export) == 0  # the rerun finishes the folder, and it is encoded
+    assert cli.main(["encode", "--run", world["run"], "--images", str(out), "--out", str(codes), "--quiet"]) == 0

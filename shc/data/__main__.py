@@ -1,5 +1,9 @@
 """Command line of :mod:`shc.data`: ``python -m shc.data export-images DATASET --split database --out FOLDER``
-writes a split's images as PNG files, one sub-folder per class (a folder to try ``shc encode`` on)."""
+writes a split's images as PNG files, one sub-folder per class (a folder to try ``shc encode`` on).
+
+The folder records the export in ``.shc-export.json`` (:data:`EXPORT_RECORD`): written before the first image
+with ``"complete": false``, rewritten ``true`` after the last, so an interrupted export is known as one
+(:func:`unfinished_export`; ``shc encode`` refuses it) and a rerun finishes it."""
 
 from __future__ import annotations
 
@@ -10,7 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["export_images", "main"]
+__all__ = ["EXPORT_RECORD", "export_images", "main", "unfinished_export"]
+
+#: The record of an ``export-images`` in its folder (what was exported, and whether the export completed).
+EXPORT_RECORD = ".shc-export.json"
 
 
 def _folder_name(name: str) -> str:
@@ -22,11 +29,12 @@ def export_images(dataset: str, split: str, out: str | Path, seed: int = 0, root
     """Write split ``split`` of ``load_dataset(dataset, root, seed, **options)`` to ``out/<class>/<pos>.png``.
 
     ``<pos>`` is the image's 6-digit position in the split (its row in the pipeline's ``codes.npz``);
-    multi-label images go to ``out/images/``. Returns the number of files written.
+    multi-label images go to ``out/images/``. Returns the number of files written. ``out/.shc-export.json``
+    says whether the export completed (:func:`unfinished_export`).
     """
     from PIL import Image
 
-    from shc._io import atomic_path
+    from shc._io import atomic_path, write_json
     from shc.data import load_dataset
 
     data = load_dataset(dataset, root=root, seed=seed, **options)
@@ -34,11 +42,29 @@ def export_images(dataset: str, split: str, out: str | Path, seed: int = 0, root
         raise ValueError(f"unknown split {split!r}; splits: {', '.join(data.splits)}.")
     part = data.splits[split]
     out = Path(out)
+    record = {"dataset": dataset, "split": split, "seed": seed, "options": options, "count": len(part)}
+    write_json(out / EXPORT_RECORD, {**record, "complete": False})
     for position in range(len(part)):
         folder = "images" if data.multi_label else _folder_name(data.class_names[int(part.labels[position])])
         with atomic_path(out / folder / f"{position:06d}.png", suffix=".tmp.png") as temporary:
             Image.fromarray(part.raw_image(position)).save(temporary, format="PNG")
+    write_json(out / EXPORT_RECORD, {**record, "complete": True})
     return len(part)
+
+
+def unfinished_export(folder: str | Path) -> Path | None:
+    """The record of an ``export-images`` that did not complete in ``folder`` or a folder above it (a class
+    folder of the export), or None: no export there, or a complete one."""
+    folder = Path(folder).expanduser().resolve()
+    for place in (folder, *folder.parents):
+        record = place / EXPORT_RECORD
+        if record.is_file():
+            try:
+                complete = json.loads(record.read_text(encoding="utf-8")).get("complete") is True
+            except (ValueError, OSError, AttributeError):  # damaged: its export cannot be vouched for
+                complete = False
+            return None if complete else record
+    return None
 
 
 def _option(text: str) -> tuple[str, Any]:
