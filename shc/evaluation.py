@@ -17,6 +17,11 @@ Two rankings of the same codes are reported (docs/evaluation.md):
   one random draw of the tie order, so it scatters around the tie-aware value.
 
 The Hamming-radius PR curve (``pr_*``) retrieves whole tie groups and needs neither.
+
+Where the codes include the training set's (``train_codes``, ``train_labels``: every run since evaluation
+version 4), :func:`evaluate_codes` also measures **reachability** (:mod:`shc.reachability`) on the training and
+query sets: whether the network reached the targets it was trained towards (``target_codes``, else the classes'
+majority codes).
 """
 
 from __future__ import annotations
@@ -28,11 +33,12 @@ import numpy as np
 
 from shc._io import jsonable
 
-__all__ = ["EVALUATION_VERSION", "MAP_KEYS", "PRIMARY_METRIC", "TIE_AWARE_MAP_KEYS", "evaluate_codes",
-           "selection_scores"]
+__all__ = ["EVALUATION_VERSION", "MAP_KEYS", "PRIMARY_METRIC", "TARGET_KINDS", "TIE_AWARE_MAP_KEYS", "evaluate_codes",
+           "reachability_scores", "selection_scores"]
 
-#: Version of what :func:`evaluate_codes` measures (3: + tie-aware mAP, expected P@K/R@K and rank curve).
-EVALUATION_VERSION = 3
+#: Version of what :func:`evaluate_codes` measures (3: + tie-aware mAP, expected P@K/R@K and rank curve; 4: +
+#: reachability on the training and query sets, where the codes include the training set's).
+EVALUATION_VERSION = 4
 MAP_KEYS = ("mAP@100", "mAP@1000", "mAP@ALL")
 TIE_AWARE_MAP_KEYS = tuple(f"tie_aware_{key}" for key in MAP_KEYS)
 #: The number that model selection maximises and that the comparisons of methods use.
@@ -69,8 +75,39 @@ def evaluate_codes(codes: Mapping[str, np.ndarray]) -> dict[str, Any]:
     return jsonable({
         **{key: scores[key] for key in (*MAP_KEYS, *TIE_AWARE_MAP_KEYS, *_CURVES)},
         "query_AP@ALL": scores["AP@ALL"], "query_tie_aware_AP@ALL": scores["tie_aware_AP@ALL"],
+        **reachability_scores(codes),
         "evaluation": EVALUATION_VERSION,
     })
+
+
+#: What ``target_codes`` of a ``codes.npz`` are, by its ``target_kind`` entry (absent: no targets stored).
+TARGET_KINDS = ("centers", "learned class codes")
+
+
+def reachability_scores(codes: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Reachability on the training and query sets (:mod:`shc.reachability`), empty when the codes hold no
+    training set (runs older than evaluation version 4) or carry multi-hot labels.
+
+    Returns ``reach_targets`` (``"centers"`` or ``"learned class codes"`` when ``target_codes`` are there, as
+    ``target_kind`` says; else ``"majority codes"``) and ``train_`` / ``query_`` + each of
+    :data:`shc.reachability.REACHABILITY_KEYS`. The majority codes are always the training codes' own.
+    """
+    from shc.reachability import majority_codes, reachability
+
+    if "train_codes" not in codes or np.ndim(codes["train_labels"]) != 1:
+        return {}
+    labels = np.concatenate([codes["train_labels"], codes["query_labels"]])
+    num_classes = len(codes["target_codes"]) if "target_codes" in codes else int(labels.max()) + 1
+    majority = majority_codes(codes["train_codes"], codes["train_labels"], num_classes)
+    if "target_codes" in codes:
+        targets, kind = codes["target_codes"], str(codes.get("target_kind", "centers"))
+    else:
+        targets, kind = majority, "majority codes"
+    scores: dict[str, Any] = {"reach_targets": kind}
+    for split in ("train", "query"):
+        for key, value in reachability(codes[f"{split}_codes"], codes[f"{split}_labels"], targets, majority).items():
+            scores[f"{split}_{key}"] = value
+    return scores
 
 
 def selection_scores(query_codes: Any, query_labels: Any, db_codes: Any, db_labels: Any) -> dict[str, float]:

@@ -903,11 +903,16 @@ class CRHLoss(nn.Module):
     def set_extra_state(self, state: dict[str, Any]) -> None:
         self.reassignments = [dict(entry) for entry in state["reassignments"]]
 
+    def learned_targets(self) -> np.ndarray:
+        """(C, K) int8: the centers the classes hold now (the final assignment after training), the targets whose
+        reachability stage 3 measures (:mod:`shc.reachability`)."""
+        return self.centers().cpu().numpy().astype(np.int8)
+
     def artifacts(self) -> dict[str, Any]:
         """Files for the run's stage folder: ``codebook.npy`` (H, M, d), ``class_centers.npy`` (C, K), the
         final centers, and ``reassignments.json`` (the log, one entry per reassignment)."""
         return {"codebook.npy": self.codebooks.cpu().numpy().astype(np.int8),
-                "class_centers.npy": self.centers().cpu().numpy().astype(np.int8),
+                "class_centers.npy": self.learned_targets(),
                 "reassignments.json": {"assignment": self.assignment_method, "heads": self.num_heads,
                                        "head_bits": self.codebooks.shape[2], "log": self.reassignments}}
 

@@ -348,6 +348,18 @@ def _write_criterion_artifacts(criterion, directory: Path) -> None:
         save_npy(directory / name, value) if name.endswith(".npy") else write_json(directory / name, value)
 
 
+def _targets(criterion, centers: np.ndarray | None) -> dict[str, np.ndarray]:
+    """The codes the network was trained towards, for reachability: a loss's learned class codes at the end of
+    training (``criterion.learned_targets()``: CRH), else the fixed centers, else nothing (the classes' majority
+    codes stand in; :func:`shc.evaluation.reachability_scores`)."""
+    learned = getattr(criterion, "learned_targets", None)
+    if learned is not None:
+        return {"target_codes": np.asarray(learned(), np.int8), "target_kind": np.array("learned class codes")}
+    if centers is not None:
+        return {"target_codes": np.asarray(centers, np.int8), "target_kind": np.array("centers")}
+    return {}
+
+
 def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
     """Stage 3 and evaluation: train the hashing network, encode query and database, measure (cached).
 
@@ -385,7 +397,10 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
         if _is_main():
             _write_criterion_artifacts(criterion, directory)
             codes = {"query_codes": encode(model, data.query, config), "query_labels": data.query.labels,
-                     "database_codes": encode(model, data.database, config), "database_labels": data.database.labels}
+                     "database_codes": encode(model, data.database, config), "database_labels": data.database.labels,
+                     # reachability (shc.reachability): the training set without augmentation, and the targets
+                     "train_codes": encode(model, data.train.with_transform(data.val.transform), config),
+                     "train_labels": data.train.labels, **_targets(criterion, centers)}
             save_npz(directory / "codes.npz", **codes)
             metrics = jsonable({
                 **evaluate_codes(codes), "selected_epoch": history.best_epoch, "train_seconds": train_seconds,

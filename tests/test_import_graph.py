@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("stage 2: local search", ("shc.centers.search",)),
     ("stage 2: registry", ("shc.centers.registry",)),
     ("stage 2", ("shc.centers",)),
-    ("networks and measures", ("shc.codebook", "shc.models", "shc.metrics", "shc.evaluation")),
+    ("networks and measures", ("shc.codebook", "shc.models", "shc.metrics", "shc.reachability", "shc.evaluation")),
     ("training: config", ("shc.train.config",)),
     ("training: checkpoint, distributed", ("shc.train.checkpoint", "shc.train.distributed")),
     ("training: loop, inference", ("shc.train.loop", "shc.train.inference")),

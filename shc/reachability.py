@@ -1,0 +1,98 @@
+"""Reachability: did the hashing network reach the targets it was trained towards?
+
+A comparison of target sets (random, CSQ, MDS, SHC centers, or codes that a method learns) means something
+only if each network actually produced its own targets: a network that cannot reach most bits of its centers
+measures the backbone, not the centers (issue 35, docs/standard.md). Stage 3 therefore records, on the
+training and the query set at the selected epoch:
+
+- **center hit rate**: the share of images whose nearest target (Hamming) is their own class's. Ties count
+  fractionally: an image at the minimum distance from its own target and from ``k - 1`` others scores ``1/k``
+  (the chance that a uniformly random tie order ranks its own first).
+- **center bit error**: the mean share of bits in which an image's code differs from its own class's target,
+  ``d_H(b, h_y) / q``.
+- **majority bit error**: the same against its class's **majority code**, the bitwise majority (sign of the
+  sum, ``sign(0) = +1``) of the class's *training* codes. It measures how consistently a class is coded,
+  whatever the targets: low majority error with high center error is a network that codes each class
+  consistently but elsewhere than its target.
+
+The targets are the method's fixed centers (SHC, CSQ, MDS, random, ...), the codes a method learned for its
+classes (CRH's final assignment, OrthoHash's codebook), or, for methods without class codes (GreedyHash, LTH,
+DPSH, ...), their classes' majority codes: then the hit rate says how well a nearest-class-code rule recovers
+the class from a code. ``reach_targets`` in ``metrics.json`` says which. Single-label data only (multi-label
+rows have no one own target; the functions refuse them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from shc.validation import class_labels, sign_codes
+
+__all__ = ["REACHABILITY_KEYS", "center_hit_rate", "majority_codes", "reachability"]
+
+#: The numbers :func:`reachability` returns, per split (``metrics.json`` prefixes them ``train_`` / ``query_``).
+REACHABILITY_KEYS = ("center_hit_rate", "center_bit_error", "majority_bit_error")
+
+
+def _check(codes: Any, labels: Any, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    codes = sign_codes(codes, "codes")
+    labels = class_labels(labels, "labels", len(codes), num_classes)
+    if labels.ndim != 1:
+        raise ValueError("reachability needs one class per image (class indices); multi-hot labels have no single "
+                         "own target.")
+    return codes, labels.astype(np.int64)
+
+
+def majority_codes(codes: Any, labels: Any, num_classes: int) -> np.ndarray:
+    """Each class's bitwise majority code ``sign(sum of its codes)`` (``sign(0) = +1``), int8 (C, q).
+
+    A class with no image gets +1 everywhere (it is never looked up by an image of its own).
+    """
+    codes, labels = _check(codes, labels, num_classes)
+    sums = np.zeros((num_classes, codes.shape[1]), np.int64)
+    np.add.at(sums, labels, codes.astype(np.int64))
+    return np.where(sums >= 0, 1, -1).astype(np.int8)
+
+
+def _distances(codes: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Hamming distances (n, C) of ±1 codes to ±1 targets, ``(q - b h^T) / 2``."""
+    return (codes.shape[1] - codes.astype(np.int32) @ targets.astype(np.int32).T) // 2
+
+
+def center_hit_rate(codes: Any, labels: Any, targets: Any) -> float:
+    """Share of images whose nearest target is their own class's, ties counted fractionally (module docstring)."""
+    targets = sign_codes(targets, "targets")
+    codes, labels = _check(codes, labels, len(targets))
+    if codes.shape[1] != targets.shape[1]:
+        raise ValueError(f"codes have {codes.shape[1]} bits and targets {targets.shape[1]}; they must match.")
+    distances = _distances(codes, targets)
+    nearest = distances.min(axis=1)
+    own = distances[np.arange(len(labels)), labels]
+    tied = (distances == nearest[:, None]).sum(axis=1)
+    return float(np.mean(np.where(own == nearest, 1.0 / tied, 0.0)))
+
+
+def reachability(codes: Any, labels: Any, targets: Any, majority: Any) -> dict[str, float]:
+    """The three reachability numbers of one split (:data:`REACHABILITY_KEYS`).
+
+    Parameters
+    ----------
+    codes, labels : array-like
+        The split's ±1 codes (n, q) and class indices (n,).
+    targets : array-like
+        (C, q) ±1: each class's target (its center, or the code the method learned for it).
+    majority : array-like
+        (C, q) ±1: each class's majority code (:func:`majority_codes` of the *training* codes).
+    """
+    targets, majority = sign_codes(targets, "targets"), sign_codes(majority, "majority")
+    codes, labels = _check(codes, labels, len(targets))
+    if not codes.shape[1] == targets.shape[1] == majority.shape[1] or len(majority) != len(targets):
+        raise ValueError(f"codes {codes.shape}, targets {targets.shape} and majority codes {majority.shape} must "
+                         "share the code length, and targets and majority codes have one row per class.")
+    return {
+        "center_hit_rate": center_hit_rate(codes, labels, targets),
+        "center_bit_error": float(np.mean(codes != targets[labels])),
+        "majority_bit_error": float(np.mean(codes != majority[labels])),
+    }

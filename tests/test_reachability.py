@@ -1,0 +1,116 @@
+"""Reachability (issue 35): did a network reach its own targets? Hand-built codes, brute force, the pipeline."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from shc.evaluation import evaluate_codes, reachability_scores
+from shc.reachability import REACHABILITY_KEYS, center_hit_rate, majority_codes, reachability
+
+
+def test_hit_rate_bit_errors_and_majority_by_hand():
+    targets = np.array([[1, 1, 1, 1], [-1, -1, -1, -1], [1, 1, -1, -1]])
+    codes = np.array([
+        [1, 1, 1, 1],      # class 0, on its center: hit
+        [-1, 1, 1, 1],     # class 0, 1 bit off, 3 from the others: hit
+        [1, 1, -1, 1],     # class 0, 1 off; class 2's also 1 off: tie of 2 -> 1/2
+        [1, 1, -1, -1],    # class 1, 2 off, on class 2's center: miss
+        [-1, -1, -1, 1],   # class 1, 1 off: hit
+    ])
+    labels = np.array([0, 0, 0, 1, 1])
+    assert center_hit_rate(codes, labels, targets) == pytest.approx((1 + 1 + 0.5 + 0 + 1) / 5)
+    majority = majority_codes(codes, labels, 3)
+    # class 0 sums (1, 3, 1, 3) -> +1; class 1 sums (0, 0, -2, 0) -> (+1, +1, -1, +1) (sign(0) = +1); class 2 unseen
+    np.testing.assert_array_equal(majority, [[1, 1, 1, 1], [1, 1, -1, 1], [1, 1, 1, 1]])
+    scores = reachability(codes, labels, targets, majority)
+    assert set(scores) == set(REACHABILITY_KEYS)
+    assert scores["center_bit_error"] == pytest.approx((0 + 1 + 1 + 2 + 1) / 20)
+    assert scores["majority_bit_error"] == pytest.approx((0 + 1 + 1 + 1 + 2) / 20)
+
+
+def test_hit_rate_equals_a_brute_force_loop_with_fractional_ties():
+    rng = np.random.default_rng(4)
+    targets = rng.choice([-1, 1], (7, 6))
+    targets[3] = targets[1]  # duplicate targets: always a tie
+    codes, labels = rng.choice([-1, 1], (300, 6)), rng.integers(0, 7, 300)
+    expected = []
+    for code, label in zip(codes, labels):
+        distances = [int(np.sum(code != target)) for target in targets]
+        best = min(distances)
+        expected.append(1 / distances.count(best) if distances[label] == best else 0.0)
+    assert center_hit_rate(codes, labels, targets) == pytest.approx(np.mean(expected))
+
+
+def test_codes_on_their_targets_hit_and_additive_codes_cannot_reach_xor_targets():
+    """The confound of issue 35 in miniature: two items, each bit of a class code a sum of per-item scores can
+    only be an additive (threshold) function of the items; XOR targets are out of its reach."""
+    targets = np.array([[1, 1], [-1, 1], [1, -1], [-1, -1]])  # class = (a, b) in {0,1}^2; bit 0 = +1 iff a == b
+    labels = np.arange(4).repeat(5)
+    on_target = reachability(targets[labels], labels, targets, majority_codes(targets[labels], labels, 4))
+    assert on_target == {"center_hit_rate": 1.0, "center_bit_error": 0.0, "majority_bit_error": 0.0}
+    a, b = np.array([0, 1, 1, 0])[labels], np.array([0, 0, 1, 1])[labels]
+    best_additive = max(  # every threshold rule sign(w_a a + w_b b + c) on a small grid of weights
+        np.mean(np.where(wa * a + wb * b + c >= 0, 1, -1) == targets[labels, 0])
+        for wa in (-1, 0, 1) for wb in (-1, 0, 1) for c in (-1.5, -0.5, 0.5, 1.5))
+    assert best_additive == 0.75  # no additive rule gets bit 0 of every class
+
+
+def test_evaluate_codes_adds_reachability_only_with_training_codes():
+    rng = np.random.default_rng(0)
+    centers = rng.choice([-1, 1], (3, 8))
+    train_labels, query_labels = np.arange(3).repeat(4), np.arange(3).repeat(2)
+    codes = {"query_codes": centers[query_labels], "query_labels": query_labels,
+             "database_codes": centers[train_labels], "database_labels": train_labels}
+    assert "train_center_hit_rate" not in evaluate_codes(codes)
+    train_codes = centers[train_labels].copy()
+    train_codes[0] *= -1  # one training image fully off its center
+    codes.update(train_codes=train_codes, train_labels=train_labels)
+    majority_only = reachability_scores(codes)
+    assert majority_only["reach_targets"] == "majority codes"
+    assert majority_only["query_center_hit_rate"] == 1.0  # the majority of class 0 is still its center
+    with_targets = evaluate_codes({**codes, "target_codes": centers, "target_kind": np.array("learned class codes")})
+    assert with_targets["reach_targets"] == "learned class codes"
+    assert with_targets["train_center_bit_error"] == pytest.approx(8 / (12 * 8))
+    assert with_targets["query_center_hit_rate"] == 1.0
+    assert reachability_scores({**codes, "train_labels": np.eye(3)[train_labels]}) == {}  # multi-hot: none
+
+
+def test_bad_input_is_refused_with_the_fix():
+    with pytest.raises(ValueError, match="one class per image"):
+        center_hit_rate(np.ones((2, 4)), np.eye(2), np.ones((2, 4)))
+    with pytest.raises(ValueError, match="must match"):
+        center_hit_rate(np.ones((2, 4)), [0, 1], np.ones((2, 3)))
+    with pytest.raises(ValueError, match="labels"):
+        majority_codes(np.ones((2, 4)), [0, 5], 3)
+
+
+@pytest.mark.parametrize("method", ["csq", "crh", "greedyhash"])
+def test_every_run_records_reachability_against_its_own_targets(tmp_path, method):
+    """A finished stage 3 stores the training codes and its targets; metrics.json holds reachability recomputed
+    here from codes.npz: CSQ against its centers.npy, CRH against its final class_centers.npy, GreedyHash
+    against the majority codes of its training codes."""
+    from shc.pipeline import RunConfig, run, stage_directories
+
+    config = RunConfig(method=method, run_dir=str(tmp_path), epochs=1, classifier_epochs=1, eval_every=1, bits=16,
+                       dataset_options={"num_classes": 20, "train_per_class": 6, "val_per_class": 2,
+                                        "query_per_class": 2, "database_per_class": 4})
+    metrics = run(config).metrics
+    folders = stage_directories(config)
+    with np.load(folders["stage3"] / "codes.npz") as archive:
+        codes = {key: archive[key] for key in archive.files}
+    assert len(codes["train_codes"]) == 20 * 6
+    expected_targets = {"csq": lambda: np.load(folders["stage2"] / "centers.npy"),
+                        "crh": lambda: np.load(folders["stage3"] / "class_centers.npy"),
+                        "greedyhash": lambda: majority_codes(codes["train_codes"], codes["train_labels"], 20)}[method]()
+    assert metrics["reach_targets"] == {"csq": "centers", "crh": "learned class codes",
+                                        "greedyhash": "majority codes"}[method]
+    majority = majority_codes(codes["train_codes"], codes["train_labels"], 20)
+    for split in ("train", "query"):
+        own = reachability(codes[f"{split}_codes"], codes[f"{split}_labels"], expected_targets, majority)
+        for key, value in own.items():
+            assert metrics[f"{split}_{key}"] == pytest.approx(value)
+    assert json.loads((folders["stage3"] / "metrics.json").read_text())["train_center_hit_rate"] == pytest.approx(
+        metrics["train_center_hit_rate"])
