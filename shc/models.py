@@ -9,8 +9,10 @@ and LTH's dynamic meta-embedding (``memory_slots``, :class:`MetaEmbedding`).
 Backbones (:func:`available_backbones`): ``resnet34`` (the paper's), ``resnet18``, ``resnet50`` from
 torchvision with the final FC removed, ``small_cnn``, a three-block CNN for the small grey composite
 images used in quick experiments and CI, ``composite_cnn``, the same CNN pooling the left and right
-halves of the image separately (two-item composites: it keeps which item is where; the standard preset's),
-and ``composite3_cnn``, pooling thirds (three-item composites: the standard-fine preset's).
+halves of the image separately (two-item composites: it keeps which item is where), and ``composite3_cnn``,
+pooling thirds (three-item composites). Each has an ``*_mlp`` variant with a hidden ReLU layer over the pooled
+cells (:class:`SmallCNN` ``hidden``): only these can reach any center on a composite (the evidence presets' since
+issue 35; the plain ones stay selectable to reproduce the confound, docs/standard-fine.md).
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ _RESNETS = {
     "resnet50": _ResNetSpec("ResNet50_Weights", 2048),
 }
 _SMALL_CNNS = {"small_cnn": (1, 1), "composite_cnn": (1, 2), "composite3_cnn": (1, 3)}  # name: SmallCNN pooling grid
+MIX_WIDTH = 512
+"""Width of the hidden layer of the ``*_mlp`` backbones (:class:`SmallCNN` ``hidden``): at least the number of
+classes of every testbed (333 on standard-fine), so one unit per class conjunction fits."""
 #: Every backbone by name: ``builder(pretrained, weights, in_channels) -> (module, feature_dim)``. A new
 #: backbone is one ``@BACKBONES.register(name)`` function.
 BACKBONES: Registry[Callable[..., tuple[nn.Module, int]]] = Registry("backbone")
@@ -77,14 +82,25 @@ class SmallCNN(nn.Module):
     border effects. ``grid=(1, 2)`` (``composite_cnn``) pools the left and right halves separately, so the
     features keep which item sits where (feature width ``128 * rows * columns``); ``grid=(1, 3)``
     (``composite3_cnn``) does the same for three items side by side.
+
+    **Reaching any center needs ``hidden``.** Without it the hash layer is linear in the pooled cells, so on a
+    composite each bit is ``sign(g1(item 1) + g2(item 2) [+ g3(item 3)] + b)``: an *additive* function of the
+    items, which cannot produce most bits of random, CSQ or MDS centers (docs/standard.md, "Reachability").
+    ``hidden > 0`` adds a fully connected ReLU layer of that width over all cells (feature width ``hidden``), so
+    the features mix the item positions non-linearly before the hash layer, as a ResNet's whole-image receptive
+    field does; the ``*_mlp`` backbones (``small_cnn_mlp``, ``composite_cnn_mlp``, ``composite3_cnn_mlp``) are
+    these, with :data:`MIX_WIDTH` units. No normalisation in it, so a batch of one image trains.
     """
 
     def __init__(
-        self, in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128), grid: tuple[int, int] = (1, 1)
+        self, in_channels: int = 3, widths: tuple[int, ...] = (32, 64, 128), grid: tuple[int, int] = (1, 1),
+        hidden: int = 0,
     ) -> None:
         super().__init__()
         if len(grid) != 2 or min(grid) < 1:
             raise ValueError(f"grid must be (rows, columns) of positive ints, got {grid!r}.")
+        if isinstance(hidden, bool) or int(hidden) != hidden or hidden < 0:
+            raise ValueError(f"hidden must be a non-negative integer (0: no hidden layer), got {hidden!r}.")
         layers: list[nn.Module] = []
         channels = in_channels
         for position, width in enumerate(widths):
@@ -97,8 +113,11 @@ class SmallCNN(nn.Module):
                 layers.append(nn.MaxPool2d(2, ceil_mode=True))
             channels = width
         layers += [nn.AdaptiveAvgPool2d(tuple(grid)), nn.Flatten()]
-        self.layers = nn.Sequential(*layers)
         self.feature_dim = channels * grid[0] * grid[1]
+        if hidden:
+            layers += [nn.Linear(self.feature_dim, int(hidden)), nn.ReLU(inplace=True)]
+            self.feature_dim = int(hidden)
+        self.layers = nn.Sequential(*layers)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return self.layers(images)
@@ -210,7 +229,8 @@ def build_backbone(
     backbone : torch.nn.Module
         Maps (B, in_channels, H, W) images to (B, feature_dim) features.
     feature_dim : int
-        512 (resnet18/34), 2048 (resnet50), 128 (small_cnn) or 256 (composite_cnn).
+        512 (resnet18/34), 2048 (resnet50), 128 (small_cnn), 256 (composite_cnn), 384 (composite3_cnn) or
+        :data:`MIX_WIDTH` (the ``*_mlp`` backbones).
     """
     builder = BACKBONES.get(name)
     if int(in_channels) != in_channels or in_channels < 1:
@@ -235,7 +255,8 @@ for _name in _RESNETS:
 
 def _small_cnn(name: str, pretrained: bool, weights: str | os.PathLike | None,
                in_channels: int) -> tuple[nn.Module, int]:
-    backbone = SmallCNN(in_channels, grid=_SMALL_CNNS[name])
+    base, mixed = name.removesuffix("_mlp"), name.endswith("_mlp")
+    backbone = SmallCNN(in_channels, grid=_SMALL_CNNS[base], hidden=MIX_WIDTH if mixed else 0)
     if weights is not None:
         _load_weights(backbone, _read_state_dict(weights))
     elif pretrained:
@@ -246,7 +267,7 @@ def _small_cnn(name: str, pretrained: bool, weights: str | os.PathLike | None,
     return backbone, backbone.feature_dim
 
 
-for _name in _SMALL_CNNS:
+for _name in (*_SMALL_CNNS, *(f"{name}_mlp" for name in _SMALL_CNNS)):
     BACKBONES.register(_name, functools.partial(_small_cnn, _name))
 
 

@@ -24,8 +24,45 @@ from shc.models import (
 
 
 def test_available_backbones():
-    assert available_backbones() == ["composite3_cnn", "composite_cnn", "resnet18", "resnet34", "resnet50",
-                                     "small_cnn"]
+    assert available_backbones() == ["composite3_cnn", "composite3_cnn_mlp", "composite_cnn", "composite_cnn_mlp",
+                                     "resnet18", "resnet34", "resnet50", "small_cnn", "small_cnn_mlp"]
+
+
+@pytest.mark.parametrize("name", ["small_cnn", "composite_cnn", "composite3_cnn"])
+def test_mlp_backbones_mix_every_pooled_cell_through_one_relu_layer(name):
+    """``<name>_mlp`` = ``<name>``'s pooled cells, then ReLU(W x + b) over all of them (MIX_WIDTH units)."""
+    from shc.models import MIX_WIDTH
+
+    torch.manual_seed(0)
+    mixed, dim = build_backbone(f"{name}_mlp")
+    plain, plain_dim = build_backbone(name)
+    assert dim == MIX_WIDTH
+    plain.load_state_dict({key: value for key, value in mixed.state_dict().items() if key in plain.state_dict()})
+    mixed.eval(), plain.eval()
+    images = torch.randn(2, 3, 14, 14 * max(1, plain_dim // 128))
+    linear = mixed.layers[-2]
+    assert isinstance(linear, torch.nn.Linear) and linear.in_features == plain_dim
+    torch.testing.assert_close(mixed(images), torch.relu(plain(images) @ linear.weight.T + linear.bias))
+    build_hashing_network(f"{name}_mlp", 16).train()(images[:1])  # a batch of one trains (no BatchNorm1d)
+
+
+def test_the_mlp_backbone_reaches_targets_that_are_not_additive_in_the_items():
+    """Two items side by side, four classes (a, b); 16 random target bits per class, so most bits are no additive
+    function of the items (bit = +1 iff a == b is one). composite_cnn_mlp fits every bit of every class."""
+    torch.manual_seed(0)
+    patterns = torch.rand(2, 1, 8, 8)
+    images = torch.cat([torch.cat([patterns[a], patterns[b]], dim=2)[None] for a in (0, 1) for b in (0, 1)])
+    targets = torch.where(torch.rand(4, 16) < 0.5, -1.0, 1.0)
+    targets[:, 0] = torch.tensor([1.0, -1.0, -1.0, 1.0])  # XOR-like: a == b
+    network = build_hashing_network("composite_cnn_mlp", 16, in_channels=1)
+    optimizer = torch.optim.Adam(network.parameters(), lr=3e-3)
+    for _ in range(150):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy((network(images) + 1) / 2, (targets + 1) / 2)
+        loss.backward()
+        optimizer.step()
+    network.eval()
+    assert torch.equal(network.codes(images).float(), targets)
 
 
 def test_composite3_cnn_pools_the_three_item_positions_separately():
