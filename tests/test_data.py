@@ -603,6 +603,7 @@ def test_imagefolder_split(tmp_path):
         ("nabirds-a", ["image_class_labels.txt", "hierarchy.txt", "https://dl.allaboutbirds.org/nabirds"]),
         ("nabirds-b", ["train_test_split.txt", "images/"]),
         ("fashion-composite", ["train-images-idx3-ubyte", "dataset-fashion-mnist", "download=True"]),
+        ("fashion-modes", ["train-images-idx3-ubyte", "dataset-fashion-mnist", "download=True"]),
         ("mnist-composite", ["t10k-labels-idx1-ubyte", "download=True"]),
         ("imagefolder", ["root="]),
     ],
@@ -641,3 +642,64 @@ def test_multi_hot_labels_are_float_vectors():
     assert label.dtype == torch.float32 and label.tolist() == [0.0, 1.0, 0.0] and index == 1
     with pytest.raises(ValueError, match="exactly one of images"):
         HashingSplit(labels)
+
+
+# ----------------------------------------------------------------------------------------------
+# fashion-modes: visual modes of single items (issue 35's non-compositional testbed)
+# ----------------------------------------------------------------------------------------------
+def test_kmeans_recovers_separated_blobs_and_visual_modes_number_them_by_size():
+    from shc.data.modes import kmeans, visual_modes
+
+    rng = np.random.default_rng(0)
+    blobs = np.repeat(np.arange(3), [50, 30, 20])
+    points = rng.normal(size=(100, 4)) * 0.1 + np.eye(4)[blobs] * 10
+    labels, centres = kmeans(points, 3, np.random.default_rng(1))
+    assert len(set(zip(labels, blobs))) == 3  # a one-to-one map between clusters and blobs
+    np.testing.assert_allclose(np.sort(centres.sum(axis=1)), [10, 10, 10], atol=0.2)
+    # two items of two prototypes each (7 and 4 images): every image's mode is its prototype, the larger first
+    prototypes = rng.integers(0, 256, (4, 28, 28))
+    which = np.array([0] * 7 + [1] * 4 + [2] * 4 + [3] * 7)
+    images = np.clip(prototypes[which] + rng.integers(-3, 4, (22, 28, 28)), 0, 255).astype(np.uint8)
+    items = which // 2
+    fine = visual_modes(images, items, subclasses=2, components=3)
+    np.testing.assert_array_equal(fine, [0] * 7 + [1] * 4 + [3] * 4 + [2] * 7)
+
+
+def test_fashion_modes_splits_are_disjoint_draws_of_each_mode_with_the_item_as_coarse_class(tmp_path):
+    from shc.data.modes import visual_modes
+
+    rng = np.random.default_rng(0)
+    prototypes = rng.integers(0, 256, (20, 28, 28))  # two per item, 8 noisy images of each (6 + 2 per file pair)
+    which = np.concatenate([np.repeat(np.arange(20), 6), np.repeat(np.arange(20), 2)])
+    images = np.clip(prototypes[which] + rng.integers(-3, 4, (len(which), 28, 28)), 0, 255).astype(np.uint8)
+    labels = which // 2
+    write_idx(tmp_path / "train-images-idx3-ubyte.gz", images[:120])
+    write_idx(tmp_path / "train-labels-idx1-ubyte", labels[:120])
+    write_idx(tmp_path / "t10k-images-idx3-ubyte.gz", images[120:])
+    write_idx(tmp_path / "t10k-labels-idx1-ubyte", labels[120:])
+    splits = load_dataset("fashion-modes", root=tmp_path, subclasses=2, train_per_class=2, val_per_class=1,
+                          query_per_class=1, database_per_class=1)
+    fine = visual_modes(images, labels, 2)
+    assert splits.num_classes == 20 and splits.class_names[3] == "Trouser #2"
+    np.testing.assert_array_equal(splits.coarse_labels, np.repeat(np.arange(10), 2))
+    assert splits.coarse_names[9] == "Ankle boot"
+    used = []
+    for split, count in (("train", 2), ("val", 1), ("query", 1), ("database", 1)):
+        part = getattr(splits, split)
+        np.testing.assert_array_equal(np.bincount(part.labels, minlength=20), [count] * 20)
+        ids = part.source_ids
+        np.testing.assert_array_equal(fine[ids], part.labels)  # each image is of its class's mode ...
+        np.testing.assert_array_equal(np.stack([part.raw_image(i) for i in range(len(ids))]), images[ids])  # its image
+        used.extend(ids.tolist())
+    assert len(used) == len(set(used))  # without replacement, no image in two splits
+    again = load_dataset("fashion-modes", root=tmp_path, subclasses=2, train_per_class=2, val_per_class=1,
+                         query_per_class=1, database_per_class=1, seed=0)
+    np.testing.assert_array_equal(again.train.source_ids, splits.train.source_ids)
+    other = load_dataset("fashion-modes", root=tmp_path, subclasses=2, train_per_class=2, val_per_class=1,
+                         query_per_class=1, database_per_class=1, seed=1)
+    assert not np.array_equal(other.train.source_ids, splits.train.source_ids)
+    with pytest.raises(ValueError, match=r"fashion-modes class \d+ has 8 images but .* ask for 400; lower them"):
+        load_dataset("fashion-modes", root=tmp_path, subclasses=2, train_per_class=100, val_per_class=100,
+                     query_per_class=100, database_per_class=100)
+    with pytest.raises(ValueError, match="subclasses must be an integer in"):
+        load_dataset("fashion-modes", root=tmp_path, subclasses=1)

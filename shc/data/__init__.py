@@ -16,6 +16,10 @@
     ``/usr/share/datasets/fashion-mnist`` (``apt-get install dataset-fashion-mnist``), else, with
     ``download=True``, fetched from torchvision's mirror into ``root/FashionMNIST/raw`` (md5-checked,
     with a timeout: ``$SHC_DOWNLOAD_TIMEOUT``, default 30 s); a failure says how to install the files.
+``fashion-modes``
+    Classes that are not products of parts (:mod:`shc.data.modes`): each Fashion-MNIST item split into
+    ``subclasses`` visual modes by k-means (10 x 10 = 100 classes; coarse class = item), as Stanford Cars'
+    models are modes of its makes. Same files as ``fashion-composite``.
 ``cifar100``, ``stanford-cars-a``, ``stanford-cars-b``, ``nabirds-a``, ``nabirds-b``
     The paper's datasets in their official on-disk formats with the paper's protocols (Sec. 5.1,
     Table 1). The validation split is always carved out of the training split (fit on train minus
@@ -50,6 +54,8 @@ composites           ``num_digits`` (``num_items`` for fashion) = None (2, or 3 
                      the numbers: e.g. 555 of the 1,000 three-digit ones), ``train_per_class``
                      = 50, ``val_per_class`` = 10, ``query_per_class`` = 10,
                      ``database_per_class`` = 50; fashion / mnist also ``download`` = False.
+fashion-modes        ``subclasses`` = 10, ``train_per_class`` = 50, ``val_per_class`` = 10,
+                     ``query_per_class`` = 10, ``database_per_class`` = 50, ``download`` = False.
 cifar100             ``train_size`` = 10,000, ``query_size`` = 5,000, ``database_size`` = None
                      (all the rest: 45,000), ``val_size`` = 0.1 (of train), ``download`` = False.
 stanford-cars-a      ``val_size`` = 0.1 (of the official train set).
@@ -88,6 +94,7 @@ import numpy as np
 
 from shc.registry import Registry
 from shc.data.composites import _load_digits_composite, _load_fashion_composite, _load_mnist_composite
+from shc.data.modes import _load_fashion_modes
 from shc.data.formats import (
     _load_cifar100,
     _load_imagefolder,
@@ -125,6 +132,7 @@ DATASETS: Registry[_Entry] = Registry("dataset")
 DATASETS.register("digits-composite", _Entry(_load_digits_composite, (0.3053, 0.3759)))  # measured on load_digits
 DATASETS.register("fashion-composite", _Entry(_load_fashion_composite, (0.2860, 0.3530)))  # Fashion-MNIST train set
 DATASETS.register("mnist-composite", _Entry(_load_mnist_composite, (0.1307, 0.3081)))  # MNIST train set
+DATASETS.register("fashion-modes", _Entry(_load_fashion_modes, (0.2860, 0.3530)))  # Fashion-MNIST's items, as above
 DATASETS.register("cifar100", _Entry(_load_cifar100, None))
 DATASETS.register("stanford-cars-a", _Entry(_load_stanford_cars_a, None))
 DATASETS.register("stanford-cars-b", _Entry(_load_stanford_cars_b, None))
