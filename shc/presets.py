@@ -376,6 +376,8 @@ def add_grid_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--datasets", "--dataset", nargs="+", dest="datasets", metavar="DATASET",
                         help="override the datasets")
     parser.add_argument("--epochs", type=positive_int, help="epochs of both networks (classifier and hashing)")
+    parser.add_argument("--backbone", help="override the backbone of both networks (e.g. composite_cnn, the additive "
+                        "one that cannot reach most centers: docs/standard-fine.md)")
     parser.add_argument("--data-root", help="folder holding the dataset files (e.g. an imagefolder's root)")
     parser.add_argument("--device", help="auto (default), cpu, cuda or cuda:N")
 
@@ -389,6 +391,8 @@ def _grid_overrides(args: argparse.Namespace) -> dict[str, Any]:
         overrides["data_root"] = str(root.resolve())
     if getattr(args, "device", None):
         overrides["device"] = args.device
+    if getattr(args, "backbone", None):
+        overrides["backbone"] = args.backbone
     return overrides
 
 
@@ -409,6 +413,10 @@ def configs_from_arguments(args: argparse.Namespace, run_dir: str) -> list[RunCo
 
     _check_names("--methods", args.methods, available_methods())
     _check_names("--datasets", args.datasets, available_datasets())
+    if getattr(args, "backbone", None):
+        from shc.models import available_backbones
+
+        _check_names("--backbone", [args.backbone], available_backbones())
     for q in args.bits or ():
         if not 8 <= q <= 1024:
             raise ValueError(f"--bits: {q} is outside [8, 1024] (the paper uses 16, 32, 64).")
