@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import errno
 import html
 import json
 import threading
@@ -561,9 +562,48 @@ def app_notebook(notebook_path: str | Path | None = None):
     return notebook
 
 
+_HOST = "127.0.0.1"
+
+
+def _port_to_serve(port: int) -> int:
+    """``port`` checked (1..65535, free on :data:`_HOST`), or a free port for 0; the ValueError names --port."""
+    import socket
+
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"port must be a number from 1 to 65535 (0: a free one), got {port!r}; choose another "
+                         "--port.")
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will: a closed port is free
+        try:
+            probe.bind((_HOST, port))
+        except OSError as error:
+            reason = "in use by another server" if error.errno == errno.EADDRINUSE else error.strerror
+            raise ValueError(f"--port {port} cannot be served on {_HOST} ({reason}); choose another --port, or "
+                             "--port 0 for a free one.") from None
+        return probe.getsockname()[1]
+
+
+def _answers(server, port: int) -> bool:
+    """Wait until ``server`` (a process) accepts connections on ``port`` (True) or exits (False)."""
+    import socket
+    import time
+
+    while server.poll() is None:
+        try:
+            socket.create_connection((_HOST, port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.2)
+    return False
+
+
 def serve(port: int = 8866, notebook_path: str | Path | None = None, *, open_browser: bool = False,
           extra_arguments: Sequence[str] = ()) -> int:
-    """Serve notebook 00's explorer as a web page without code (Voila); blocks until interrupted."""
+    """Serve notebook 00's explorer as a web page without code (Voila); blocks until interrupted.
+
+    ``port`` 0 takes a free port. The port is checked before Voila starts, Voila may not move to another one,
+    and the address is printed once the server answers there.
+    """
     import os
     import subprocess
     import sys
@@ -578,13 +618,18 @@ def serve(port: int = 8866, notebook_path: str | Path | None = None, *, open_bro
     except ImportError as error:
         raise ImportError("serving the explorer needs voila; install the extra: pip install -e '.[explore]'") \
             from error
+    port = _port_to_serve(port)
     folder = Path(tempfile.gettempdir()) / f"shc-explorer-{os.getpid()}"  # one app page per serving process
     page = write_text(folder / "center_explorer.ipynb", nbformat.writes(app_notebook(notebook_path)))
-    command = [sys.executable, "-m", "voila", str(page), f"--port={int(port)}", "--Voila.ip=127.0.0.1",
-               "--theme=light", *([] if open_browser else ["--no-browser"]), *extra_arguments]
-    print(f"serving the center explorer on http://127.0.0.1:{int(port)}/ (Ctrl-C stops it)", flush=True)
+    command = [sys.executable, "-m", "voila", str(page), f"--port={port}", f"--Voila.ip={_HOST}",
+               "--Voila.port_retries=0", "--theme=light", *([] if open_browser else ["--no-browser"]),
+               *extra_arguments]
     server = subprocess.Popen(command)
     try:
+        if not _answers(server, port):
+            raise RuntimeError(f"the explorer's server (Voila) stopped with status {server.returncode} before serving "
+                               f"{_HOST}:{port} (its messages are above); choose another --port, or --port 0.")
+        print(f"serving the center explorer on http://{_HOST}:{port}/ (Ctrl-C stops it)", flush=True)
         return server.wait()
     finally:  # Ctrl-C, or SIGTERM (shc.cli_common.run_cli turns it into KeyboardInterrupt): the server goes too
         if server.poll() is None:
@@ -603,9 +648,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
+    from shc.cli_common import port_number
+
     parser = argparse.ArgumentParser(prog="python -m shc.explore",
                                      description="Serve notebook 00's center explorer as a web page (Voila).")
-    parser.add_argument("--port", type=int, default=8866, help="port to serve on (default 8866)")
+    parser.add_argument("--port", type=port_number, default=8866,
+                        help="port to serve on (default 8866; 0: a free one, printed)")
     parser.add_argument("--notebook", default=None, help="notebook to take the explorer from (default: notebook 00)")
     parser.add_argument("--open", action="store_true", help="open a browser")
     args = parser.parse_args(argv)

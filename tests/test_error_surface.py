@@ -507,3 +507,56 @@ def test_shc_encode_refuses_the_folder_of_an_interrupted_export_images(world, tm
         assert not codes.exists()
     assert data_main(export) == 0  # the rerun finishes the folder, and it is encoded
     assert cli.main(["encode", "--run", world["run"], "--images", str(out), "--out", str(codes), "--quiet"]) == 0
+
+
+# --------------------------------------------------------------------------------------------
+# The explorer's port (issue 39 items 4, 6)
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("port", ["70000", "-1", "http"])
+def test_the_explorer_refuses_a_port_out_of_range_by_name(port, capsys):
+    from shc import explore
+
+    with pytest.raises(SystemExit) as exit_:
+        explore.main([f"--port={port}"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--port" in err and "1 to 65535" in err and "Traceback" not in err, err
+    with pytest.raises(ValueError, match="port must be .*1 to 65535"):
+        explore.serve(int(port) if port != "http" else port)
+
+
+def test_the_explorer_refuses_a_busy_port_instead_of_serving_on_another(capsys):
+    """The issue's case: with the port taken, Voila served on the next one while the command announced the
+    taken one."""
+    pytest.importorskip("voila", reason="the explore extra is not installed: pip install -e '.[explore]'")
+    import socket
+
+    from shc import explore
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert explore.main([f"--port={port}"]) == 2
+    line = _one_line(capsys)
+    assert f"--port {port}" in line and "in use" in line and "--port 0" in line, line
+
+
+def test_the_explorer_announces_the_port_it_serves(tmp_path):
+    """``--port 0``: a free port is chosen, and the line printed names it once the server answers there."""
+    pytest.importorskip("voila", reason="the explore extra is not installed: pip install -e '.[explore]'")
+    import re
+    import socket
+
+    process = subprocess.Popen([sys.executable, "-m", "shc.explore", "--port=0"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, cwd=tmp_path)
+    try:
+        line = process.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert match and int(match.group(1)) > 0, line
+        socket.create_connection(("127.0.0.1", int(match.group(1))), timeout=10).close()  # listening already
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
