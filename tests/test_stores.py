@@ -312,3 +312,12 @@ def test_a_damaged_npy_set_is_named_with_the_fix(tmp_path, damage):
     with pytest.raises(ValueError, match=rf"a\.{'json' if damage == 'json' else 'npy'} .*(damaged|cannot be read).*"
                                          "shc export"):
         load_codes("npy", tmp_path / "a.npy")
+
+
+def test_a_damaged_usearch_file_is_named_with_the_fix(tmp_path):
+    """usearch's ``Index.restore`` answers None for a file it cannot read: that was an AttributeError traceback."""
+    _needs("usearch")
+    index = HashIndex(16).add(_clustered(20, 16))
+    (tmp_path / "c.usearch").write_bytes(b"not an index")
+    with pytest.raises(ValueError, match=r"c\.usearch is not a usearch index.*shc export --to usearch"):
+        search_store(index, "usearch", tmp_path / "c.usearch", _clustered(2, 16), 3)

@@ -304,9 +304,14 @@ def _search_usearch(path: str | os.PathLike, queries: np.ndarray, k: int, exact:
     usearch = _require("usearch.index", "usearch")
     if not Path(path).is_file():
         raise FileNotFoundError(f"no usearch index at {path}: write one with `shc export --to usearch --out {path}`.")
-    store = usearch.Index.restore(str(path))
+    try:
+        store = usearch.Index.restore(str(path))
+    except (RuntimeError, ValueError) as error:  # usearch's own words ("End of file reached!") name no file
+        store, said = None, f" ({error})"
+    else:
+        said = ""
     if store is None:
-        raise ValueError(f"{path} is not a usearch index (damaged, or another format); write one with "
+        raise ValueError(f"{path} is not a usearch index{said}: it is damaged or another format; write one with "
                          f"`shc export --to usearch --out {path}`.")
     matches = store.search(queries, k, exact=exact)
     keys, distances = np.atleast_2d(matches.keys), np.atleast_2d(matches.distances)
