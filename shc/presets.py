@@ -10,7 +10,9 @@ read. **A new preset is one** ``PRESETS.register(Preset(...))`` **entry here.**
 tiny       CI's smoke run: a 20-class digits composite, 2 epochs, 1 seed, 16 bits (about a minute).
 quick      The embedded default at smoke scale: 100-class digits composite, small CNN, 8 epochs,
            3 seeds. Its numbers are *not* evidence: the runs have not converged and the testbed saturates.
-standard   The evidence preset: fashion-composite, converged runs, 3 seeds (see docs/standard.md).
+standard   The evidence preset: fashion-composite, converged runs, 3 seeds (see docs/standard.md). Since issue 35
+           every composite preset trains the ``*_mlp`` backbones, which can reach any center; ``--backbone
+           composite_cnn`` (``composite3_cnn``) reruns the additive ones, whose confound docs/standard-fine.md shows.
 standard-pretrained
            The standard preset from a backbone pretrained on single Fashion-MNIST items (stage 0): the
            analogue of the paper's ImageNet start, for the centre methods, shc-ls, GreedyHash and LTH.
@@ -20,6 +22,10 @@ standard-fine
            The many-class testbed: 333 three-item Fashion-MNIST composites, so C > 2q at 16, 32 and 64 bits
            (docs/standard-fine.md).
 tiny-fine  CI's smoke run of standard-fine (37 classes, still C > 2q at 16 bits; 1 epoch).
+standard-modes
+           The non-compositional testbed: fashion-modes, 100 classes that are visual modes of single Fashion-MNIST
+           items (coarse class = item), C > 2q at 16 and 32 bits (docs/standard.md, issue 35).
+tiny-modes CI's smoke run of standard-modes.
 paper      The paper's datasets and hyper-parameters (ImageNet ResNet34, 300 epochs), for a GPU machine.
 =========  ===========================================================================================
 """
@@ -216,8 +222,13 @@ PRESETS.register("standard", Preset(
     # (80 -> 160 moves every center method by at most 0.008) and keep the whole grid inside 2 hours.
     config={"dataset_options": {"train_per_class": 50, "val_per_class": 10, "query_per_class": 10,
                                 "database_per_class": 50, "image_size": 14},
-            "backbone": "composite_cnn", "epochs": 80, "lr": 3e-3, "classifier_epochs": 8,
+            "backbone": "composite_cnn_mlp", "epochs": 80, "lr": 3e-3, "classifier_epochs": 8,
             "classifier_lr": 1e-3, "eval_every": 6},
+    # Issue 35: composite_cnn (the pooled halves straight into the hash layer) cannot produce most bits of random,
+    # CSQ or MDS centers (each bit is additive in the two items); composite_cnn_mlp mixes them through a hidden
+    # ReLU layer and reaches them (training center hit rate 0.91 for CSQ and random at 16 bits, seed 0, 80 epochs:
+    # docs/standard.md). The epoch budgets below were measured on composite_cnn; the validation-only doubling rule
+    # on the new backbone is in docs/standard.md.
     # The doubling rule on the tie-aware mAP@ALL (docs/standard.md, 2026-11-24): 80 -> 160 epochs moved MDS by
     # 0.022, DTSH by 0.033 and IDHN by 0.029 (at 16 bits, seed 0), so these three train for 160. 160 -> 320 moved
     # DTSH by 0.003 and IDHN by 0.017 (converged) but MDS by +0.025 (16 bits, every seed), 320 -> 640 by -0.052,
@@ -266,7 +277,7 @@ PRESETS.register("standard-fine", Preset(
     description="The many-class testbed: 333 three-item Fashion-MNIST composites (C > 2q at 16-64 bits), "
                 "center methods, CRH, GreedyHash and LTH, 3 seeds (docs/standard-fine.md).",
     datasets=("fashion-composite",), methods=FINE_METHODS, bits=(16, 32, 64), seeds=(0, 1, 2),
-    config={"dataset_options": _FINE_DATA, "backbone": "composite3_cnn", "epochs": 60, "lr": 3e-3,
+    config={"dataset_options": _FINE_DATA, "backbone": "composite3_cnn_mlp", "epochs": 60, "lr": 3e-3,
             "classifier_epochs": 8, "classifier_lr": 1e-3, "eval_every": 6},
     # The doubling rule (docs/standard-fine.md, 16 bits, seed 0): random, CSQ, MDS and SHC pass at 60 epochs; CRH,
     # GreedyHash, LTH and shc-ls moved by 0.033 / 0.021 / 0.043 / 0.027 from 60 to 120. From 120 to 240 GreedyHash,
@@ -288,11 +299,43 @@ PRESETS.register("tiny-fine", Preset(
     datasets=("fashion-composite",), methods=("csq", "crh"), bits=(16,), seeds=(0,),
     config={"dataset_options": {**_FINE_DATA, "num_classes": 37, "train_per_class": 3, "val_per_class": 1,
                                 "query_per_class": 2, "database_per_class": 3},
-            "backbone": "composite3_cnn", "epochs": 1, "lr": 3e-3, "classifier_epochs": 1, "eval_every": 1},
+            "backbone": "composite3_cnn_mlp", "epochs": 1, "lr": 3e-3, "classifier_epochs": 1, "eval_every": 1},
     notebooks=_center_notebooks(
         centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=("csq", "crh"),
         baselines=("greedyhash", "crh", "shc"), top_pairs=5, examples=3, k=5,
         geometry=[{"num_classes": 37, "bits": 16}]),
+))
+#: The non-compositional testbed (issue 35): fashion-modes' 100 classes are visual modes of single items, so no
+#: class is a product of parts; the hierarchy is item > mode, as make > model on Stanford Cars. small_cnn_mlp: the
+#: small CNN's receptive field covers the 14x14 item, and its hidden layer keeps every testbed's head alike.
+_MODES_DATA = {"train_per_class": 50, "val_per_class": 10, "query_per_class": 10, "database_per_class": 50,
+               "image_size": 14}
+PRESETS.register("standard-modes", Preset(
+    name="standard-modes",
+    evidence=True,
+    description="The non-compositional testbed: fashion-modes (100 visual modes of single Fashion-MNIST items, "
+                "coarse class = item; C > 2q at 16 and 32 bits), the methods of standard-fine, 3 seeds "
+                "(docs/standard.md).",
+    datasets=("fashion-modes",), methods=FINE_METHODS, bits=(16, 32, 64), seeds=(0, 1, 2),
+    config={"dataset_options": _MODES_DATA, "backbone": "small_cnn_mlp", "epochs": 80, "lr": 3e-3,
+            "classifier_epochs": 8, "classifier_lr": 1e-3, "eval_every": 6},
+    notebooks={stem: sets for stem, sets in _center_notebooks(
+        centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=FINE_METHODS,
+        baselines=("greedyhash", "lth", "csq", "mds", "crh", "shc", "shc-ls"), top_pairs=15, examples=6, k=10,
+        geometry=[{"num_classes": 100, "bits": 32}]).items() if stem != "05_ablations"},
+))
+PRESETS.register("tiny-modes", Preset(
+    name="tiny-modes",
+    description="CI's smoke run of standard-modes: 40 visual modes (4 per item), CSQ and CRH, 1 epoch, 1 seed, "
+                "16 bits.",
+    datasets=("fashion-modes",), methods=("csq", "crh"), bits=(16,), seeds=(0,),
+    config={"dataset_options": {"subclasses": 4, "train_per_class": 4, "val_per_class": 1, "query_per_class": 2,
+                                "database_per_class": 4, "image_size": 14},
+            "backbone": "small_cnn_mlp", "epochs": 1, "lr": 3e-3, "classifier_epochs": 1, "eval_every": 1},
+    notebooks=_center_notebooks(
+        centers=(*CENTER_METHODS, "shc-ls", "semantic"), hashing=("csq", "crh"),
+        baselines=("greedyhash", "crh", "shc"), top_pairs=5, examples=3, k=5,
+        geometry=[{"num_classes": 40, "bits": 16}]),
 ))
 PRESETS.register("paper", Preset(
     name="paper",

@@ -239,7 +239,7 @@ def test_training_does_not_depend_on_what_ran_before(tmp_path):
 
 
 def test_a_tiny_variant_of_the_standard_preset_runs(tmp_path):
-    """The evidence preset's path end to end (fashion-composite, composite_cnn, 14x28) at toy size."""
+    """The evidence preset's path end to end (fashion-composite, composite_cnn_mlp, 14x28) at toy size."""
     from shc.data.composites import DEBIAN_FASHION_MNIST
 
     if not DEBIAN_FASHION_MNIST.is_dir():
@@ -248,7 +248,7 @@ def test_a_tiny_variant_of_the_standard_preset_runs(tmp_path):
                "database_per_class": 5, "image_size": 14}
     config = preset("standard", methods=["shc"], bits=[16], seeds=[0], epochs=1, eval_every=1,
                     dataset_options=options, run_dir=str(tmp_path))[0]
-    assert (config.dataset, config.backbone, config.lr) == ("fashion-composite", "composite_cnn", 3e-3)
+    assert (config.dataset, config.backbone, config.lr) == ("fashion-composite", "composite_cnn_mlp", 3e-3)
     result = run(config)
     assert result.centers.shape == (10, 16) and 0 <= result.metrics["mAP@ALL"] <= 1
     assert result.similarity.shape == (10, 10)
@@ -356,7 +356,7 @@ def test_the_many_class_preset_has_more_classes_than_2q_sharing_items_evenly():
         counts = np.unique([parts[position] for parts in items], return_counts=True)[1]
         assert len(counts) == 10 and counts.min() >= 33 and counts.max() <= 34
     image = data.train[0][0]
-    assert tuple(image.shape) == (3, 14, 42) and configs[0].backbone == "composite3_cnn"
+    assert tuple(image.shape) == (3, 14, 42) and configs[0].backbone == "composite3_cnn_mlp"
 
 
 def test_the_tiny_many_class_preset_runs_csq_beyond_2q_and_crh(tmp_path):
@@ -377,6 +377,23 @@ def test_the_tiny_many_class_preset_runs_csq_beyond_2q_and_crh(tmp_path):
     stage3 = stage_directories(configs[1])["stage3"]
     assert np.load(stage3 / "class_centers.npy").shape == (37, 16)
     assert json.loads((stage3 / "reassignments.json").read_text())["log"][0]["epoch"] == 1
+
+
+def test_the_modes_presets_are_a_100_class_item_hierarchy_and_the_tiny_one_runs(tmp_path):
+    """standard-modes (issue 35): 100 visual modes of single items, C > 2q at 16 and 32 bits, coarse class =
+    item; tiny-modes runs CSQ and CRH end to end and records reachability against each one's targets."""
+    _needs_fashion_mnist()
+    from shc.runs import load_data
+
+    configs = preset("standard-modes")
+    assert len(configs) == 72 and configs[0].backbone == "small_cnn_mlp"
+    data = load_data(configs[0])
+    assert data.num_classes == 100 and all(data.num_classes > 2 * q for q in (16, 32))
+    np.testing.assert_array_equal(data.coarse_labels, np.repeat(np.arange(10), 10))
+    assert tuple(data.train[0][0].shape) == (3, 14, 14) and len(data.train) == 5000
+    rows = run_grid(preset("tiny-modes", run_dir=str(tmp_path)), progress=False)
+    assert [row["reach_targets"] for row in rows] == ["centers", "learned class codes"]
+    assert all(0 <= row["train_center_hit_rate"] <= 1 and 0 <= row["mAP@ALL"] <= 1 for row in rows)
 
 
 def test_a_preset_gives_a_method_its_own_fields_and_an_explicit_override_wins():
