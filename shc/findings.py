@@ -17,8 +17,8 @@ from shc.evaluation import PRIMARY_METRIC
 from shc.stats import compare_sentence, format_value, metric_name, paired_by_seed, summary_frame, what_this_shows
 
 __all__ = ["ablation_findings", "backbone_phrase", "best_methods", "center_findings", "convergence_findings",
-           "geometry_findings", "hadamard_findings", "pair_findings", "precision_at_k_findings", "record_distance_finding",
-           "retrieval_findings", "similarity_findings"]
+           "geometry_findings", "hadamard_findings", "pair_findings", "precision_at_k_findings", "reachability_findings",
+           "record_distance_finding", "retrieval_findings", "similarity_findings"]
 
 #: The range of stage-1 test accuracies in the paper's Table 2 (NABirds-B 48.44 %, Stanford Cars-A 73.49 %).
 PAPER_ACCURACY = (0.4844, 0.7349)
@@ -30,6 +30,36 @@ def retrieval_findings(runs: Any, metric: str = PRIMARY_METRIC, reference: str |
     (paired by seed). ``runs`` is :func:`shc.results.result_rows`."""
     summary, per_seed = summary_frame(runs, [metric], method=method)
     return what_this_shows(summary, per_seed, metric, reference=reference)
+
+
+def reachability_findings(runs: Any) -> list[str]:
+    """Did each network reach its own targets? Per code length, the methods whose mean training center hit rate
+    (:mod:`shc.reachability`) is below :data:`shc.reachability.REACHED`, with the rate, or that every method
+    reached them; a warning that a ranking involving those methods measures the backbone. ``runs`` is
+    :func:`shc.results.result_rows`; runs without reachability (trained before it was recorded) are named."""
+    from shc.reachability import REACHED
+
+    key = "train_center_hit_rate"
+    if key not in runs or runs[key].isna().all():
+        return ["These runs record no reachability (they were trained before stage 3 stored the training codes): "
+                "whether each network reached its targets is unknown. Retrain them to know."]
+    sentences = []
+    means = runs.groupby(["bits", "label"], sort=False)[key].mean()
+    for bits in sorted(runs["bits"].unique()):
+        at = means.loc[bits]
+        short = at[at < REACHED]
+        if short.empty:
+            sentences.append(f"At {bits} bits every method's network reached its targets on the training set (center "
+                             f"hit rate at least {REACHED:g}; lowest {at.idxmin()}, {at.min():.3f}).")
+            continue
+        listed = ", ".join(f"{name} ({value:.3f})" for name, value in short.sort_values().items())
+        sentences.append(f"At {bits} bits the networks of {listed} did not reach their targets on the training set "
+                         f"(center hit rate below {REACHED:g}): a ranking that involves them measures what the network "
+                         "could fit, not their targets.")
+    missing = sorted(runs.loc[runs[key].isna(), "label"].unique())
+    if missing:
+        sentences.append(f"No reachability is recorded for some runs of {', '.join(missing)} (trained before it was).")
+    return sentences
 
 
 def convergence_findings(runs: Any, history: Any) -> list[str]:

@@ -17,6 +17,8 @@ run its notebooks read before running them):
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import sys
 import warnings
@@ -36,6 +38,10 @@ from shc.runs import other_similarity as _other_similarity
 
 #: The mAP columns every retrieval table shows: tie-aware (primary) beside ties by database index.
 REPORTED_MAP_KEYS = (*TIE_AWARE_MAP_KEYS, *MAP_KEYS)
+#: Reachability of each run (:mod:`shc.reachability`) on the training and query sets: ``result_rows`` columns and
+#: ``--metrics`` names (NaN for runs trained before issue 35, which stored no training codes).
+REACH_KEYS = tuple(f"{split}_{key}" for split in ("train", "query")
+                   for key in ("center_hit_rate", "center_bit_error", "majority_bit_error"))
 
 
 def run_label(config: RunConfig) -> str:
@@ -96,7 +102,9 @@ def load_center_history(config: RunConfig) -> pd.DataFrame:
 def load_metrics(config: RunConfig) -> dict[str, Any]:
     """Stage 3's ``metrics.json`` (:func:`shc.evaluation.evaluate_codes`): on the query set, mAP@100/1000/ALL
     tie-aware (``tie_aware_mAP@...``, primary) and with ties by index, P@K and R@K and the rank-based PR curve
-    in both rankings, the Hamming-radius PR curve; the selected epoch and the training time.
+    in both rankings, the Hamming-radius PR curve, reachability (:mod:`shc.reachability`, runs since issue 35);
+    the selected epoch, the training time and ``val_tie_aware_mAP@ALL``, the validation score at the selected
+    epoch (read from ``train/history.json`` for runs trained before ``metrics.json`` recorded it).
 
     A run measured by an older evaluation raises a :class:`~shc.runs.MissingRunError` naming the command that
     re-evaluates it from its stored codes (no retraining)."""
@@ -108,6 +116,13 @@ def load_metrics(config: RunConfig) -> dict[str, Any]:
             "metrics). Re-evaluate it from its stored codes, nothing is retrained: `python -m shc.pipeline --preset "
             "<preset> --reevaluate` (or any pipeline/reports command that reads the run), or in Python "
             "`shc.pipeline.reevaluate(config)`.")
+    validation = f"val_{PRIMARY_METRIC}"
+    if validation not in metrics:  # runs trained before it was recorded: the same number, from their history
+        history = _artifact(config, "stage3", "metrics.json").parent / "train" / "history.json"
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            record = json.loads(history.read_text())
+            if record["select_metric"] == PRIMARY_METRIC and record["best_metric"] is not None:
+                metrics[validation] = record["best_metric"]
     return metrics
 
 
@@ -141,7 +156,8 @@ def result_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
 
     Columns: dataset, method, similarity (None for methods that use no S), label (:func:`run_label`), bits,
     seed, tie_aware_mAP@100, tie_aware_mAP@1000, tie_aware_mAP@ALL (expected over random orders within
-    Hamming ties: the primary numbers), mAP@100, mAP@1000, mAP@ALL (ties by database index), selected_epoch,
+    Hamming ties: the primary numbers), mAP@100, mAP@1000, mAP@ALL (ties by database index), the reachability
+    numbers :data:`REACH_KEYS` and ``reach_targets`` (what they are measured against), selected_epoch,
     train_seconds. The runs must exist (:func:`run_grid`).
     """
     import pandas as pd
@@ -150,6 +166,8 @@ def result_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     for config in configs:
         metrics = load_metrics(config)
         rows.append({**_identity(config), **{key: metrics[key] for key in REPORTED_MAP_KEYS},
+                     **{key: metrics.get(key, float("nan")) for key in REACH_KEYS},
+                     "reach_targets": metrics.get("reach_targets"),
                      "selected_epoch": metrics["selected_epoch"], "train_seconds": metrics["train_seconds"]})
     return pd.DataFrame(rows)
 
@@ -328,14 +346,16 @@ def similarity_sources(configs: Iterable[RunConfig],
 
 
 # Results tables in the paper's layout ------------------------------------------------------
-_LOWER_IS_BETTER = frozenset({"s_loss", "seconds", "train_seconds", "num_at_d_min"})
+_LOWER_IS_BETTER = frozenset({"s_loss", "seconds", "train_seconds", "num_at_d_min",
+                              *(key for key in REACH_KEYS if key.endswith("bit_error"))})
 _INTEGER_VALUES = frozenset({"d_min", "gv_distance", "num_at_d_min", "selected_epoch"})
 _VALUE_DIGITS = {"d_min": 1, "gv_distance": 1, "num_at_d_min": 1, "mean_distance": 2, "seconds": 3,
                  "train_seconds": 1, "selected_epoch": 1}
 _VALUE_NAMES = {**{key: f"{key.removeprefix('tie_aware_')} (tie-aware)" for key in TIE_AWARE_MAP_KEYS},
                 **{key: f"{key} (ties by index)" for key in MAP_KEYS}, "s_loss": "S_loss",
                 "mean_distance": "mean distance", "spearman": "Spearman", "gv_distance": "GV d", "num_at_d_min": "pairs at d_min", "train_seconds": "train seconds",
-                "selected_epoch": "selected epoch"}
+                "selected_epoch": "selected epoch",
+                **{key: f"{key.split('_', 1)[1].replace('_', ' ')} ({key.split('_', 1)[0]})" for key in REACH_KEYS}}
 _KEY_NAMES = {"label": "method", "similarity": "S source"}
 
 
@@ -787,9 +807,11 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--preset", default="standard", choices=PRESETS.names())
     parser.add_argument("--methods", nargs="+", help="methods (default: the preset's grid)")
     parser.add_argument("--run-dir", default=None, help="artifact root (default: runs/<preset>)")
-    parser.add_argument("--metrics", nargs="+", choices=[*TIE_AWARE_MAP_KEYS, *MAP_KEYS],
-                        default=["tie_aware_mAP@ALL", "mAP@ALL", "tie_aware_mAP@100", "mAP@100"],
-                        help="tables to print (default: mAP@ALL and mAP@100, tie-aware and with ties by index)")
+    parser.add_argument("--metrics", nargs="+", choices=[*TIE_AWARE_MAP_KEYS, *MAP_KEYS, *REACH_KEYS],
+                        default=["tie_aware_mAP@ALL", "mAP@ALL", "tie_aware_mAP@100", "mAP@100",
+                                 "train_center_hit_rate"],
+                        help="tables to print (default: mAP@ALL and mAP@100, tie-aware and with ties by index, and the "
+                             "training center hit rate: did each network reach its own targets)")
     parser.add_argument("--reference", default=None,
                         help="the method every other is compared with (default shc, when the grid has it)")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables (the README's format)")
@@ -968,7 +990,12 @@ def _print_paper_comparison(preset, grid: Mapping[str, Any], methods: Sequence[s
 
 
 def _metric_title(metric: str) -> str:
-    """``tie_aware_mAP@ALL`` -> ``mAP@ALL, tie-aware``; ``mAP@ALL`` -> ``mAP@ALL, ties by index``."""
+    """``tie_aware_mAP@ALL`` -> ``mAP@ALL, tie-aware``; ``mAP@ALL`` -> ``mAP@ALL, ties by index``;
+    ``train_center_hit_rate`` -> ``center hit rate on the training set`` (reachability, :mod:`shc.reachability`)."""
+    if metric in REACH_KEYS:
+        split, name = metric.split("_", 1)
+        return (f"{name.replace('_', ' ')} on the {'training' if split == 'train' else 'query'} set (reachability: "
+                "against each method's own targets; below 0.9 on the training set, the network did not reach them)")
     return metric.removeprefix("tie_aware_") + (", tie-aware" if metric.startswith("tie_aware_") else ", ties by index")
 
 

@@ -29,6 +29,21 @@ def test_retrieval_sentences_follow_the_numbers():
     assert by_index[1].startswith("mAP@ALL, shc")
 
 
+def test_reachability_sentences_name_the_networks_that_missed_their_targets():
+    runs = _runs([0.95, 0.93, 0.97], [0.30, 0.35, 0.32], metric="train_center_hit_rate")
+    missed = findings.reachability_findings(runs)
+    assert missed == ["At 16 bits the networks of mds (0.323) did not reach their targets on the training set (center "
+                      "hit rate below 0.9): a ranking that involves them measures what the network could fit, not "
+                      "their targets."]
+    reached = findings.reachability_findings(_runs([0.95, 0.93, 0.97], [0.91, 0.92, 0.90],
+                                                   metric="train_center_hit_rate"))
+    assert reached[0].startswith("At 16 bits every method's network reached") and "lowest mds, 0.910" in reached[0]
+    runs.loc[0, "train_center_hit_rate"] = np.nan
+    assert "some runs of shc" in findings.reachability_findings(runs)[-1]
+    unknown = findings.reachability_findings(_runs([0.5], [0.4]))
+    assert "record no reachability" in unknown[0]
+
+
 def test_convergence_sentences_count_runs_that_peaked_at_the_end():
     runs = pd.DataFrame({"label": ["shc", "mds"], "bits": [16, 16], "seed": [0, 0], "selected_epoch": [6, 3]})
     history = pd.DataFrame({"label": ["shc"] * 2 + ["mds"] * 2, "bits": 16, "seed": 0, "epoch": [3, 6, 3, 6],

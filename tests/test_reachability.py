@@ -58,6 +58,33 @@ def test_codes_on_their_targets_hit_and_additive_codes_cannot_reach_xor_targets(
     assert best_additive == 0.75  # no additive rule gets bit 0 of every class
 
 
+def test_additive_bits_are_exactly_the_threshold_functions_of_the_items():
+    from itertools import product
+
+    from shc.reachability import additive_bits
+
+    items = np.array(list(product(range(2), range(2))))  # classes (a, b)
+    a, b = items.T
+    targets = np.stack([np.where(a == b, 1, -1),           # XOR-like: not additive
+                        np.where(a & b, 1, -1),            # AND: additive
+                        np.where(a == 1, 1, -1),           # one item only: additive
+                        np.ones(4, int)], axis=1)          # constant: additive
+    np.testing.assert_array_equal(additive_bits(targets, items), [False, True, True, True])
+    # brute force on 3 x 3 classes: a bit is additive iff some integer scores in -2..2 and a half-integer bias fit
+    items = np.array(list(product(range(3), range(3))))
+    rng = np.random.default_rng(1)
+    targets = rng.choice([-1, 1], (9, 12))
+    grid = np.array(list(product(range(-2, 3), repeat=3)))
+    expected = []
+    for bit in targets.T:
+        fits = any(np.all(np.sign(g1[items[:, 0]] + g2[items[:, 1]] + bias) == bit)
+                   for g1 in grid for g2 in grid for bias in (-2.5, -1.5, -0.5, 0.5, 1.5, 2.5))
+        expected.append(fits)
+    np.testing.assert_array_equal(additive_bits(targets, items), expected)
+    with pytest.raises(ValueError, match="class_items must be"):
+        additive_bits(targets, items[:3])
+
+
 def test_evaluate_codes_adds_reachability_only_with_training_codes():
     rng = np.random.default_rng(0)
     centers = rng.choice([-1, 1], (3, 8))

@@ -1,0 +1,130 @@
+"""Can the network reach its targets? Reachability of a preset's runs on two backbones (issue 35).
+
+For each backbone and method (16 bits, seed 0 unless told otherwise) it runs (or reads, cached under
+``--run-dir``) the preset's run with that backbone and prints, from ``metrics.json``: the training and query
+center hit rates and bit errors against the method's own targets (:mod:`shc.reachability`), the validation
+tie-aware mAP@ALL at the selected epoch (what model selection and the doubling rule read) and, on a composite
+dataset, how many bits of the method's targets an **additive** network could produce at all (an exact linear
+feasibility check per bit, :func:`shc.reachability.additive_bits`: the ceiling of ``composite_cnn``, whose hash
+layer is linear in separately pooled item positions). No query mAP is printed: this measures the testbed, and no
+choice is made on the query set.
+
+Run: ``python benchmarks/reachability.py --preset standard --backbones composite_cnn composite_cnn_mlp
+--methods random csq mds shc shc-ls greedyhash [--bits 16] [--seed 0] [--run-dir runs/reachability] [--jobs auto]``;
+``--centers-only`` trains nothing and prints the additive-bits check of the center methods alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shc.pipeline import run_grid, stage_directories
+from shc.presets import get_preset
+from shc.reachability import additive_bits
+from shc.results import load_metrics
+from shc.runs import RunConfig, load_data
+
+
+def _class_items(config: RunConfig) -> np.ndarray | None:
+    """(C, k) items of each class of a composite dataset (from its class names), None for other datasets."""
+    data = load_data(config)
+    if " + " not in data.class_names[0]:
+        return None
+    names = data.coarse_names
+    return np.array([[names.index(part) for part in name.split(" + ")] for name in data.class_names])
+
+
+def _targets(config: RunConfig) -> np.ndarray | None:
+    folder = stage_directories(config)["stage3"]
+    with np.load(folder / "codes.npz") as codes:
+        return codes["target_codes"] if "target_codes" in codes.files else None
+
+
+def reachability_rows(configs: list[RunConfig]) -> list[dict[str, Any]]:
+    rows = []
+    for config in configs:
+        metrics = load_metrics(config)
+        if "train_center_hit_rate" not in metrics:
+            raise SystemExit(f"{stage_directories(config)['stage3']} records no reachability (trained before issue 35); "
+                             "delete that folder and rerun this command.")
+        items, targets = _class_items(config), _targets(config)
+        additive = "-" if items is None or targets is None else f"{int(additive_bits(targets, items).sum())}/{config.bits}"
+        rows.append({
+            "backbone": config.backbone, "method": config.method, "targets": metrics["reach_targets"],
+            "train hit": f"{metrics['train_center_hit_rate']:.3f}",
+            "train bit err": f"{metrics['train_center_bit_error']:.3f}",
+            "train majority err": f"{metrics['train_majority_bit_error']:.3f}",
+            "query hit": f"{metrics['query_center_hit_rate']:.3f}",
+            "query bit err": f"{metrics['query_center_bit_error']:.3f}",
+            "val ta mAP@ALL": f"{metrics['val_tie_aware_mAP@ALL']:.3f}",
+            "additive bits": additive,
+            "selected": f"{metrics['selected_epoch']}/{config.epochs}",
+        })
+    return rows
+
+
+def additive_rows(configs: list[RunConfig]) -> list[dict[str, Any]]:
+    """Per center method (stage 2 only, computed or read from the cache): how many of its bits an additive network
+    can produce for every class at once: no hashing network is trained."""
+    from shc.pipeline import run_centers
+    from shc.runs import method_spec
+
+    rows = []
+    for config in configs:
+        if method_spec(config).centers is None:
+            continue
+        items = _class_items(config)
+        if items is None:
+            raise SystemExit(f"{config.dataset} is not a composite dataset: every bit of its classes is 'additive' in "
+                             "one item, so the check says nothing there.")
+        centers = run_centers(config)
+        additive = additive_bits(centers, items)
+        rows.append({"method": config.method, "classes": len(centers), "positions": items.shape[1],
+                     "additive bits": f"{int(additive.sum())}/{config.bits}"})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="standard")
+    parser.add_argument("--backbones", nargs="+", default=["composite_cnn", "composite_cnn_mlp"])
+    parser.add_argument("--methods", nargs="+", default=["random", "csq", "mds", "shc", "shc-ls", "greedyhash"])
+    parser.add_argument("--bits", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--run-dir", default="runs/reachability")
+    parser.add_argument("--jobs", default="auto")
+    parser.add_argument("--centers-only", action="store_true",
+                        help="train nothing: only the additive-bits check of each center method's centers")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from run import print_table
+
+    preset = get_preset(args.preset)
+    configs = [config for backbone in args.backbones
+               for config in preset.configs(methods=args.methods, bits=[args.bits], seeds=[args.seed],
+                                            run_dir=args.run_dir, backbone=backbone)]
+    started = time.perf_counter()
+    if args.centers_only:
+        print_table(f"additive bits of the centers at {args.bits} bits, seed {args.seed} (preset {args.preset!r}; "
+                    "bits that sign(g_1(item 1) + ... + g_k(item k) + b) can produce for every class)",
+                    additive_rows(configs[: len(args.methods)]))
+        return 0
+    run_grid(configs, progress=True, log=lambda line: print(line, file=sys.stderr, flush=True), jobs=args.jobs)
+    fields = {key: value for key, value in vars(configs[0]).items()
+              if key not in ("method", "bits", "seed", "run_dir", "backbone", "epochs")}
+    print(f"configuration (preset {args.preset!r}, each method's own epochs): {json.dumps(fields, default=str)}")
+    print_table(f"reachability at {args.bits} bits, seed {args.seed} (hit: center hit rate; bit err: center bit error; "
+                "additive bits: bits of the targets an additive network can produce); "
+                f"{time.perf_counter() - started:.0f} s wall", reachability_rows(configs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
