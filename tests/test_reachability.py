@@ -85,6 +85,23 @@ def test_additive_bits_are_exactly_the_threshold_functions_of_the_items():
         additive_bits(targets, items[:3])
 
 
+def test_the_additive_fit_is_additive_and_no_better_than_the_best_additive_rule():
+    from itertools import product
+
+    from shc.reachability import additive_fit
+
+    items = np.array(list(product(range(3), range(3))))
+    targets = np.random.default_rng(2).choice([-1, 1], (9, 10))
+    fitted = additive_fit(targets, items)
+    grid = np.array(list(product(range(-2, 3), repeat=3)))
+    rules = {tuple(np.sign(g1[items[:, 0]] + g2[items[:, 1]] + bias))
+             for g1 in grid for g2 in grid for bias in (-2.5, -1.5, -0.5, 0.5, 1.5, 2.5)}
+    for j in range(targets.shape[1]):
+        assert tuple(fitted[:, j]) in rules  # every fitted bit is itself an additive rule (on 3 x 3 items) ...
+        best = max(np.sum(np.array(rule) == targets[:, j]) for rule in rules)
+        assert np.sum(fitted[:, j] == targets[:, j]) <= best  # ... and agrees with the targets at most as the best
+
+
 def test_evaluate_codes_adds_reachability_only_with_training_codes():
     rng = np.random.default_rng(0)
     centers = rng.choice([-1, 1], (3, 8))
