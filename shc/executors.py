@@ -25,7 +25,7 @@ from typing import Any
 
 from shc.registry import Registry
 
-__all__ = ["EXECUTORS", "Outcome", "dask_executor", "grid_workers", "local_executor", "open_executor", "positive_jobs",
+__all__ = ["EXECUTORS", "Outcome", "dask_executor", "fixed_threads", "grid_workers", "local_executor", "open_executor", "positive_jobs",
            "ray_executor"]
 
 Outcome = tuple[int, Any, BaseException | None, float]
@@ -54,6 +54,27 @@ def set_threads(threads: int) -> None:
         import numba
 
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+
+def _current_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+@contextlib.contextmanager
+def fixed_threads(threads: int) -> Iterator[None]:
+    """Compute with exactly ``threads`` threads inside the block (torch and numba), whatever this process was
+    given (a cluster task's CPUs, ``--jobs``, every core), and give the process its own count back afterwards.
+
+    A CPU result depends on the thread count (the summation order of torch's reductions), so each pipeline stage
+    computes inside one of these with its fixed count (:data:`shc.runs.STAGE_THREADS`, docs/scale-out.md)."""
+    before = _current_threads()
+    set_threads(threads)
+    try:
+        yield
+    finally:
+        set_threads(before)
 
 
 @contextlib.contextmanager

@@ -37,12 +37,13 @@ import numpy as np
 
 from shc._io import exclusive_lock, jsonable, save_npy, save_npz, save_torch, write_json
 from shc.cli_common import describe_error
-from shc.executors import _cpu_count, grid_workers  # noqa: F401 - grid_workers: part of this module's API
+from shc.executors import _cpu_count, fixed_threads, grid_workers  # noqa: F401 - grid_workers: this module's API
 from shc.executors import positive_jobs as _positive_jobs
 from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC, evaluate_codes, selection_scores
 from shc.runs import (
     MAP_KEYS,
     SIMILARITY_SOURCES,
+    STAGE_THREADS,
     TIE_AWARE_MAP_KEYS,
     MissingRunError,
     RunConfig,
@@ -102,22 +103,24 @@ def _stage(config: RunConfig, stage: str) -> Iterator[Path]:
 
     A folder whose ``config.json`` is missing, damaged or records another identity holds artifacts nobody
     can vouch for: they are deleted and recomputed. The lock refuses a second process computing the
-    same stage at the same time.
+    same stage at the same time. Inside, this process computes with :data:`~shc.runs.STAGE_THREADS` threads
+    (every rank), so the stage's numbers do not depend on the executor, ``--jobs`` or the machine's cores.
     """
     directory = stage_directories(config)[stage]
-    if not _is_main():
-        yield directory
-        return
-    directory.mkdir(parents=True, exist_ok=True)
-    with _lock(directory):
-        identity = jsonable(stage_identities(config)[stage])
-        if read_identity(directory) != identity:
-            for child in directory.iterdir():
-                if child.name == ".lock":
-                    continue
-                shutil.rmtree(child) if child.is_dir() else child.unlink()
-            write_json(directory / "config.json", identity)
-        yield directory
+    with fixed_threads(STAGE_THREADS):
+        if not _is_main():
+            yield directory
+            return
+        directory.mkdir(parents=True, exist_ok=True)
+        with _lock(directory):
+            identity = jsonable(stage_identities(config)[stage])
+            if read_identity(directory) != identity:
+                for child in directory.iterdir():
+                    if child.name == ".lock":
+                        continue
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+                write_json(directory / "config.json", identity)
+            yield directory
 
 
 def _lock(directory: Path):
@@ -203,7 +206,8 @@ def run_pretraining(config: RunConfig, progress: bool = False) -> Path | None:
             write_json(directory / "metrics.json", {
                 "source": config.pretrain, "description": source.description, "classes": list(source.class_names),
                 "train_images": len(source.train), "val_accuracy": _accuracy(classifier, source.val, config),
-                "selected_epoch": history.best_epoch, "train_seconds": time.perf_counter() - started})
+                "selected_epoch": history.best_epoch, "train_seconds": time.perf_counter() - started,
+                "threads": _threads()})
     _barrier()
     return stage_directories(config)["stage0"] / "weights.pt"
 
@@ -257,7 +261,7 @@ def run_similarity(config: RunConfig, progress: bool = False) -> np.ndarray:
     with _stage(config, "stage1") as directory:
         S, metrics = _similarity(config, directory, progress)
         if _is_main():
-            write_json(directory / "metrics.json", {"source": config.similarity, **metrics})
+            write_json(directory / "metrics.json", {"source": config.similarity, **metrics, "threads": _threads()})
             save_npy(directory / "similarity.npy", S)
     _barrier()
     return S
@@ -279,7 +283,7 @@ def run_centers(config: RunConfig, progress: bool = False) -> np.ndarray | None:
             started = time.perf_counter()
             centers, history = run_center_method(spec.centers, load_data(config).num_classes, config.bits,
                                                  similarity=S, seed=config.seed, **dict(config.center_options))
-            quality = {"seconds": time.perf_counter() - started, **center_quality(centers, S)}
+            quality = {"seconds": time.perf_counter() - started, **center_quality(centers, S), "threads": _threads()}
             write_json(directory / "quality.json", quality)
             write_json(directory / "history.json", history)
             save_npy(directory / "centers.npy", centers)
@@ -407,7 +411,7 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
                 # the selection metric at the selected epoch, on the validation split: what the doubling rule reads
                 # (benchmarks/standard_convergence.py), so no budget is chosen on the query set
                 f"val_{PRIMARY_METRIC}": history.best_metric,
-                "threads": _threads(),  # CPU results depend on it (summation order): recorded, fixed by the plan
+                "threads": _threads(),  # CPU results depend on it (summation order): fixed, STAGE_THREADS
                 "method": config.method, "bits": config.bits, "seed": config.seed, "dataset": config.dataset,
             })
             write_json(directory / "metrics.json", metrics)  # last: its presence marks the stage complete
@@ -495,9 +499,10 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
     bar. ``jobs > 1`` (or ``"auto"``, :func:`resolve_jobs`) trains up to ``jobs`` hashing networks at once in worker processes, each with
     ``cpu_count // jobs`` threads, after stages 1 and 2 of every config were computed here: on a small CPU
     two single-threaded trainings finish sooner than two consecutive two-threaded ones (the small CNN does not
-    keep two threads busy; :func:`grid_workers` has the measurement). Results depend on ``jobs`` only through the
-    thread count (floating-point summation order; with bf16 autocast on a CPU that is visible, within seed noise
-    on converged runs; in fp32 a one-thread serial run gives the same numbers, tested). Rows come back in the
+    keep two threads busy; :func:`grid_workers` has the measurement). Results do not depend on ``jobs``, the
+    executor, the other runs of the grid or their order: every stage computes with
+    :data:`~shc.runs.STAGE_THREADS` threads wherever it runs (the thread count changes CPU results through the
+    summation order), and records them (``threads``); tested byte for byte in fp32. Rows come back in the
     order of ``configs``.
 
     ``executor="dask"`` or ``"ray"`` (:mod:`shc.executors`) runs the grid as tasks of a cluster (``address`` joins
@@ -551,8 +556,8 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
         return rows  # type: ignore[return-value]
     options = dict(jobs=jobs, threads=grid_threads(jobs)) if local else \
         dict(address=address, num_cpus=cpus_per_run, num_gpus=gpus_per_run)
-    # Threads per run follow the plan (cores // jobs), not how many runs are left: a rerun after an interrupt
-    # trains its remaining runs with the threads they would have had, so it gives the same numbers.
+    # Each stage computes with STAGE_THREADS threads whatever the worker was given: a rerun after an interrupt, a
+    # cluster task and a one-method grid train a cell exactly as the full local grid does.
     with open_executor(executor, **options) as pool:
         blocked: dict[int, BaseException] = {}
         if pool.remote:
@@ -599,7 +604,8 @@ def resolve_jobs(jobs: int | str) -> int:
 
 
 def grid_threads(jobs: int | str) -> int:
-    """Threads each hashing run of a ``--jobs JOBS`` grid trains with: ``cores // jobs`` (at least 1)."""
+    """Threads each worker process of a ``--jobs JOBS`` grid is given: ``cores // jobs`` (at least 1). Its stages
+    compute with :data:`~shc.runs.STAGE_THREADS` all the same; this is what the process does outside them."""
     return max(1, _cpu_count() // resolve_jobs(jobs))
 
 
@@ -676,8 +682,9 @@ def _main(argv: Sequence[str] | None) -> int:
                         help="measure every finished run of the grid anew from its stored codes (nothing is trained) "
                              "and print how long it took; unfinished runs are listed, not computed")
     parser.add_argument("--jobs", type=jobs_argument, default="auto",
-                        help="hashing runs trained at once, each on cores/JOBS threads (default auto: one per CPU "
-                             "core, one at a time on a GPU; 1 = one run at a time on every core)")
+                        help="hashing runs trained at once (default auto: one per CPU core, one at a time on a "
+                             "GPU); every stage computes with one thread whatever JOBS is, so the numbers do not "
+                             "depend on it (docs/scale-out.md)")
     from shc.cli_common import add_executor_arguments, executor_options
 
     add_executor_arguments(parser)

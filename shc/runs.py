@@ -34,10 +34,16 @@ from shc._io import jsonable
 from shc.centers.registry import CENTER_GENERATORS
 from shc.evaluation import EVALUATION_VERSION, MAP_KEYS, PRIMARY_METRIC, TIE_AWARE_MAP_KEYS  # noqa: F401
 
-__all__ = ["MAP_KEYS", "PRIMARY_METRIC", "SIMILARITY_SOURCES", "TIE_AWARE_MAP_KEYS", "MissingRunError", "RunConfig", "StaleRunError",
-           "identity_key", "load_data", "method_spec", "other_similarity", "stage_directories", "stage_identities"]
+__all__ = ["MAP_KEYS", "PRIMARY_METRIC", "SIMILARITY_SOURCES", "STAGE_THREADS", "TIE_AWARE_MAP_KEYS", "MissingRunError",
+           "RunConfig", "StaleRunError", "data_identity", "identity_key", "load_data", "method_spec", "other_similarity",
+           "paired_seeds", "stage_directories", "stage_identities"]
 
 SIMILARITY_SOURCES = ("logits", "text", "labels", "hierarchy")
+STAGE_THREADS = 1
+"""CPU threads every stage computes with (torch and numba), whatever executor, ``--jobs`` or cluster task runs it:
+the numbers of a config then do not depend on how it was run (docs/scale-out.md, "One config, one result").
+Not part of the identities, so the folders of existing configs keep their names; it changes CPU results, so a
+release that changes it must change the identities too. Each stage records it (``threads``)."""
 _OPTIMIZERS = ("rmsprop", "adam", "sgd")
 _MASKS = ("label", "argmax")
 _PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -219,7 +225,8 @@ def other_similarity(config: RunConfig) -> bool:
     return config.similarity != "logits" and method_spec(config).needs_similarity
 
 
-def _data_identity(config: RunConfig) -> dict[str, Any]:
+def data_identity(config: RunConfig) -> dict[str, Any]:
+    """What fixes a run's splits: dataset, options, seed, resolved data root and the loaded data's fingerprint."""
     from shc.data.cache import resolved_root
 
     return {"dataset": config.dataset, "dataset_options": dict(config.dataset_options), "seed": config.seed,
@@ -233,7 +240,7 @@ def stage_identities(config: RunConfig) -> dict[str, dict[str, Any] | None]:
     method's centers need S; stage 2 when the method has centers.
     """
     spec = method_spec(config)
-    data = _data_identity(config)
+    data = data_identity(config)
     stage0 = None
     if config.pretrain is not None:
         stage0 = {**data, "pretrain": config.pretrain, "backbone": config.backbone, "epochs": config.pretrain_epochs,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
@@ -56,14 +57,16 @@ def local_grid(tmp_path_factory):
 
 
 @contextlib.contextmanager
-def _two_worker_cluster(engine: str):
-    """A cluster of two one-CPU workers started here; yields the address to join (None: this process joined)."""
+def _two_worker_cluster(engine: str, env: dict[str, str] | None = None):
+    """A cluster of two one-CPU workers started here; yields the address to join (None: this process joined).
+    ``env``: environment variables of the Dask workers (what they see differently from this process)."""
     if importlib.util.find_spec({"ray": "ray", "dask": "distributed"}[engine]) is None:
         pytest.skip(f"{engine} is not installed: pip install -e '.[cluster]' (CI installs it)")
     if engine == "dask":
         from distributed import LocalCluster
 
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                          env=env or {}) as cluster:
             yield cluster.scheduler_address
         return
     import ray
@@ -126,3 +129,75 @@ def test_both_grid_command_lines_take_the_executor_options(capsys):
     assert reports_main(["--preset", "tiny", "--list", "--executor", "ray", "--gpus-per-run", "1"]) == 0
     with pytest.raises(SystemExit):
         pipeline_main(["--preset", "tiny", "--executor", "slurm"])
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 39 item 1: the numbers are a function of the config, whatever runs it
+# --------------------------------------------------------------------------------------------
+def _tiny(run_dir, methods=None) -> list[RunConfig]:
+    from shc.pipeline import preset
+
+    return preset("tiny", methods=methods, run_dir=str(run_dir))
+
+
+def _artifacts(configs) -> dict[str, object]:
+    """Every artifact that holds numbers, by its path below the run directory: S, centers, each code array, and
+    the metrics and center quality without their timings (seconds differ from one computation to the next)."""
+    import numpy as np
+
+    timings = {"train_seconds", "seconds"}
+    found: dict[str, object] = {}
+    for config in configs:
+        root = Path(config.run_dir)
+        folders = stage_directories(config)
+        for stage, name in (("stage1", "similarity.npy"), ("stage2", "centers.npy")):
+            if (folders[stage] / name).exists():
+                found[str((folders[stage] / name).relative_to(root))] = (folders[stage] / name).read_bytes()
+        with np.load(folders["stage3"] / "codes.npz") as codes:
+            for key in codes.files:
+                found[f"{folders['stage3'].relative_to(root)}/codes.npz:{key}"] = codes[key].tobytes()
+        for stage, name in (("stage1", "metrics.json"), ("stage2", "quality.json"), ("stage3", "metrics.json")):
+            if (folders[stage] / name).exists():
+                record = json.loads((folders[stage] / name).read_text())
+                found[str((folders[stage] / name).relative_to(root))] = \
+                    {key: value for key, value in record.items() if key not in timings}
+    return found
+
+
+@pytest.fixture(scope="module")
+def tiny_reference(tmp_path_factory):
+    """The tiny preset under the local executor, one run at a time (``--jobs 1``: every core of this process)."""
+    configs = _tiny(tmp_path_factory.mktemp("jobs1"))
+    run_grid(configs, progress=False, jobs=1)
+    return _artifacts(configs)
+
+
+@pytest.mark.parametrize("way", ["jobs auto", "one method", "dask", "ray"])
+def test_the_tiny_grid_gives_byte_identical_artifacts_whatever_runs_it(way, tiny_reference, tmp_path):
+    """The issue's case: SHC's mAP@ALL was 0.4081 under Dask and Ray and 0.3655 locally (stage 1 trained with one
+    thread on a worker and every core here), and a one-method grid trained its cell with other threads than the
+    full grid. Every stage now computes with STAGE_THREADS threads and records them."""
+    import torch
+
+    threads = torch.get_num_threads()
+    if way == "one method":  # a grid of one run trains in this process, on every core it has
+        configs = _tiny(tmp_path, methods=["shc"])
+        run_grid(configs, progress=False, jobs="auto")
+        expected = {path: value for path, value in tiny_reference.items() if "-mds-" not in path}
+    elif way == "jobs auto":
+        configs = _tiny(tmp_path)
+        run_grid(configs, progress=False, jobs="auto")
+        expected = tiny_reference
+    else:
+        configs = _tiny(tmp_path)
+        with _two_worker_cluster(way) as address:
+            run_grid(configs, progress=False, executor=way, address=address)
+        expected = tiny_reference
+    found = _artifacts(configs)
+    assert sorted(found) == sorted(expected)  # the same stage folders (identities)
+    assert [path for path in expected if found[path] != expected[path]] == []
+    from shc.runs import STAGE_THREADS
+
+    assert {record["threads"] for path, record in found.items() if path.endswith(".json")} == {STAGE_THREADS}
+    assert torch.get_num_threads() == threads  # a stage gives the process its thread count back
+

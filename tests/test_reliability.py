@@ -229,11 +229,12 @@ def test_hashindex_search_equals_the_brute_force_ranking_property():
 
 def test_an_interrupted_jobs_grid_resumes_with_the_planned_threads_and_the_same_numbers(tmp_path):
     """The issue's case: after Ctrl-C in a ``--jobs 2`` grid, the rerun had one run left, gave it a one-worker
-    pool with cores // 1 threads, and other numbers than the uninterrupted grid. Threads follow the plan now,
-    and metrics.json records them."""
+    pool with cores // 1 threads, and other numbers than the uninterrupted grid. Every stage computes with
+    STAGE_THREADS threads now, and metrics.json records them."""
     import shutil
 
-    from shc.pipeline import RunConfig, grid_threads, run_grid, stage_directories
+    from shc.pipeline import RunConfig, run_grid, stage_directories
+    from shc.runs import STAGE_THREADS
 
     options = {"num_classes": 6, "train_per_class": 8, "val_per_class": 2, "query_per_class": 2,
                "database_per_class": 4}
@@ -245,7 +246,7 @@ def test_an_interrupted_jobs_grid_resumes_with_the_planned_threads_and_the_same_
     shutil.rmtree(stage_directories(resumed[1])["stage3"])  # interrupted before the second run finished
     rerun = run_grid(resumed, progress=False, jobs=2)
     recorded = [json.loads((stage_directories(c)["stage3"] / "metrics.json").read_text()) for c in whole + resumed]
-    assert [metrics["threads"] for metrics in recorded] == [grid_threads(2)] * 4
+    assert [metrics["threads"] for metrics in recorded] == [STAGE_THREADS] * 4
     for before, after in zip(uninterrupted, rerun):
         assert {k: v for k, v in before.items() if k != "train_seconds"} == \
                {k: v for k, v in after.items() if k != "train_seconds"}
@@ -303,3 +304,4 @@ def test_the_report_checker_fails_a_truncated_page_and_an_empty_folder(tmp_path,
     assert main([str(empty)]) == 1 and "empty" in capsys.readouterr().out
     assert main([str(tmp_path / "nothing")]) == 2
     assert "nothing is not a report folder" in capsys.readouterr().err
+
