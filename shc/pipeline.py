@@ -27,7 +27,9 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import time
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,8 +56,8 @@ from shc.runs import (
     stage_identities,
 )
 
-__all__ = ["MAP_KEYS", "SIMILARITY_SOURCES", "GridFailures", "RunConfig", "RunResult", "encode", "grid_threads",
-           "grid_workers", "load_data", "main", "preset",
+__all__ = ["MAP_KEYS", "SIMILARITY_SOURCES", "GridFailures", "RunConfig", "RunResult", "WorkerMismatchError", "encode",
+           "grid_threads", "grid_workers", "load_data", "main", "preset",
            "reevaluate", "report_configs", "run", "run_centers", "run_grid", "run_hashing", "run_pretraining",
            "run_similarity",
            "stage_directories", "summarize"]
@@ -455,10 +457,51 @@ def _stage_applies(config: RunConfig, stage: str) -> bool:
             "stage2": spec.centers is not None}[stage]
 
 
-def _compute_stage(task: tuple[RunConfig, str]) -> None:
-    """One shared stage (0, 1 or 2) of a config, in an executor's worker."""
-    config, stage = task
-    {"stage0": run_pretraining, "stage1": run_similarity, "stage2": run_centers}[stage](config)
+class WorkerMismatchError(RuntimeError):
+    """A worker sees other data, another package or missing stages at the paths the grid was planned with: it
+    refuses to compute (the caller would report the numbers as its own grid's)."""
+
+
+def _task(config: RunConfig, stage: str) -> tuple[RunConfig, str, dict[str, Any]]:
+    """What a worker computes, with what the planning process expects it to find: every stage's identity
+    (the data fingerprint among them) as computed here, and where it was computed."""
+    return config, stage, {"identities": jsonable(stage_identities(config)), "host": socket.gethostname()}
+
+
+def _check_task(config: RunConfig, stage: str, expected: Mapping[str, Any]) -> None:
+    """Before a worker computes ``stage``: its own identities must be the planner's (same data fingerprint, root
+    and package), and every stage it reads must be finished under that identity (in the shared ``run_dir``)."""
+    here, planned = jsonable(stage_identities(config)), expected["identities"]
+    where = f"worker {socket.gethostname()} (pid {os.getpid()})"
+    if here != planned:
+        mine, theirs = here["stage3"], planned["stage3"]
+        data = [key for key in ("data_root", "data_fingerprint") if mine[key] != theirs[key]]
+        what = (f"other data: {config.dataset} at {mine['data_root'] or 'the default data root'} has "
+                + ", ".join(f"{key} {mine[key]} there and {theirs[key]} on {expected['host']}" for key in data)
+                + "; give every machine the same files at the same path (a --data-root they share)") if data else \
+            (f"another {stage} identity than {expected['host']} (another shc version?); install the same shc "
+             "on every machine")
+        raise WorkerMismatchError(f"{where} refuses {stage} of {_run_name(config)}: it sees {what}, then rerun.")
+    artifacts = dict(_SHARED_STAGES)
+    for parent in ("stage0", "stage1", "stage2"):
+        if parent not in (here[stage] or {}):
+            continue
+        directory = stage_directories(config)[parent]
+        if read_identity(directory) != here[parent] or not (directory / artifacts[parent]).exists():
+            raise WorkerMismatchError(
+                f"{where} refuses {stage} of {_run_name(config)}: {directory / artifacts[parent]}, which "
+                f"{expected['host']} finished, is not there under its identity (config.json); run_dir must be a "
+                "folder every machine sees at the same path, then rerun.")
+
+
+def _compute_stage(task: tuple[RunConfig, str, Mapping[str, Any]]) -> Any:
+    """One stage of a config, in an executor's worker, once :func:`_check_task` found what the planner expects:
+    a shared stage (0, 1 or 2; returns nothing) or the hashing run (stage 3; returns its metrics)."""
+    config, stage, expected = task
+    _check_task(config, stage, expected)
+    compute = {"stage0": run_pretraining, "stage1": run_similarity, "stage2": run_centers, "stage3": run_hashing}
+    result = compute[stage](config)
+    return result if stage == "stage3" else None
 
 
 def _shared_stages_remotely(configs: Sequence[RunConfig], executor: Any, log, progress: bool
@@ -474,7 +517,7 @@ def _shared_stages_remotely(configs: Sequence[RunConfig], executor: Any, log, pr
         for position, config in enumerate(configs):
             if position not in failed and _stage_applies(config, stage) and _cached(config, stage, artifact) is None:
                 folders.setdefault(stage_directories(config)[stage], []).append(position)
-        tasks = [(configs[positions[0]], stage) for positions in folders.values()]
+        tasks = [_task(configs[positions[0]], stage) for positions in folders.values()]
         for task_position, _, error, seconds in executor.map(_compute_stage, tasks):
             positions = list(folders.values())[task_position]
             if error is not None:
@@ -509,9 +552,10 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
     a running one; None starts a local one, or for Ray uses the one this process joined): first stages 0, 1 and 2, one
     task per stage folder, each stage after the ones it reads, then one task per hashing run, each asking for
     ``cpus_per_run`` CPUs (its thread count) and ``gpus_per_run`` GPUs. ``run_dir`` must be a folder every machine
-    sees at the same path (docs/scale-out.md says which file systems keep the stage locks safe). Same numbers as
-    the local executor for the same config and thread count. This process computes every stage's identity, which
-    reads the dataset (its fingerprint): the data must be at the same path here and on the workers.
+    sees at the same path (docs/scale-out.md says which file systems keep the stage locks safe). The same numbers as
+    the local executor, byte for byte. This process computes every stage's identity, which reads the dataset (its
+    fingerprint): the data must be at the same path here and on the workers, and each worker checks that it is
+    (and that the stages it reads are there) before computing, refusing with a :class:`WorkerMismatchError`.
 
     With ``jobs > 1`` or on a cluster, a failing run does not stop the others: each failure is logged by name when it
     happens, and once every other run finished a :class:`GridFailures` names them all (a rerun computes only
@@ -577,7 +621,8 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
                 finished(index, metrics, 0.0)
             elif index not in blocked:
                 pending.append(index)
-        for position, metrics, error, seconds in pool.map(_hashing, [configs[index] for index in pending]):
+        for position, metrics, error, seconds in pool.map(_compute_stage,
+                                                          [_task(configs[index], "stage3") for index in pending]):
             if error is not None:
                 failed(pending[position], error)
             else:
@@ -585,10 +630,6 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
     if failures:
         raise GridFailures(failures, rows, len(configs))
     return rows  # type: ignore[return-value]
-
-
-def _hashing(config: RunConfig) -> dict[str, Any]:
-    return run_hashing(config, progress=False)
 
 
 def resolve_jobs(jobs: int | str) -> int:

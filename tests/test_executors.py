@@ -201,3 +201,56 @@ def test_the_tiny_grid_gives_byte_identical_artifacts_whatever_runs_it(way, tiny
     assert {record["threads"] for path, record in found.items() if path.endswith(".json")} == {STAGE_THREADS}
     assert torch.get_num_threads() == threads  # a stage gives the process its thread count back
 
+
+# --------------------------------------------------------------------------------------------
+# Issue 39 item 2: a worker checks what it reads before computing
+# --------------------------------------------------------------------------------------------
+def _mnist_root(root: Path, seed: int) -> Path:
+    import numpy as np
+
+    from test_data import write_tiny_mnist
+
+    write_tiny_mnist(root / "MNIST" / "raw", np.random.default_rng(seed))
+    return root
+
+
+def _default_root_config(run_dir) -> RunConfig:
+    """A config whose data is found at the default data root ($SHC_DATA_ROOT): the same path on every machine."""
+    return RunConfig(dataset="mnist-composite", method="random", bits=16, epochs=1, eval_every=1, precision="fp32",
+                     dataset_options={"train_per_class": 2, "val_per_class": 1, "query_per_class": 1,
+                                      "database_per_class": 2}, run_dir=str(run_dir))
+
+
+def test_a_cluster_worker_that_sees_other_data_at_the_same_path_refuses(tmp_path, monkeypatch):
+    """The issue's case: a worker whose data root holds other files trained on them, and the caller reported those
+    numbers as its own grid's. Here the Dask workers' $SHC_DATA_ROOT holds other MNIST files than this process's."""
+    from shc.runs import forget_data
+
+    mine, theirs = _mnist_root(tmp_path / "mine", 0), _mnist_root(tmp_path / "theirs", 1)
+    monkeypatch.setenv("SHC_DATA_ROOT", str(mine))
+    forget_data()
+    config = _default_root_config(tmp_path / "runs")
+    with _two_worker_cluster("dask", env={"SHC_DATA_ROOT": str(theirs)}) as address, \
+            pytest.raises(GridFailures) as failure:
+        run_grid([config], progress=False, log=lambda line: None, executor="dask", address=address)
+    message = str(failure.value)
+    assert "refuses stage2 of mnist-composite random 16 bits seed 0" in message
+    assert "sees other data" in message and "data_fingerprint" in message and "same files at the same path" in message
+    assert not list((tmp_path / "runs").glob("*/*/stage3-*"))  # nothing was trained on the other data
+
+
+def test_a_worker_refuses_a_stage_whose_inputs_are_not_where_the_planner_left_them(tmp_path):
+    """A hashing task whose centers are not in the run directory under their identity (a run_dir that is not
+    shared, or a stage folder replaced meanwhile) is refused, not recomputed from whatever the worker has."""
+    from shc.pipeline import WorkerMismatchError, _compute_stage, _task, run_centers
+
+    config = RunConfig(method="csq", epochs=1, eval_every=1, bits=16, precision="fp32", dataset_options=OPTIONS,
+                       run_dir=str(tmp_path))
+    task = _task(config, "stage3")
+    with pytest.raises(WorkerMismatchError, match=r"centers.npy, which .* finished, is not there under its identity"):
+        _compute_stage(task)
+    run_centers(config)
+    (stage_directories(config)["stage2"] / "config.json").write_text("{}")  # another identity
+    with pytest.raises(WorkerMismatchError, match="run_dir must be a folder every machine sees"):
+        _compute_stage(task)
+    assert not stage_directories(config)["stage3"].exists()
