@@ -134,12 +134,20 @@ def _lock(directory: Path):
 def _cached(config: RunConfig, stage: str, name: str) -> Path | None:
     """The artifact if it is there and its folder's record matches the stage's identity.
 
+    A finished folder whose files do not parse is moved aside (:func:`_set_aside`) and counts as not there, so
+    the stage is recomputed from its last intact state, never half-rewritten.
+
     Under torchrun, rank 0 decides and the other ranks follow (a rank that looked a moment later could see
     a file rank 0 just wrote, skip the stage's barrier, and deadlock the job).
     """
     directory = stage_directories(config)[stage]
     path = directory / name
     found = path.exists() and read_identity(directory) == jsonable(stage_identities(config)[stage])
+    if found and _is_main():
+        damage = _damage(directory, stage)
+        if damage is not None:
+            _set_aside(directory, stage, damage)
+            found = False
     return path if _agreed(found) else None
 
 
@@ -159,6 +167,90 @@ def _load_array(path: Path) -> np.ndarray:
         return np.load(path)
     except (OSError, ValueError, EOFError) as error:
         raise ValueError(f"{path} is damaged ({error}); delete it and rerun to recompute it.") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Damaged artifacts: moved aside, recomputed from the last intact state
+# --------------------------------------------------------------------------------------------
+def _json_object(*required: str):
+    """A check that a file holds a JSON object with the ``required`` fields."""
+    def check(path: Path) -> None:
+        record = json.loads(path.read_text())
+        if not isinstance(record, dict):
+            raise ValueError("not a JSON object")
+        missing = [key for key in required if key not in record]
+        if missing:
+            raise ValueError(f"lacks {', '.join(missing)}")
+    return check
+
+
+def _json_file(path: Path) -> None:
+    json.loads(path.read_text())
+
+
+def _array_file(path: Path) -> None:
+    np.load(path, mmap_mode="r")  # the header and the size the header promises; the values are not read
+
+
+def _archive_file(path: Path) -> None:
+    with np.load(path) as archive:
+        for key in archive.files:
+            archive[key]  # noqa: B018 - each member is read: a cut member fails here
+
+
+def _torch_file(path: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:  # torch's format is a zip: a cut file has no central directory
+        archive.namelist()
+
+
+_STAGE_FILES = {  # what a finished stage holds, each with the check that it parses
+    "stage0": (("metrics.json", _json_object("source", "train_seconds")), ("weights.pt", _torch_file)),
+    "stage1": (("metrics.json", _json_object("source")), ("similarity.npy", _array_file)),
+    "stage2": (("quality.json", _json_object()), ("history.json", _json_file), ("centers.npy", _array_file)),
+    "stage3": (("codes.npz", _archive_file), ("metrics.json", _json_object("selected_epoch", "train_seconds"))),
+}
+#: The training run inside a stage folder that a recomputation resumes from (its last completed epoch).
+_TRAINING = {"stage0": "classifier", "stage1": "classifier", "stage3": "train"}
+
+
+def _damage(directory: Path, stage: str) -> str | None:
+    """The first file of a finished stage folder that is missing or does not parse, with why; None when all parse."""
+    for name, check in _STAGE_FILES[stage]:
+        path = directory / name
+        try:
+            check(path)
+        except Exception as error:  # noqa: BLE001 - any failure to parse means damaged
+            reason = str(error).strip().splitlines()[0][:120] if str(error).strip() else type(error).__name__
+            return f"{path} does not parse ({reason})"
+    return None
+
+
+def _set_aside(directory: Path, stage: str, damage: str) -> None:
+    """Move a damaged stage folder to ``damaged-<name>-<time>`` beside it, and start the folder anew from its
+    last intact state: its identity record and, where its training checkpoints still load, the training run
+    (which then resumes at its last epoch instead of starting over)."""
+    from shc.train.checkpoint import load_checkpoint
+
+    target = directory.with_name(f"damaged-{directory.name}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    with _lock(directory):
+        directory.rename(target)
+    directory.mkdir()
+    shutil.copy2(target / "config.json", directory / "config.json")
+    training, kept = _TRAINING.get(stage), "from scratch"
+    if training is not None and (target / training / "last.pt").exists():
+        try:
+            for checkpoint in ("last.pt", "best.pt"):
+                if (target / training / checkpoint).exists():
+                    load_checkpoint(target / training / checkpoint)
+        except ValueError:
+            pass  # a damaged checkpoint: the training starts over
+        else:
+            shutil.copytree(target / training, directory / training, ignore=shutil.ignore_patterns(".lock"))
+            kept = f"resuming {training}/last.pt"
+    warnings.warn(f"{damage}: moved {directory.name} aside to {target} and recomputing {stage} ({kept}).",
+                  stacklevel=4)
 
 
 # --------------------------------------------------------------------------------------------
@@ -322,18 +414,16 @@ def reevaluate(config: RunConfig, force: bool = False) -> dict[str, Any]:
     """A finished stage 3's ``metrics.json``, measured anew from its stored codes when it is older than
     :data:`shc.evaluation.EVALUATION_VERSION` (or always, with ``force``); nothing is retrained.
 
-    The training fields (selected epoch, training time, ...) are kept; the file is replaced atomically.
-    Raises :class:`~shc.runs.MissingRunError` when the run has not finished.
+    The training fields (selected epoch, training time, ...) are kept; the file is replaced atomically. A
+    ``metrics.json`` or ``codes.npz`` that does not parse is never rewritten: the stage is moved aside
+    (:func:`_cached`) and this raises :class:`~shc.runs.MissingRunError`, as for a run that has not finished.
     """
     path = _cached(config, "stage3", "metrics.json")
     if path is None:
         raise MissingRunError(f"stage 3 of {config.method}, {config.bits} bits, seed {config.seed} has not finished "
                               f"in {config.run_dir!r}: there are no codes to evaluate. Run it first "
                               "(`python -m shc.pipeline --preset <preset>`).")
-    try:
-        metrics = json.loads(path.read_text())
-    except (OSError, ValueError):
-        metrics = {}  # a damaged record is rebuilt from the codes below; only the training fields are lost
+    metrics = json.loads(path.read_text())  # parsed by _cached, training fields included
     if not force and metrics.get("evaluation", 0) >= EVALUATION_VERSION:
         return metrics
     metrics = {**metrics, **evaluate_codes(_load_codes(path.parent))}

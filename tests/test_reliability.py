@@ -305,3 +305,60 @@ def test_the_report_checker_fails_a_truncated_page_and_an_empty_folder(tmp_path,
     assert main([str(tmp_path / "nothing")]) == 2
     assert "nothing is not a report folder" in capsys.readouterr().err
 
+
+# --------------------------------------------------------------------------------------------
+# Issue 39 item 5: a damaged artifact is moved aside and recomputed, never half-rewritten
+# --------------------------------------------------------------------------------------------
+def _small_shc(run_dir):
+    from shc.pipeline import RunConfig
+
+    return RunConfig(method="shc", epochs=2, classifier_epochs=1, eval_every=1, bits=16, precision="fp32",
+                     run_dir=str(run_dir), dataset_options={"num_classes": 6, "train_per_class": 8,
+                                                            "val_per_class": 2, "query_per_class": 2,
+                                                            "database_per_class": 4})
+
+
+def _cut(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+
+
+@pytest.mark.parametrize("stage, name", [("stage3", "metrics.json"), ("stage3", "codes.npz"),
+                                         ("stage2", "centers.npy"), ("stage1", "similarity.npy")])
+def test_a_damaged_artifact_is_moved_aside_and_recomputed_from_the_last_intact_state(tmp_path, stage, name):
+    """The issue's case: a cut metrics.json was rewritten without its training fields (selected epoch, training
+    time), the grid then crashed, and so did every later pipeline and shc.results call until the folder was deleted
+    by hand. A damaged S or centers file stopped every run that read it."""
+    from shc.pipeline import run, run_grid, stage_directories
+
+    config = _small_shc(tmp_path)
+    before = run(config).metrics
+    folder = stage_directories(config)[stage]
+    _cut(folder / name)
+    with pytest.warns(UserWarning, match=rf"{name} does not parse .*: moved {folder.name} aside to .*damaged-"):
+        rows = run_grid([config], progress=False)
+    aside = [path for path in folder.parent.iterdir() if path.name.startswith(f"damaged-{folder.name}-")]
+    assert len(aside) == 1 and len((aside[0] / name).read_bytes()) < len((folder / name).read_bytes())
+    after = json.loads((stage_directories(config)["stage3"] / "metrics.json").read_text())
+    timings = {"train_seconds"}
+    assert {k: v for k, v in after.items() if k not in timings} == {k: v for k, v in before.items() if k not in timings}
+    assert rows[0]["mAP@ALL"] == before["mAP@ALL"]
+    if stage == "stage3":  # the training resumed from train/last.pt (its last epoch): nothing was trained again
+        assert (folder / "train" / "last.pt").stat().st_mtime_ns == (aside[0] / "train" / "last.pt").stat().st_mtime_ns
+    from shc.results import load_metrics
+
+    assert load_metrics(config)["selected_epoch"] == before["selected_epoch"]
+
+
+def test_reevaluating_a_damaged_run_never_writes_a_metrics_file_without_its_training_fields(tmp_path):
+    """shc.pipeline --reevaluate (and every reader through _finished) rebuilt a cut metrics.json from the codes alone."""
+    from shc.pipeline import reevaluate, run, stage_directories
+    from shc.runs import MissingRunError
+
+    config = _small_shc(tmp_path)
+    run(config)
+    metrics = stage_directories(config)["stage3"] / "metrics.json"
+    metrics.write_text(json.dumps({"mAP@ALL": 0.5}))  # parses, but lacks what training wrote
+    with pytest.warns(UserWarning, match="lacks selected_epoch, train_seconds"), \
+            pytest.raises(MissingRunError, match="has not finished"):
+        reevaluate(config, force=True)
+    assert not metrics.exists() and (metrics.parent / "train" / "last.pt").exists()  # kept to resume from
