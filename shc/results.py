@@ -842,6 +842,12 @@ def _main(argv: Sequence[str] | None) -> int:
         raise ValueError(f"--reference {args.reference!r} is not a method of this grid ({', '.join(order)}); "
                          "choose one of them, or add it to --methods.")
     reference = args.reference or "shc"
+    if args.versus:  # checked before anything is read: the comparison claims the same splits, paired by seed
+        from shc.runs import paired_seeds
+
+        other_configs = get_preset(args.versus).configs(
+            methods=order, **{**grid, "run_dir": args.versus_run_dir or f"runs/{args.versus}"})
+        seeds = paired_seeds(other_configs, configs, f"--versus {args.versus}", f"--preset {args.preset}")
     rows = result_rows(configs)
     stamp = datetime.date.today().isoformat()
     command = " ".join(["python -m shc.results", *(sys.argv[1:] if argv is None else argv)])
@@ -873,12 +879,8 @@ def _main(argv: Sequence[str] | None) -> int:
             _print_comparisons(extra_rows, reference, labels)
     if args.paper:
         _print_paper_comparison(preset, grid, args.methods)
-    if args.versus:
-        other = get_preset(args.versus)
-        methods = order  # every method of this grid, read from the other preset's runs (they must exist)
-        other_grid = {**grid, "run_dir": args.versus_run_dir or f"runs/{args.versus}"}
-        other_rows = result_rows(other.configs(methods=methods, **other_grid))
-        _print_regimes(other_rows, rows[rows["method"].isin(methods)], args.versus, args.preset)
+    if args.versus:  # every method of this grid, read from the other preset's runs (they must exist)
+        _print_regimes(result_rows(other_configs), rows[rows["method"].isin(order)], args.versus, args.preset, seeds)
     return 0
 
 
@@ -929,11 +931,14 @@ def regime_rows(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = PRIMAR
     return frame.sort_values(["bits", "rank b"], kind="stable").reset_index(drop=True)
 
 
-def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name_b: str) -> None:
+def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name_b: str, seeds: Sequence[int]
+                   ) -> None:
+    """The --versus section; ``seeds``: those :func:`shc.runs.paired_seeds` checked (same dataset and splits)."""
     metric = PRIMARY_METRIC
     frame = regime_rows(rows_a, rows_b, metric)
-    print(f"### {name_b} against {name_a} ({_metric_title(metric)})\n\nSame methods, code lengths, seeds and "
-          f"splits; the change is {name_b} minus {name_a}, paired by seed, with its 95% t-interval. Rankings run from "
+    print(f"### {name_b} against {name_a} ({_metric_title(metric)})\n\nSame methods, code lengths and dataset, the "
+          f"same splits at each of seeds {', '.join(map(str, seeds))} (checked: dataset, options and data "
+          f"fingerprint); the change is {name_b} minus {name_a}, paired by seed, with its 95% t-interval. Rankings run from "
           "the best mean down: `>` where the paired interval of two neighbours lies above 0, `≈` where it holds 0.\n")
     print(f"| bits | method | {name_a} | {name_b} | change | rank {name_a} | rank {name_b} |")
     print("|---|---|---|---|---|---|---|")

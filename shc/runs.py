@@ -316,3 +316,43 @@ def read_identity(directory: Path) -> Any:
         return json.loads((directory / "config.json").read_text())
     except (OSError, ValueError):
         return None
+
+
+def paired_seeds(configs_a: list[RunConfig], configs_b: list[RunConfig], name_a: str, name_b: str) -> list[int]:
+    """The seeds on which two grids' runs of the same method and code length can be paired (the same dataset,
+    options, data and so splits per seed); a ValueError naming the difference where the grids do not share them.
+
+    What ``python -m shc.results --versus`` checks before it says "same splits, paired by seed"."""
+    cells_a = {(c.method, c.bits, c.seed): c for c in configs_a}
+    cells_b = {(c.method, c.bits, c.seed): c for c in configs_b}
+    common = sorted(cells_a.keys() & cells_b.keys())
+    if not common:
+        raise ValueError(f"{name_a} and {name_b} share no (method, code length, seed) run; compare presets with "
+                         "common methods, code lengths and seeds.")
+    cells = {(method, bits) for method, bits, _ in common}
+    seeds_a, seeds_b = ({c.seed for c in grid if (c.method, c.bits) in cells} for grid in (configs_a, configs_b))
+    if seeds_a != seeds_b:
+        raise ValueError(f"{name_a} has seeds {sorted(seeds_a)} and {name_b} seeds {sorted(seeds_b)}: a paired "
+                         f"comparison needs the same seeds on both sides; pass --seeds with seeds both have.")
+    for seed in sorted(seeds_a):
+        a, b = next(cells_a[key] for key in common if key[2] == seed), next(cells_b[key] for key in common
+                                                                             if key[2] == seed)
+        differences = _data_differences(a, b)
+        if differences:
+            raise ValueError(f"{name_a} and {name_b} do not share splits (seed {seed}: {'; '.join(differences)}, "
+                             f"{name_a} first): runs on other data cannot be paired by seed; compare presets of one "
+                             "dataset with the same options and data.")
+    return sorted(seeds_a)
+
+
+def _data_differences(a: RunConfig, b: RunConfig) -> list[str]:
+    """How the data of two runs differs: their settings first, the loaded data's fingerprint only when they agree."""
+    from shc.data.cache import resolved_root
+
+    settings = [(name, getattr(a, name), getattr(b, name)) for name in ("dataset", "dataset_options")]
+    settings.append(("data_root", resolved_root(a), resolved_root(b)))
+    differences = [f"{name} {jsonable(x)!r} against {jsonable(y)!r}" for name, x, y in settings
+                   if jsonable(x) != jsonable(y)]
+    if not differences and data_identity(a) != data_identity(b):
+        differences.append("the loaded data differs (data fingerprint)")
+    return differences

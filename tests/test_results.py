@@ -61,3 +61,35 @@ def test_budget_phrase_groups_the_methods_of_each_budget():
     assert budget_phrase({"shc": [80, 160]}) == "80/160 epochs"
     with pytest.raises(ValueError, match="at least one"):
         budget_phrase({})
+
+
+def _versus(capsys, *arguments: str) -> tuple[int, str, str]:
+    from shc.results import main
+
+    status = main(["--preset", "tiny", *arguments])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_versus_refuses_grids_that_do_not_share_dataset_splits_or_seeds(tmp_path, capsys):
+    """The issue's case: --versus printed "same splits, paired by seed" for two presets of different datasets."""
+    dirs = ["--run-dir", str(tmp_path / "a"), "--versus-run-dir", str(tmp_path / "b")]
+    status, _, err = _versus(capsys, "--versus", "tiny-fine", "--seeds", "0", *dirs)
+    assert status == 2 and "--versus tiny-fine and --preset tiny do not share splits (seed 0: dataset " in err
+    assert "cannot be paired by seed" in err and len(err.strip().splitlines()) == 1
+    status, _, err = _versus(capsys, "--versus", "quick", *dirs)  # the same dataset, other seeds
+    assert status == 2 and "--versus quick has seeds [0, 1, 2] and --preset tiny seeds [0]" in err
+    status, _, err = _versus(capsys, "--versus", "quick", "--seeds", "0", *dirs)  # the same dataset, other splits
+    assert status == 2 and "do not share splits (seed 0: dataset_options {" in err
+
+
+def test_versus_says_which_seeds_it_checked_and_pairs(tmp_path, capsys):
+    from shc.pipeline import preset, run_grid
+
+    run_grid(preset("tiny", methods=["shc"], run_dir=str(tmp_path / "a")), progress=False)
+    run_grid(preset("tiny-pretrained", methods=["shc"], run_dir=str(tmp_path / "b")), progress=False)
+    status, out, err = _versus(capsys, "--methods", "shc", "--run-dir", str(tmp_path / "a"), "--versus",
+                               "tiny-pretrained", "--versus-run-dir", str(tmp_path / "b"))
+    assert status == 0, err
+    assert "the same splits at each of seeds 0 (checked: dataset, options and data fingerprint)" in out
+    assert "| 16 | shc |" in out
