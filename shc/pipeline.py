@@ -230,14 +230,14 @@ def _damage(directory: Path, stage: str) -> str | None:
 def _set_aside(directory: Path, stage: str, damage: str) -> None:
     """Move a damaged stage folder to ``damaged-<name>-<time>`` beside it, and start the folder anew from its
     last intact state: its identity record and, where its training checkpoints still load, the training run
-    (which then resumes at its last epoch instead of starting over)."""
+    (moved back, so it resumes at its last epoch instead of starting over)."""
     from shc.train.checkpoint import load_checkpoint
 
     target = directory.with_name(f"damaged-{directory.name}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
     with _lock(directory):
         directory.rename(target)
     directory.mkdir()
-    shutil.copy2(target / "config.json", directory / "config.json")
+    write_json(directory / "config.json", read_identity(target))  # the stage's identity: _cached matched it
     training, kept = _TRAINING.get(stage), "from scratch"
     if training is not None and (target / training / "last.pt").exists():
         try:
@@ -247,7 +247,7 @@ def _set_aside(directory: Path, stage: str, damage: str) -> None:
         except ValueError:
             pass  # a damaged checkpoint: the training starts over
         else:
-            shutil.copytree(target / training, directory / training, ignore=shutil.ignore_patterns(".lock"))
+            (target / training).rename(directory / training)
             kept = f"resuming {training}/last.pt"
     warnings.warn(f"{damage}: moved {directory.name} aside to {target} and recomputing {stage} ({kept}).",
                   stacklevel=4)
