@@ -9,8 +9,11 @@ each call finishes: a failing call is reported, never raised, so the other calls
 - ``ray``: one Ray task per call, with ``num_cpus`` / ``num_gpus`` resources (Ray schedules the tasks onto the
   machines of the cluster that have them free, and sets ``CUDA_VISIBLE_DEVICES`` for each); ``address`` joins a
   running cluster (``ray start --head`` on one machine, ``ray start --address HEAD:6379`` on the others),
-  ``None`` joins the cluster this process already belongs to or starts a local one. Each task trains with
-  ``num_cpus`` threads. Why Ray: docs/scale-out.md.
+  ``None`` joins the cluster this process already belongs to or starts a local one. Each task's process is
+  given ``num_cpus`` threads. Why Ray: docs/scale-out.md.
+
+Whatever a process is given, the pipeline's stages compute with :data:`shc.runs.STAGE_THREADS` threads
+(:func:`fixed_threads`): the thread count changes CPU results, so it is fixed for them to be the same everywhere.
 
 :mod:`shc.pipeline` runs its grids through these (``run_grid(..., executor="ray")``, ``--executor ray``).
 """
@@ -25,8 +28,8 @@ from typing import Any
 
 from shc.registry import Registry
 
-__all__ = ["EXECUTORS", "Outcome", "dask_executor", "fixed_threads", "grid_workers", "local_executor", "open_executor", "positive_jobs",
-           "ray_executor"]
+__all__ = ["EXECUTORS", "Outcome", "dask_executor", "fixed_threads", "grid_workers", "local_executor", "open_executor",
+           "positive_jobs", "ray_executor"]
 
 Outcome = tuple[int, Any, BaseException | None, float]
 """``(position, result, error, seconds)`` of one call: ``result`` is None where ``error`` is not."""
@@ -236,8 +239,9 @@ def dask_executor(address: str | None = None, num_cpus: float = 1, num_gpus: flo
     """Tasks on a Dask cluster: ``address`` (``tcp://HOST:8786``, from ``dask scheduler``; workers joined with
     ``dask worker tcp://HOST:8786 --nthreads 1 --resources GPU=1`` on each machine, or started by
     ``dask-jobqueue`` on Slurm/PBS) joins it; None starts a local cluster of ``cores // num_cpus`` one-thread
-    worker processes (closed afterwards). Each run trains with ``num_cpus`` threads and, with ``num_gpus``, takes
-    that much of a worker's ``GPU`` resource."""
+    worker processes (closed afterwards). Each task's process is given ``num_cpus`` threads (its stages compute with
+    :data:`shc.runs.STAGE_THREADS` all the same) and, with ``num_gpus``, takes that much of a worker's ``GPU``
+    resource."""
     try:
         from distributed import Client, LocalCluster
     except ImportError:

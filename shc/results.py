@@ -938,8 +938,8 @@ def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name
     frame = regime_rows(rows_a, rows_b, metric)
     print(f"### {name_b} against {name_a} ({_metric_title(metric)})\n\nSame methods, code lengths and dataset, the "
           f"same splits at each of seeds {', '.join(map(str, seeds))} (checked: dataset, options and data "
-          f"fingerprint); the change is {name_b} minus {name_a}, paired by seed, with its 95% t-interval. Rankings run from "
-          "the best mean down: `>` where the paired interval of two neighbours lies above 0, `≈` where it holds 0.\n")
+          f"fingerprint); the change is {name_b} minus {name_a}, paired by seed, with its 95% t-interval. "
+          "Rankings run from the best mean down: `>` where the paired interval of two neighbours lies above 0, `≈` where it holds 0.\n")
     print(f"| bits | method | {name_a} | {name_b} | change | rank {name_a} | rank {name_b} |")
     print("|---|---|---|---|---|---|---|")
     for row in frame.to_dict("records"):

@@ -34,9 +34,9 @@ from shc._io import jsonable
 from shc.centers.registry import CENTER_GENERATORS
 from shc.evaluation import EVALUATION_VERSION, MAP_KEYS, PRIMARY_METRIC, TIE_AWARE_MAP_KEYS  # noqa: F401
 
-__all__ = ["MAP_KEYS", "PRIMARY_METRIC", "SIMILARITY_SOURCES", "STAGE_THREADS", "TIE_AWARE_MAP_KEYS", "MissingRunError",
-           "RunConfig", "StaleRunError", "data_identity", "identity_key", "load_data", "method_spec", "other_similarity",
-           "paired_seeds", "stage_directories", "stage_identities"]
+__all__ = ["MAP_KEYS", "PRIMARY_METRIC", "SIMILARITY_SOURCES", "STAGE_THREADS", "TIE_AWARE_MAP_KEYS",
+           "MissingRunError", "RunConfig", "StaleRunError", "data_identity", "identity_key", "load_data", "method_spec",
+           "other_similarity", "paired_seeds", "stage_directories", "stage_identities"]
 
 SIMILARITY_SOURCES = ("logits", "text", "labels", "hierarchy")
 STAGE_THREADS = 1
