@@ -235,7 +235,8 @@ def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
                         help="cluster to join: tcp://HOST:8786 (dask scheduler) or HOST:6379 / auto (ray); default "
                              "a local cluster of this machine's cores")
     parser.add_argument("--cpus-per-run", type=positive_float, default=1.0,
-                        help="CPUs (threads) each run's task asks for on a cluster (default 1)")
+                        help="CPUs each run's task reserves on a cluster (default 1; every stage computes with one thread "
+                             "whatever this says, so results do not depend on it)")
     parser.add_argument("--gpus-per-run", type=non_negative_float, default=0.0,
                         help="GPUs each run's task asks for on a cluster (default 0; 1 on GPU machines)")
 

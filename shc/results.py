@@ -108,7 +108,12 @@ def load_metrics(config: RunConfig) -> dict[str, Any]:
 
     A run measured by an older evaluation raises a :class:`~shc.runs.MissingRunError` naming the command that
     re-evaluates it from its stored codes (no retraining)."""
-    metrics = json.loads(_artifact(config, "stage3", "metrics.json").read_text())
+    path = _artifact(config, "stage3", "metrics.json")
+    try:
+        metrics = json.loads(path.read_text())
+    except ValueError as error:
+        raise ValueError(f"{path} is damaged ({error}); the pipeline moves a damaged stage aside and recomputes it: "
+                         "rerun `python -m shc.pipeline --preset <preset>` (or shc.pipeline.run(config)).") from None
     if metrics.get("evaluation", 0) < EVALUATION_VERSION:
         raise StaleRunError(
             f"{_artifact(config, 'stage3', 'metrics.json')} was measured by evaluation version "

@@ -364,3 +364,15 @@ def test_reevaluating_a_damaged_run_never_writes_a_metrics_file_without_its_trai
             pytest.raises(MissingRunError, match="has not finished"):
         reevaluate(config, force=True)
     assert not metrics.exists() and (metrics.parent / "train" / "last.pt").exists()  # kept to resume from
+
+
+def test_reading_a_damaged_metrics_file_names_it_and_the_command_that_repairs_it(tmp_path):
+    from shc.pipeline import run, stage_directories
+    from shc.results import load_metrics
+
+    config = _small_shc(tmp_path)
+    run(config)
+    path = stage_directories(config)["stage3"] / "metrics.json"
+    _cut(path)
+    with pytest.raises(ValueError, match=rf"{path.name} is damaged .*moves a damaged stage aside and recomputes it"):
+        load_metrics(config)

@@ -167,7 +167,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-compute", action="store_true",
                         help="do not compute missing runs first (the notebooks then fail on a missing run)")
     parser.add_argument("--jobs", type=jobs_argument, default="auto",
-                        help="hashing runs trained at once while computing, each on cores/JOBS threads (default "
+                        help="hashing runs trained at once while computing, each stage on one thread (default "
                              "auto: one per CPU core, one at a time on a GPU; shc.pipeline.resolve_jobs)")
     add_executor_arguments(parser)
     parser.add_argument("--list", action="store_true", help="print the planned reports and runs, and exit")
