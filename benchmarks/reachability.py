@@ -11,7 +11,8 @@ the query set).
 
 Run: ``python benchmarks/reachability.py --preset standard --backbones composite_cnn composite_cnn_mlp
 --methods random csq mds shc shc-ls greedyhash [--bits 16] [--seed 0] [--run-dir runs/reachability] [--jobs auto]``;
-``--centers-only`` trains nothing and prints the additive-bits check of the center methods alone.
+``--centers-only`` trains no hashing network and prints the additive check of the center methods alone (the S of
+SHC and shc-ls from the first backbone's stage-1 classifier).
 """
 
 from __future__ import annotations
@@ -116,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
                                             run_dir=args.run_dir, backbone=backbone)]
     started = time.perf_counter()
     if args.centers_only:
-        print_table(f"additive codes for the centers at {args.bits} bits, seed {args.seed} (preset {args.preset!r}): the "
+        print_table(f"additive codes for the centers at {args.bits} bits, seed {args.seed} (preset {args.preset!r}; S of "
+                    f"shc and shc-ls from the {args.backbones[0]} classifier): the "
                     "codes sign(g_1(item 1) + ... + g_k(item k) + b) fitted bit by bit (hinge LP, shc.reachability."
                     "additive_fit): what a composite_cnn could give at best, with perfect item recognition, as far as the fit finds",
                     additive_rows(configs[: len(args.methods)]))
