@@ -526,11 +526,26 @@ class GridFailures(RuntimeError):
 
     def __init__(self, failures: Mapping[str, BaseException], rows: list[dict[str, Any] | None], total: int) -> None:
         self.failures, self.rows = dict(failures), rows
-        named = "; ".join(f"{name}: {type(error).__name__}: {describe_error(error)}"
-                          for name, error in list(self.failures.items())[:10])
+        named = "; ".join(f"{name}: {_failure_line(error)}" for name, error in list(self.failures.items())[:10])
         more = f"; ... and {len(self.failures) - 10} more" if len(self.failures) > 10 else ""
         super().__init__(f"{len(self.failures)} of {total} runs failed ({named}{more}); the other runs finished and "
                          "are kept: fix the cause and rerun the same command to compute only what is missing.")
+
+
+#: Packages whose exceptions mean a cluster worker itself failed (killed, out of memory, crashed), not the run.
+_CLUSTER_PACKAGES = ("ray", "distributed", "dask")
+
+
+def _failure_line(error: BaseException, limit: int = 300) -> str:
+    """One short line for a failed run: the error's type and the first ``limit`` characters of its one-line
+    description; a cluster worker's own failure (a Ray or Dask exception, whose message is a multi-line report)
+    also gets what to do about it."""
+    text = describe_error(error)
+    line = f"{type(error).__name__}: {text[:limit]}{'...' if len(text) > limit else ''}"
+    if type(error).__module__.split(".")[0] in _CLUSTER_PACKAGES:
+        line += (" (a cluster worker failed, not the run: read that worker's log, give each run more memory or CPUs "
+                 "with --cpus-per-run, and rerun)")
+    return line
 
 
 def _run_name(config: RunConfig) -> str:

@@ -254,3 +254,16 @@ def test_a_worker_refuses_a_stage_whose_inputs_are_not_where_the_planner_left_th
     with pytest.raises(WorkerMismatchError, match="run_dir must be a folder every machine sees"):
         _compute_stage(task)
     assert not stage_directories(config)["stage3"].exists()
+
+
+def test_a_crashed_cluster_worker_is_one_short_line_with_what_to_do():
+    """A Ray worker that dies reports a multi-line, kilobytes-long message; the grid's error keeps one short line per
+    failed run and says that the worker, not the run, failed and what to do. A run's own error gets no such hint."""
+    crashed = type("WorkerCrashedError", (RuntimeError,), {"__module__": "ray.exceptions"})(
+        "The worker died unexpectedly while executing this task.\n" + "  stack frame line\n" * 200)
+    own = ValueError("lr must be a positive number, got 0.")
+    message = str(GridFailures({"run a": crashed, "run b": own}, [None, None], 2))
+    assert "\n" not in message and len(message) < 1000
+    assert "run a: WorkerCrashedError: The worker died unexpectedly" in message and "..." in message
+    assert "a cluster worker failed, not the run: read that worker's log" in message
+    assert message.count("a cluster worker failed") == 1 and "run b: ValueError: lr must be a positive number" in message
