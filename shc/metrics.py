@@ -808,7 +808,7 @@ def _compiled_average_precision() -> Any:
 
 
 def _build_kernel(numba: Any) -> Any:
-    from shc.retrieval._kernels import popcount  # one compiled popcount for the package
+    from shc._popcount import popcount  # one compiled popcount for the package, below metrics and retrieval
 
     @numba.njit(parallel=True, cache=True)
     def average_precision(query_codes, db_codes, query_labels, db_labels, cuts):

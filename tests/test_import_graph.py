@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                      "shc.executors",
                      "shc.progress", "shc._download", "shc.offline", "shc.cli_common", "shc.devices",
                      "shc.provenance")),
-    ("compiled kernels", ("shc.retrieval._kernels", "shc.centers._kernels")),
+    ("compiled kernels", ("shc._popcount", "shc.retrieval._kernels", "shc.centers._kernels")),
     ("data", ("shc.data.*",)),
     ("stage 1: similarity", ("shc.similarity",)),
     ("stage 2: distances", ("shc.centers.distance",)),
@@ -40,18 +40,18 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("stage 2: local search", ("shc.centers.search",)),
     ("stage 2: registry", ("shc.centers.registry",)),
     ("stage 2", ("shc.centers",)),
-    ("networks and measures", ("shc.codebook", "shc.models", "shc.metrics", "shc.reachability", "shc.evaluation")),
+    ("networks and measures", ("shc.codebook", "shc.models", "shc.metrics.*", "shc.reachability", "shc.evaluation")),
     ("training: config", ("shc.train.config",)),
     ("training: checkpoint, distributed", ("shc.train.checkpoint", "shc.train.distributed")),
     ("training: loop, inference", ("shc.train.loop", "shc.train.inference")),
     ("training", ("shc.train",)),
-    ("methods", ("shc.losses",)),
+    ("methods", ("shc.losses.*",)),
     ("method table", ("shc.methods",)),
     ("stage 0", ("shc.pretraining",)),
     ("runs", ("shc.runs",)),
     ("retrieval, findings, figures", ("shc.retrieval.*", "shc.findings", "shc.paper", "shc.plots.*")),
     ("presets", ("shc.presets",)),
-    ("compute and read", ("shc.pipeline", "shc.results", "shc.explore")),
+    ("compute and read", ("shc.pipeline", "shc.results.*", "shc.explore")),
     ("batch runner and command lines", ("shc.reports.*", "shc.cli", "shc.__main__")),
 ]
 
@@ -195,15 +195,28 @@ def layer_of(module: str, layers: Sequence[tuple[str, Sequence[str]]]) -> int | 
     return position
 
 
+def packages_run_on_the_way(importer: str, target: str) -> list[str]:
+    """The packages whose ``__init__`` importing ``target`` runs and ``importer`` has not run already: the
+    ancestors of ``target`` that are not ancestors of ``importer`` (``shc.metrics`` importing
+    ``shc.retrieval._kernels`` runs ``shc.retrieval``'s ``__init__``, and with it the whole retrieval layer)."""
+    own = importer.split(".")
+    parts = target.split(".")
+    return [".".join(parts[:n]) for n in range(1, len(parts)) if parts[:n] != own[:n]]
+
+
 def upward_imports(graph: Mapping[str, set[str]], layers: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
-    """Every import from a lower layer to a higher one, as a sentence."""
+    """Every import from a lower layer to a higher one, as a sentence; a package whose ``__init__`` an import runs
+    on its way to the module it names counts as imported too (:func:`packages_run_on_the_way`)."""
     found = []
     for module in sorted(graph):
         low = layer_of(module, layers)
         for target in sorted(graph[module]):
-            high = layer_of(target, layers)
-            if low is not None and high is not None and high > low:
-                found.append(f"{module} (layer {layers[low][0]!r}) imports {target} (layer {layers[high][0]!r})")
+            for reached in (*packages_run_on_the_way(module, target), target):
+                high = layer_of(reached, layers)
+                if low is not None and high is not None and high > low:
+                    via = "" if reached == target else f" (its package's __init__, on the way to {target})"
+                    found.append(f"{module} (layer {layers[low][0]!r}) imports {reached}{via} "
+                                 f"(layer {layers[high][0]!r})")
     return found
 
 
@@ -308,3 +321,19 @@ def test_an_import_from_a_lower_layer_to_a_higher_one_is_found(tmp_path):
         1, 1, 0, 0, None]
     assert upward_imports(graph, layers) == ["pkg.low (layer 'bottom') imports pkg.top (layer 'upper')"]
     assert upward_imports(graph, list(reversed(layers))) == []
+
+
+def test_an_import_that_runs_a_higher_package_on_its_way_is_found(tmp_path):
+    """``pkg.low`` names ``pkg.sub.kernel`` (a bottom-layer module), but importing it runs ``pkg.sub``'s
+    ``__init__``, which belongs to the upper layer: an upward import all the same. A sibling inside ``pkg.sub``
+    runs no package it is not in already."""
+    package = _write_package(tmp_path, {"__init__.py": "", "low.py": "from pkg.sub.kernel import k\n",
+                                        "sub/__init__.py": "from pkg.sub.kernel import k\n",
+                                        "sub/kernel.py": "def k(): ...\n", "sub/top.py": "from pkg.sub import kernel\n"})
+    graph, _ = import_graph(package)
+    layers = [("bottom", ("pkg", "pkg.low", "pkg.sub.kernel")), ("upper", ("pkg.sub", "pkg.sub.top"))]
+    assert packages_run_on_the_way("pkg.low", "pkg.sub.kernel") == ["pkg.sub"]
+    assert packages_run_on_the_way("pkg.sub.top", "pkg.sub.kernel") == []
+    assert upward_imports(graph, layers) == [
+        "pkg.low (layer 'bottom') imports pkg.sub (its package's __init__, on the way to pkg.sub.kernel) "
+        "(layer 'upper')"]

@@ -11,20 +11,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from shc._popcount import popcount  # inlined (shc._popcount: its cache note)
+
 u64 = numba.uint64
 
 QUERY_BLOCK = 16
 """Queries that share one pass over a database tile (the tile is read from cache QUERY_BLOCK times)."""
 TILE_ROWS = 2048
 """Database rows per tile: 2,048 x 64-bit codes = 16 KiB, inside the L1/L2 cache."""
-
-
-@numba.njit(inline="always")
-def popcount(x):  # SWAR popcount; LLVM lowers it to the POPCNT instruction
-    x = x - ((x >> u64(1)) & u64(0x5555555555555555))
-    x = (x & u64(0x3333333333333333)) + ((x >> u64(2)) & u64(0x3333333333333333))
-    x = (x + (x >> u64(4))) & u64(0x0F0F0F0F0F0F0F0F)
-    return (x * u64(0x0101010101010101)) >> u64(56)
 
 
 @numba.njit(inline="always")
