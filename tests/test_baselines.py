@@ -26,9 +26,9 @@ from shc.losses import (
     LongTailLoss,
     MDSLoss,
     OrthoHashLoss,
-    _log1m_softmax,
     class_balanced_weights,
 )
+from shc.losses.classification import _log1m_softmax
 from shc.methods import available_methods, build_criterion, get_method
 from shc.models import build_hashing_network
 
