@@ -1,0 +1,91 @@
+"""Reading the pipeline's artifacts: what the report notebooks show. Read-only.
+
+Everything here reads what :mod:`shc.pipeline` wrote and turns it into frames, tables and curves; it
+imports no trainer and never computes a stage. A missing artifact raises :class:`~shc.runs.MissingRunError`
+naming the run and the command that computes it (``python -m shc.reports --preset NAME`` computes every
+run its notebooks read before running them). One module per job, each importing only those above it here;
+every public name is re-exported (``from shc.results import result_rows, retrieval_table``):
+
+- :mod:`~shc.results.reading`: loaders of one run's files (:func:`load_stage1_metrics`, :func:`load_center_quality`,
+  :func:`load_center_history`, :func:`load_metrics`, :func:`load_history`, :func:`load_codes`, ...) and one row
+  per run or per epoch (:func:`result_rows`, :func:`history_rows`, :func:`center_rows`,
+  :func:`center_history_rows`);
+- :mod:`~shc.results.curves`: curves by method (:func:`curves_by_method`, :func:`pr_curves_by_method`,
+  :func:`curve_rows`, :func:`class_ap_rows`);
+- :mod:`~shc.results.examples`: example retrievals (:func:`top_results`, :func:`hamming_top_k`);
+- :mod:`~shc.results.statistics`: paired comparisons over seeds (:func:`ranking_line`, :func:`regime_rows`);
+- :mod:`~shc.results.tables`: tables in the paper's layouts, mean ± std over seeds with best bold and second
+  underlined: :func:`retrieval_table` (Tables 4-8), :func:`center_table` (Table 3), :func:`classifier_table`
+  (Table 2); the command line's Markdown tables; :func:`readable_table`;
+- :mod:`~shc.results.prose`: the computed sentences around the tables (:func:`budget_phrase`, the paired
+  comparisons, the paper side by side, two presets side by side);
+- :mod:`~shc.results.cli`: ``python -m shc.results`` (:func:`main`).
+"""
+
+from __future__ import annotations
+
+from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC
+from shc.results.cli import main
+from shc.results.curves import class_ap_rows, curve_rows, curves_by_method, pr_curves_by_method
+from shc.results.examples import ExampleQueries, hamming_top_k, top_results
+from shc.results.prose import budget_phrase
+from shc.results.reading import (IDENTITY_COLUMNS, REACH_KEYS, REPORTED_MAP_KEYS, SOURCE_NAMES, center_history_rows,
+                                 center_lessons, center_rows, center_sets, finished_configs, has_centers,
+                                 history_rows, load_center_history, load_center_quality, load_centers, load_codes,
+                                 load_history, load_metrics, load_similarity, load_stage1_metrics, result_rows,
+                                 run_label, similarity_sources)
+from shc.results.statistics import ranking_line, regime_rows
+from shc.results.tables import RankedTable, center_table, classifier_table, readable_table, retrieval_table, value_name
+from shc.runs import (MAP_KEYS, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, artifact,
+                      load_data)
+
+__all__ = [
+    "EVALUATION_VERSION",
+    "IDENTITY_COLUMNS",
+    "MAP_KEYS",
+    "PRIMARY_METRIC",
+    "REACH_KEYS",
+    "REPORTED_MAP_KEYS",
+    "SOURCE_NAMES",
+    "TIE_AWARE_MAP_KEYS",
+    "ExampleQueries",
+    "MissingRunError",
+    "RankedTable",
+    "RunConfig",
+    "StaleRunError",
+    "artifact",
+    "budget_phrase",
+    "center_history_rows",
+    "center_lessons",
+    "center_rows",
+    "center_sets",
+    "center_table",
+    "class_ap_rows",
+    "classifier_table",
+    "curve_rows",
+    "curves_by_method",
+    "finished_configs",
+    "hamming_top_k",
+    "has_centers",
+    "history_rows",
+    "load_center_history",
+    "load_center_quality",
+    "load_centers",
+    "load_codes",
+    "load_data",
+    "load_history",
+    "load_metrics",
+    "load_similarity",
+    "load_stage1_metrics",
+    "main",
+    "pr_curves_by_method",
+    "ranking_line",
+    "readable_table",
+    "regime_rows",
+    "result_rows",
+    "retrieval_table",
+    "run_label",
+    "similarity_sources",
+    "top_results",
+    "value_name",
+]

@@ -1,0 +1,111 @@
+"""``python -m shc.results --preset NAME --markdown``: a preset's results tables and computed comparisons, from
+its stored runs (nothing is trained): the argument parser and :func:`main`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from shc.evaluation import PRIMARY_METRIC
+from shc.results.prose import (_metric_title, _print_comparisons, _print_paper_comparison, _print_regimes,
+                               budget_phrase)
+from shc.results.reading import REACH_KEYS, result_rows
+from shc.results.tables import _print_table
+from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m shc.results --preset NAME --markdown``: the README's results tables and sentences, from the runs."""
+    from shc.cli_common import run_cli
+
+    return run_cli(_main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    import argparse
+    import datetime
+
+    from shc.cli_common import non_negative_int, positive_int
+    from shc.presets import PRESETS, get_preset
+
+    parser = argparse.ArgumentParser(prog="python -m shc.results",
+                                     description="Print a preset's results tables and computed comparisons from its "
+                                                 "stored runs (nothing is trained).")
+    parser.add_argument("--preset", default="standard", choices=PRESETS.names())
+    parser.add_argument("--methods", nargs="+", help="methods (default: the preset's grid)")
+    parser.add_argument("--run-dir", default=None, help="artifact root (default: runs/<preset>)")
+    parser.add_argument("--metrics", nargs="+", choices=[*TIE_AWARE_MAP_KEYS, *MAP_KEYS, *REACH_KEYS],
+                        default=["tie_aware_mAP@ALL", "mAP@ALL", "tie_aware_mAP@100", "mAP@100",
+                                 "train_center_hit_rate"],
+                        help="tables to print (default: mAP@ALL and mAP@100, tie-aware and with ties by index, and the "
+                             "training center hit rate: did each network reach its own targets)")
+    parser.add_argument("--reference", default=None,
+                        help="the method every other is compared with (default shc, when the grid has it)")
+    parser.add_argument("--markdown", action="store_true", help="Markdown tables (the README's format)")
+    parser.add_argument("--paper", action="store_true",
+                        help="also the paper's Table 4 differences (SHC minus the best baseline, CSQ and MDS, mAP@100) "
+                             "beside ours from this preset's runs of SHC and the baselines that exist")
+    parser.add_argument("--extended", action="store_true",
+                        help="also the ablations (Table 7: distance only, semantic only; Table 8: text S) and the "
+                             "baselines (Table 4) that python -m shc.reports computes for notebooks 05 and 06")
+    parser.add_argument("--versus", metavar="PRESET", choices=PRESETS.names(),
+                        help="also this preset's runs of the same methods, lengths and seeds side by side (e.g. "
+                             "standard-pretrained against standard): the paired change of each method and both "
+                             "rankings")
+    parser.add_argument("--versus-run-dir", default=None, help="artifact root of --versus (default: runs/<PRESET>)")
+    parser.add_argument("--bits", nargs="+", type=positive_int, metavar="Q", help="code lengths (default: the grid's)")
+    parser.add_argument("--seeds", nargs="+", type=non_negative_int, metavar="SEED", help="seeds (default: the grid's)")
+    args = parser.parse_args(argv)
+    preset = get_preset(args.preset)
+    run_dir = args.run_dir or f"runs/{args.preset}"
+    for name, values, known in (("--bits", args.bits, preset.bits), ("--seeds", args.seeds, preset.seeds)):
+        unknown = sorted(set(values or ()) - set(known))
+        if unknown:
+            raise ValueError(f"{name} {unknown} is not in preset {args.preset!r}'s grid ({list(known)}); choose from it.")
+    grid = {"bits": args.bits, "seeds": args.seeds, "run_dir": run_dir}
+    configs = preset.configs(methods=args.methods, **grid)
+    order = list(dict.fromkeys(c.method for c in configs))
+    if args.reference is not None and args.reference not in order:  # never drop the comparisons silently
+        raise ValueError(f"--reference {args.reference!r} is not a method of this grid ({', '.join(order)}); "
+                         "choose one of them, or add it to --methods.")
+    reference = args.reference or "shc"
+    if args.versus:  # checked before anything is read: the comparison claims the same splits, paired by seed
+        from shc.runs import paired_seeds
+
+        other_configs = get_preset(args.versus).configs(
+            methods=order, **{**grid, "run_dir": args.versus_run_dir or f"runs/{args.versus}"})
+        seeds = paired_seeds(other_configs, configs, f"--versus {args.versus}", f"--preset {args.preset}")
+    rows = result_rows(configs)
+    stamp = datetime.date.today().isoformat()
+    command = " ".join(["python -m shc.results", *(sys.argv[1:] if argv is None else argv)])
+    epochs = {method: sorted({c.epochs for c in configs if c.method == method}) for method in order}
+    print(f"Results of preset `{args.preset}` ({preset.datasets[0]}; {len(configs)} runs: "
+          f"{len(order)} methods x {len({c.bits for c in configs})} code lengths x {len({c.seed for c in configs})} "
+          f"seeds; {budget_phrase(epochs)}), "
+          f"read from `{run_dir}` on {stamp} by `{command}`. "
+          "Cells are mean ± std over seeds of the query-set mAP of the model selected on the validation split. "
+          "*Tie-aware* is the expectation over random orders within Hamming-distance ties (primary: it does not "
+          "depend on how the database is stored); *ties by index* ranks a tie in database order, which is "
+          "seeded random.\n")
+    for metric in args.metrics:
+        _print_table(f"**{_metric_title(metric)}**", rows, metric, order, args.markdown)
+    _print_comparisons(rows, reference, order)
+    if args.extended:
+        from shc.presets import ABLATIONS, BASELINES
+
+        for title, extra in (("Ablations (paper Tables 7 and 8)",
+                              [*preset.configs(methods=list(ABLATIONS), **grid),
+                               *preset.configs(methods=["shc"], similarity="text", **grid)]),
+                             ("Baselines (paper Table 4)", preset.configs(methods=list(BASELINES), **grid))):
+            extra_rows = result_rows(extra)
+            labels = list(dict.fromkeys(extra_rows["label"]))
+            print(f"### {title}\n")
+            for metric in (PRIMARY_METRIC, "mAP@ALL"):
+                _print_table(f"**{_metric_title(metric)}** ({len(extra)} runs)", extra_rows, metric, labels,
+                             args.markdown)
+            _print_comparisons(extra_rows, reference, labels)
+    if args.paper:
+        _print_paper_comparison(preset, grid, args.methods)
+    if args.versus:  # every method of this grid, read from the other preset's runs (they must exist)
+        _print_regimes(result_rows(other_configs), rows[rows["method"].isin(order)], args.versus, args.preset, seeds)
+    return 0

@@ -1,0 +1,102 @@
+"""The sentences ``python -m shc.results`` prints around its tables, computed from the runs.
+
+:func:`budget_phrase` (the training budgets of a grid in words), the metric titles, and the sections of computed
+prose: the paired comparisons with a reference method (:func:`shc.findings.retrieval_findings`), the paper's
+Table 4 differences beside ours (``--paper``) and two presets side by side with their rankings (``--versus``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from shc.evaluation import PRIMARY_METRIC
+from shc.results.reading import REACH_KEYS, finished_configs, result_rows
+from shc.results.statistics import ranking_line, regime_rows
+
+
+def budget_phrase(epochs: Mapping[str, Sequence[int]]) -> str:
+    """The training budgets of a grid in words: the most common one first (on a tie, the first method's), then
+    each other one with its methods in grid order, e.g. ``{"mds": [160], "shc": [80], "dtsh": [160]}`` gives
+    ``"160 epochs, 80 for shc"``."""
+    budgets = [tuple(e) for e in epochs.values()]
+    if not budgets:
+        raise ValueError("budget_phrase needs at least one method's epochs.")
+    usual = max(dict.fromkeys(budgets), key=budgets.count)
+    grouped: dict[tuple, list[str]] = {}
+    for method, budget in zip(epochs, budgets):
+        if budget != usual:
+            grouped.setdefault(budget, []).append(method)
+    return ", ".join([f"{'/'.join(map(str, usual))} epochs",
+                      *(f"{'/'.join(map(str, e))} for {', '.join(methods)}" for e, methods in grouped.items())])
+
+
+def _metric_title(metric: str) -> str:
+    """``tie_aware_mAP@ALL`` -> ``mAP@ALL, tie-aware``; ``mAP@ALL`` -> ``mAP@ALL, ties by index``;
+    ``train_center_hit_rate`` -> ``center hit rate on the training set`` (reachability, :mod:`shc.reachability`)."""
+    if metric in REACH_KEYS:
+        split, name = metric.split("_", 1)
+        return (f"{name.replace('_', ' ')} on the {'training' if split == 'train' else 'query'} set (reachability: "
+                "against each method's own targets; below 0.9 on the training set, the network did not reach them)")
+    return metric.removeprefix("tie_aware_") + (", tie-aware" if metric.startswith("tie_aware_") else ", ties by index")
+
+
+def _print_comparisons(rows: pd.DataFrame, reference: str, order: Sequence[str]) -> None:
+    from shc.findings import retrieval_findings
+
+    if reference in order:
+        print(f"Paired comparisons with {reference} ({_metric_title(PRIMARY_METRIC)}; 95% t-interval over seeds of "
+              "the per-seed differences, same split and initial weights):\n")
+        for sentence in retrieval_findings(rows, PRIMARY_METRIC, reference=reference):
+            print(f"- {sentence}")
+        print()
+
+
+def _print_paper_comparison(preset, grid: Mapping[str, Any], methods: Sequence[str] | None = None) -> None:
+    """The paper's Table 4 differences beside ours: SHC and the paper's baselines among ``methods`` (default: all
+    nine) whose runs have finished."""
+    from shc.paper import PAPER_BASELINES, comparison_markdown, our_differences, paper_differences
+
+    chosen = [m for m in PAPER_BASELINES if methods is None or m in methods]
+    configs = finished_configs(preset.configs(methods=list(dict.fromkeys(("shc", *chosen))), **grid))
+    frames = [paper_differences("mAP@100")]
+    if configs:
+        rows = result_rows(configs)
+        present = [m for m in PAPER_BASELINES if m in set(rows["method"])]
+        for metric, ranking in (("tie_aware_mAP@100", "tie-aware"), ("mAP@100", "ties by index")):
+            frames.append(our_differences(rows, metric, f"ours: {preset.name} ({ranking})"))
+        found = f"our baselines: {', '.join(present)} ({len(configs)} runs)"
+    else:
+        found = "no finished run of SHC or a baseline in this preset yet"
+    print(f"### The paper side by side (Table 4, mAP@100)\n\nThe paper's rows are its Table 4 "
+          f"(shc/assets/paper_results.csv, extracted from its LaTeX; one run each). Ours: {found}; mean paired "
+          "difference over seeds with its 95% t-interval. \"best baseline\" is the best of the paper's nine "
+          "that ran.\n")
+    print(comparison_markdown(frames))
+    print()
+
+
+def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name_b: str, seeds: Sequence[int]
+                   ) -> None:
+    """The --versus section; ``seeds``: those :func:`shc.runs.paired_seeds` checked (same dataset and splits)."""
+    metric = PRIMARY_METRIC
+    frame = regime_rows(rows_a, rows_b, metric)
+    print(f"### {name_b} against {name_a} ({_metric_title(metric)})\n\nSame methods, code lengths and dataset, the "
+          f"same splits at each of seeds {', '.join(map(str, seeds))} (checked: dataset, options and data "
+          f"fingerprint); the change is {name_b} minus {name_a}, paired by seed, with its 95% t-interval. "
+          "Rankings run from the best mean down: `>` where the paired interval of two neighbours lies above 0, `≈` where it holds 0.\n")
+    print(f"| bits | method | {name_a} | {name_b} | change | rank {name_a} | rank {name_b} |")
+    print("|---|---|---|---|---|---|---|")
+    for row in frame.to_dict("records"):
+        a, b = (f"{row[f'mean {side}']:.4f}" + (f" ± {row[f'std {side}']:.4f}" if row["seeds"] > 1 else "")
+                for side in ("a", "b"))
+        print(f"| {row['bits']} | {row['method']} | {a} | {b} | {row['change [95% CI]']} | {row['rank a']} | "
+              f"{row['rank b']} |")
+    print()
+    for bits in sorted(frame["bits"].unique()):
+        common = set(frame.loc[frame["bits"] == bits, "method"])
+        for name, rows in ((name_a, rows_a), (name_b, rows_b)):
+            print(f"- {bits} bits, {name}: {ranking_line(rows[rows['method'].isin(common)], metric, bits)}")
+    print()

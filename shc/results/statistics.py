@@ -1,0 +1,59 @@
+"""Statistics over seeds of :func:`~shc.results.reading.result_rows`: paired comparisons of methods and presets.
+
+:func:`ranking_line` orders the methods at one code length, joined by ``>`` or ``≈`` after the paired 95% interval
+of each neighbour pair; :func:`regime_rows` sets two presets' runs side by side, paired by seed (``--versus``).
+The statistics themselves are :mod:`shc.stats`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from shc.evaluation import PRIMARY_METRIC
+
+
+def ranking_line(rows: pd.DataFrame, metric: str, bits: int) -> str:
+    """The methods at ``bits`` from best to worst mean ``metric``, each joined to the next by ``>`` when the paired
+    95% interval of their difference over seeds lies above 0 and by ``≈`` when it contains 0 (``?``: one seed,
+    no interval), e.g. ``lth > greedyhash ≈ shc-ls > shc``. ``rows``: :func:`result_rows`."""
+    from shc.stats import paired_by_seed, summary_frame
+
+    summary, per_seed = summary_frame(rows, [metric], method="method")
+    at = summary[summary["bits"] == bits].sort_values("mean", ascending=False, kind="stable")
+    if at.empty:
+        raise ValueError(f"no {metric} values at {bits} bits; code lengths there: {sorted(summary['bits'].unique())}.")
+    names = list(at["method"])
+    joints = {"higher": " > ", "not distinguishable": " ≈ "}
+    parts = [names[0]]
+    for upper, lower in zip(names, names[1:]):
+        parts.append(joints.get(paired_by_seed(per_seed, metric, bits, upper, lower).verdict, " ? ") + lower)
+    return "".join(parts)
+
+
+def regime_rows(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = PRIMARY_METRIC) -> pd.DataFrame:
+    """Two presets' runs of the same methods, code lengths and seeds side by side (e.g. from scratch and
+    pretrained): per (bits, method) the mean ± std of ``metric`` in each, the paired change ``b - a`` over the
+    seeds both have (same split and seed) with its 95% t-interval, and each method's rank (1 = best mean) in
+    each. Only the (method, bits) cells both presets have are compared."""
+    import pandas as pd
+
+    from shc.stats import paired_interval, signed_interval
+
+    keys = ["method", "bits", "seed"]
+    merged = rows_a[[*keys, metric]].merge(rows_b[[*keys, metric]], on=keys, suffixes=(" a", " b"))
+    if merged.empty:
+        raise ValueError("the two grids share no (method, code length, seed) run; compare presets with common "
+                         "methods, lengths and seeds.")
+    out = []
+    for (bits, method), cell in merged.groupby(["bits", "method"], sort=True):
+        a, b = cell[f"{metric} a"].to_numpy(), cell[f"{metric} b"].to_numpy()
+        change = paired_interval(b, a)
+        out.append({"bits": bits, "method": method, "mean a": a.mean(), "std a": a.std(ddof=1) if a.size > 1 else
+                    float("nan"), "mean b": b.mean(), "std b": b.std(ddof=1) if b.size > 1 else float("nan"),
+                    "change": change.mean, "low": change.low, "high": change.high, "seeds": a.size,
+                    "change [95% CI]": signed_interval(change.mean, change.low, change.high)
+                    if change.defined else f"{change.mean:+.3f} (one seed)", "verdict": change.verdict})
+    frame = pd.DataFrame(out)
+    for side in ("a", "b"):
+        frame[f"rank {side}"] = frame.groupby("bits")[f"mean {side}"].rank(ascending=False, method="min").astype(int)
+    return frame.sort_values(["bits", "rank b"], kind="stable").reset_index(drop=True)
