@@ -274,7 +274,8 @@ def test_a_generator_version_above_one_enters_the_stage2_identity_and_version_on
     """Centers cached by an older shc-ls (before its double flips, version 2) are recomputed, not reused; the
     identities of the generators still at version 1 are as they were (their caches stay valid)."""
     from shc.centers import CENTER_GENERATORS
-    from shc.runs import RunConfig, stage_identities
+    from shc.runs import RunConfig
+    from shc.stages import stage_identities
 
     for name in ("shc", "shc-ls", "mds"):
         identity = stage_identities(RunConfig(method=name, bits=16))["stage2"]

@@ -101,7 +101,7 @@ def test_results_extended_prints_the_ablation_and_baseline_tables_of_the_stored_
     from shc import results
     from shc._io import write_json
     from shc.presets import ABLATIONS, BASELINES, get_preset
-    from shc.runs import stage_directories, stage_identities
+    from shc.stages import stage_directories, stage_identities
 
     preset = get_preset("tiny")
     configs = preset.configs(run_dir=str(tmp_path))

@@ -47,7 +47,8 @@ _WRITERS = {"write_text": None, "write_bytes": None, "touch": None, "symlink_to"
 _RECEIVERS = {"copyfile": "shutil", "copy2": "shutil", "copytree": "shutil", "move": "shutil"}
 _WRITE_MODES = set("wax+")
 #: Calls of the package's own writers, which are atomic themselves (their bodies are scanned like any other).
-DELEGATES = {("cli.py", "index.save(out)"), ("retrieval/cli.py", "index.save(out)")}
+DELEGATES = {("cli.py", "index.save(out)"), ("retrieval/cli.py", "index.save(out)"),
+             ("stages/base.py", "self.save(outputs, directory)")}  # each Stage's save: scanned in its own module
 
 
 _MODULE_OPENERS = {"io", "gzip", "bz2", "lzma", "codecs", "Image"}  # name.open(path, mode)

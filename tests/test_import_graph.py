@@ -49,6 +49,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("method table", ("shc.methods",)),
     ("stage 0", ("shc.pretraining",)),
     ("runs", ("shc.runs",)),
+    ("stages", ("shc.stages.base",)),
+    ("stage definitions", ("shc.stages.definitions",)),
+    ("stages package", ("shc.stages",)),
     ("retrieval, findings, figures", ("shc.retrieval.*", "shc.findings", "shc.paper", "shc.plots.*")),
     ("presets", ("shc.presets",)),
     ("compute and read", ("shc.pipeline", "shc.results.*", "shc.explore")),
@@ -255,7 +258,7 @@ def test_no_import_in_shc_runs_from_a_lower_layer_to_a_higher_one(shc_graph):
 def test_the_modules_of_a_package_import_their_siblings_not_the_package(shc_graph):
     """``shc.centers.search`` importing ``shc.centers`` would run the package's ``__init__``, which imports the
     search: the circle the split into packages removed."""
-    for package in ("shc.centers", "shc.train"):
+    for package in ("shc.centers", "shc.train", "shc.stages", "shc.results", "shc.losses", "shc.metrics"):
         inside = [module for module in shc_graph if module.startswith(package + ".")]
         assert inside and not [module for module in inside if package in shc_graph[module]], package
 
@@ -337,3 +340,13 @@ def test_an_import_that_runs_a_higher_package_on_its_way_is_found(tmp_path):
     assert upward_imports(graph, layers) == [
         "pkg.low (layer 'bottom') imports pkg.sub (its package's __init__, on the way to pkg.sub.kernel) "
         "(layer 'upper')"]
+
+
+MAX_MODULE_LINES = 700
+"""A module a newcomer can read in one sitting (issue 36): past this, split it by job, as shc.results was."""
+
+
+def test_no_module_of_shc_is_longer_than_a_sitting():
+    long = {name: lines for name, (path, _) in module_files(PACKAGE).items()
+            if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines; split them by job: {long}"

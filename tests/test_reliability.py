@@ -257,7 +257,8 @@ def test_the_data_cache_of_a_process_sees_images_added_removed_or_edited(tmp_pat
     used to return the splits of the old files, so the stage folders (and centers) of the old data came back."""
     from PIL import Image
 
-    from shc.runs import RunConfig, load_data, stage_directories
+    from shc.runs import RunConfig, load_data
+    from shc.stages import stage_directories
 
     for c in range(2):
         (tmp_path / f"c{c}").mkdir()

@@ -166,7 +166,7 @@ def test_skip_existing_reruns_a_report_whose_runs_now_hold_other_numbers(batch, 
     numbers: run.json now records a digest of what the notebook read (the batch's report records it), and a
     report is up to date only while the runs' files still give that digest."""
     from shc.presets import notebook_configs
-    from shc.runs import stage_directories
+    from shc.stages import stage_directories
 
     record = reports.execute.read_record(batch["ok"] / "run.json")
     job_00 = reports.ReportJob("00_center_geometry", "tiny", record["parameters"], "bits-16")

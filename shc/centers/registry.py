@@ -31,7 +31,7 @@ class CenterGenerator:
     options: tuple[str, ...]
     needs_similarity: bool
     #: Raised when the algorithm's output changes for the same inputs; a version above 1 enters the stage-2
-    #: identity (``shc.runs.stage_identities``), so centers cached by an older version are recomputed, not reused.
+    #: identity (``shc.stages.Centers``), so centers cached by an older version are recomputed, not reused.
     version: int = 1
 
 

@@ -400,7 +400,7 @@ def inputs_digest(job: ReportJob, run_root: str | os.PathLike) -> str:
     import hashlib
 
     from shc.presets import notebook_configs
-    from shc.runs import stage_directories
+    from shc.stages import stage_directories
 
     needs = notebook_configs(job.parameters, str(Path(run_root) / job.preset), job.notebook)
     read = {"runs": ("stage3", "metrics.json"), "centers": ("stage2", "centers.npy"),

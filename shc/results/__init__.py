@@ -36,8 +36,8 @@ from shc.results.reading import (IDENTITY_COLUMNS, REACH_KEYS, REPORTED_MAP_KEYS
                                  run_label, similarity_sources)
 from shc.results.statistics import ranking_line, regime_rows
 from shc.results.tables import RankedTable, center_table, classifier_table, readable_table, retrieval_table, value_name
-from shc.runs import (MAP_KEYS, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, artifact,
-                      load_data)
+from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, load_data
+from shc.stages import artifact
 
 __all__ = [
     "EVALUATION_VERSION",

@@ -70,7 +70,7 @@ def _main(argv: Sequence[str] | None) -> int:
                          "choose one of them, or add it to --methods.")
     reference = args.reference or "shc"
     if args.versus:  # checked before anything is read: the comparison claims the same splits, paired by seed
-        from shc.runs import paired_seeds
+        from shc.stages import paired_seeds
 
         other_configs = get_preset(args.versus).configs(
             methods=order, **{**grid, "run_dir": args.versus_run_dir or f"runs/{args.versus}"})

@@ -80,7 +80,7 @@ def _print_paper_comparison(preset, grid: Mapping[str, Any], methods: Sequence[s
 
 def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name_b: str, seeds: Sequence[int]
                    ) -> None:
-    """The --versus section; ``seeds``: those :func:`shc.runs.paired_seeds` checked (same dataset and splits)."""
+    """The --versus section; ``seeds``: those :func:`shc.stages.paired_seeds` checked (same dataset and splits)."""
     metric = PRIMARY_METRIC
     frame = regime_rows(rows_a, rows_b, metric)
     print(f"### {name_b} against {name_a} ({_metric_title(metric)})\n\nSame methods, code lengths and dataset, the "

@@ -23,9 +23,10 @@ import numpy as np
 import pandas as pd
 
 from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC
-from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, artifact, load_data
+from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, load_data
 from shc.runs import method_spec as _method
 from shc.runs import other_similarity as _other_similarity
+from shc.stages import artifact
 
 
 #: The mAP columns every retrieval table shows: tie-aware (primary) beside ties by database index.

@@ -1,6 +1,6 @@
 """A trained hashing network of a pipeline run, ready to hash image files (what ``shc encode`` runs).
 
-``shc.pipeline.run_hashing`` writes ``encoder.json`` into each stage-3 folder
+Stage 3 (:class:`shc.stages.Hashing`) writes ``encoder.json`` into each stage-3 folder
 (``<run_dir>/<dataset>/seed<k>/stage3-<method>-<q>bit/``): the network (backbone, bits, head options), the
 evaluation transform that turns an image file into the network input, the dataset and its class names. With
 the weights in ``train/best.pt`` (or ``train/last.pt``) that is everything :func:`load_encoder` needs.
@@ -21,45 +21,14 @@ from typing import Any
 
 import numpy as np
 
+# the stage-3 record this module reads is written by the stage (shc.stages.Hashing); its format lives there
+from shc.stages import ENCODER_FILE, ENCODER_FORMAT, write_encoder_record
+
 __all__ = ["ENCODER_FILE", "Encoder", "encode_images", "find_images", "load_encoder", "verify_provenance",
            "weights_digest", "write_encoder_record"]
 
-ENCODER_FILE = "encoder.json"
-ENCODER_FORMAT = 1
 WEIGHT_FILES = ("train/best.pt", "train/last.pt")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp")
-
-
-def _input_record(data: Any, config: Any) -> dict[str, Any]:
-    """How a file image becomes the network input: the evaluation transform of ``data`` as plain values."""
-    from shc.data.transforms import IMAGENET_MEAN, IMAGENET_STD, CompositeTransform
-
-    transform = data.database.transform
-    if isinstance(transform, CompositeTransform):
-        image = data.database.raw_image(0)
-        return {"kind": "composite", "channels": "L", "mean": transform.mean, "std": transform.std,
-                "image_size": transform.image_size, "native_size": list(image.shape[:2])}
-    return {"kind": "natural", "channels": "RGB", "mean": list(IMAGENET_MEAN), "std": list(IMAGENET_STD),
-            "image_size": int(dict(config.dataset_options).get("image_size") or 224)}
-
-
-def write_encoder_record(config: Any, directory: str | Path) -> Path:
-    """Write ``encoder.json`` for the stage-3 folder ``directory`` of the :class:`shc.pipeline.RunConfig`
-    ``config`` (nothing is done when it exists). Called by :func:`shc.pipeline.run_hashing`."""
-    from shc._io import write_json
-    from shc.runs import load_data, method_spec
-
-    path = Path(directory) / ENCODER_FILE
-    if path.exists():
-        return path
-    data = load_data(config)
-    write_json(path, {
-        "format": ENCODER_FORMAT, "dataset": config.dataset, "dataset_options": dict(config.dataset_options),
-        "class_names": list(data.class_names), "method": config.method, "bits": config.bits,
-        "backbone": config.backbone, "pretrained": config.pretrained, "head": dict(method_spec(config).head),
-        "precision": config.precision, "input": _input_record(data, config),
-    })
-    return path
 
 
 def _missing(run_dir: Path, what: str) -> FileNotFoundError:
@@ -138,7 +107,7 @@ def weights_digest(state: Mapping[str, Any]) -> str:
 def _run_identity(run_dir: Path) -> str | None:
     """The identity key of a stage-3 folder (the 8 hex digits its name ends with when nobody renamed it), from
     its ``config.json``; None when that is missing or damaged."""
-    from shc.runs import identity_key, read_identity
+    from shc.stages import identity_key, read_identity
 
     identity = read_identity(run_dir)
     return None if identity is None else identity_key(identity)

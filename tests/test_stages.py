@@ -1,0 +1,164 @@
+"""The Stage (issue 36): folders built before the refactor are found and reused unchanged, a new stage is one class
+plus one line in the pipeline, and the evaluation completes a stage 3 that was cut off before it measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from shc import pipeline
+from shc._io import jsonable, save_npy, save_npz, save_torch, write_json
+from shc.evaluation import EVALUATION_VERSION
+from shc.pipeline import PIPELINE, RunConfig, run
+from shc.stages import (
+    STAGES,
+    Centers,
+    Evaluation,
+    Hashing,
+    Pretraining,
+    Similarity,
+    Stage,
+    artifact,
+    stage_directories,
+    stage_identities,
+)
+from shc.stages.base import array_file
+
+BEFORE = json.loads((Path(__file__).parent / "data" / "stage_folders_before_issue36.json").read_text())
+"""Folder names and identities the code before the Stage refactor gave eleven configs (written at af07af9 by
+tests/data/stage_folders_before_issue36.py): every stage, with and without pretraining, S sources, options."""
+
+
+def _config(record, run_dir="RUN") -> RunConfig:
+    return RunConfig(**{**record["config"], "run_dir": str(run_dir)})
+
+
+@pytest.mark.parametrize("record", BEFORE, ids=[f"{r['config']['method']}-{i}" for i, r in enumerate(BEFORE)])
+def test_every_folder_and_identity_is_the_one_built_before_the_refactor(record):
+    config = _config(record)
+    assert {stage: str(path) for stage, path in stage_directories(config).items()} == record["folders"]
+    assert jsonable(stage_identities(config)) == record["identities"]
+
+
+def test_the_stages_are_registered_in_the_order_a_run_computes_them():
+    assert list(STAGES) == ["stage0", "stage1", "stage2", "stage3", "evaluation"]
+    assert [stage.name for stage in PIPELINE] == list(STAGES)
+    assert Hashing.parents == (Pretraining, Centers) and Centers.parents == (Similarity,)
+
+
+def _lay_out_finished_run(record, run_dir: Path) -> dict[Path, bytes]:
+    """The folders of a finished run exactly where the code before the refactor put them, each with its recorded
+    identity and small artifacts that parse; returns every file's bytes."""
+    config = _config(record, run_dir)
+    rng = np.random.default_rng(0)
+    codes = np.where(rng.random((6, config.bits)) < 0.5, -1, 1).astype(np.int8)
+    labels = np.array([0, 0, 1, 1, 2, 2])
+    for stage, folder in record["folders"].items():
+        identity = record["identities"][stage]
+        if identity is None or (stage == "stage1" and "stage1" not in json.dumps(record["identities"]["stage2"])):
+            continue  # a stage this run does not have (stage 1: only when its centers read S)
+        directory = run_dir / Path(folder).relative_to("RUN")
+        directory.mkdir(parents=True)
+        write_json(directory / "config.json", identity)
+        if stage == "stage0":
+            save_torch({}, directory / "weights.pt")
+            write_json(directory / "metrics.json", {"source": "items", "train_seconds": 1.0})
+        elif stage == "stage1":
+            save_npy(directory / "similarity.npy", np.eye(20))
+            write_json(directory / "metrics.json", {"source": "logits"})
+        elif stage == "stage2":
+            save_npy(directory / "centers.npy", codes[:3])
+            write_json(directory / "quality.json", {"d_min": 1})
+            write_json(directory / "history.json", [])
+        else:
+            save_npz(directory / "codes.npz", query_codes=codes, query_labels=labels, database_codes=codes,
+                     database_labels=labels)
+            write_json(directory / "metrics.json", {"mAP@ALL": 0.5, "evaluation": EVALUATION_VERSION,
+                                                    "selected_epoch": 2, "train_seconds": 3.0})
+    return {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()}
+
+
+@pytest.mark.parametrize("index", [0, 3, 5, 8])  # shc (S from logits), shc-ls, shc pretrained, greedyhash pretrained
+def test_a_run_finished_before_the_refactor_is_reused_unchanged(index, tmp_path, monkeypatch):
+    record = BEFORE[index]
+    before = _lay_out_finished_run(record, tmp_path)
+    times = {path: path.stat().st_mtime_ns for path in before}
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError(f"{self} was computed although its folder was finished")
+
+    monkeypatch.setattr(Stage, "compute", refuse)
+    result = run(_config(record, tmp_path))
+    assert result.metrics["mAP@ALL"] == 0.5 and result.directory == tmp_path / Path(record["folders"]["stage3"]).relative_to("RUN")
+    if record["identities"]["stage2"] is not None:
+        np.testing.assert_array_equal(result.centers, np.load(artifact(_config(record, tmp_path), "stage2", "centers.npy")))
+    after = {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file() and path.name != ".lock"}
+    assert after == before and {path: path.stat().st_mtime_ns for path in before} == times
+
+
+class ClassCounts(Stage):
+    """A stage added by a test: how often each bit of the centers is +1 (it reads stage 2)."""
+
+    name = "counts"
+    parents = (Centers,)
+    files = (("counts.npy", array_file),)
+    complete = "counts.npy"
+    computed = 0
+
+    def own_identity(self):
+        return {"dataset": self.config.dataset, "seed": self.config.seed, "bits": self.config.bits}
+
+    def label(self):
+        return f"counts-{self.config.method}-{self.config.bits}bit"
+
+    def compute(self, inputs, directory, progress):
+        type(self).computed += 1
+        return (inputs["stage2"] > 0).sum(axis=0)
+
+    def save(self, outputs, directory):
+        save_npy(directory / "counts.npy", outputs)
+
+    def load(self):
+        return np.load(self.directory / "counts.npy")
+
+
+def test_a_new_stage_is_one_class_and_one_line_in_the_pipeline(tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "PIPELINE", (*PIPELINE, ClassCounts))
+    config = RunConfig(method="mds", bits=16, epochs=1, eval_every=1, run_dir=str(tmp_path),
+                       dataset_options={"num_classes": 10, "train_per_class": 6, "val_per_class": 2,
+                                        "query_per_class": 2, "database_per_class": 6})
+    result = run(config)
+    counts = ClassCounts(config)
+    np.testing.assert_array_equal(counts.load(), (result.centers > 0).sum(axis=0))
+    # its folder sits beside the others, keyed by its identity, which nests the stage it reads
+    assert counts.directory.parent == Hashing(config).directory.parent and counts.directory.name.startswith(
+        "counts-mds-16bit-")
+    recorded = json.loads((counts.directory / "config.json").read_text())
+    assert recorded == jsonable(counts.identity) and recorded["stage2"] == jsonable(Centers(config).identity)
+    # cached: a second run reads it
+    run(config)
+    assert ClassCounts.computed == 1
+    # a damaged artifact is moved aside and recomputed
+    (counts.directory / "counts.npy").write_bytes(b"not an array")
+    with pytest.warns(UserWarning, match="moved .* aside"):
+        np.testing.assert_array_equal(ClassCounts(config).run(), (result.centers > 0).sum(axis=0))
+    assert ClassCounts.computed == 2
+
+
+def test_a_stage_3_cut_off_before_its_evaluation_is_measured_without_retraining(tmp_path, monkeypatch):
+    config = RunConfig(method="csq", bits=16, epochs=1, eval_every=1, run_dir=str(tmp_path),
+                       dataset_options={"num_classes": 10, "train_per_class": 6, "val_per_class": 2,
+                                        "query_per_class": 2, "database_per_class": 6})
+    monkeypatch.setattr(Evaluation, "compute", lambda self, *args: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        run(config)
+    record = Hashing(config).load()  # the training record is complete, the measures are not there
+    assert {"selected_epoch", "train_seconds", "val_tie_aware_mAP@ALL"} <= set(record) and "evaluation" not in record
+    monkeypatch.undo()
+    monkeypatch.setattr(Hashing, "compute", lambda self, *args: pytest.fail("stage 3 was retrained"))
+    metrics = run(config).metrics
+    assert metrics["evaluation"] == EVALUATION_VERSION and 0 <= metrics["tie_aware_mAP@ALL"] <= 1
+    assert {key: metrics[key] for key in record} == record  # the training fields kept as they were
