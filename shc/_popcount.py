@@ -1,8 +1,8 @@
 """The one compiled popcount of the package, below both :mod:`shc.metrics` and :mod:`shc.retrieval`.
 
 A 64-bit word's set bits by the SWAR method; LLVM lowers it to the ``POPCNT`` instruction. It is compiled with
-``inline="always"`` into the kernels that call it (:mod:`shc.retrieval._kernels`, the mAP kernel of
-:mod:`shc.metrics`), so it costs no call. numba's on-disk cache of a caller notices changes in the caller's own
+``inline="always"`` into the kernels that call it (:mod:`shc.retrieval._kernels`, :mod:`shc.centers._kernels`, the mAP
+kernel of :mod:`shc.metrics`), so it costs no call. numba's on-disk cache of a caller notices changes in the caller's own
 file only: a change here must come with a change of each caller's file (or ``NUMBA_CACHE_DIR`` cleared).
 """
 

@@ -14,18 +14,14 @@ import math
 import numba
 import numpy as np
 
+from shc._popcount import popcount as _popcount  # the package's one popcount (its cache note)
+
 _U64 = numba.uint64
 
 
 # --------------------------------------------------------------------------------------------
 # Packed bits: +-1 rows as uint64 words, distances by popcount
 # --------------------------------------------------------------------------------------------
-@numba.njit(inline="always")
-def _popcount(x):
-    x = x - ((x >> _U64(1)) & _U64(0x5555555555555555))
-    x = (x & _U64(0x3333333333333333)) + ((x >> _U64(2)) & _U64(0x3333333333333333))
-    x = (x + (x >> _U64(4))) & _U64(0x0F0F0F0F0F0F0F0F)
-    return (x * _U64(0x0101010101010101)) >> _U64(56)
 
 
 def _pack(H: np.ndarray) -> np.ndarray:
