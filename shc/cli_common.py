@@ -126,15 +126,21 @@ def jobs_argument(text: str) -> int | str:
     return value
 
 
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0."""
+def _finite_float(text: str, zero: bool) -> float:
+    """A finite number > 0 (>= 0 with ``zero``), or the argparse error that names what is wanted."""
+    wanted = "a non-negative number" if zero else "a positive number"
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
+    if not ((value >= 0 if zero else value > 0) and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be {wanted}, got {text}")
     return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    return _finite_float(text, zero=False)
 
 
 def device_name(text: str) -> str:
@@ -214,13 +220,7 @@ def port_number(text: str) -> int:
 
 def non_negative_float(text: str) -> float:
     """argparse type: a finite number >= 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative number, got {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a non-negative number, got {text}")
-    return value
+    return _finite_float(text, zero=True)
 
 
 def add_executor_arguments(parser: argparse.ArgumentParser) -> None:

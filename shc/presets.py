@@ -302,16 +302,22 @@ PRESETS.register("standard-fine", Preset(
     # one geometry page (C = 333 > 2q = 64): three were 4.6 MB of the 20 MB a preset may commit
     notebooks=_testbed_notebooks(333),
 ))
-PRESETS.register("tiny-fine", Preset(
-    name="tiny-fine",
-    description="CI's smoke run of standard-fine: 37 three-item composites (still C > 2q at 16 bits), 1 epoch, "
-                "1 seed, 16 bits.",
-    datasets=("fashion-composite",), methods=("csq", "crh"), bits=(16,), seeds=(0,),
-    config={"dataset_options": {**_FINE_DATA, "num_classes": 37, "train_per_class": 3, "val_per_class": 1,
-                                "query_per_class": 2, "database_per_class": 3},
-            "backbone": "composite3_cnn_mlp", "epochs": 1, "lr": 3e-3, "classifier_epochs": 1, "eval_every": 1},
-    notebooks=_testbed_notebooks(37, tiny=True),
-))
+def _register_smoke(name: str, description: str, dataset: str, dataset_options: Mapping[str, Any], backbone: str,
+                    num_classes: int) -> None:
+    """A testbed's CI smoke preset: CSQ and CRH (a center method beyond 2q and the learned-target rival), one epoch,
+    one seed, 16 bits, on a few classes of the testbed's data."""
+    PRESETS.register(name, Preset(
+        name=name, description=description, datasets=(dataset,), methods=("csq", "crh"), bits=(16,), seeds=(0,),
+        config={"dataset_options": dict(dataset_options), "backbone": backbone, "epochs": 1, "lr": 3e-3,
+                "classifier_epochs": 1, "eval_every": 1},
+        notebooks=_testbed_notebooks(num_classes, tiny=True),
+    ))
+
+
+_register_smoke("tiny-fine", "CI's smoke run of standard-fine: 37 three-item composites (still C > 2q at 16 bits), "
+                "1 epoch, 1 seed, 16 bits.", "fashion-composite",
+                {**_FINE_DATA, "num_classes": 37, "train_per_class": 3, "val_per_class": 1, "query_per_class": 2,
+                 "database_per_class": 3}, "composite3_cnn_mlp", 37)
 #: The non-compositional testbed (issue 35): fashion-modes' 100 classes are visual modes of single items, so no
 #: class is a product of parts; the hierarchy is item > mode, as make > model on Stanford Cars. small_cnn_mlp: the
 #: small CNN's receptive field covers the 14x14 item, and its hidden layer keeps every testbed's head alike.
@@ -328,16 +334,10 @@ PRESETS.register("standard-modes", Preset(
             "classifier_epochs": 8, "classifier_lr": 1e-3, "eval_every": 6},
     notebooks=_testbed_notebooks(100),
 ))
-PRESETS.register("tiny-modes", Preset(
-    name="tiny-modes",
-    description="CI's smoke run of standard-modes: 40 visual modes (4 per item), CSQ and CRH, 1 epoch, 1 seed, "
-                "16 bits.",
-    datasets=("fashion-modes",), methods=("csq", "crh"), bits=(16,), seeds=(0,),
-    config={"dataset_options": {"subclasses": 4, "train_per_class": 4, "val_per_class": 1, "query_per_class": 2,
-                                "database_per_class": 4, "image_size": 14},
-            "backbone": "small_cnn_mlp", "epochs": 1, "lr": 3e-3, "classifier_epochs": 1, "eval_every": 1},
-    notebooks=_testbed_notebooks(40, tiny=True),
-))
+_register_smoke("tiny-modes", "CI's smoke run of standard-modes: 40 visual modes (4 per item), CSQ and CRH, 1 epoch, "
+                "1 seed, 16 bits.", "fashion-modes",
+                {"subclasses": 4, "train_per_class": 4, "val_per_class": 1, "query_per_class": 2,
+                 "database_per_class": 4, "image_size": 14}, "small_cnn_mlp", 40)
 PRESETS.register("paper", Preset(
     name="paper",
     evidence=True,
