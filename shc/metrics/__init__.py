@@ -62,8 +62,6 @@ from shc.metrics.curves import pr_curve, rank_pr_curve
 from shc.metrics.onepass import evaluate
 from shc.metrics.ranking import (average_precision_per_query, mean_average_precision, per_class_mean,
                                  precision_recall_at_k)
-# Not public; docs/evaluation.md cites them as shc.metrics._tie_aware_average_precision and shc.metrics._expected_hits.
-from shc.metrics.tie_aware import _expected_hits, _tie_aware_average_precision  # noqa: F401
 
 __all__ = [
     "DEFAULT_KS",
