@@ -1,8 +1,8 @@
 """The dataset splits of a run, cached per process and checked against their files each time they are served.
 
 :func:`load_data` takes anything with a run's data settings (``dataset``, ``dataset_options``, ``seed``,
-``data_root``: a :class:`shc.runs.RunConfig`); :mod:`shc.runs` (identities) and :mod:`shc.pretraining` (stage
-0's source task) read their data through it, so both see one cache.
+``data_root``: a :class:`shc.runs.RunConfig`); :mod:`shc.runs`, :mod:`shc.stages` (identities) and
+:mod:`shc.pretraining` (stage 0's source task) read their data through it, so all see one cache.
 """
 
 from __future__ import annotations
