@@ -49,14 +49,18 @@ def _cpu_count() -> int:
 
 
 def set_threads(threads: int) -> None:
-    """Train with ``threads`` threads in this process (torch, and numba's kernels)."""
-    import torch
+    """Train with ``threads`` threads in this process (torch, and numba's kernels).
 
-    torch.set_num_threads(threads)
+    numba first: its first import in a process starts its threading layer, which resets the OpenMP thread count
+    torch reads, so a torch count set before it was lost (a stage whose first numba import came inside
+    :func:`fixed_threads` trained with every core; issue 36's check of identical numbers found it)."""
     with contextlib.suppress(Exception):
         import numba
 
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def _current_threads() -> int:

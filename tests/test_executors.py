@@ -267,3 +267,19 @@ def test_a_crashed_cluster_worker_is_one_short_line_with_what_to_do():
     assert "run a: WorkerCrashedError: The worker died unexpectedly" in message and "..." in message
     assert "a cluster worker failed, not the run: read that worker's log" in message
     assert message.count("a cluster worker failed") == 1 and "run b: ValueError: lr must be a positive number" in message
+
+
+def test_fixed_threads_holds_when_numba_is_first_imported_inside_it():
+    """numba's first import in a process reset the thread count torch had just been given, so a stage whose first
+    numba import came inside fixed_threads trained with every core (issue 36's check of identical numbers found
+    it: the stage-1 classifier recorded threads 2). A fresh process, as a spawned grid worker is."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch; torch.set_num_threads(2); assert 'numba' not in sys.modules; "
+            "from shc.executors import fixed_threads\n"
+            "with fixed_threads(1):\n"
+            "    import numba; print(torch.get_num_threads(), numba.get_num_threads())\n"
+            "print(torch.get_num_threads())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["1", "1", "2"]
