@@ -13,18 +13,8 @@ from shc import pipeline
 from shc._io import jsonable, save_npy, save_npz, save_torch, write_json
 from shc.evaluation import EVALUATION_VERSION
 from shc.pipeline import PIPELINE, RunConfig, run
-from shc.stages import (
-    STAGES,
-    Centers,
-    Evaluation,
-    Hashing,
-    Pretraining,
-    Similarity,
-    Stage,
-    artifact,
-    stage_directories,
-    stage_identities,
-)
+from shc.stages import STAGES, Centers, Evaluation, Hashing, Pretraining, Similarity, Stage
+from shc.stages import artifact, stage_directories, stage_identities
 from shc.stages.base import array_file
 
 BEFORE = json.loads((Path(__file__).parent / "data" / "stage_folders_before_issue36.json").read_text())
