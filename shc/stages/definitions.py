@@ -47,7 +47,6 @@ from shc.stages.base import (
     Stage,
     archive_file,
     array_file,
-    identity_key,  # noqa: F401 - re-exported by shc.stages
     is_main,
     json_file,
     json_object,
