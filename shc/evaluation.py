@@ -22,6 +22,11 @@ Where the codes include the training set's (``train_codes``, ``train_labels``: e
 version 4), :func:`evaluate_codes` also measures **reachability** (:mod:`shc.reachability`) on the training and
 query sets: whether the network reached the targets it was trained towards (``target_codes``, else the classes'
 majority codes).
+
+Where the codes come from a run under the unseen-class protocol (``seen_classes`` in ``codes.npz``:
+:mod:`shc.data.unseen`), it also measures the three pairings of DSH_Analysis, seen@seen, unseen@unseen and
+unseen@all (:data:`UNSEEN_KEYS`), and reachability on the query set counts the queries of seen classes only (a
+held-out class has no target).
 """
 
 from __future__ import annotations
@@ -33,8 +38,8 @@ import numpy as np
 
 from shc._io import jsonable
 
-__all__ = ["EVALUATION_VERSION", "MAP_KEYS", "PRIMARY_METRIC", "TARGET_KINDS", "TIE_AWARE_MAP_KEYS", "evaluate_codes",
-           "reachability_scores", "selection_scores"]
+__all__ = ["EVALUATION_VERSION", "MAP_KEYS", "PRIMARY_METRIC", "TARGET_KINDS", "TIE_AWARE_MAP_KEYS", "UNSEEN_KEYS",
+           "evaluate_codes", "reachability_scores", "selection_scores", "unseen_scores"]
 
 #: Version of what :func:`evaluate_codes` measures (3: + tie-aware mAP, expected P@K/R@K and rank curve; 4: +
 #: reachability on the training and query sets, where the codes include the training set's).
@@ -43,6 +48,10 @@ MAP_KEYS = ("mAP@100", "mAP@1000", "mAP@ALL")
 TIE_AWARE_MAP_KEYS = tuple(f"tie_aware_{key}" for key in MAP_KEYS)
 #: The number that model selection maximises and that the comparisons of methods use.
 PRIMARY_METRIC = "tie_aware_mAP@ALL"
+#: The pairings of the unseen-class protocol (:data:`shc.data.unseen.PAIRINGS`), each with mAP@100 and mAP@ALL in
+#: both rankings: ``"<pairing>_<key>"``, e.g. ``"unseen@all_tie_aware_mAP@ALL"``.
+UNSEEN_KEYS = tuple(f"{pairing}_{key}" for pairing in ("seen@seen", "unseen@unseen", "unseen@all")
+                    for key in ("tie_aware_mAP@ALL", "tie_aware_mAP@100", "mAP@ALL", "mAP@100"))
 
 _CURVES = ("k", "precision@k", "recall@k", "tie_aware_precision@k", "tie_aware_recall@k", "pr_radius",
            "pr_precision", "pr_recall", "rank_k", "rank_precision", "rank_recall", "tie_aware_rank_precision",
@@ -76,6 +85,7 @@ def evaluate_codes(codes: Mapping[str, np.ndarray]) -> dict[str, Any]:
         **{key: scores[key] for key in (*MAP_KEYS, *TIE_AWARE_MAP_KEYS, *_CURVES)},
         "query_AP@ALL": scores["AP@ALL"], "query_tie_aware_AP@ALL": scores["tie_aware_AP@ALL"],
         **reachability_scores(codes),
+        **unseen_scores(codes),
         "evaluation": EVALUATION_VERSION,
     })
 
@@ -96,7 +106,11 @@ def reachability_scores(codes: Mapping[str, np.ndarray]) -> dict[str, Any]:
 
     if "train_codes" not in codes or np.ndim(codes["train_labels"]) != 1:
         return {}
-    labels = np.concatenate([codes["train_labels"], codes["query_labels"]])
+    query_codes, query_labels = codes["query_codes"], codes["query_labels"]
+    if "seen_classes" in codes:  # the unseen-class protocol: a held-out class has no target, so seen queries only
+        seen = query_labels < int(codes["seen_classes"])
+        query_codes, query_labels = query_codes[seen], query_labels[seen]
+    labels = np.concatenate([codes["train_labels"], query_labels])
     num_classes = len(codes["target_codes"]) if "target_codes" in codes else int(labels.max()) + 1
     majority = majority_codes(codes["train_codes"], codes["train_labels"], num_classes)
     if "target_codes" in codes:
@@ -104,9 +118,37 @@ def reachability_scores(codes: Mapping[str, np.ndarray]) -> dict[str, Any]:
     else:
         targets, kind = majority, "majority codes"
     scores: dict[str, Any] = {"reach_targets": kind}
-    for split in ("train", "query"):
-        for key, value in reachability(codes[f"{split}_codes"], codes[f"{split}_labels"], targets, majority).items():
+    for split, (split_codes, split_labels) in (("train", (codes["train_codes"], codes["train_labels"])),
+                                               ("query", (query_codes, query_labels))):
+        for key, value in reachability(split_codes, split_labels, targets, majority).items():
             scores[f"{split}_{key}"] = value
+    return scores
+
+
+def unseen_scores(codes: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """The pairings of the unseen-class protocol (:data:`UNSEEN_KEYS`), empty for a run without held-out classes.
+
+    ``codes["seen_classes"]`` is the number of seen classes C_s: labels below it are seen, the others held out
+    (:func:`shc.data.unseen.pairing_masks`). seen@seen ranks the database images of seen classes for the queries
+    of seen classes; unseen@unseen those of held-out classes for the held-out queries; unseen@all the whole
+    database for the held-out queries (Sablayrolles et al., ICASSP 2017; DSH_Analysis). A pairing with no query or
+    no database image is left out (the protocol's splits always hold images of every class).
+    """
+    from shc.data.unseen import pairing_masks
+    from shc.metrics import evaluate
+
+    if "seen_classes" not in codes:
+        return {}
+    scores: dict[str, float] = {}
+    masks = pairing_masks(codes["query_labels"], codes["database_labels"], int(codes["seen_classes"]))
+    for pairing, (queries, database) in masks.items():
+        if not queries.any() or not database.any():  # e.g. a database without held-out images: nothing to rank
+            continue
+        found = evaluate(codes["query_codes"][queries], codes["query_labels"][queries],
+                         codes["database_codes"][database], codes["database_labels"][database],
+                         ks=(), pr=False, tie_aware=True)
+        for key in ("tie_aware_mAP@ALL", "tie_aware_mAP@100", "mAP@ALL", "mAP@100"):
+            scores[f"{pairing}_{key}"] = float(found[key])
     return scores
 
 

@@ -36,17 +36,19 @@ import numpy as np
 
 from shc._io import jsonable
 from shc.cli_common import describe_error
-from shc.evaluation import EVALUATION_VERSION
+from shc.evaluation import EVALUATION_VERSION, UNSEEN_KEYS
 from shc.executors import _cpu_count, grid_workers  # noqa: F401 - grid_workers: this module's API
 from shc.executors import positive_jobs as _positive_jobs
 from shc.runs import MAP_KEYS, SIMILARITY_SOURCES, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, load_data
-from shc.stages import STAGES, Centers, Evaluation, Hashing, Pretraining, Similarity, Stage, is_main, read_identity
+from shc.stages import (STAGES, Centers, ClassifierCodes, Evaluation, Hashing, Pretraining, Similarity, Stage, is_main,
+                        read_identity)
 from shc.stages import encode, stage_directories, stage_identities  # noqa: F401 - encode: this module's API
 from shc.stages.base import distributed
 
 __all__ = ["MAP_KEYS", "PIPELINE", "SIMILARITY_SOURCES", "GridFailures", "RunConfig", "RunResult",
            "WorkerMismatchError", "encode", "grid_threads", "grid_workers", "load_data", "main", "preset",
-           "reevaluate", "report_configs", "run", "run_centers", "run_grid", "run_hashing", "run_pretraining",
+           "reevaluate", "report_configs", "run", "run_centers", "run_classifier_codes", "run_grid", "run_hashing",
+           "run_pretraining",
            "run_similarity", "stage_directories", "summarize"]
 
 PIPELINE: tuple[type[Stage], ...] = (Pretraining, Similarity, Centers, Hashing, Evaluation)
@@ -96,6 +98,22 @@ def run_hashing(config: RunConfig, progress: bool = False) -> dict[str, Any]:
     """Stage 3 and its evaluation (:class:`shc.stages.Hashing`, :class:`shc.stages.Evaluation`): the metrics of the
     model selected on the validation split, measured once on the query set from the stored codes."""
     return Evaluation(config).run(progress)
+
+
+def run_classifier_codes(configs: Iterable[RunConfig], rules: Sequence[str] = ("top1", "soft"),
+                         progress: bool = False) -> list[dict[str, Any]]:
+    """The classifier-code baseline (:class:`shc.stages.ClassifierCodes`) of every config with centers, for each of
+    ``rules``: stage 1's classifier gives each query and database image a center, no hashing network. One row per
+    config and rule (the config's fields and the measures), in order; configs without centers are skipped. Trains
+    stage 1's classifier where no run has yet (it is SHC's, shared)."""
+    rows = []
+    for config in configs:
+        for rule in rules:
+            stage = ClassifierCodes(config, rule)
+            if stage.applies():
+                rows.append({**stage.run(progress), "method": f"{config.method} ({rule} classifier codes)",
+                             "center_method": config.method})
+    return rows
 
 
 def reevaluate(config: RunConfig, force: bool = False) -> dict[str, Any]:
@@ -265,6 +283,7 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
                        "bits": config.bits, "seed": config.seed,
                        **{key: metrics[key] for key in (*TIE_AWARE_MAP_KEYS, *MAP_KEYS)},
                        **{key: metrics[key] for key in _REACH_ROW_KEYS if key in metrics},
+                       **{key: metrics[key] for key in UNSEEN_KEYS if key in metrics},
                        "train_seconds": metrics["train_seconds"]}
         if progress and is_main():
             done = sum(row is not None for row in rows)
@@ -405,6 +424,9 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--reevaluate", action="store_true",
                         help="measure every finished run of the grid anew from its stored codes (nothing is trained) "
                              "and print how long it took; unfinished runs are listed, not computed")
+    parser.add_argument("--classifier-codes", nargs="+", choices=("top1", "soft", "none"), default=None,
+                        help="rules of the classifier-code baseline computed after the grid for every center method "
+                             "(default: the preset's; none: skip it)")
     parser.add_argument("--jobs", type=jobs_argument, default="auto",
                         help="hashing runs trained at once (default auto: one per CPU core, one at a time on a "
                              "GPU); every stage computes with one thread whatever JOBS is, so the numbers do not "
@@ -433,6 +455,16 @@ def _main(argv: Sequence[str] | None) -> int:
         if is_main():
             for metric in (*TIE_AWARE_MAP_KEYS, *MAP_KEYS):
                 print(f"\n{metric} (mean ± std over seeds)\n{summarize(rows, metric).to_string()}")
+            pairings = [f"{pairing}_tie_aware_mAP@ALL" for pairing in ("seen@seen", "unseen@unseen", "unseen@all")]
+            for metric in pairings if rows and pairings[0] in rows[0] else ():  # the unseen-class protocol
+                print(f"\n{metric} (mean ± std over seeds)\n{summarize(rows, metric).to_string()}")
+            rules = presets.get_preset(args.preset).classifier_codes if args.classifier_codes is None else \
+                [rule for rule in args.classifier_codes if rule != "none"]
+            baseline = run_classifier_codes(configs, rules) if rules else []
+            for metric in ["tie_aware_mAP@ALL", *pairings] if baseline else ():
+                if metric in baseline[0]:
+                    print(f"\nclassifier-code baseline, {metric} (mean ± std over seeds; stage 1's classifier gives "
+                          f"each image a center)\n{summarize(baseline, metric).to_string()}")
             print(f"\n{len(configs)} runs in {time.perf_counter() - started:.0f} s")
     return 0
 

@@ -77,6 +77,10 @@ class Preset:
     method_config : mapping method -> mapping
         Further fields for one method (e.g. the epochs a baseline needs to converge). Fields given to
         :meth:`configs` explicitly (``epochs=...``) win over these.
+    classifier_codes : tuple of str
+        Rules of the classifier-code baseline (:data:`shc.stages.CLASSIFIER_RULES`: ``top1``, ``soft``) that
+        ``python -m shc.pipeline`` computes for every center method of the grid after it (stage 1's classifier
+        gives each image a center: how much of retrieval is classification). Empty: none.
     evidence : bool
         Whether the preset's numbers are evidence (converged, several seeds). The reports of a preset that is
         not say on every page and on the index that their numbers are smoke-scale.
@@ -97,8 +101,15 @@ class Preset:
     method_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     notebooks: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
     evidence: bool = False
+    classifier_codes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        from shc.stages.definitions import CLASSIFIER_RULES
+
+        unknown_rules = sorted(set(self.classifier_codes) - set(CLASSIFIER_RULES))
+        if unknown_rules:
+            raise ValueError(f"preset {self.name!r}: unknown classifier-code rules {unknown_rules}; known: "
+                             f"{CLASSIFIER_RULES}.")
         object.__setattr__(self, "config", _frozen(self.config))
         object.__setattr__(self, "dataset_config", _frozen({k: _frozen(v) for k, v in self.dataset_config.items()}))
         object.__setattr__(self, "method_config", _frozen({k: _frozen(v) for k, v in self.method_config.items()}))
@@ -214,6 +225,7 @@ PRESETS.register("quick", Preset(
 PRESETS.register("standard", Preset(
     name="standard",
     evidence=True,
+    classifier_codes=("top1", "soft"),  # the classifier-code baseline (issue 37): python -m shc.pipeline computes it
     description="The evidence preset: fashion-composite (100 classes of two Fashion-MNIST items), "
                 "converged runs, 3 seeds (docs/standard.md).",
     datasets=("fashion-composite",), methods=(*CENTER_METHODS, "shc-ls", "crh"), bits=(16, 32, 64), seeds=(0, 1, 2),
@@ -249,6 +261,7 @@ baselines that beat SHC from scratch."""
 PRESETS.register("standard-pretrained", Preset(
     name="standard-pretrained",
     evidence=True,
+    classifier_codes=("top1", "soft"),  # the classifier-code baseline (issue 37): python -m shc.pipeline computes it
     description="The standard preset with a pretrained backbone: composite_cnn pretrained once per seed on "
                 "single Fashion-MNIST items outside the query pool (stage 0, shc.pretraining), then fine-tuned "
                 "(docs/standard.md).",
@@ -290,6 +303,7 @@ _FINE_DATA = {"num_items": 3, "num_classes": 333, "train_per_class": 20, "val_pe
 PRESETS.register("standard-fine", Preset(
     name="standard-fine",
     evidence=True,
+    classifier_codes=("top1", "soft"),  # the classifier-code baseline (issue 37): python -m shc.pipeline computes it
     description="The many-class testbed: 333 three-item Fashion-MNIST composites (C > 2q at 16-64 bits), "
                 "center methods, CRH, GreedyHash and LTH, 3 seeds (docs/standard-fine.md).",
     datasets=("fashion-composite",), methods=FINE_METHODS, bits=(16, 32, 64), seeds=(0, 1, 2),
@@ -328,6 +342,7 @@ _MODES_DATA = {"train_per_class": 50, "val_per_class": 10, "query_per_class": 10
 PRESETS.register("standard-modes", Preset(
     name="standard-modes",
     evidence=True,
+    classifier_codes=("top1", "soft"),  # the classifier-code baseline (issue 37): python -m shc.pipeline computes it
     description="The non-compositional testbed: fashion-modes (100 visual modes of single Fashion-MNIST items, "
                 "coarse class = item; C > 2q at 16 and 32 bits), the methods of standard-fine, 3 seeds "
                 "(docs/standard.md).",
@@ -340,6 +355,36 @@ _register_smoke("tiny-modes", "CI's smoke run of standard-modes: 40 visual modes
                 "1 seed, 16 bits.", "fashion-modes",
                 {"subclasses": 4, "train_per_class": 4, "val_per_class": 1, "query_per_class": 2,
                  "database_per_class": 4, "image_size": 14}, "small_cnn_mlp", 40)
+#: The unseen-class protocol (issue 37, shc.data.unseen): a seeded quarter of the classes held out of every training
+#: stage, kept in query and database; seen@seen, unseen@unseen and unseen@all (docs/evaluation.md).
+UNSEEN_FRACTION = 0.25
+UNSEEN_METHODS = PRETRAINED_METHODS
+
+
+def _unseen(preset: Preset, name: str, description: str, methods: Sequence[str] | None = None) -> None:
+    """``preset`` under the unseen-class protocol: its data with :data:`UNSEEN_FRACTION` of the classes held out,
+    its schedule, budgets and seeds, and the classifier-code baseline; no 00 and 05 pages (the geometry and the
+    ablations are the seen-class presets' questions)."""
+    config = {**preset.config, "dataset_options": {**preset.config["dataset_options"],
+                                                   "unseen_classes": UNSEEN_FRACTION}}
+    methods = tuple(methods or preset.methods)
+    PRESETS.register(name, Preset(
+        name=name, description=description, evidence=preset.evidence, datasets=preset.datasets, methods=methods,
+        bits=preset.bits, seeds=preset.seeds, config=config, method_config=preset.method_config,
+        classifier_codes=("top1", "soft"),
+        notebooks={stem: sets for stem, sets in preset.notebooks.items()
+                   if stem not in ("00_center_geometry", "05_ablations")},
+    ))
+
+
+_unseen(_STANDARD, "standard-unseen", "The standard preset under the unseen-class protocol: 25 of its 100 classes "
+        "held out of every training stage, queried against the seen, the held-out and all classes (issue 37).",
+        UNSEEN_METHODS)
+_unseen(PRESETS.get("standard-pretrained"), "standard-pretrained-unseen", "standard-pretrained under the "
+        "unseen-class protocol (25 of 100 classes held out of every training stage; stage 0's single items stay "
+        "outside every query).")
+_unseen(PRESETS.get("tiny"), "tiny-unseen", "CI's smoke run of the unseen-class protocol: the tiny preset with 5 of "
+        "its 20 classes held out (2 epochs, 1 seed, 16 bits).", ("mds", "shc", "greedyhash"))
 PRESETS.register("paper", Preset(
     name="paper",
     evidence=True,

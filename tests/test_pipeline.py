@@ -217,7 +217,7 @@ def test_bad_config_is_refused(changes, message):
 
 def test_unknown_preset_and_duplicate_seeds_are_refused():
     known = ("Known presets: tiny, quick, standard, standard-pretrained, tiny-pretrained, standard-fine, tiny-fine, "
-             "standard-modes, tiny-modes, paper")
+             "standard-modes, tiny-modes, standard-unseen, standard-pretrained-unseen, tiny-unseen, paper")
     with pytest.raises(ValueError, match=f"unknown preset 'huge'.*{known}"):
         preset("huge")
     with pytest.raises(ValueError, match="seeds lists 0 more than once"):

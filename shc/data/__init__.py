@@ -68,6 +68,10 @@ imagefolder          ``train_size`` = 0.5, ``query_size`` = 0.1, ``database_size
                      ``val_size`` = 0.1, ``extensions`` = common image suffixes.
 ==================== ==========================================================================
 
+Every dataset also takes ``unseen_classes`` (default 0): a count, or a fraction of the classes, held out of
+training under the unseen-class protocol of :mod:`shc.data.unseen` (train and val keep the seen classes only,
+query and database keep all; held-out labels are numbered after the seen ones).
+
 Sizes are counts (int) or fractions (float in [0, 1]) of the images they are drawn from. Since the
 validation split comes out of the paper's training split, the default ``val_size=0.1`` fits on 10%
 fewer images than the paper; ``val_size=0`` fits on all of them (and leaves the validation split
@@ -106,6 +110,7 @@ from shc.data.formats import (
 )
 from shc.data.splits import DatasetSplits, HashingSplit
 from shc.data.transforms import CompositeTransform, natural_image_transform
+from shc.data.unseen import hold_out_classes
 
 __all__ = [
     "CompositeTransform",
@@ -174,7 +179,8 @@ def load_dataset(
     seed : int
         Seed of every random choice (splits, composites); same seed, same splits.
     **options
-        Dataset options (module docstring table), plus ``image_size`` for the transforms.
+        Dataset options (module docstring table), plus ``image_size`` for the transforms and
+        ``unseen_classes`` (a count or fraction of the classes held out of training: :mod:`shc.data.unseen`).
 
     Raises
     ------
@@ -187,15 +193,18 @@ def load_dataset(
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     image_size = options.pop("image_size", None)
+    unseen_classes = options.pop("unseen_classes", 0)
     parameters = inspect.signature(entry.loader).parameters
     accepted = {key: p.default for key, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         known = ", ".join(f"{key}={default!r}" for key, default in accepted.items())
         raise ValueError(
-            f"unknown option(s) {unknown} for {name!r}; its options are image_size=None, {known}"
+            f"unknown option(s) {unknown} for {name!r}; its options are image_size=None, unseen_classes=0, {known}"
         )
     splits = entry.loader(Path(root).expanduser() if root is not None else None, int(seed), **options)
+    if unseen_classes:
+        splits = hold_out_classes(splits, unseen_classes, int(seed))
     train_transform = default_transforms(name, True, image_size)
     eval_transform = default_transforms(name, False, image_size)
     query, database = evaluation_order(splits.query, splits.database, int(seed))

@@ -199,6 +199,9 @@ class DatasetSplits:
         Names of the coarse classes, indexed by ``coarse_labels``.
     protocol : str
         One line describing the split protocol and sizes (for reports).
+    unseen_names : list of str
+        Names of the classes held out of training (:mod:`shc.data.unseen`; label ``num_classes + i`` in the query
+        and database splits is ``unseen_names[i]``); empty when every class is seen.
     """
 
     name: str
@@ -212,6 +215,7 @@ class DatasetSplits:
     coarse_labels: np.ndarray | None = field(repr=False)
     coarse_names: list[str] | None = field(repr=False)
     protocol: str
+    unseen_names: list[str] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         if len(self.class_names) != self.num_classes:
@@ -233,6 +237,8 @@ class DatasetSplits:
         digest.update("\x1f".join(self.class_names).encode())
         if self.coarse_labels is not None:
             digest.update(np.ascontiguousarray(self.coarse_labels).tobytes())
+        if self.unseen_names:  # only then, so the fingerprints of data without held-out classes stay as they were
+            digest.update(("\x1e" + "\x1f".join(self.unseen_names)).encode())
         for name, split in self.splits.items():
             digest.update(name.encode())
             digest.update(np.ascontiguousarray(split.labels).tobytes())
@@ -267,6 +273,11 @@ class DatasetSplits:
                 level = sorted(entry.path for entry in listed if entry.is_dir())
         digest.update(_file_stats(entries))
         return digest.hexdigest()
+
+    @property
+    def all_class_names(self) -> list[str]:
+        """The name of every label of the query and database splits: the seen classes, then the held-out ones."""
+        return [*self.class_names, *self.unseen_names]
 
     @property
     def splits(self) -> dict[str, HashingSplit]:

@@ -9,7 +9,7 @@ every public name is re-exported (``from shc.results import result_rows, retriev
 - :mod:`~shc.results.reading`: loaders of one run's files (:func:`load_stage1_metrics`, :func:`load_center_quality`,
   :func:`load_center_history`, :func:`load_metrics`, :func:`load_history`, :func:`load_codes`, ...) and one row
   per run or per epoch (:func:`result_rows`, :func:`history_rows`, :func:`center_rows`,
-  :func:`center_history_rows`);
+  :func:`center_history_rows`, the classifier-code baseline's :func:`classifier_code_rows`);
 - :mod:`~shc.results.curves`: curves by method (:func:`curves_by_method`, :func:`pr_curves_by_method`,
   :func:`curve_rows`, :func:`class_ap_rows`);
 - :mod:`~shc.results.examples`: example retrievals (:func:`top_results`, :func:`hamming_top_k`);
@@ -30,7 +30,8 @@ from shc.results.curves import class_ap_rows, curve_rows, curves_by_method, pr_c
 from shc.results.examples import ExampleQueries, hamming_top_k, top_results
 from shc.results.prose import budget_phrase
 from shc.results.reading import (IDENTITY_COLUMNS, REACH_KEYS, REPORTED_MAP_KEYS, SOURCE_NAMES, center_history_rows,
-                                 center_lessons, center_rows, center_sets, finished_configs, has_centers,
+                                 center_lessons, center_rows, center_sets, classifier_code_rows, finished_configs,
+                                 has_centers,
                                  history_rows, load_center_history, load_center_quality, load_centers, load_codes,
                                  load_history, load_metrics, load_similarity, load_stage1_metrics, result_rows,
                                  run_label, similarity_sources)
@@ -59,6 +60,7 @@ __all__ = [
     "center_lessons",
     "center_rows",
     "center_sets",
+    "classifier_code_rows",
     "center_table",
     "class_ap_rows",
     "classifier_table",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from shc.evaluation import PRIMARY_METRIC
+from shc.evaluation import PRIMARY_METRIC, UNSEEN_KEYS
 from shc.results.prose import (_metric_title, _print_comparisons, _print_paper_comparison, _print_regimes,
                                budget_phrase)
 from shc.results.reading import REACH_KEYS, result_rows
@@ -34,11 +34,11 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--preset", default="standard", choices=PRESETS.names())
     parser.add_argument("--methods", nargs="+", help="methods (default: the preset's grid)")
     parser.add_argument("--run-dir", default=None, help="artifact root (default: runs/<preset>)")
-    parser.add_argument("--metrics", nargs="+", choices=[*TIE_AWARE_MAP_KEYS, *MAP_KEYS, *REACH_KEYS],
-                        default=["tie_aware_mAP@ALL", "mAP@ALL", "tie_aware_mAP@100", "mAP@100",
-                                 "train_center_hit_rate"],
+    parser.add_argument("--metrics", nargs="+", choices=[*TIE_AWARE_MAP_KEYS, *MAP_KEYS, *REACH_KEYS, *UNSEEN_KEYS],
+                        default=None,
                         help="tables to print (default: mAP@ALL and mAP@100, tie-aware and with ties by index, and the "
-                             "training center hit rate: did each network reach its own targets)")
+                             "training center hit rate: did each network reach its own targets; under the unseen-class "
+                             "protocol also seen@seen, unseen@unseen and unseen@all, tie-aware mAP@ALL and mAP@100)")
     parser.add_argument("--reference", default=None,
                         help="the method every other is compared with (default shc, when the grid has it)")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables (the README's format)")
@@ -57,6 +57,11 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--seeds", nargs="+", type=non_negative_int, metavar="SEED", help="seeds (default: the grid's)")
     args = parser.parse_args(argv)
     preset = get_preset(args.preset)
+    unseen = bool(dict(preset.config.get("dataset_options", {})).get("unseen_classes"))
+    if args.metrics is None:
+        args.metrics = ["tie_aware_mAP@ALL", "mAP@ALL", "tie_aware_mAP@100", "mAP@100", "train_center_hit_rate",
+                        *([f"{pairing}_{key}" for pairing in ("seen@seen", "unseen@unseen", "unseen@all")
+                           for key in ("tie_aware_mAP@ALL", "tie_aware_mAP@100")] if unseen else [])]
     run_dir = args.run_dir or f"runs/{args.preset}"
     for name, values, known in (("--bits", args.bits, preset.bits), ("--seeds", args.seeds, preset.seeds)):
         unknown = sorted(set(values or ()) - set(known))
@@ -90,6 +95,20 @@ def _main(argv: Sequence[str] | None) -> int:
     for metric in args.metrics:
         _print_table(f"**{_metric_title(metric)}**", rows, metric, order, args.markdown)
     _print_comparisons(rows, reference, order)
+    if preset.classifier_codes:  # how much of the retrieval above is classification (issue 37)
+        from shc.results.reading import classifier_code_rows
+
+        baseline = classifier_code_rows(configs, preset.classifier_codes)
+        if len(baseline):
+            labels = list(dict.fromkeys(baseline["label"]))
+            print("### The classifier-code baseline\n\nNo hashing network: stage 1's classifier (selected on the "
+                  "validation split) gives each query and database image the center of its predicted class (top1) "
+                  "or the sign of the probability-weighted sum of all centers (soft); Sablayrolles et al., ICASSP "
+                  "2017.\n")
+            for metric in [metric for metric in args.metrics if metric in baseline.columns
+                           and baseline[metric].notna().any()]:
+                _print_table(f"**{_metric_title(metric)}**, classifier codes", baseline, metric, labels,
+                             args.markdown)
     if args.extended:
         from shc.presets import ABLATIONS, BASELINES
 

@@ -114,7 +114,7 @@ def top_results(config: RunConfig, n_queries: int = 5, k: int = 10,
     else:  # multi-hot: relevant when sharing at least one label
         correct = np.any((database_labels > 0) & (query_labels[:, None, :] > 0), axis=2)
     data = load_data(config)
-    titles = ([data.class_names[label] for label in query_labels] if query_labels.ndim == 1
+    titles = ([data.all_class_names[label] for label in query_labels] if query_labels.ndim == 1
               else ["query"] * len(chosen))  # fmt: skip
     return ExampleQueries(
         chosen, indices, distances, correct,

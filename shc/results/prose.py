@@ -36,6 +36,11 @@ def budget_phrase(epochs: Mapping[str, Sequence[int]]) -> str:
 def _metric_title(metric: str) -> str:
     """``tie_aware_mAP@ALL`` -> ``mAP@ALL, tie-aware``; ``mAP@ALL`` -> ``mAP@ALL, ties by index``;
     ``train_center_hit_rate`` -> ``center hit rate on the training set`` (reachability, :mod:`shc.reachability`)."""
+    if metric.startswith(("seen@", "unseen@")):  # an unseen-class pairing: seen@seen_tie_aware_mAP@ALL
+        pairing, name = metric.split("_", 1)
+        queries, database = pairing.split("@")
+        return (f"{_metric_title(name)}, {pairing}: queries of {queries} classes against the database images of "
+                f"{'all' if database == 'all' else database} classes")
     if metric in REACH_KEYS:
         split, name = metric.split("_", 1)
         return (f"{name.replace('_', ' ')} on the {'training' if split == 'train' else 'query'} set (reachability: "

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC
+from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC, UNSEEN_KEYS
 from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, load_data
 from shc.runs import method_spec as _method
 from shc.runs import other_similarity as _other_similarity
@@ -155,8 +155,9 @@ def result_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     Columns: dataset, method, similarity (None for methods that use no S), label (:func:`run_label`), bits,
     seed, tie_aware_mAP@100, tie_aware_mAP@1000, tie_aware_mAP@ALL (expected over random orders within
     Hamming ties: the primary numbers), mAP@100, mAP@1000, mAP@ALL (ties by database index), the reachability
-    numbers :data:`REACH_KEYS` and ``reach_targets`` (what they are measured against), selected_epoch,
-    train_seconds. The runs must exist (:func:`run_grid`).
+    numbers :data:`REACH_KEYS` and ``reach_targets`` (what they are measured against), the unseen-class pairings
+    :data:`~shc.evaluation.UNSEEN_KEYS` (NaN for runs without held-out classes), selected_epoch, train_seconds.
+    The runs must exist (:func:`run_grid`).
     """
     import pandas as pd
 
@@ -164,9 +165,36 @@ def result_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     for config in configs:
         metrics = load_metrics(config)
         rows.append({**_identity(config), **{key: metrics[key] for key in REPORTED_MAP_KEYS},
-                     **{key: metrics.get(key, float("nan")) for key in REACH_KEYS},
+                     **{key: metrics.get(key, float("nan")) for key in (*REACH_KEYS, *UNSEEN_KEYS)},
                      "reach_targets": metrics.get("reach_targets"),
                      "selected_epoch": metrics["selected_epoch"], "train_seconds": metrics["train_seconds"]})
+    return pd.DataFrame(rows)
+
+
+def classifier_code_rows(configs: Iterable[RunConfig], rules: Sequence[str] = ("top1", "soft")) -> pd.DataFrame:
+    """The classifier-code baseline (:class:`shc.stages.ClassifierCodes`) of every config with centers, for each of
+    ``rules``: the columns of :func:`result_rows` (``method`` the center method, ``label`` e.g. ``"csq (top1
+    classifier codes)"``; no reachability, epoch or training time: nothing trains). A missing one raises
+    :class:`~shc.runs.MissingRunError` naming the command that computes it."""
+    import pandas as pd
+
+    from shc.stages import ClassifierCodes
+
+    rows = []
+    for config in configs:
+        for rule in rules:
+            stage = ClassifierCodes(config, rule)
+            if not stage.applies():
+                continue
+            if stage.cached() is None:
+                raise MissingRunError(f"the {rule} classifier-code baseline of ({config.method}, {config.bits} bits, "
+                                      f"seed {config.seed}) is not in {config.run_dir!r}: `python -m shc.pipeline "
+                                      "--preset <preset>` computes it after the grid (or "
+                                      "shc.pipeline.run_classifier_codes(configs)).")
+            metrics = stage.load()
+            rows.append({**_identity(config), "label": f"{config.method} ({rule} classifier codes)",
+                         **{key: metrics[key] for key in REPORTED_MAP_KEYS},
+                         **{key: metrics.get(key, float("nan")) for key in UNSEEN_KEYS}})
     return pd.DataFrame(rows)
 
 

@@ -56,8 +56,8 @@ from shc.stages.base import (
     torch_file,
 )
 
-__all__ = ["STAGES", "Centers", "Evaluation", "Hashing", "Pretraining", "Similarity", "artifact", "data_identity",
-           "encode", "paired_seeds", "stage_directories", "stage_identities", "write_encoder_record"]
+__all__ = ["CLASSIFIER_RULES", "STAGES", "Centers", "ClassifierCodes", "Evaluation", "Hashing", "Pretraining",
+           "Similarity", "artifact", "classifier_codes", "classifier_config", "data_identity", "encode", "paired_seeds", "stage_directories", "stage_identities", "write_encoder_record"]
 
 STAGES: Registry[type[Stage]] = Registry("stage")
 """The stages by name (``stage0`` ... ``stage3``, ``evaluation``), in the order a run computes them."""
@@ -404,7 +404,9 @@ class Hashing(Stage):
                  "database_codes": encode(model, data.database, config), "database_labels": data.database.labels,
                  # reachability (shc.reachability): the training set without augmentation, and the targets
                  "train_codes": encode(model, data.train.with_transform(data.val.transform), config),
-                 "train_labels": data.train.labels, **_targets(criterion, centers)}
+                 "train_labels": data.train.labels, **_targets(criterion, centers),
+                 # the unseen-class protocol (shc.data.unseen): labels from seen_classes on are held out
+                 **({"seen_classes": np.array(data.num_classes)} if data.unseen_names else {})}
         return criterion, codes, record
 
     def save(self, outputs: Any, directory: Path) -> None:
@@ -484,6 +486,102 @@ class Evaluation(Stage):
     def finished(self) -> dict[str, Any] | None:
         """The measures of a finished stage 3 (re-measured when stale), None when it has not finished."""
         return self.run() if self.hashing.cached() is not None else None
+
+
+# --------------------------------------------------------------------------------------------
+# The classifier's own codes: how much of retrieval is classification
+# --------------------------------------------------------------------------------------------
+CLASSIFIER_RULES = ("top1", "soft")
+"""How :class:`ClassifierCodes` turns stage 1's class probabilities p into a code: ``top1`` the center of the
+predicted class (h_argmax p); ``soft`` sign(sum_c p_c h_c), the probability-weighted vote of every center."""
+
+
+def classifier_codes(logits: np.ndarray, centers: np.ndarray, rule: str) -> np.ndarray:
+    """Codes (n, q) in {-1, +1} from a classifier's logits (n, C) and the centers (C, q) by ``rule``
+    (:data:`CLASSIFIER_RULES`); a ``soft`` vote that ends at exactly 0 gives +1, as :func:`shc.models.hash_codes`."""
+    logits, centers = np.asarray(logits, np.float64), np.asarray(centers, np.float64)
+    if logits.ndim != 2 or centers.ndim != 2 or logits.shape[1] != centers.shape[0]:
+        raise ValueError(f"logits {logits.shape} and centers {centers.shape} must be (n, C) and (C, q).")
+    if rule == "top1":
+        return centers[logits.argmax(axis=1)].astype(np.int8)
+    if rule == "soft":
+        probabilities = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probabilities /= probabilities.sum(axis=1, keepdims=True)
+        return np.where(probabilities @ centers >= 0, 1, -1).astype(np.int8)
+    raise ValueError(f"unknown classifier-code rule {rule!r}; choose one of: {', '.join(CLASSIFIER_RULES)}.")
+
+
+def classifier_config(config: Any) -> Any:
+    """The config whose stage 1 trains the classifier :class:`ClassifierCodes` reads: ``config`` with the
+    data-dependent S (the classifier of the paper's stage 1, the same folder as SHC's)."""
+    return config.replace(similarity="logits")
+
+
+@STAGES.register("classifier")
+class ClassifierCodes(Stage):
+    """Sablayrolles et al.'s trivial solution (ICASSP 2017) as a baseline of every center method: no hashing
+    network; stage 1's classifier (selected on the validation split) labels each query and database image, and the
+    image gets its predicted class's center (``top1``) or the vote of all centers weighted by the class
+    probabilities (``soft``). Its ``codes.npz`` and ``metrics.json`` are laid out as stage 3's, measured by the
+    same :func:`~shc.evaluation.evaluate_codes` (the unseen-class pairings too), so it sits beside the networks in
+    every table: the part of seen-class retrieval that is classification. Applies to methods with centers."""
+
+    name = "classifier"
+    parents = (Similarity, Centers)
+    files = (("codes.npz", archive_file), ("metrics.json", json_object("rule", "evaluation")))
+    complete = "metrics.json"
+
+    def __init__(self, config: Any, rule: str = "top1") -> None:
+        if rule not in CLASSIFIER_RULES:
+            raise ValueError(f"unknown classifier-code rule {rule!r}; choose one of: {', '.join(CLASSIFIER_RULES)}.")
+        super().__init__(config)
+        self.rule = rule
+
+    def applies(self) -> bool:
+        return method_spec(self.config).centers is not None
+
+    def reads(self) -> tuple[type[Stage], ...]:
+        return (Centers,) if self.applies() else ()  # the classifier's stage 1 is read in compute (classifier_config)
+
+    def own_identity(self) -> dict[str, Any] | None:
+        if not self.applies():
+            return None
+        return {"rule": self.rule, "classifier": Similarity(classifier_config(self.config)).identity}
+
+    def label(self) -> str:
+        return f"classifier-{self.rule}-{_variant(self.config)}-{self.config.bits}bit"
+
+    def compute(self, inputs: Mapping[str, Any], directory: Path, progress: bool) -> Any:
+        from shc.models import build_classifier
+        from shc.train import predict
+        from shc.train.checkpoint import load_checkpoint
+
+        config, data = self.config, load_data(self.config)
+        stage1 = Similarity(classifier_config(config))
+        stage1.run(progress)  # trains the classifier when no run of the grid has yet
+        saved = stage1.directory / "classifier"
+        checkpoint = load_checkpoint(saved / "best.pt" if (saved / "best.pt").exists() else saved / "last.pt")
+        model = build_classifier(config.backbone, data.num_classes)  # the weights are all in the checkpoint
+        model.load_state_dict(checkpoint["model"])
+        centers = inputs["stage2"]
+        codes = {}
+        for split in ("query", "database"):
+            logits = predict(model, getattr(data, split), batch_size=512, precision=config.precision).numpy()
+            codes[f"{split}_codes"] = classifier_codes(logits, centers, self.rule)
+            codes[f"{split}_labels"] = getattr(data, split).labels
+        if data.unseen_names:
+            codes["seen_classes"] = np.array(data.num_classes)
+        record = {"rule": self.rule, "method": config.method, "bits": config.bits, "seed": config.seed,
+                  "dataset": config.dataset, "classifier": str(saved), "threads": threads()}
+        return codes, jsonable({**record, **evaluate_codes(codes)})
+
+    def save(self, outputs: Any, directory: Path) -> None:
+        codes, record = outputs
+        save_npz(directory / "codes.npz", **codes)
+        write_json(directory / "metrics.json", record)
+
+    def load(self) -> dict[str, Any]:
+        return json.loads((self.directory / "metrics.json").read_text())
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,233 @@
+"""The unseen-class protocol (issue 37, shc.data.unseen) and the classifier-code baseline (shc.stages.ClassifierCodes):
+no held-out class reaches a training stage, the three pairings evaluate the declared sets, and the baseline's codes
+are the centers the classifier predicts."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from shc.data import load_dataset
+from shc.data.unseen import PAIRINGS, held_out_classes, hold_out_classes, pairing_masks
+from shc.evaluation import UNSEEN_KEYS, evaluate_codes, unseen_scores
+from shc.metrics import evaluate
+from shc.stages import CLASSIFIER_RULES, ClassifierCodes, classifier_codes
+
+TINY = {"num_classes": 20, "train_per_class": 6, "val_per_class": 2, "query_per_class": 3, "database_per_class": 6}
+
+
+@pytest.fixture(scope="module")
+def both():
+    """The same data without and with a quarter of its classes held out."""
+    return load_dataset("digits-composite", seed=3, **TINY), load_dataset("digits-composite", seed=3, unseen_classes=0.25,
+                                                                         **TINY)
+
+
+def test_the_held_out_draw_is_a_seeded_quarter_and_refuses_empty_or_full_draws():
+    drawn = held_out_classes(20, 0.25, seed=3)
+    assert len(drawn) == 5 and np.all(np.diff(drawn) > 0) and drawn.min() >= 0 and drawn.max() < 20
+    np.testing.assert_array_equal(drawn, held_out_classes(20, 5, seed=3))  # a count or a fraction: the same draw
+    assert any(not np.array_equal(drawn, held_out_classes(20, 0.25, seed)) for seed in range(4, 8))
+    for bad in (0.01, 19, 1.5):
+        with pytest.raises((ValueError, TypeError), match="unseen_classes"):
+            held_out_classes(20, bad, seed=0)
+
+
+def test_no_held_out_image_is_in_train_or_val_and_query_and_database_keep_every_image(both):
+    full, unseen = both
+    held = held_out_classes(20, 0.25, seed=3)
+    seen = np.setdiff1d(np.arange(20), held)
+    assert unseen.num_classes == 15 and unseen.class_names == [full.class_names[c] for c in seen]
+    assert unseen.unseen_names == [full.class_names[c] for c in held]
+    np.testing.assert_array_equal(unseen.coarse_labels, full.coarse_labels[seen])
+    for name in ("train", "val"):  # exactly the seen-class images of the full split, in their order
+        kept = ~np.isin(getattr(full, name).labels, held)
+        np.testing.assert_array_equal(getattr(unseen, name).source_ids, getattr(full, name).source_ids[kept])
+        assert getattr(unseen, name).labels.max() < 15
+    for name in ("query", "database"):  # every image, relabelled: the name of each label is the same class
+        before, after = getattr(full, name), getattr(unseen, name)
+        np.testing.assert_array_equal(after.source_ids, before.source_ids)
+        assert [unseen.all_class_names[label] for label in after.labels] == \
+            [full.class_names[label] for label in before.labels]
+        assert set(after.labels[after.labels >= 15]) == set(range(15, 20))
+    assert full.fingerprint() != unseen.fingerprint() and "5 of 20 held out" in unseen.protocol
+
+
+def test_the_protocol_refuses_multi_label_data_and_a_second_application(both):
+    with pytest.raises(ValueError, match="already holds classes out"):
+        hold_out_classes(both[1], 0.25, seed=3)
+    import dataclasses
+
+    multi = dataclasses.replace(both[0], multi_label=True)
+    with pytest.raises(ValueError, match="multi-label"):
+        hold_out_classes(multi, 0.25, seed=3)
+
+
+def test_the_pairings_select_the_declared_queries_and_database_images():
+    query_labels, database_labels = np.array([0, 3, 1, 4]), np.array([4, 0, 2, 3, 1])
+    masks = pairing_masks(query_labels, database_labels, seen_classes=3)  # 3 and 4 are held out
+    assert list(masks) == list(PAIRINGS)
+    expected = {"seen@seen": ([1, 0, 1, 0], [0, 1, 1, 0, 1]), "unseen@unseen": ([0, 1, 0, 1], [1, 0, 0, 1, 0]),
+                "unseen@all": ([0, 1, 0, 1], [1, 1, 1, 1, 1])}
+    for pairing, (queries, database) in expected.items():
+        np.testing.assert_array_equal(masks[pairing][0], np.array(queries, bool))
+        np.testing.assert_array_equal(masks[pairing][1], np.array(database, bool))
+
+
+def test_the_pairing_scores_are_the_metrics_of_the_selected_sets_by_hand_and_by_brute_force():
+    # held-out class 2's codes are those of seen class 0: perfect among the held-out images, half wrong among all
+    codes = {"query_codes": np.array([[1, 1], [-1, -1], [1, 1]]), "query_labels": np.array([0, 1, 2]),
+             "database_codes": np.array([[1, 1], [-1, -1], [1, 1], [1, 1]]), "database_labels": np.array([0, 1, 2, 2]),
+             "seen_classes": np.array(2)}
+    scores = unseen_scores(codes)
+    assert set(scores) == set(UNSEEN_KEYS)
+    assert scores["seen@seen_tie_aware_mAP@ALL"] == pytest.approx(1.0)
+    assert scores["unseen@unseen_tie_aware_mAP@ALL"] == pytest.approx(1.0)
+    # query of class 2 against all: 3 images tie at distance 0, 2 of them relevant; tie-aware AP = expected AP over
+    # the 3! orders of the tie: orders put the non-relevant one first, second or third with probability 1/3 each
+    ap = np.mean([(1 / 2 + 2 / 3) / 2, (1 + 2 / 3) / 2, 1.0])
+    assert scores["unseen@all_tie_aware_mAP@ALL"] == pytest.approx(ap)
+    rng = np.random.default_rng(0)
+    codes = {"query_codes": rng.choice([-1, 1], (30, 8)), "query_labels": rng.integers(0, 6, 30),
+             "database_codes": rng.choice([-1, 1], (60, 8)), "database_labels": rng.integers(0, 6, 60),
+             "seen_classes": np.array(4)}
+    scores = unseen_scores(codes)
+    for pairing, (queries, database) in pairing_masks(codes["query_labels"], codes["database_labels"], 4).items():
+        direct = evaluate(codes["query_codes"][queries], codes["query_labels"][queries],
+                          codes["database_codes"][database], codes["database_labels"][database], ks=(), pr=False,
+                          tie_aware=True)
+        for key in ("tie_aware_mAP@ALL", "mAP@ALL", "tie_aware_mAP@100", "mAP@100"):
+            assert scores[f"{pairing}_{key}"] == pytest.approx(direct[key])
+    assert unseen_scores({key: value for key, value in codes.items() if key != "seen_classes"}) == {}
+
+
+def test_query_reachability_counts_only_the_queries_of_seen_classes():
+    targets = np.array([[1, 1, 1, 1], [-1, -1, -1, -1]])
+    codes = {"train_codes": targets.copy(), "train_labels": np.array([0, 1]), "target_codes": targets,
+             "target_kind": np.array("centers"),
+             # the seen queries hit their centers; the held-out query (label 2) has no center
+             "query_codes": np.array([[1, 1, 1, 1], [-1, -1, -1, -1], [1, -1, 1, -1]]),
+             "query_labels": np.array([0, 1, 2]), "database_codes": targets, "database_labels": np.array([0, 1]),
+             "seen_classes": np.array(2)}
+    metrics = evaluate_codes(codes)
+    assert metrics["query_center_hit_rate"] == 1.0 and metrics["query_center_bit_error"] == 0.0
+    # the database holds no held-out image: unseen@unseen has nothing to rank and is left out, unseen@all is there
+    assert "unseen@all_tie_aware_mAP@ALL" in metrics and "unseen@unseen_tie_aware_mAP@ALL" not in metrics
+
+
+def test_classifier_codes_by_hand():
+    centers = np.array([[1, 1, 1], [-1, -1, 1], [-1, 1, -1]])
+    logits = np.array([[3.0, 0.0, 0.0], [0.0, 0.0, 5.0], np.log([0.4, 0.35, 0.25])])
+    np.testing.assert_array_equal(classifier_codes(logits, centers, "top1"), centers[[0, 2, 0]])
+    # soft, third image: 0.4 h0 + 0.35 h1 + 0.25 h2 = (-0.2, 0.3, 0.5): not the top class's center
+    np.testing.assert_array_equal(classifier_codes(logits[2:], centers, "soft"), [[-1, 1, 1]])
+    # a vote of exactly 0 (two opposite centers, equally likely) gives +1
+    np.testing.assert_array_equal(classifier_codes(np.zeros((1, 2)), np.array([[1], [-1]]), "soft"), [[1]])
+    assert set(CLASSIFIER_RULES) == {"top1", "soft"}
+    with pytest.raises(ValueError, match="choose one of: top1, soft"):
+        classifier_codes(logits, centers, "top2")
+    with pytest.raises(ValueError, match=r"must be \(n, C\) and \(C, q\)"):
+        classifier_codes(logits[:, :2], centers, "top1")
+
+
+@pytest.fixture(scope="module")
+def tiny_unseen(tmp_path_factory):
+    from shc.pipeline import preset, run_classifier_codes, run_grid
+
+    configs = preset("tiny-unseen", run_dir=str(tmp_path_factory.mktemp("unseen")))
+    return configs, run_grid(configs, progress=False), run_classifier_codes(configs)
+
+
+def test_no_held_out_class_reaches_s_the_centers_or_the_networks(tiny_unseen):
+    from shc.models import build_classifier
+    from shc.runs import load_data
+    from shc.stages import Centers, Hashing, Similarity
+
+    configs, rows, _ = tiny_unseen
+    data = load_data(configs[0])
+    assert data.num_classes == 15 and len(data.unseen_names) == 5
+    shc = next(c for c in configs if c.method == "shc")
+    assert Similarity(shc).load().shape == (15, 15)
+    assert Centers(shc).load().shape == (15, 16)
+    state = json.loads((Similarity(shc).directory / "config.json").read_text())
+    assert state["dataset_options"]["unseen_classes"] == 0.25
+    import torch
+
+    weights = torch.load(Similarity(shc).directory / "classifier" / "best.pt", weights_only=True)["model"]
+    assert build_classifier(shc.backbone, 15).load_state_dict(weights) is not None  # 15 outputs, not 20
+    for config in configs:
+        codes = Hashing(config).codes()
+        assert codes["train_labels"].max() < 15 and int(codes["seen_classes"]) == 15
+        assert set(codes["query_labels"]) == set(range(20)) and set(codes["database_labels"]) == set(range(20))
+    for row in rows:
+        assert all(0 <= row[key] <= 1 for key in UNSEEN_KEYS)
+
+
+def test_the_classifier_code_baseline_gives_each_image_a_predicted_center(tiny_unseen):
+    from shc.models import build_classifier
+    from shc.runs import load_data
+    from shc.stages import Centers, Similarity, classifier_config
+    from shc.train import predict
+
+    configs, _, baseline = tiny_unseen
+    assert [row["method"] for row in baseline] == [f"{m} ({rule} classifier codes)" for m in ("mds", "shc")
+                                                   for rule in ("top1", "soft")]  # greedyhash has no centers
+    shc = next(c for c in configs if c.method == "shc")
+    data, centers = load_data(shc), Centers(shc).load()
+    model = build_classifier(shc.backbone, 15)
+    stage1 = Similarity(classifier_config(shc)).directory / "classifier" / "best.pt"
+    import torch
+
+    model.load_state_dict(torch.load(stage1, weights_only=True)["model"])
+    logits = predict(model, data.query).numpy()
+    with np.load(ClassifierCodes(shc, "top1").directory / "codes.npz") as stored:
+        np.testing.assert_array_equal(stored["query_codes"], centers[logits.argmax(1)])
+        assert int(stored["seen_classes"]) == 15
+        metrics = evaluate_codes({key: stored[key] for key in stored.files})
+    row = next(row for row in baseline if row["method"] == "shc (top1 classifier codes)")
+    assert row["unseen@all_tie_aware_mAP@ALL"] == pytest.approx(metrics["unseen@all_tie_aware_mAP@ALL"])
+    assert not ClassifierCodes(next(c for c in configs if c.method == "greedyhash")).applies()
+
+
+def test_the_results_read_the_pairings_and_the_baseline_and_name_a_missing_one(tiny_unseen, tmp_path, capsys):
+    from shc.results import classifier_code_rows, result_rows
+    from shc.results.cli import main
+    from shc.runs import MissingRunError
+
+    configs = tiny_unseen[0]
+    frame = result_rows(configs)
+    assert frame[list(UNSEEN_KEYS)].notna().all().all()
+    baseline = classifier_code_rows(configs)
+    assert list(baseline["label"]) == ["mds (top1 classifier codes)", "mds (soft classifier codes)",
+                                       "shc (top1 classifier codes)", "shc (soft classifier codes)"]
+    with pytest.raises(MissingRunError, match="classifier-code baseline.*python -m shc.pipeline"):
+        classifier_code_rows([configs[0].replace(run_dir=str(tmp_path))])
+    assert main(["--preset", "tiny-unseen", "--run-dir", configs[0].run_dir, "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "unseen@all: queries of unseen classes against the database images of all classes" in out
+    assert "| shc (soft classifier codes) |" in out
+    from shc.pipeline import main as pipeline
+
+    assert pipeline(["--preset", "tiny-unseen", "--run-dir", configs[0].run_dir, "--quiet"]) == 0  # all cached
+    out = capsys.readouterr().out
+    assert "unseen@unseen_tie_aware_mAP@ALL (mean" in out and "classifier-code baseline, unseen@all" in out
+
+
+def test_the_unseen_presets_hold_out_a_quarter_of_their_regime_and_change_nothing_else():
+    from shc.presets import get_preset
+
+    for regime in ("standard", "standard-pretrained"):
+        base, unseen = get_preset(regime), get_preset(f"{regime}-unseen")
+        base_config, unseen_config = base.base(dataset=base.datasets[0]), unseen.base(dataset=unseen.datasets[0])
+        assert dict(unseen_config.dataset_options) == {**dict(base_config.dataset_options), "unseen_classes": 0.25}
+        assert unseen_config.replace(dataset_options=base_config.dataset_options) == base_config
+        assert (unseen.bits, unseen.seeds, unseen.classifier_codes) == (base.bits, base.seeds, ("top1", "soft"))
+        assert {m: c.epochs for c in unseen.configs() for m in [c.method]} == \
+            {m: c.epochs for c in base.configs(methods=list(unseen.methods)) for m in [c.method]}
+    with pytest.raises(ValueError, match="unknown classifier-code rules"):
+        from shc.presets import Preset
+
+        Preset(name="t", description="d", datasets=("digits-composite",), methods=("csq",), bits=(16,), seeds=(0,),
+               classifier_codes=("top3",))
