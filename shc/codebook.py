@@ -16,8 +16,8 @@ import numpy as np
 
 from shc.registry import Registry
 
-__all__ = ["ASSIGNMENTS", "assignment_costs", "class_mean_codes", "greedy_assignment",
-           "head_width", "hungarian_assignment", "reassign", "sample_codebook"]
+__all__ = ["ASSIGNMENTS", "assignment_costs", "class_mean_codes", "greedy_assignment", "head_width",
+           "hungarian_assignment", "reassign", "sample_codebook", "semantic_codebook", "semantic_greedy_assignment"]
 
 
 def head_width(num_bits: int, codebook_size: int) -> int:
@@ -150,8 +150,68 @@ ASSIGNMENTS.register("greedy", greedy_assignment)
 ASSIGNMENTS.register("hungarian", hungarian_assignment)
 
 
+def semantic_codebook(centers: np.ndarray, num_heads: int, size: int, rng: np.random.Generator
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """SCRH's codebook and first assignment (docs/baselines.md, "SCRH"): per head, the distinct sub-codes of the
+    semantic ``centers`` (C, K) in class order, then distinct uniform draws up to ``size`` candidates; each class
+    first takes, in class order, the free candidate nearest its own sub-code (its own when the classes' sub-codes
+    of that head differ, so the first centers are ``centers`` exactly).
+
+    Returns ``(codebooks (H, M, d) int8, assignment (H, C) int64)``."""
+    centers = np.asarray(centers, dtype=np.int8)
+    num_classes, num_bits = centers.shape
+    width = num_bits // num_heads
+    if width * num_heads != num_bits or size > 2**width or size < num_classes:
+        raise ValueError(f"{num_heads} heads of {num_bits} bits cannot hold {size} distinct candidates for "
+                         f"{num_classes} classes; see head_width.")
+    codebooks, assignment = [], []
+    for head in range(num_heads):
+        chunks = centers[:, head * width:(head + 1) * width]
+        _, first = np.unique(chunks, axis=0, return_index=True)
+        rows = chunks[np.sort(first)]
+        while len(rows) < size:
+            drawn = np.where(rng.random((size - len(rows), width)) < 0.5, -1, 1).astype(np.int8)
+            rows = np.concatenate([rows, drawn])
+            _, first = np.unique(rows, axis=0, return_index=True)
+            rows = rows[np.sort(first)]
+        codebooks.append(rows)
+        distances = assignment_costs(chunks.astype(np.float64), np.full(num_classes, float(width)), rows)
+        assignment.append(greedy_assignment(distances, np.arange(num_classes)))
+    return np.stack(codebooks), np.stack(assignment)
+
+
+def semantic_greedy_assignment(costs: np.ndarray, codebook: np.ndarray, chunks: np.ndarray, others: np.ndarray,
+                               similarity: np.ndarray, num_bits: int, weight: float, order: np.ndarray) -> np.ndarray:
+    """The greedy pass of SCRH: classes in ``order`` each take the free candidate minimising Eq. 7's cost plus the
+    semantic fit of the center it makes (docs/baselines.md, "SCRH", Eq. S2):
+
+    ``costs[c, j] + weight * d * mean_{c' != c} (S[c, c'] - (others[c, c'] + <z_j, a_c'>) / K)^2``
+
+    with ``z_j`` candidate j of this head (``codebook`` (M, d)), ``a_c'`` the sub-code class c' holds in this head
+    (``chunks`` (C, d): already this pass's choice for the classes before c in ``order``), ``others`` (C, C) the
+    inner products of the classes' centers over the other heads and K = ``num_bits``. ``d`` puts the semantic
+    term, a squared difference of normalised inner products, on the per-bit scale of Eq. 7. A loop over classes
+    (each an (M, C - 1) product), never over samples. ``weight`` 0 is CRH's :func:`greedy_assignment`."""
+    num_classes, size = costs.shape
+    if size < num_classes:
+        raise ValueError(f"{size} candidates cannot give {num_classes} classes one each; use a larger codebook.")
+    codebook = np.asarray(codebook, dtype=np.float64)
+    chunks = np.array(chunks, dtype=np.float64)
+    width = codebook.shape[1]
+    taken = np.zeros(size, dtype=bool)
+    chosen = np.empty(num_classes, dtype=np.int64)
+    for c in np.asarray(order):
+        mates = np.arange(num_classes) != c
+        products = (others[c, mates][None, :] + codebook @ chunks[mates].T) / num_bits
+        semantic = ((similarity[c, mates][None, :] - products) ** 2).mean(axis=1)
+        candidate = int(np.argmin(np.where(taken, np.inf, costs[c] + weight * width * semantic)))
+        chosen[c], taken[candidate], chunks[c] = candidate, True, codebook[candidate]
+    return chosen
+
+
 def reassign(codes: np.ndarray, labels: np.ndarray, num_classes: int, codebooks: np.ndarray, assignment: str,
-             rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+             rng: np.random.Generator, similarity: np.ndarray | None = None, semantic_weight: float = 0.0,
+             current: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """CRH's center reassignment (Eqs. 5-7), head by head.
 
     Parameters
@@ -165,6 +225,11 @@ def reassign(codes: np.ndarray, labels: np.ndarray, num_classes: int, codebooks:
     assignment : {"greedy", "hungarian"}
     rng : numpy Generator
         Draws the greedy pass's class order (one permutation per head).
+    similarity, semantic_weight, current : optional
+        SCRH (docs/baselines.md): with a (C, C) ``similarity`` S and ``semantic_weight`` > 0, each head's greedy
+        pass adds the semantic fit of the centers (:func:`semantic_greedy_assignment`), given the assignment
+        ``current`` (H, C) of the heads not yet reassigned; heads are reassigned in order, each seeing the ones
+        before it anew. Greedy only (the semantic term couples the classes).
 
     Returns
     -------
@@ -179,13 +244,25 @@ def reassign(codes: np.ndarray, labels: np.ndarray, num_classes: int, codebooks:
     if codes.shape[1] != num_heads * width:
         raise ValueError(f"codes have {codes.shape[1]} bits, the codebook {num_heads} heads of {width}.")
     labels = np.asarray(labels)
-    chosen = np.empty((num_heads, num_classes), dtype=np.int64)
+    semantic = similarity is not None and semantic_weight > 0
+    if semantic and (assignment != "greedy" or current is None):
+        raise ValueError("the semantic reassignment is greedy and needs the current assignment: pass "
+                         "assignment='greedy' and current=.")
+    chosen = np.empty((num_heads, num_classes), dtype=np.int64) if current is None else np.array(current)
     totals = np.empty(num_heads)
     for head in range(num_heads):
         sub_codes = codes[:, head * width:(head + 1) * width]
         means, squared = class_mean_codes(sub_codes, labels, num_classes)
         costs = assignment_costs(means, squared, codebooks[head])
-        chosen[head] = assign(costs, rng.permutation(num_classes))
+        order = rng.permutation(num_classes)
+        if semantic:
+            held = codebooks[np.arange(num_heads)[:, None], chosen].astype(np.float64)  # (H, C, d)
+            others = np.einsum("hcd,hed->ce", held, held) - held[head] @ held[head].T
+            chosen[head] = semantic_greedy_assignment(costs, codebooks[head], held[head], others,
+                                                      np.asarray(similarity, np.float64), num_heads * width,
+                                                      semantic_weight, order)
+        else:
+            chosen[head] = assign(costs, order)
         totals[head] = costs[np.arange(num_classes), chosen[head]].sum()
     return chosen, totals
 

@@ -35,7 +35,7 @@ from shc.validation import sign_codes
 
 __all__ = ["METHODS", "MethodSpec", "available_methods", "build_criterion", "get_method"]
 
-_CONTEXT_ARGUMENTS = ("num_classes", "num_bits", "train_labels", "centers", "seed")
+_CONTEXT_ARGUMENTS = ("num_classes", "num_bits", "train_labels", "centers", "seed", "similarity")
 """What :func:`build_criterion` knows besides the hyper-parameters; a loss receives those its
 constructor names."""
 
@@ -175,6 +175,13 @@ for _spec in (
         "Neural Hash Function (Center-Reassigned Hashing), AAAI 2026, arXiv 2511.12162; implemented from the "
         "paper's text (the released code has no licence)",
     ),
+    MethodSpec(
+        "scrh", "scrh", "shc-ls", True, _LINEAR_HEAD,
+        {"scale": None, "margin": 0.2, "quantization_weight": None, "codebook_multiple": 2, "reassign_until": 20,
+         "reassign_every": 5, "semantic_weight": 1.0},
+        "Ours (issue 37, docs/baselines.md): CRH started at shc-ls's semantic centers of the stage-1 S, reassigned "
+        "with their semantic fit in the cost",
+    ),
 ):
     METHODS.register(_spec.name, _spec)
 
@@ -200,7 +207,7 @@ def _check_centers(centers: Any, num_classes: int, num_bits: int, name: str) -> 
 
 
 def build_criterion(name: str, num_classes: int, num_bits: int, train_labels: Any, centers: Any | None = None,
-                    seed: int = 0, **overrides: Any) -> nn.Module:
+                    seed: int = 0, similarity: Any | None = None, **overrides: Any) -> nn.Module:
     """The training loss of method ``name`` with its published hyper-parameters.
 
     Parameters
@@ -220,6 +227,8 @@ def build_criterion(name: str, num_classes: int, num_bits: int, train_labels: An
         require them.
     seed : int
         Seed of generated centers and of the center loss's multi-label tie-break signs.
+    similarity : array-like, optional
+        The stage-1 S (C, C), for a loss that reads it (SCRH's semantic reassignment); others ignore it.
     **overrides
         Hyper-parameters replacing ``spec.defaults`` (only those names are accepted).
 
@@ -247,7 +256,7 @@ def build_criterion(name: str, num_classes: int, num_bits: int, train_labels: An
         centers = generate_centers(spec.centers, num_classes, num_bits, seed=seed)
     else:
         centers = _check_centers(centers, num_classes, num_bits, name)
-    context = dict(zip(_CONTEXT_ARGUMENTS, (num_classes, num_bits, labels, centers, seed)))
+    context = dict(zip(_CONTEXT_ARGUMENTS, (num_classes, num_bits, labels, centers, seed, similarity)))
     loss_class = LOSSES[spec.loss]
     accepted = inspect.signature(loss_class).parameters
     arguments = {key: value for key, value in context.items() if key in accepted}

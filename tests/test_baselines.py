@@ -34,7 +34,7 @@ from shc.models import build_hashing_network
 
 PAPER_METHODS = [
     "shc", "csq", "mds", "random", "semantic", "distance", "shc-ls",
-    "dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "lth", "orthohash", "crh",
+    "dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "lth", "orthohash", "crh", "scrh",
 ]
 
 

@@ -49,7 +49,7 @@ from shc.losses.classification import (
     class_balanced_weights,
     class_counts,
 )
-from shc.losses.crh import CRHLoss
+from shc.losses.crh import CRHLoss, SemanticCRHLoss
 from shc.losses.pairwise import IDHN_HARD_TOLERANCE, DPSHLoss, DTSHLoss, HashNetLoss, IDHNLoss
 from shc.losses.registry import LOSSES, CodeBank, _label_tensor, build_loss, register_loss
 
@@ -59,6 +59,7 @@ __all__ = [
     "CenterLoss",
     "ClassificationLoss",
     "CRHLoss",
+    "SemanticCRHLoss",
     "CodeBank",
     "DPSHLoss",
     "DTSHLoss",

@@ -22,7 +22,7 @@ from shc.losses.registry import (
     register_loss,
 )
 
-__all__ = ["CRHLoss"]
+__all__ = ["CRHLoss", "SemanticCRHLoss"]
 
 
 @register_loss("crh")
@@ -151,13 +151,17 @@ class CRHLoss(nn.Module):
         binary = np.where(codes >= 0, 1.0, -1.0)
         rng = np.random.default_rng([self.seed, int(epoch)])
         chosen, costs = reassign(binary, self.labels.cpu().numpy(), self.num_classes,
-                                 self.codebooks.cpu().numpy(), self.assignment_method, rng)
+                                 self.codebooks.cpu().numpy(), self.assignment_method, rng, **self._semantic_options())
         chosen = torch.from_numpy(chosen).to(self.assignment.device)
         changed = int((chosen != self.assignment).sum())
         self.assignment.copy_(chosen)
         entry = {"epoch": int(epoch), "reassigned": changed, "assignment_cost": float(costs.sum() / self.num_classes)}
         self.reassignments.append(entry)
         return {key: entry[key] for key in ("reassigned", "assignment_cost")}
+
+    def _semantic_options(self) -> dict[str, Any]:
+        """Extra arguments of :func:`shc.codebook.reassign` (SCRH's semantic term); none for CRH."""
+        return {}
 
     def on_epoch_end(self, model: nn.Module, train_set: Any, epoch: int) -> dict[str, float] | None:
         """``fit``'s epoch hook: on scheduled epochs, encode ``train_set`` (in dataset order, with the model in
@@ -196,3 +200,77 @@ class CRHLoss(nn.Module):
         return (f"num_classes={self.num_classes}, num_bits={self.num_bits}, heads={self.num_heads}, "
                 f"codebook={tuple(self.codebooks.shape[1:])}, scale={self.scale:.4g}, margin={self.margin}, "
                 f"quantization_weight={self.quantization_weight}, assignment={self.assignment_method!r}")
+
+
+@register_loss("scrh")
+class SemanticCRHLoss(CRHLoss):
+    """SCRH, ours (docs/baselines.md, "SCRH: semantic targets that learn"): CRH whose targets start at semantic
+    centers and move by a reassignment that also keeps their semantic fit.
+
+    - **Start (Eq. S1).** Each head's codebook holds the distinct sub-codes of the semantic ``centers`` (stage 2's
+      shc-ls centers of the stage-1 S, or any (C, K) +-1 set), topped up with distinct uniform draws to
+      ``M = codebook_multiple * C``; every class starts on its own sub-codes (:func:`shc.codebook.semantic_codebook`),
+      so the first targets are the semantic centers.
+    - **Loss.** CRH's margin cosine cross-entropy and quantisation term (Eqs. 1-4), unchanged.
+    - **Reassignment (Eq. S2).** CRH's schedule and greedy pass, where giving class c candidate z_j of head g costs
+      Eq. 7's mean squared distance to the class's sub-codes plus ``semantic_weight * d * mean_{c' != c}
+      (S_cc' - <h_c, h_c'> / K)^2``, the per-class SHC fit (paper Eq. 12's first term) of the center it makes
+      (:func:`shc.codebook.semantic_greedy_assignment`). ``semantic_weight = 0`` is CRH started at the semantic
+      centers.
+
+    Parameters as :class:`CRHLoss`, plus ``centers`` (C, K) the starting centers, ``similarity`` (C, C) the S whose
+    fit the reassignment keeps (None: the starting centers' own ``H H^T / K``) and ``semantic_weight`` (1.0).
+    The reassignment is greedy (``assignment="hungarian"`` is refused: the semantic term couples the classes).
+    """
+
+    def __init__(self, num_classes: int, num_bits: int, train_labels: Any, centers: Any, similarity: Any = None,
+                 seed: int = 0, semantic_weight: float = 1.0, assignment: str = "greedy", **crh: Any) -> None:
+        from shc.codebook import semantic_codebook
+
+        if assignment != "greedy":
+            raise ValueError(f"SCRH's reassignment is greedy (its semantic term couples the classes); got assignment="
+                             f"{assignment!r}. Use assignment='greedy', or CRH for the Hungarian one.")
+        super().__init__(num_classes, num_bits, train_labels, seed=seed, assignment=assignment, **crh)
+        start = np.asarray(_check_codes_array(centers, self.num_classes, self.num_bits), dtype=np.int8)
+        if similarity is None:
+            similarity = start.astype(np.float64) @ start.T / self.num_bits
+        similarity = np.asarray(similarity, dtype=np.float64)
+        if similarity.shape != (self.num_classes, self.num_classes) or not np.isfinite(similarity).all():
+            raise ValueError(f"similarity must be a finite ({self.num_classes}, {self.num_classes}) matrix (stage 1's "
+                             f"S), got shape {similarity.shape}.")
+        self.semantic_weight = _positive_number(semantic_weight, "semantic_weight", allow_zero=True)
+        self.register_buffer("similarity", torch.from_numpy(similarity), persistent=False)
+        codebooks, assignment_now = semantic_codebook(start, self.num_heads, self.codebooks.shape[1],
+                                                      np.random.default_rng([self.seed, 1]))
+        self.codebooks.copy_(torch.from_numpy(codebooks.astype(np.float32)))
+        self.assignment.copy_(torch.from_numpy(assignment_now))
+
+    def _semantic_options(self) -> dict[str, Any]:
+        return {"similarity": self.similarity.cpu().numpy(), "semantic_weight": self.semantic_weight,
+                "current": self.assignment.cpu().numpy()}
+
+    def semantic_fit(self) -> float:
+        """``mean_{c != c'} (S_cc' - <h_c, h_c'> / K)^2`` of the current centers: the SHC fit the reassignment keeps
+        (the paper's S_loss per off-diagonal entry)."""
+        centers = self.centers().double().cpu()
+        gram = (centers @ centers.T / self.num_bits).numpy()
+        off = ~np.eye(self.num_classes, dtype=bool)
+        return float(((self.similarity.cpu().numpy() - gram) ** 2)[off].mean())
+
+    @torch.no_grad()
+    def reassign(self, codes: torch.Tensor | np.ndarray, epoch: int) -> dict[str, float]:
+        entry = super().reassign(codes, epoch)
+        self.reassignments[-1]["semantic_fit"] = entry["semantic_fit"] = self.semantic_fit()
+        return entry
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, semantic_weight={self.semantic_weight}"
+
+
+def _check_codes_array(centers: Any, num_classes: int, num_bits: int) -> np.ndarray:
+    from shc.validation import sign_codes
+
+    codes = sign_codes(centers, "centers")
+    if codes.shape != (num_classes, num_bits):
+        raise ValueError(f"centers must be ({num_classes}, {num_bits}) +-1 (one per class), got {codes.shape}.")
+    return codes

@@ -382,8 +382,11 @@ class Hashing(Stage):
         set_seed(config.seed)  # initial weights (network and any loss parameters) independent of earlier runs
         model = build_hashing_network(config.backbone, config.bits, pretrained=config.pretrained,
                                       weights=_start_weights(config, inputs), **dict(spec.head))
+        # S for a loss that reads it (SCRH); stage 2 has just read it, so stage 1 is there (its identity is nested)
+        similarity = Similarity(config).load() if spec.needs_similarity else None
         criterion = build_criterion(config.method, data.num_classes, config.bits, data.train.labels,
-                                    centers=centers, seed=config.seed, **dict(config.method_options))
+                                    centers=centers, seed=config.seed, similarity=similarity,
+                                    **dict(config.method_options))
 
         def validate(network) -> dict[str, float]:
             return selection_scores(encode(network, data.val, config), data.val.labels,
@@ -572,7 +575,7 @@ class ClassifierCodes(Stage):
         if data.unseen_names:
             codes["seen_classes"] = np.array(data.num_classes)
         record = {"rule": self.rule, "method": config.method, "bits": config.bits, "seed": config.seed,
-                  "dataset": config.dataset, "classifier": str(saved), "threads": threads()}
+                  "dataset": config.dataset, "classifier": stage1.directory.name, "threads": threads()}
         return codes, jsonable({**record, **evaluate_codes(codes)})
 
     def save(self, outputs: Any, directory: Path) -> None:

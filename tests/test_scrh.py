@@ -1,0 +1,186 @@
+"""SCRH (shc.losses.SemanticCRHLoss, shc.codebook.semantic_codebook / semantic_greedy_assignment): the start is the
+semantic centers, the semantic greedy pass is checked against a plain-Python loop and a hand example, weight 0 is
+CRH's pass, the loss is CRH's, and an interrupted run resumes bit-identically."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from shc.codebook import greedy_assignment, reassign, semantic_codebook, semantic_greedy_assignment
+from shc.losses import CRHLoss, SemanticCRHLoss
+from shc.methods import build_criterion, get_method
+from shc.train import fit
+from tests.test_crh import SETTINGS, Indexed, blobs, crh_state, network
+
+
+def random_centers(classes, bits, seed):
+    return np.where(np.random.default_rng(seed).random((classes, bits)) < 0.5, -1, 1).astype(np.int8)
+
+
+def test_the_start_is_the_semantic_centers_and_every_codebook_row_is_distinct():
+    centers = random_centers(6, 16, 0)
+    codebooks, assignment = semantic_codebook(centers, num_heads=2, size=12, rng=np.random.default_rng(0))
+    assert codebooks.shape == (2, 12, 8) and assignment.shape == (2, 6)
+    start = np.concatenate([codebooks[head, assignment[head]] for head in range(2)], axis=1)
+    np.testing.assert_array_equal(start, centers)
+    for head in range(2):
+        assert len({tuple(row) for row in codebooks[head]}) == 12
+        assert len(set(assignment[head].tolist())) == 6
+
+
+def test_classes_sharing_a_sub_code_start_on_distinct_candidates_the_first_keeping_its_own():
+    centers = np.array([[1, 1, -1, -1], [1, 1, 1, 1], [-1, 1, 1, -1]], dtype=np.int8)  # head 0: classes 0, 1 share
+    codebooks, assignment = semantic_codebook(centers, num_heads=2, size=4, rng=np.random.default_rng(1))
+    assert tuple(codebooks[0, assignment[0, 0]]) == (1, 1)  # class 0 keeps (1, 1); class 1 takes a nearest other
+    assert assignment[0, 1] != assignment[0, 0]
+    assert np.abs(codebooks[0, assignment[0, 1]] - np.array([1, 1])).sum() == 2  # one bit away
+    np.testing.assert_array_equal(codebooks[1, assignment[1]], centers[:, 2:])  # head 1: all distinct, all kept
+    with pytest.raises(ValueError, match="cannot hold"):
+        semantic_codebook(centers, num_heads=2, size=5, rng=np.random.default_rng(1))  # 5 > 2^2 candidates
+
+
+def _plain_semantic_greedy(costs, codebook, chunks, others, similarity, num_bits, weight, order):
+    """The pass written with scalar loops, as docs/baselines.md's Eq. S2 reads."""
+    num_classes, size = costs.shape
+    chunks = [list(map(float, row)) for row in chunks]
+    taken, chosen = set(), [None] * num_classes
+    for c in order:
+        best, best_cost = None, None
+        for j in range(size):
+            if j in taken:
+                continue
+            fit = [(similarity[c][e] - (others[c][e] + sum(a * b for a, b in zip(codebook[j], chunks[e]))) / num_bits)
+                   ** 2 for e in range(num_classes) if e != c]
+            cost = costs[c][j] + weight * len(codebook[j]) * sum(fit) / len(fit)
+            if best_cost is None or cost < best_cost:
+                best, best_cost = j, cost
+        chosen[c] = best
+        taken.add(best)
+        chunks[c] = list(map(float, codebook[best]))
+    return np.array(chosen)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_semantic_pass_equals_a_plain_python_loop(seed):
+    rng = np.random.default_rng(seed)
+    classes, size, width, bits = 5, 8, 3, 9
+    costs = rng.uniform(0, 12, (classes, size))
+    codebook = np.array(list({tuple(r) for r in rng.choice([-1, 1], (40, width))})[:size], dtype=float)
+    chunks = codebook[rng.permutation(size)[:classes]]
+    others = rng.integers(-6, 7, (classes, classes)).astype(float)
+    others = (others + others.T) / 2
+    similarity = rng.uniform(-1, 1, (classes, classes))
+    order = rng.permutation(classes)
+    for weight in (0.0, 0.5, 3.0):
+        np.testing.assert_array_equal(
+            semantic_greedy_assignment(costs, codebook, chunks, others, similarity, bits, weight, order),
+            _plain_semantic_greedy(costs, codebook, chunks, others, similarity, bits, weight, order))
+    # weight 0 is CRH's greedy pass
+    np.testing.assert_array_equal(semantic_greedy_assignment(costs, codebook, chunks, others, similarity, bits, 0.0,
+                                                             order), greedy_assignment(costs, order))
+
+
+def test_the_semantic_term_overrides_a_slightly_cheaper_candidate_by_hand():
+    # one head of 2 bits (K = 2); class 1 is fixed at (1, 1); S says classes 0 and 1 are alike (S = 1)
+    codebook = np.array([[1, 1], [-1, -1], [1, -1]], dtype=float)
+    costs = np.array([[1.0, 0.9, 5.0], [0.0, 9.0, 9.0]])  # class 0's samples prefer (-1, -1) by 0.1
+    chunks, others, order = np.array([[1, -1], [1, 1]], dtype=float), np.zeros((2, 2)), np.array([1, 0])
+    similarity = np.array([[1.0, 1.0], [1.0, 1.0]])
+    # class 1 first takes (1, 1) (cost 0 + semantic 1 * 2 * (1 - <(1,1),(1,-1)>/2)^2 = 2, against 9 + ... for others)
+    # then class 0: candidate (1, 1) is taken; (-1, -1): 0.9 + 2 * (1 - (-2)/2)^2 = 8.9; (1, -1): 5 + 2 * 1 = 7
+    assert semantic_greedy_assignment(costs, codebook, chunks, others, similarity, 2, 1.0, order).tolist() == [2, 0]
+    assert semantic_greedy_assignment(costs, codebook, chunks, others, similarity, 2, 0.0, order).tolist() == [1, 0]
+
+
+def test_semantic_reassign_is_greedy_and_needs_the_current_assignment():
+    codebooks = np.stack([np.array([[1, 1], [-1, -1], [1, -1], [-1, 1]], dtype=np.int8)] * 2)
+    codes, labels = random_centers(6, 4, 2), np.arange(6) % 3
+    for bad in ({"assignment": "hungarian", "current": np.zeros((2, 3), int)}, {"assignment": "greedy"}):
+        with pytest.raises(ValueError, match="greedy and needs the current assignment"):
+            reassign(codes, labels, 3, codebooks, bad["assignment"], np.random.default_rng(0),
+                     similarity=np.eye(3), semantic_weight=1.0, current=bad.get("current"))
+
+
+def test_the_loss_is_crh_s_at_the_same_centers_and_the_method_is_registered():
+    labels = np.arange(24) % 6
+    # 4 heads of 4 bits (M = 12 <= 2^4); the classes' sub-codes differ in every head, so the start is exact
+    codes = np.array([[1 if (n >> b) & 1 else -1 for b in range(4)] for n in range(16)], dtype=np.int8)
+    rng = np.random.default_rng(3)
+    centers = np.concatenate([codes[rng.permutation(16)[:6]] for _ in range(4)], axis=1)
+    similarity = np.eye(6)
+    scrh = SemanticCRHLoss(6, 16, labels, centers=centers, similarity=similarity, seed=0)
+    crh = CRHLoss(6, 16, labels, seed=0)
+    crh.codebooks.copy_(scrh.codebooks)
+    crh.assignment.copy_(scrh.assignment)
+    outputs, targets = torch.randn(24, 16, generator=torch.Generator().manual_seed(0)), torch.as_tensor(labels)
+    assert torch.equal(scrh(outputs, targets), crh(outputs, targets))
+    np.testing.assert_array_equal(scrh.learned_targets(), centers)
+    assert scrh.semantic_fit() == pytest.approx(
+        np.mean(((similarity - centers @ centers.T / 16.0) ** 2)[~np.eye(6, dtype=bool)]))
+    spec = get_method("scrh")
+    assert (spec.loss, spec.centers, spec.needs_similarity, spec.head["activation"]) == ("scrh", "shc-ls", True,
+                                                                                         "identity")
+    built = build_criterion("scrh", 6, 16, labels, centers=centers, similarity=similarity, semantic_weight=0.5)
+    assert isinstance(built, SemanticCRHLoss) and built.semantic_weight == 0.5
+    # without S, the fit kept is that of the starting centers' own inner products
+    own = build_criterion("scrh", 6, 16, labels, centers=centers)
+    np.testing.assert_allclose(own.similarity.numpy(), centers @ centers.T / 16.0)
+    with pytest.raises(ValueError, match="greedy"):
+        SemanticCRHLoss(6, 16, labels, centers=centers, assignment="hungarian")
+    with pytest.raises(ValueError, match=r"finite \(6, 6\)"):
+        SemanticCRHLoss(6, 16, labels, centers=centers, similarity=np.eye(5))
+
+
+class InterruptedSCRH(SemanticCRHLoss):
+    def __init__(self, *args, at_step, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.at_step, self.calls = at_step, 0
+
+    def forward(self, outputs, labels, indices=None):
+        self.calls += 1
+        if self.calls == self.at_step:
+            raise KeyboardInterrupt("simulated interruption")
+        return super().forward(outputs, labels, indices)
+
+
+def test_an_interrupted_scrh_run_resumes_bit_identically(tmp_path):
+    dataset = Indexed(*blobs())
+    labels = dataset.labels.numpy()
+    centers = random_centers(6, 16, 4)
+    similarity = np.corrcoef(np.random.default_rng(5).standard_normal((6, 10)))
+    options = dict(centers=centers, similarity=similarity, seed=0, reassign_until=2, reassign_every=2)
+    model, loss = network(), SemanticCRHLoss(6, 16, labels, **options)
+    reference = fit(model, loss, dataset, SETTINGS, tmp_path / "a", progress=False)
+    assert [row.get("semantic_fit") is not None for row in reference.rows] == [True, True, False, True]
+    with pytest.raises(KeyboardInterrupt):
+        fit(network(), InterruptedSCRH(6, 16, labels, at_step=10, **options), dataset, SETTINGS, tmp_path / "b",
+            progress=False)
+    resumed_model, resumed_loss = network(seed=123), SemanticCRHLoss(6, 16, labels, **options)
+    resumed_loss.assignment.copy_(resumed_loss.assignment.flip(1))  # all of it must come from last.pt
+    resumed = fit(resumed_model, resumed_loss, dataset, SETTINGS, tmp_path / "b", progress=False)
+    for name, value in model.state_dict().items():
+        assert torch.equal(resumed_model.state_dict()[name], value), name
+    expected, got = crh_state(loss), crh_state(resumed_loss)
+    assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1]) and got[2] == expected[2]
+    assert resumed.rows == [dict(row, seconds=new["seconds"]) for row, new in zip(reference.rows, resumed.rows)]
+
+
+def test_a_tiny_scrh_run_through_the_pipeline_starts_from_stage_2_and_reads_stage_1(tmp_path):
+    import json
+
+    from shc.pipeline import RunConfig, run, stage_directories
+
+    config = RunConfig(method="scrh", epochs=2, eval_every=1, bits=16, run_dir=str(tmp_path), classifier_epochs=1,
+                       dataset_options={"num_classes": 20, "train_per_class": 10, "val_per_class": 2,
+                                        "query_per_class": 3, "database_per_class": 10})
+    result = run(config)
+    directory = stage_directories(config)["stage3"]
+    assert result.centers.shape == (20, 16) and result.similarity.shape == (20, 20)
+    log = json.loads((directory / "reassignments.json").read_text())
+    assert [entry["epoch"] for entry in log["log"]] == [1, 2] and all("semantic_fit" in e for e in log["log"])
+    codebook = np.load(directory / "codebook.npy")
+    for head in range(2):  # every starting sub-code is a candidate of its head
+        assert {tuple(r) for r in result.centers[:, 8 * head:8 * (head + 1)]} <= {tuple(r) for r in codebook[head]}
+    assert result.metrics["reach_targets"] == "learned class codes" and 0 <= result.metrics["mAP@ALL"] <= 1
