@@ -202,6 +202,8 @@ class DatasetSplits:
     unseen_names : list of str
         Names of the classes held out of training (:mod:`shc.data.unseen`; label ``num_classes + i`` in the query
         and database splits is ``unseen_names[i]``); empty when every class is seen.
+    unseen_coarse_labels : np.ndarray or None
+        The coarse class of each held-out class (with a hierarchy), in ``unseen_names``' order.
     """
 
     name: str
@@ -216,6 +218,7 @@ class DatasetSplits:
     coarse_names: list[str] | None = field(repr=False)
     protocol: str
     unseen_names: list[str] = field(default_factory=list, repr=False)
+    unseen_coarse_labels: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if len(self.class_names) != self.num_classes:
@@ -278,6 +281,13 @@ class DatasetSplits:
     def all_class_names(self) -> list[str]:
         """The name of every label of the query and database splits: the seen classes, then the held-out ones."""
         return [*self.class_names, *self.unseen_names]
+
+    @property
+    def all_coarse_labels(self) -> np.ndarray | None:
+        """The coarse class of every label of the query and database splits (seen, then held out), or None."""
+        if self.coarse_labels is None or self.unseen_coarse_labels is None:
+            return self.coarse_labels
+        return np.concatenate([self.coarse_labels, self.unseen_coarse_labels])
 
     @property
     def splits(self) -> dict[str, HashingSplit]:

@@ -11,7 +11,8 @@ training. :func:`hold_out_classes` does so for any dataset's splits (the dataset
 - the query and database splits keep every image, of both kinds;
 - labels are renumbered: seen classes ``0 .. C_s - 1`` and held-out ones ``C_s .. C - 1`` (each in its original
   order). ``num_classes``, ``class_names`` and ``coarse_labels`` describe the **seen** classes only, which is all a
-  training stage may know; ``unseen_names`` names the held-out ones (label ``C_s + i`` is ``unseen_names[i]``).
+  training stage may know; ``unseen_names`` names the held-out ones (label ``C_s + i`` is ``unseen_names[i]``) and
+  ``unseen_coarse_labels`` gives their coarse classes (``all_class_names``, ``all_coarse_labels``: every label).
 
 A label below ``num_classes`` is seen, one at or above it held out: :func:`pairing_masks` turns that into the
 three evaluations of DSH_Analysis (docs/evaluation.md): seen@seen, unseen@unseen and unseen@all.
@@ -71,6 +72,7 @@ def hold_out_classes(splits: DatasetSplits, unseen_classes: int | float, seed: i
     new_label[unseen] = len(seen) + np.arange(len(unseen))
     everything = np.ones(num_classes, bool)
     coarse = None if splits.coarse_labels is None else splits.coarse_labels[seen]
+    unseen_coarse = None if splits.coarse_labels is None else splits.coarse_labels[unseen]
     return dataclasses.replace(
         splits,
         train=_relabelled(splits.train, ~is_unseen, new_label),
@@ -81,6 +83,7 @@ def hold_out_classes(splits: DatasetSplits, unseen_classes: int | float, seed: i
         num_classes=len(seen),
         coarse_labels=coarse,
         unseen_names=[splits.class_names[c] for c in unseen],
+        unseen_coarse_labels=unseen_coarse,
         protocol=f"{splits.protocol}; unseen classes: {len(unseen)} of {num_classes} held out of train and val "
                  f"(seeded), kept in query and database",
     )

@@ -96,7 +96,8 @@ def code_embedding_frame(
     coarse_labels : (C,) int array
         Coarse class of each class (the colour).
     centers : (C, q) array of +-1, optional
-        The hash centers, drawn as large markers.
+        The hash centers, drawn as large markers: of classes ``0 .. C - 1`` (under the unseen-class protocol the
+        seen classes; the held-out ones have none).
     max_points : int
         At most this many codes are embedded (t-SNE and MDS cost grows with the square).
     method : {"tsne", "mds"}
@@ -126,8 +127,10 @@ def code_embedding_frame(
     stacked, kinds, index, klass = items[chosen], ["code"] * chosen.size, list(chosen), list(classes[chosen])
     if centers is not None:
         hub = _as_centers(centers)
-        if hub.shape != (coarse.size, items.shape[1]):
-            raise ValueError(f"centers must be (C, q) = ({coarse.size}, {items.shape[1]}); got {hub.shape}.")
+        # under the unseen-class protocol only the first (seen) classes have centers
+        if hub.shape[1] != items.shape[1] or hub.shape[0] > coarse.size:
+            raise ValueError(f"centers must be (C, q) with C <= {coarse.size} classes and q = {items.shape[1]}; got "
+                             f"{hub.shape}.")
         stacked = np.vstack([stacked, hub])
         kinds += ["center"] * hub.shape[0]
         index += list(range(hub.shape[0]))

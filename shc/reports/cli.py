@@ -56,6 +56,13 @@ def compute_runs(jobs: Sequence[ReportJob], run_root: str | os.PathLike = "runs"
     if runs:
         log(f"computing {len(runs)} run(s) the notebooks read (cached ones are skipped) ...")
         pipeline.run_grid(list(runs.values()), progress=progress, log=log, jobs=grid_jobs, **(grid_options or {}))
+        from shc.presets import get_preset
+
+        for preset in sorted({job.preset for job in jobs}):  # the classifier-code baseline 04 shows (issue 37)
+            rules = get_preset(preset).classifier_codes
+            mine = [config for config in runs.values() if Path(config.run_dir) == Path(run_root) / preset]
+            if rules and mine:
+                pipeline.run_classifier_codes(mine, rules)
     seconds = time.perf_counter() - started
     log(f"computed {len(runs)} run(s) and their stages 1-2 in {seconds:.0f} s ({seconds / 60:.1f} min; cached "
         "ones are read, not recomputed)")

@@ -24,7 +24,7 @@ every public name is re-exported (``from shc.results import result_rows, retriev
 
 from __future__ import annotations
 
-from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC
+from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC, UNSEEN_KEYS
 from shc.results.cli import main
 from shc.results.curves import class_ap_rows, curve_rows, curves_by_method, pr_curves_by_method
 from shc.results.examples import ExampleQueries, hamming_top_k, top_results
@@ -49,6 +49,7 @@ __all__ = [
     "REPORTED_MAP_KEYS",
     "SOURCE_NAMES",
     "TIE_AWARE_MAP_KEYS",
+    "UNSEEN_KEYS",
     "ExampleQueries",
     "MissingRunError",
     "RankedTable",

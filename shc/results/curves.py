@@ -86,7 +86,8 @@ def class_ap_rows(configs: Iterable[RunConfig], bits: int, seed: int | None = No
     """Per-class AP@ALL against the class's mean similarity to the others, one row per (method, class).
 
     Reads each run's stored per-query AP@ALL (``metrics.json``) and the data-dependent S of the seed
-    (stage 1), for :func:`shc.plots.plot_class_ap`.
+    (stage 1), for :func:`shc.plots.plot_class_ap`. Under the unseen-class protocol: the seen classes (S has no
+    row for a held-out one).
     """
     from shc.metrics import per_class_mean
     from shc.plots import class_ap_frame
@@ -98,7 +99,8 @@ def class_ap_rows(configs: Iterable[RunConfig], bits: int, seed: int | None = No
     chosen = [config for config in chosen if config.seed == seed]
     data = load_data(chosen[0])
     labels = load_codes(chosen[0])["query_labels"]
-    ap = {run_label(config): per_class_mean(np.asarray(load_metrics(config)["query_AP@ALL"]), labels,
+    seen = labels < data.num_classes  # under the unseen-class protocol, S has rows for the seen classes only
+    ap = {run_label(config): per_class_mean(np.asarray(load_metrics(config)["query_AP@ALL"])[seen], labels[seen],
                                             data.num_classes)[0] for config in chosen}
     S = load_similarity(chosen[0].replace(method="shc", similarity="logits"))
     return class_ap_frame(ap, S, class_names=data.class_names)
