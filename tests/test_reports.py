@@ -534,3 +534,17 @@ def test_every_committed_reading_page_shows_no_problem_in_headless_chromium(fold
     if find_chromium() is None:
         pytest.skip("chromium is not installed (Debian: apt-get install chromium); the browser check needs it")
     assert [str(problem) for problem in check_folder_in_browser([folder])] == []
+
+
+def test_a_record_names_the_run_folder_as_given_not_through_its_links(tmp_path):
+    """Issue 38: a ``runs`` folder that is a link to another place (say the home folder of the machine that built the
+    reports) is recorded by the name the user gave, relative, never by where the link points."""
+    from shc.reports.execute import _relative_parameters
+
+    (tmp_path / "elsewhere" / "real").mkdir(parents=True)
+    (tmp_path / "runs").symlink_to(tmp_path / "elsewhere" / "real", target_is_directory=True)
+    output_dir = tmp_path / "reports" / "standard" / "04_retrieval"
+    output_dir.mkdir(parents=True)
+    recorded = _relative_parameters({"run_dir": str(tmp_path / "runs" / "standard"), "output_dir": str(output_dir),
+                                     "bits": [16]}, output_dir)
+    assert recorded == {"run_dir": "../../../runs/standard", "output_dir": ".", "bits": [16]}

@@ -149,9 +149,10 @@ def execute_report(
     notebook_path = notebooks_dir / f"{job.notebook}.ipynb"
     if not notebook_path.is_file():
         raise FileNotFoundError(f"notebook {notebook_path} does not exist; check --notebooks.")
-    output_dir = job.output_dir(output_root).resolve()
+    # absolute, but never resolved through links: a record names the folders as the user gave them (issue 38)
+    output_dir = Path(os.path.abspath(job.output_dir(output_root)))
     parameters = {**job.parameters, "output_dir": str(output_dir),
-                  "run_dir": str((Path(run_root) / job.preset).resolve())}
+                  "run_dir": os.path.abspath(Path(run_root) / job.preset)}
     files = _report_files(job)
     inputs = inputs_digest(job, run_root)
     if skip_existing and _is_up_to_date(output_dir, files, notebook_path, parameters, inputs):
@@ -381,12 +382,13 @@ def _relative_command(command: list, output_dir: Path) -> list:
 
 def _relative_parameters(parameters: dict, output_dir: Path) -> dict:
     """``output_dir`` and ``run_dir`` as paths relative to the repository (or, outside it, to the report folder):
-    a record names no folder of the machine that built it."""
+    a record names no folder of the machine that built it. Links are not followed (``runs/`` linked to a folder in
+    the home directory stays ``runs/...``)."""
     repository = Path(__file__).resolve().parents[2]
     relative = dict(parameters)
     for key in ("output_dir", "run_dir"):
         if key in relative and relative[key] is not None:
-            path = Path(relative[key]).resolve()
+            path = Path(os.path.abspath(relative[key]))  # not resolve(): a link stays the name the user gave
             base = repository if path.is_relative_to(repository) and output_dir.is_relative_to(repository) \
                 else output_dir
             relative[key] = Path(os.path.relpath(path, base)).as_posix()
