@@ -36,6 +36,7 @@ METHOD_STYLES: dict[str, dict[str, str]] = {
     "lth": {"color": "#999933", "marker": "*", "linestyle": "--"},  # olive (Tol)
     "orthohash": {"color": "#332288", "marker": "p", "linestyle": "--"},  # indigo (Tol)
     "crh": {"color": "#EE3377", "marker": "8", "linestyle": "-."},  # magenta (Tol vibrant): centers learnt in training
+    "scrh": {"color": "#CC3311", "marker": "+", "linestyle": "-."},  # red (Tol vibrant): CRH from semantic centers
 }
 
 

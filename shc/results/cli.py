@@ -98,7 +98,14 @@ def _main(argv: Sequence[str] | None) -> int:
     if preset.classifier_codes:  # how much of the retrieval above is classification (issue 37)
         from shc.results.reading import classifier_code_rows
 
-        baseline = classifier_code_rows(configs, preset.classifier_codes)
+        from shc.runs import MissingRunError
+
+        try:
+            baseline = classifier_code_rows(configs, preset.classifier_codes)
+        except MissingRunError:  # the tables above stand without it; say what computes it
+            baseline = []
+            print(f"The classifier-code baseline of this grid is not computed yet: `python -m shc.pipeline --preset "
+                  f"{args.preset}` computes it after the grid (cached runs are read, not retrained).\n")
         if len(baseline):
             labels = list(dict.fromkeys(baseline["label"]))
             print("### The classifier-code baseline\n\nNo hashing network: stage 1's classifier (selected on the "
