@@ -49,16 +49,17 @@ def sample_codebook(num_heads: int, size: int, width: int, rng: np.random.Genera
     """
     if size > 2**width:
         raise ValueError(f"{size} distinct {width}-bit codes do not exist (at most {2**width}); see head_width.")
-    heads = []
-    for _ in range(num_heads):
-        rows = np.empty((0, width), dtype=np.int8)
-        while len(rows) < size:
-            drawn = np.where(rng.random((size - len(rows), width)) < 0.5, -1, 1).astype(np.int8)
-            rows = np.concatenate([rows, drawn])
-            _, first = np.unique(rows, axis=0, return_index=True)
-            rows = rows[np.sort(first)]
-        heads.append(rows)
-    return np.stack(heads)
+    return np.stack([_top_up(np.empty((0, width), dtype=np.int8), size, rng) for _ in range(num_heads)])
+
+
+def _top_up(rows: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``rows`` (distinct, kept first and in order) followed by distinct uniform +-1 draws up to ``size`` rows."""
+    while len(rows) < size:
+        drawn = np.where(rng.random((size - len(rows), rows.shape[1])) < 0.5, -1, 1).astype(np.int8)
+        rows = np.concatenate([rows, drawn])
+        _, first = np.unique(rows, axis=0, return_index=True)
+        rows = rows[np.sort(first)]
+    return rows
 
 
 def class_mean_codes(codes: np.ndarray, labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -168,12 +169,7 @@ def semantic_codebook(centers: np.ndarray, num_heads: int, size: int, rng: np.ra
     for head in range(num_heads):
         chunks = centers[:, head * width:(head + 1) * width]
         _, first = np.unique(chunks, axis=0, return_index=True)
-        rows = chunks[np.sort(first)]
-        while len(rows) < size:
-            drawn = np.where(rng.random((size - len(rows), width)) < 0.5, -1, 1).astype(np.int8)
-            rows = np.concatenate([rows, drawn])
-            _, first = np.unique(rows, axis=0, return_index=True)
-            rows = rows[np.sort(first)]
+        rows = _top_up(chunks[np.sort(first)], size, rng)
         codebooks.append(rows)
         distances = assignment_costs(chunks.astype(np.float64), np.full(num_classes, float(width)), rows)
         assignment.append(greedy_assignment(distances, np.arange(num_classes)))
