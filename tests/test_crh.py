@@ -307,8 +307,8 @@ def test_fit_calls_the_epoch_hook_after_every_epoch_and_records_its_scalars(tmp_
             progress=False)
 
 
-class Interrupted(CRHLoss):
-    """CRH that raises at one global training step (1-based), as a killed process would stop."""
+class Interrupting:
+    """A loss mixin that raises at one global training step (1-based), as a killed process would stop."""
 
     def __init__(self, *args, at_step, **kwargs):
         super().__init__(*args, **kwargs)
@@ -319,6 +319,10 @@ class Interrupted(CRHLoss):
         if self.calls == self.at_step:
             raise KeyboardInterrupt("simulated interruption")
         return super().forward(outputs, labels, indices)
+
+
+class Interrupted(Interrupting, CRHLoss):
+    """CRH that stops at one training step."""
 
 
 def crh_state(loss: CRHLoss) -> tuple:

@@ -12,7 +12,7 @@ from shc.codebook import greedy_assignment, reassign, semantic_codebook, semanti
 from shc.losses import CRHLoss, SemanticCRHLoss
 from shc.methods import build_criterion, get_method
 from shc.train import fit
-from tests.test_crh import SETTINGS, Indexed, blobs, crh_state, network
+from tests.test_crh import SETTINGS, Indexed, Interrupting, blobs, crh_state, network
 
 
 def random_centers(classes, bits, seed):
@@ -133,16 +133,8 @@ def test_the_loss_is_crh_s_at_the_same_centers_and_the_method_is_registered():
         SemanticCRHLoss(6, 16, labels, centers=centers, similarity=np.eye(5))
 
 
-class InterruptedSCRH(SemanticCRHLoss):
-    def __init__(self, *args, at_step, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.at_step, self.calls = at_step, 0
-
-    def forward(self, outputs, labels, indices=None):
-        self.calls += 1
-        if self.calls == self.at_step:
-            raise KeyboardInterrupt("simulated interruption")
-        return super().forward(outputs, labels, indices)
+class InterruptedSCRH(Interrupting, SemanticCRHLoss):
+    """SCRH that stops at one training step."""
 
 
 def test_an_interrupted_scrh_run_resumes_bit_identically(tmp_path):
