@@ -198,7 +198,11 @@ def format_value(value: Any, digits: int = 4) -> str:
 
 
 def metric_name(metric: str) -> str:
-    """A metric key for readers: ``tie_aware_mAP@ALL`` -> ``tie-aware mAP@ALL`` (others unchanged)."""
+    """A metric key for readers: ``tie_aware_mAP@ALL`` -> ``tie-aware mAP@ALL``; an unseen-class pairing keeps its
+    name in front: ``unseen@all_tie_aware_mAP@ALL`` -> ``unseen@all tie-aware mAP@ALL`` (others unchanged)."""
+    if metric.startswith(("seen@", "unseen@")):
+        pairing, rest = metric.split("_", 1)
+        return f"{pairing} {metric_name(rest)}"
     return "tie-aware " + metric.removeprefix("tie_aware_") if metric.startswith("tie_aware_") else metric
 
 

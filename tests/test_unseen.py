@@ -208,6 +208,8 @@ def test_the_results_read_the_pairings_and_the_baseline_and_name_a_missing_one(t
     out = capsys.readouterr().out
     assert "unseen@all: queries of unseen classes against the database images of all classes" in out
     assert "| shc (soft classifier codes) |" in out
+    assert "Paired comparisons with shc (mAP@ALL, tie-aware, unseen@all: queries of unseen classes" in out
+    assert "unseen@all tie-aware mAP@ALL, shc − mds at 16 bits" in out
     from shc.pipeline import main as pipeline
 
     assert pipeline(["--preset", "tiny-unseen", "--run-dir", configs[0].run_dir, "--quiet"]) == 0  # all cached
@@ -231,3 +233,14 @@ def test_the_unseen_presets_hold_out_a_quarter_of_their_regime_and_change_nothin
 
         Preset(name="t", description="d", datasets=("digits-composite",), methods=("csq",), bits=(16,), seeds=(0,),
                classifier_codes=("top3",))
+
+
+def test_a_pairing_reads_as_its_name_in_sentences():
+    from shc.results.prose import _metric_title
+    from shc.stats import metric_name
+
+    assert metric_name("unseen@all_tie_aware_mAP@ALL") == "unseen@all tie-aware mAP@ALL"
+    assert metric_name("seen@seen_mAP@100") == "seen@seen mAP@100"
+    assert metric_name("tie_aware_mAP@ALL") == "tie-aware mAP@ALL" and metric_name("mAP@ALL") == "mAP@ALL"
+    assert _metric_title("unseen@unseen_tie_aware_mAP@100") == (
+        "mAP@100, tie-aware, unseen@unseen: queries of unseen classes against the database images of unseen classes")

@@ -95,6 +95,8 @@ def _main(argv: Sequence[str] | None) -> int:
     for metric in args.metrics:
         _print_table(f"**{_metric_title(metric)}**", rows, metric, order, args.markdown)
     _print_comparisons(rows, reference, order)
+    for pairing in ("unseen@unseen", "unseen@all") if unseen else ():  # issue 37's verdicts on held-out classes
+        _print_comparisons(rows, reference, order, f"{pairing}_{PRIMARY_METRIC}")
     if preset.classifier_codes:  # how much of the retrieval above is classification (issue 37)
         from shc.results.reading import classifier_code_rows
 

@@ -48,13 +48,13 @@ def _metric_title(metric: str) -> str:
     return metric.removeprefix("tie_aware_") + (", tie-aware" if metric.startswith("tie_aware_") else ", ties by index")
 
 
-def _print_comparisons(rows: pd.DataFrame, reference: str, order: Sequence[str]) -> None:
+def _print_comparisons(rows: pd.DataFrame, reference: str, order: Sequence[str], metric: str = PRIMARY_METRIC) -> None:
     from shc.findings import retrieval_findings
 
     if reference in order:
-        print(f"Paired comparisons with {reference} ({_metric_title(PRIMARY_METRIC)}; 95% t-interval over seeds of "
+        print(f"Paired comparisons with {reference} ({_metric_title(metric)}; 95% t-interval over seeds of "
               "the per-seed differences, same split and initial weights):\n")
-        for sentence in retrieval_findings(rows, PRIMARY_METRIC, reference=reference):
+        for sentence in retrieval_findings(rows, metric, reference=reference):
             print(f"- {sentence}")
         print()
 
