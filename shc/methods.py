@@ -182,6 +182,13 @@ for _spec in (
         "Ours (issue 37, docs/baselines.md): CRH started at shc-ls's semantic centers of the stage-1 S, reassigned "
         "with their semantic fit in the cost",
     ),
+    MethodSpec(
+        "scrh-start", "scrh", "shc-ls", True, _LINEAR_HEAD,
+        {"scale": None, "margin": 0.2, "quantization_weight": None, "codebook_multiple": 2, "reassign_until": 20,
+         "reassign_every": 5, "semantic_weight": 0.0},
+        "Ours (issue 37): SCRH's ablation with semantic_weight 0, CRH started at shc-ls's semantic centers and "
+        "reassigned as CRH (the semantic start alone)",
+    ),
 ):
     METHODS.register(_spec.name, _spec)
 

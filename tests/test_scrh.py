@@ -122,6 +122,8 @@ def test_the_loss_is_crh_s_at_the_same_centers_and_the_method_is_registered():
     spec = get_method("scrh")
     assert (spec.loss, spec.centers, spec.needs_similarity, spec.head["activation"]) == ("scrh", "shc-ls", True,
                                                                                          "identity")
+    start_only = build_criterion("scrh-start", 6, 16, labels, centers=centers, similarity=similarity)
+    assert isinstance(start_only, SemanticCRHLoss) and start_only.semantic_weight == 0.0  # the ablation: start alone
     built = build_criterion("scrh", 6, 16, labels, centers=centers, similarity=similarity, semantic_weight=0.5)
     assert isinstance(built, SemanticCRHLoss) and built.semantic_weight == 0.5
     # without S, the fit kept is that of the starting centers' own inner products

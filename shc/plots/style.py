@@ -37,6 +37,7 @@ METHOD_STYLES: dict[str, dict[str, str]] = {
     "orthohash": {"color": "#332288", "marker": "p", "linestyle": "--"},  # indigo (Tol)
     "crh": {"color": "#EE3377", "marker": "8", "linestyle": "-."},  # magenta (Tol vibrant): centers learnt in training
     "scrh": {"color": "#CC3311", "marker": "+", "linestyle": "-."},  # red (Tol vibrant): CRH from semantic centers
+    "scrh-start": {"color": "#EE7733", "marker": "4", "linestyle": ":"},  # orange (Tol vibrant): its start alone
 }
 
 
