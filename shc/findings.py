@@ -178,6 +178,27 @@ def ablation_findings(runs: Any, variants: Mapping[str, str], metric: str = PRIM
     return what_this_shows(*summary_frame(renamed, [metric]), metric, reference=variants.get(reference, reference))
 
 
+def same_run_findings(runs: Sequence[tuple[Any, Any]], other: str = "csq") -> list[str]:
+    """Where runs train exactly as method ``other`` does (issue 38): the same loss on the same centers, so their
+    numbers are ``other``'s run. ``runs`` are (config, its stage-2 centers) pairs; ``other``'s centers are generated
+    here, seeded as its stage 2 does. One sentence per method and code length where they coincide for every seed
+    (MDS's generator returns Hadamard rows, CSQ's centers, when C <= 2q)."""
+    from shc.centers import generate_centers
+    from shc.methods import get_method
+
+    spec = get_method(other)
+    groups: dict[tuple[int, str], list[tuple[Any, Any]]] = {}
+    for config, centers in runs:
+        if config.method != other and get_method(config.method).loss == spec.loss:
+            groups.setdefault((config.bits, config.method), []).append((config, np.asarray(centers)))
+    return [f"At {bits} bits the {method} runs are {other}'s runs: the same loss on the same centers (its generator "
+            f"returned {other}'s {len(pairs[0][1])} centers for every seed), so their numbers are {other}'s, not a "
+            "separate result."
+            for (bits, method), pairs in sorted(groups.items())
+            if all(np.array_equal(centers, generate_centers(spec.centers, len(centers), bits, seed=config.seed))
+                   for config, centers in pairs)]
+
+
 def bullet_list(sentences: Sequence[str]) -> str:
     return "\n".join(f"- {sentence}" for sentence in sentences)
 

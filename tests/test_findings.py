@@ -143,3 +143,18 @@ def test_center_sentences_report_the_gv_distance_and_the_s_loss_ratio():
     assert "shc is lower" in sentences[1] and "0.65x of mds" in sentences[1]  # mean 0.055 / 0.085
     with pytest.raises(ValueError):
         findings.retrieval_findings(pd.DataFrame())
+
+
+def test_a_run_on_csq_s_centers_with_csq_s_loss_is_named_as_csq_s_run():
+    """Issue 38: 05's "d only (MDS centers)" at 64 bits is CSQ's run (MDS's generator returns Hadamard rows when
+    C <= 2q); the page must say so, and must not say it where the centers differ."""
+    from shc.centers import generate_centers
+    from shc.findings import same_run_findings
+    from shc.runs import RunConfig
+
+    runs = [(RunConfig(method=method, bits=bits, seed=seed), generate_centers("mds", 100, bits, seed=seed))
+            for method in ("distance", "mds") for bits in (16, 64) for seed in (0, 1)]
+    sentences = same_run_findings(runs)
+    assert sentences == ["At 64 bits the distance runs are csq's runs: the same loss on the same centers (its "
+                         "generator returned csq's 100 centers for every seed), so their numbers are csq's, not a "
+                         "separate result."]  # mds trains with its own loss, and at 16 bits the centers differ
