@@ -195,7 +195,9 @@ def test_offline_view_changes_with_its_controls_in_headless_chromium_without_net
     probe = """<pre id="probe"></pre><script>
     function shown() { return Array.from(document.querySelectorAll('.shc-explorer-summary td')).map(function (td) {
       return td.textContent; }).join('|') + ' #' + document.querySelectorAll('.shc-explorer-nearest tr').length
-      + ' ' + (document.querySelector('.shc-explorer-nearest td:nth-child(2)') || {}).textContent; }
+      + ' ' + (document.querySelector('.shc-explorer-nearest td:nth-child(2)') || {}).textContent
+      + ' @' + document.querySelector('.shc-explorer-note').textContent
+      + ' @' + document.querySelectorAll('.shc-explorer-histogram text').length; }
     function pick(cls, value) { var s = document.querySelector('select.' + cls); s.value = value;
       s.dispatchEvent(new Event('change')); }
     var lines = [shown()];
@@ -217,8 +219,15 @@ def test_offline_view_changes_with_its_controls_in_headless_chromium_without_net
         assert cells[5] == str(view.summary()["d_min"]) and cells[6] == str(view.summary()["colliding pairs"])
         assert cells[8] == str(view.summary()["S_loss"])
     assert " #6 " in lines[1]  # a header and the five nearest centers
+    # issue 38: the d a method was asked for, never the GV d in its place; the histogram has axes and tick labels
+    note_shc, note_semantic = lines[0].split(" @")[1], lines[1].split(" @")[1]
+    assert f"required d = {first.required_distance}" in note_shc and first.required_distance > 0
+    assert second.required_distance == 0 and "asked for no minimum distance" in note_semantic
+    assert "required d" not in note_semantic
+    assert int(lines[0].split(" @")[2]) >= 5  # x ticks, y ticks and the two axis titles
+    assert "colour scale from -1" in dom
     nearest = explore.nearest_centers(second, "13")
-    assert lines[2].endswith(" " + nearest["class"].iloc[0])
+    assert lines[2].split(" @")[0].endswith(" " + nearest["class"].iloc[0])
     assert browser_problems(page, dom) == []  # what a reader sees: no raw TeX, no repr, no dead link
 
 

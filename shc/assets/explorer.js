@@ -45,9 +45,10 @@
   var heatS = el("canvas", {"class": "shc-explorer-S", width: 200, height: 200, title: "S"});
   var heatG = el("canvas", {"class": "shc-explorer-gram", width: 200, height: 200, title: "H H^T / q"});
   function captioned(node, text) { var d = el("div"); d.appendChild(node); d.appendChild(el("div", {style: "text-align:center"}, text)); return d; }
-  figures.appendChild(captioned(hist, "pairwise Hamming distances (solid: d_min, dashed: required d)"));
+  figures.appendChild(captioned(hist, "pairwise Hamming distances (solid: d_min; dashed red: the d the method was asked for; dotted grey: GV d, when none was asked)"));
   figures.appendChild(captioned(heatS, "S"));
   figures.appendChild(captioned(heatG, "H H\u1d40 / q"));
+  var legend = el("div"); legend.innerHTML = scale(); figures.appendChild(captioned(legend, "value"));
   var nearest = el("table", {"class": "shc-explorer-nearest"});
   var note = el("p", {"class": "shc-explorer-note"});
   [summary, figures, note, nearest].forEach(function (n) { host.appendChild(n); });
@@ -64,12 +65,31 @@
     var off = document.createElement("canvas"); off.width = n; off.height = n; off.getContext("2d").putImageData(image, 0, 0);
     ctx.imageSmoothingEnabled = false; ctx.clearRect(0, 0, canvas.width, canvas.height); ctx.drawImage(off, 0, 0, canvas.width, canvas.height);
   }
-  function histogram(counts, dmin, d) {
-    var W = 320, Hh = 200, q = counts.length - 1, top = Math.max.apply(null, counts) || 1, bw = W / (q + 1);
-    var svg = '<svg xmlns="http://www.w3.org/2000/svg" width="' + W + '" height="' + Hh + '" role="img" aria-label="histogram of pairwise distances">';
-    counts.forEach(function (n, x) { var h = (Hh - 10) * n / top; svg += '<rect x="' + (x * bw) + '" y="' + (Hh - h) + '" width="' + Math.max(1, bw - 1) + '" height="' + h + '" fill="#4c72b0"><title>' + x + ' bits: ' + n + ' pairs</title></rect>'; });
-    svg += '<line x1="' + ((dmin + 0.5) * bw) + '" x2="' + ((dmin + 0.5) * bw) + '" y1="0" y2="' + Hh + '" stroke="#000"/>';
-    svg += '<line x1="' + ((d + 0.5) * bw) + '" x2="' + ((d + 0.5) * bw) + '" y1="0" y2="' + Hh + '" stroke="#c44e52" stroke-dasharray="4 3"/>';
+  function histogram(counts, dmin, d, gv) {  // d: the distance the method was asked for (0: none)
+    var L = 40, B = 30, W = 360, Hh = 220, w = W - L - 8, h = Hh - B - 8, q = counts.length - 1;
+    var top = Math.max.apply(null, counts) || 1, bw = w / (q + 1), x0 = function (x) { return L + x * bw; };
+    var svg = '<svg xmlns="http://www.w3.org/2000/svg" width="' + W + '" height="' + Hh + '" role="img" aria-label="histogram of the ' +
+      'pairwise Hamming distances of the centers: x the distance in bits, y the number of pairs" font-size="10">';
+    counts.forEach(function (n, x) { var bh = h * n / top; svg += '<rect x="' + x0(x) + '" y="' + (8 + h - bh) + '" width="' + Math.max(1, bw - 1) + '" height="' + bh + '" fill="#4c72b0"><title>' + x + ' bits: ' + n + ' pairs</title></rect>'; });
+    svg += '<line x1="' + L + '" x2="' + (L + w) + '" y1="' + (8 + h) + '" y2="' + (8 + h) + '" stroke="#000"/>';
+    svg += '<line x1="' + L + '" x2="' + L + '" y1="8" y2="' + (8 + h) + '" stroke="#000"/>';
+    var step = Math.max(1, Math.ceil((q + 1) / 8));
+    for (var t = 0; t <= q; t += step) { svg += '<text x="' + (x0(t) + bw / 2) + '" y="' + (8 + h + 12) + '" text-anchor="middle">' + t + '</text>'; }
+    [0, Math.round(top / 2), top].forEach(function (v) { var y = 8 + h - h * v / top; svg += '<text x="' + (L - 4) + '" y="' + (y + 3) + '" text-anchor="end">' + v + '</text>'; });
+    svg += '<text x="' + (L + w / 2) + '" y="' + (Hh - 2) + '" text-anchor="middle">Hamming distance (bits)</text>';
+    svg += '<text transform="translate(10,' + (8 + h / 2) + ') rotate(-90)" text-anchor="middle">pairs of centers</text>';
+    var mark = function (v, colour, dash, label) {
+      var x = x0(v) + bw / 2;
+      return '<line x1="' + x + '" x2="' + x + '" y1="8" y2="' + (8 + h) + '" stroke="' + colour + '"' + (dash ? ' stroke-dasharray="' + dash + '"' : '') + '><title>' + label + '</title></line>';
+    };
+    svg += mark(dmin, "#000", "", "d_min = " + dmin);
+    svg += d > 0 ? mark(d, "#c44e52", "4 3", "required d = " + d) : mark(gv, "#999", "1 3", "GV d = " + gv + " (not asked of this method)");
+    return svg + "</svg>";
+  }
+  function scale() {  // the colour scale of both heatmaps: -1 .. +1
+    var svg = '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="200" role="img" aria-label="colour scale from -1 (blue) through 0 (white) to +1 (red)" font-size="10">';
+    for (var i = 0; i < 100; i++) { var p = colour(1 - i / 49.5); svg += '<rect x="0" y="' + (2 * i) + '" width="12" height="2" fill="rgb(' + p.join(",") + ')"/>'; }
+    [["+1", 6], ["0", 103], ["-1", 198]].forEach(function (t) { svg += '<text x="16" y="' + t[1] + '">' + t[0] + '</text>'; });
     return svg + "</svg>";
   }
   function row(table, cells, header) {
@@ -99,13 +119,14 @@
         if (j > i) { counts[D[i][j]] += 1; dmin = Math.min(dmin, D[i][j]); }
       }
     }
-    var sm = view.summary, d = sm["required d"] || sm["GV d"];
+    var sm = view.summary, d = sm["required d"], gv = sm["GV d"];  // required d 0: the method is asked for none
     row(summary, ["C", "q", "method", "GV d", "required d", "d_min", "colliding pairs", "mean distance", "S_loss", "Spearman"], true);
     row(summary, [C, Q, method, sm["GV d"], sm["required d"], dmin, counts[0], sm["mean distance"], sm["S_loss"],
                   sm["Spearman"] === null ? "undefined (constant)" : sm["Spearman"]]);
-    hist.innerHTML = histogram(counts, dmin, d);
+    hist.innerHTML = histogram(counts, dmin, d, gv);
     heatmap(heatS, S); heatmap(heatG, G);
-    note.textContent = "d_min = " + dmin + (dmin >= d ? " \u2265 " : " < ") + "d = " + d + " (" + data.source + " S, seed " + data.seed + ")";
+    note.textContent = "d_min = " + dmin + (d > 0 ? (dmin >= d ? " \u2265 " : " < ") + "required d = " + d
+      : " (this method is asked for no minimum distance; the GV d is " + gv + ")") + " (" + data.source + " S, seed " + data.seed + ")";
     state = {H: H, S: S, D: D, q: Q, names: sim.names};
     var chosen = k[1].value;
     k[1].textContent = "";
