@@ -26,6 +26,12 @@ standard-modes
            The non-compositional testbed: fashion-modes, 100 classes that are visual modes of single Fashion-MNIST
            items (coarse class = item), C > 2q at 16 and 32 bits (docs/standard.md, issue 35).
 tiny-modes CI's smoke run of standard-modes.
+standard-unseen, standard-pretrained-unseen
+           Their regime under the unseen-class protocol (issue 37, shc.data.unseen): 25 of the 100 classes held out
+           of every training stage, queried as seen@seen, unseen@unseen and unseen@all, with the classifier-code
+           baseline (docs/unseen.md).
+tiny-unseen
+           CI's smoke run of the unseen-class protocol (5 of tiny's 20 classes held out).
 paper      The paper's datasets and hyper-parameters (ImageNet ResNet34, 300 epochs), for a GPU machine.
 =========  ===========================================================================================
 """
