@@ -93,3 +93,30 @@ def test_versus_says_which_seeds_it_checked_and_pairs(tmp_path, capsys):
     assert status == 0, err
     assert "the same splits at each of seeds 0 (checked: dataset, options and data fingerprint)" in out
     assert "| 16 | shc |" in out
+
+
+def test_a_results_file_rebuilds_the_tables_and_comparisons_without_the_run_folders(tmp_path, capsys):
+    """Issue 38: one CSV per preset holds every run's config and measures; the tables and paired comparisons printed
+    from it equal those printed from the runs, with the run folders gone; a stale file is named, not read."""
+    from shc.pipeline import preset, run_grid
+    from shc.results import read_results
+    from shc.results.cli import main
+
+    run_dir, csv = tmp_path / "runs", tmp_path / "results" / "tiny.csv"
+    configs = preset("tiny", run_dir=str(run_dir))
+    run_grid(configs, progress=False)
+    assert main(["--preset", "tiny", "--run-dir", str(run_dir), "--write-csv", str(csv)]) == 0
+    from_runs = capsys.readouterr().out
+    assert f"wrote {csv} (2 runs)" in from_runs
+    run_dir.rename(tmp_path / "gone")
+    assert main(["--preset", "tiny", "--run-dir", str(run_dir), "--from-csv", str(csv)]) == 0
+    from_file = capsys.readouterr().out
+
+    def body(text):  # everything after the header line (which names its source)
+        return text.split("seeded random.\n", 1)[1]
+
+    assert body(from_file) == body(from_runs) and "0." in body(from_file) and "Paired comparisons" in body(from_file)
+    with pytest.raises(ValueError, match=r"does not hold the grid asked for \(shc 16 bits seed 0: other epochs"):
+        read_results(csv, preset("tiny", run_dir=str(run_dir), epochs=3)[1:])
+    with pytest.raises(ValueError, match="shc 16 bits seed 1: missing.*--write-csv"):
+        read_results(csv, preset("tiny", run_dir=str(run_dir), seeds=[1])[1:])

@@ -19,6 +19,8 @@ every public name is re-exported (``from shc.results import result_rows, retriev
   (Table 2); the command line's Markdown tables; :func:`readable_table`;
 - :mod:`~shc.results.prose`: the computed sentences around the tables (:func:`budget_phrase`, the paired
   comparisons, the paper side by side, two presets side by side);
+- :mod:`~shc.results.files`: a preset's results file, one CSV row per run (:func:`write_results`,
+  :func:`read_results`: the tables rebuilt without the run folders);
 - :mod:`~shc.results.cli`: ``python -m shc.results`` (:func:`main`).
 """
 
@@ -28,6 +30,7 @@ from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC, UNSEEN_KEYS
 from shc.results.cli import main
 from shc.results.curves import class_ap_rows, curve_rows, curves_by_method, pr_curves_by_method
 from shc.results.examples import ExampleQueries, hamming_top_k, top_results
+from shc.results.files import read_results, results_frame, write_results
 from shc.results.prose import budget_phrase
 from shc.results.reading import (IDENTITY_COLUMNS, REACH_KEYS, REPORTED_MAP_KEYS, SOURCE_NAMES, center_history_rows,
                                  center_lessons, center_rows, center_sets, classifier_code_rows, finished_configs,
@@ -62,6 +65,9 @@ __all__ = [
     "center_rows",
     "center_sets",
     "classifier_code_rows",
+    "read_results",
+    "results_frame",
+    "write_results",
     "center_table",
     "class_ap_rows",
     "classifier_table",

@@ -53,6 +53,12 @@ def _main(argv: Sequence[str] | None) -> int:
                              "standard-pretrained against standard): the paired change of each method and both "
                              "rankings")
     parser.add_argument("--versus-run-dir", default=None, help="artifact root of --versus (default: runs/<PRESET>)")
+    parser.add_argument("--write-csv", nargs="?", const="", default=None, metavar="PATH",
+                        help="also write the grid's results file (every run's config and measures; default "
+                             "results/<preset>.csv), from which --from-csv rebuilds the tables without the runs")
+    parser.add_argument("--from-csv", metavar="PATH", default=None,
+                        help="read the runs' numbers from a results file (--write-csv) instead of the run folders: the "
+                             "tables and paired comparisons only")
     parser.add_argument("--bits", nargs="+", type=positive_int, metavar="Q", help="code lengths (default: the grid's)")
     parser.add_argument("--seeds", nargs="+", type=non_negative_int, metavar="SEED", help="seeds (default: the grid's)")
     args = parser.parse_args(argv)
@@ -80,14 +86,28 @@ def _main(argv: Sequence[str] | None) -> int:
         other_configs = get_preset(args.versus).configs(
             methods=order, **{**grid, "run_dir": args.versus_run_dir or f"runs/{args.versus}"})
         seeds = paired_seeds(other_configs, configs, f"--versus {args.versus}", f"--preset {args.preset}")
-    rows = result_rows(configs)
+    if args.from_csv and (args.versus or args.paper or args.extended or args.write_csv is not None):
+        raise ValueError("--from-csv prints the tables and paired comparisons of a results file; --versus, --paper, "
+                         "--extended and --write-csv read run folders: drop them, or drop --from-csv.")
+    if args.from_csv:
+        from shc.results.files import read_results
+
+        rows = read_results(args.from_csv, configs)
+    else:
+        rows = result_rows(configs)
+    if args.write_csv is not None:
+        from shc.results.files import write_results
+
+        written = write_results(configs, args.write_csv or f"results/{args.preset}.csv")
+        print(f"wrote {written} ({len(configs)} runs)\n")
+    source = f"`{args.from_csv}`" if args.from_csv else f"`{run_dir}`"
     stamp = datetime.date.today().isoformat()
     command = " ".join(["python -m shc.results", *(sys.argv[1:] if argv is None else argv)])
     epochs = {method: sorted({c.epochs for c in configs if c.method == method}) for method in order}
     print(f"Results of preset `{args.preset}` ({preset.datasets[0]}; {len(configs)} runs: "
           f"{len(order)} methods x {len({c.bits for c in configs})} code lengths x {len({c.seed for c in configs})} "
           f"seeds; {budget_phrase(epochs)}), "
-          f"read from `{run_dir}` on {stamp} by `{command}`. "
+          f"read from {source} on {stamp} by `{command}`. "
           "Cells are mean ± std over seeds of the query-set mAP of the model selected on the validation split. "
           "*Tie-aware* is the expectation over random orders within Hamming-distance ties (primary: it does not "
           "depend on how the database is stored); *ties by index* ranks a tie in database order, which is "
@@ -97,7 +117,7 @@ def _main(argv: Sequence[str] | None) -> int:
     _print_comparisons(rows, reference, order)
     for pairing in ("unseen@unseen", "unseen@all") if unseen else ():  # issue 37's verdicts on held-out classes
         _print_comparisons(rows, reference, order, f"{pairing}_{PRIMARY_METRIC}")
-    if preset.classifier_codes:  # how much of the retrieval above is classification (issue 37)
+    if preset.classifier_codes and not args.from_csv:  # how much of the retrieval above is classification (issue 37)
         from shc.results.reading import classifier_code_rows
 
         from shc.runs import MissingRunError
