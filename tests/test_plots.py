@@ -730,3 +730,16 @@ def test_similarity_by_group_frame_is_the_histograms_the_figure_draws():
     fig = plots.plot_similarity_by_group({"S": S}, coarse)
     heights = [patch.get_height() for patch in fig.axes[0].patches]
     np.testing.assert_allclose(heights, np.concatenate([same.density, other.density]))
+
+
+def test_every_method_s_loss_is_drawn_relative_to_its_first_epoch():
+    """Issue 38: CRH's loss is about 100x CSQ's; on one absolute axis it flattens every other curve. Each run's loss
+    is drawn over its first epoch's, so both start at 1 and keep their shapes."""
+    history = pd.DataFrame({"label": ["csq"] * 3 + ["crh"] * 3, "bits": 16, "seed": 0, "epoch": [1, 2, 3] * 2,
+                            "loss": [0.5, 0.25, 0.1, 50.0, 40.0, 10.0], "mAP@100": 0.5, "mAP@1000": 0.5,
+                            "mAP@ALL": 0.5})
+    fig = plots.plot_convergence(history)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    np.testing.assert_allclose(lines["csq"].get_ydata(), [1.0, 0.5, 0.2])
+    np.testing.assert_allclose(lines["crh"].get_ydata(), [1.0, 0.8, 0.2])
+    assert fig.axes[0].get_title() == "16 bits: training loss / epoch 1"

@@ -159,6 +159,9 @@ def _mean_and_spread(frame, x: str, y: str):
 def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group: str = "label") -> Figure:
     """The paper's convergence figure: training loss and validation mAP against the epoch, per code length.
 
+    The loss of each run is drawn relative to its first epoch's (losses of different methods are on scales up to
+    100x apart, so shapes compare and none flattens the others).
+
     One row of panels per code length (column ``bits``), one panel for the loss and one per metric, one
     line per ``group`` value (method); several runs of a group (seeds) are drawn as their mean with a
     +-1 std band.
@@ -185,6 +188,11 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
                          f"(shc.results.history_rows gives them); it has {list(columns)}.")  # fmt: skip
     bits_values = sorted(history_frame["bits"].unique())
     panels = ["loss", *metric_columns]
+    # each run's loss relative to its first epoch: losses of different methods live on different scales (CRH's
+    # cross-entropy is 100x CSQ's BCE), so on one absolute axis one method flattens every other (issue 38)
+    runs = [column for column in (group, "bits", "seed") if column in columns]
+    first = history_frame.sort_values("epoch").groupby(runs, sort=False)["loss"].transform("first")
+    history_frame = history_frame.assign(loss=history_frame["loss"] / first.where(first.abs() > 0))
 
     fig = _new_figure(3.1 * len(panels) + 1.6, 2.5 * len(bits_values) + 0.4)
     grid = fig.subplots(len(bits_values), len(panels), sharex=True, squeeze=False)
@@ -198,9 +206,10 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
                 axes.fill_between(x, mean - spread, mean + spread, color=style["color"], alpha=0.2, linewidth=0)
         for column, panel in enumerate(panels):
             axes = grid[row, column]
-            axes.set_title(f"{q} bits: {'training loss' if panel == 'loss' else 'validation ' + panel}", fontsize=10)
+            axes.set_title(f"{q} bits: {'training loss / epoch 1' if panel == 'loss' else 'validation ' + panel}",
+                           fontsize=10)
             axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-        grid[row, 0].set_ylabel("loss (unitless)")
+        grid[row, 0].set_ylabel("loss relative to epoch 1")
     for axes in grid[-1]:
         axes.set_xlabel("epoch")
     _legend_outside(fig, grid[0, 0], title="method" if group in ("label", "method") else group)
