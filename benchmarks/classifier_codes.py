@@ -18,6 +18,7 @@ import json
 import sys
 import time
 
+from shc.evaluation import PAIRINGS
 from shc.pipeline import run_classifier_codes, summarize
 from shc.presets import CENTER_METHODS, get_preset
 from shc.stages import Similarity, classifier_config
@@ -39,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = run_classifier_codes(configs, args.rules)
     print(f"classifier-code baseline of preset {args.preset!r} ({len(rows)} code sets, {time.perf_counter() - started:.0f} s"
           f" wall): no hashing network; stage 1's classifier gives each image a center")
-    metrics = ["tie_aware_mAP@ALL"] + [key for key in ("seen@seen_tie_aware_mAP@ALL", "unseen@unseen_tie_aware_mAP@ALL",
-                                                       "unseen@all_tie_aware_mAP@ALL") if key in rows[0]]
+    metrics = ["tie_aware_mAP@ALL"] + [key for key in (f"{pairing}_tie_aware_mAP@ALL" for pairing in PAIRINGS)
+                                       if key in rows[0]]
     for metric in metrics:
         print(f"\n## {metric} (mean ± std over seeds)\n{summarize(rows, metric).to_string()}")
     print("\n## stage-1 classifier (selected on the validation split)")

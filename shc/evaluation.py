@@ -38,8 +38,8 @@ import numpy as np
 
 from shc._io import jsonable
 
-__all__ = ["EVALUATION_VERSION", "MAP_KEYS", "PRIMARY_METRIC", "TARGET_KINDS", "TIE_AWARE_MAP_KEYS", "UNSEEN_KEYS",
-           "evaluate_codes", "reachability_scores", "selection_scores", "unseen_scores"]
+__all__ = ["EVALUATION_VERSION", "MAP_KEYS", "PAIRINGS", "PRIMARY_METRIC", "TARGET_KINDS", "TIE_AWARE_MAP_KEYS",
+           "UNSEEN_KEYS", "evaluate_codes", "pairing_masks", "reachability_scores", "selection_scores", "unseen_scores"]
 
 #: Version of what :func:`evaluate_codes` measures (3: + tie-aware mAP, expected P@K/R@K and rank curve; 4: +
 #: reachability on the training and query sets, where the codes include the training set's).
@@ -48,9 +48,11 @@ MAP_KEYS = ("mAP@100", "mAP@1000", "mAP@ALL")
 TIE_AWARE_MAP_KEYS = tuple(f"tie_aware_{key}" for key in MAP_KEYS)
 #: The number that model selection maximises and that the comparisons of methods use.
 PRIMARY_METRIC = "tie_aware_mAP@ALL"
-#: The pairings of the unseen-class protocol (:data:`shc.data.unseen.PAIRINGS`), each with mAP@100 and mAP@ALL in
-#: both rankings: ``"<pairing>_<key>"``, e.g. ``"unseen@all_tie_aware_mAP@ALL"``.
-UNSEEN_KEYS = tuple(f"{pairing}_{key}" for pairing in ("seen@seen", "unseen@unseen", "unseen@all")
+#: The evaluations of the unseen-class protocol (:mod:`shc.data.unseen`): queries of one kind against a database of
+#: another (DSH_Analysis), as ``"<queries>@<database>"``.
+PAIRINGS = ("seen@seen", "unseen@unseen", "unseen@all")
+#: Each pairing with mAP@100 and mAP@ALL in both rankings: ``"<pairing>_<key>"``, e.g. ``"unseen@all_tie_aware_mAP@ALL"``.
+UNSEEN_KEYS = tuple(f"{pairing}_{key}" for pairing in PAIRINGS
                     for key in ("tie_aware_mAP@ALL", "tie_aware_mAP@100", "mAP@ALL", "mAP@100"))
 
 _CURVES = ("k", "precision@k", "recall@k", "tie_aware_precision@k", "tie_aware_recall@k", "pr_radius",
@@ -129,16 +131,15 @@ def unseen_scores(codes: Mapping[str, np.ndarray]) -> dict[str, float]:
     """The pairings of the unseen-class protocol (:data:`UNSEEN_KEYS`), empty for a run without held-out classes.
 
     ``codes["seen_classes"]`` is the number of seen classes C_s: labels below it are seen, the others held out
-    (:func:`shc.data.unseen.pairing_masks`). seen@seen ranks the database images of seen classes for the queries
+    (:func:`pairing_masks`). seen@seen ranks the database images of seen classes for the queries
     of seen classes; unseen@unseen those of held-out classes for the held-out queries; unseen@all the whole
     database for the held-out queries (Sablayrolles et al., ICASSP 2017; DSH_Analysis). A pairing with no query or
     no database image is left out (the protocol's splits always hold images of every class).
     """
-    from shc.data.unseen import pairing_masks
-    from shc.metrics import evaluate
-
     if "seen_classes" not in codes:
         return {}
+    from shc.metrics import evaluate
+
     scores: dict[str, float] = {}
     masks = pairing_masks(codes["query_labels"], codes["database_labels"], int(codes["seen_classes"]))
     for pairing, (queries, database) in masks.items():
@@ -150,6 +151,16 @@ def unseen_scores(codes: Mapping[str, np.ndarray]) -> dict[str, float]:
         for key in ("tie_aware_mAP@ALL", "tie_aware_mAP@100", "mAP@ALL", "mAP@100"):
             scores[f"{pairing}_{key}"] = float(found[key])
     return scores
+
+
+def pairing_masks(query_labels: Any, database_labels: Any, seen_classes: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """For each of :data:`PAIRINGS`, the boolean masks ``(queries, database)`` it evaluates: labels below
+    ``seen_classes`` are seen classes, the others held out (the numbering of :func:`shc.data.unseen.hold_out_classes`)."""
+    query_seen = np.asarray(query_labels) < seen_classes
+    database_seen = np.asarray(database_labels) < seen_classes
+    return {"seen@seen": (query_seen, database_seen),
+            "unseen@unseen": (~query_seen, ~database_seen),
+            "unseen@all": (~query_seen, np.ones_like(database_seen))}
 
 
 def selection_scores(query_codes: Any, query_labels: Any, db_codes: Any, db_labels: Any) -> dict[str, float]:

@@ -36,7 +36,7 @@ import numpy as np
 
 from shc._io import jsonable
 from shc.cli_common import describe_error
-from shc.evaluation import EVALUATION_VERSION, UNSEEN_KEYS
+from shc.evaluation import EVALUATION_VERSION, PAIRINGS, UNSEEN_KEYS
 from shc.executors import _cpu_count, grid_workers  # noqa: F401 - grid_workers: this module's API
 from shc.executors import positive_jobs as _positive_jobs
 from shc.runs import MAP_KEYS, SIMILARITY_SOURCES, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, load_data
@@ -455,7 +455,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if is_main():
             for metric in (*TIE_AWARE_MAP_KEYS, *MAP_KEYS):
                 print(f"\n{metric} (mean ± std over seeds)\n{summarize(rows, metric).to_string()}")
-            pairings = [f"{pairing}_tie_aware_mAP@ALL" for pairing in ("seen@seen", "unseen@unseen", "unseen@all")]
+            pairings = [f"{pairing}_tie_aware_mAP@ALL" for pairing in PAIRINGS]
             for metric in pairings if rows and pairings[0] in rows[0] else ():  # the unseen-class protocol
                 print(f"\n{metric} (mean ± std over seeds)\n{summarize(rows, metric).to_string()}")
             rules = presets.get_preset(args.preset).classifier_codes if args.classifier_codes is None else \

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from shc.data import load_dataset
-from shc.data.unseen import PAIRINGS, held_out_classes, hold_out_classes, pairing_masks
-from shc.evaluation import UNSEEN_KEYS, evaluate_codes, unseen_scores
+from shc.data.unseen import held_out_classes, hold_out_classes
+from shc.evaluation import PAIRINGS, UNSEEN_KEYS, evaluate_codes, pairing_masks, unseen_scores
 from shc.metrics import evaluate
 from shc.stages import CLASSIFIER_RULES, ClassifierCodes, classifier_codes
 

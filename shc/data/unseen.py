@@ -14,24 +14,20 @@ training. :func:`hold_out_classes` does so for any dataset's splits (the dataset
   training stage may know; ``unseen_names`` names the held-out ones (label ``C_s + i`` is ``unseen_names[i]``) and
   ``unseen_coarse_labels`` gives their coarse classes (``all_class_names``, ``all_coarse_labels``: every label).
 
-A label below ``num_classes`` is seen, one at or above it held out: :func:`pairing_masks` turns that into the
-three evaluations of DSH_Analysis (docs/evaluation.md): seen@seen, unseen@unseen and unseen@all.
+A label below ``num_classes`` is seen, one at or above it held out: :func:`shc.evaluation.pairing_masks` turns that
+into the three evaluations of DSH_Analysis (docs/evaluation.md): seen@seen, unseen@unseen and unseen@all.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any
 
 import numpy as np
 
 from shc.data.splits import DatasetSplits, HashingSplit, _resolve_size
 
-__all__ = ["PAIRINGS", "hold_out_classes", "held_out_classes", "pairing_masks"]
-
-#: The evaluations of the protocol: queries of one kind against a database of another (DSH_Analysis).
-PAIRINGS = ("seen@seen", "unseen@unseen", "unseen@all")
+__all__ = ["hold_out_classes", "held_out_classes"]
 #: Salt of the held-out draw, so it is independent of every other draw of the seed.
 _HOLD_OUT_SALT = 0x5EE7
 
@@ -87,13 +83,3 @@ def hold_out_classes(splits: DatasetSplits, unseen_classes: int | float, seed: i
         protocol=f"{splits.protocol}; unseen classes: {len(unseen)} of {num_classes} held out of train and val "
                  f"(seeded), kept in query and database",
     )
-
-
-def pairing_masks(query_labels: Any, database_labels: Any, seen_classes: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """For each of :data:`PAIRINGS`, the boolean masks ``(queries, database)`` it evaluates: labels below
-    ``seen_classes`` are seen classes, the others held out (the numbering of :func:`hold_out_classes`)."""
-    query_seen = np.asarray(query_labels) < seen_classes
-    database_seen = np.asarray(database_labels) < seen_classes
-    return {"seen@seen": (query_seen, database_seen),
-            "unseen@unseen": (~query_seen, ~database_seen),
-            "unseen@all": (~query_seen, np.ones_like(database_seen))}

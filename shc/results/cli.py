@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from shc.evaluation import PRIMARY_METRIC, UNSEEN_KEYS
+from shc.evaluation import PAIRINGS, PRIMARY_METRIC, UNSEEN_KEYS
 from shc.results.prose import (_metric_title, _print_comparisons, _print_paper_comparison, _print_regimes,
                                budget_phrase)
 from shc.results.reading import REACH_KEYS, result_rows
@@ -66,7 +66,7 @@ def _main(argv: Sequence[str] | None) -> int:
     unseen = bool(dict(preset.config.get("dataset_options", {})).get("unseen_classes"))
     if args.metrics is None:
         args.metrics = ["tie_aware_mAP@ALL", "mAP@ALL", "tie_aware_mAP@100", "mAP@100", "train_center_hit_rate",
-                        *([f"{pairing}_{key}" for pairing in ("seen@seen", "unseen@unseen", "unseen@all")
+                        *([f"{pairing}_{key}" for pairing in PAIRINGS
                            for key in ("tie_aware_mAP@ALL", "tie_aware_mAP@100")] if unseen else [])]
     run_dir = args.run_dir or f"runs/{args.preset}"
     for name, values, known in (("--bits", args.bits, preset.bits), ("--seeds", args.seeds, preset.seeds)):
