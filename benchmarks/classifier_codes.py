@@ -20,21 +20,24 @@ import time
 
 from shc.evaluation import PAIRINGS
 from shc.pipeline import run_classifier_codes, summarize
-from shc.presets import CENTER_METHODS, get_preset
+from shc.methods import get_method
+from shc.presets import get_preset
 from shc.stages import Similarity, classifier_config
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="standard")
-    parser.add_argument("--methods", nargs="+", default=[*CENTER_METHODS, "shc-ls"])
+    parser.add_argument("--methods", nargs="+", default=None,
+                        help="center methods (default: those of the preset's grid)")
     parser.add_argument("--bits", nargs="+", type=int, default=None)
     parser.add_argument("--seeds", nargs="+", type=int, default=None)
     parser.add_argument("--rules", nargs="+", default=["top1", "soft"], choices=["top1", "soft"])
     parser.add_argument("--run-dir", default=None, help="default runs/<preset>")
     args = parser.parse_args(argv)
     preset = get_preset(args.preset)
-    configs = preset.configs(methods=args.methods, bits=args.bits, seeds=args.seeds,
+    methods = args.methods or [method for method in preset.methods if get_method(method).centers is not None]
+    configs = preset.configs(methods=methods, bits=args.bits, seeds=args.seeds,
                              run_dir=args.run_dir or f"runs/{args.preset}")
     started = time.perf_counter()
     rows = run_classifier_codes(configs, args.rules)

@@ -174,6 +174,12 @@ def test_a_tiny_scrh_run_through_the_pipeline_starts_from_stage_2_and_reads_stag
     assert result.centers.shape == (20, 16) and result.similarity.shape == (20, 20)
     log = json.loads((directory / "reassignments.json").read_text())
     assert [entry["epoch"] for entry in log["log"]] == [1, 2] and all("semantic_fit" in e for e in log["log"])
+    # the start: stage 2's centers, but a class whose 8-bit half another class already holds takes the nearest free
+    # candidate; its fit is the off-diagonal mean over the 20 x 19 pairs
+    codebooks, assignment = semantic_codebook(result.centers, 2, 40, np.random.default_rng([config.seed, 1]))
+    start = np.concatenate([codebooks[head, assignment[head]] for head in range(2)], axis=1).astype(float)
+    off = ~np.eye(20, dtype=bool)
+    assert log["start_semantic_fit"] == pytest.approx(np.mean(((result.similarity - start @ start.T / 16) ** 2)[off]))
     codebook = np.load(directory / "codebook.npy")
     for head in range(2):  # every starting sub-code is a candidate of its head
         assert {tuple(r) for r in result.centers[:, 8 * head:8 * (head + 1)]} <= {tuple(r) for r in codebook[head]}

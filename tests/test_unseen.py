@@ -210,6 +210,13 @@ def test_the_results_read_the_pairings_and_the_baseline_and_name_a_missing_one(t
     assert "| shc (soft classifier codes) |" in out
     assert "Paired comparisons with shc (mAP@ALL, tie-aware, unseen@all: queries of unseen classes" in out
     assert "unseen@all tie-aware mAP@ALL, shc − mds at 16 bits" in out
+    assert "Unseen-class protocol: 25% of the classes are held out of every training stage" in out
+    csv = tmp_path / "tiny-unseen.csv"
+    assert main(["--preset", "tiny-unseen", "--run-dir", configs[0].run_dir, "--write-csv", str(csv)]) == 0
+    capsys.readouterr()
+    assert main(["--preset", "tiny-unseen", "--run-dir", configs[0].run_dir, "--from-csv", str(csv)]) == 0
+    out = capsys.readouterr().out
+    assert "unseen@all tie-aware mAP@ALL, shc − mds" in out and "not part of a results file" in out
     from shc.pipeline import main as pipeline
 
     assert pipeline(["--preset", "tiny-unseen", "--run-dir", configs[0].run_dir, "--quiet"]) == 0  # all cached

@@ -35,6 +35,9 @@ _HOLD_OUT_SALT = 0x5EE7
 def held_out_classes(num_classes: int, unseen_classes: int | float, seed: int) -> np.ndarray:
     """The sorted original ids of the classes held out for ``seed``: ``unseen_classes`` of them (a count, or a
     fraction of ``num_classes``, rounded), at least one, and leaving at least two seen classes."""
+    if isinstance(unseen_classes, (int, np.integer)) and not isinstance(unseen_classes, bool) and unseen_classes < 0:
+        raise ValueError(f"unseen_classes={unseen_classes} is negative; give a count of classes in [1, {num_classes - 2}] "
+                         "or a fraction of them (e.g. 0.25).")
     count = _resolve_size(unseen_classes, num_classes, "unseen_classes")
     if not 1 <= count <= num_classes - 2:
         raise ValueError(f"unseen_classes={unseen_classes!r} holds out {count} of {num_classes} classes; hold out at "

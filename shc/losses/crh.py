@@ -244,14 +244,16 @@ class SemanticCRHLoss(CRHLoss):
                                                       np.random.default_rng([self.seed, 1]))
         self.codebooks.copy_(torch.from_numpy(codebooks.astype(np.float32)))
         self.assignment.copy_(torch.from_numpy(assignment_now))
+        self.start_fit = self.semantic_fit()  # of the starting centers: what the log's entries compare with
 
     def _semantic_options(self) -> dict[str, Any]:
         return {"similarity": self.similarity.cpu().numpy(), "semantic_weight": self.semantic_weight,
                 "current": self.assignment.cpu().numpy()}
 
     def semantic_fit(self) -> float:
-        """``mean_{c != c'} (S_cc' - <h_c, h_c'> / K)^2`` of the current centers: the SHC fit the reassignment keeps
-        (the paper's S_loss per off-diagonal entry)."""
+        """``mean_{c != c'} (S_cc' - <h_c, h_c'> / K)^2`` of the current centers: the SHC fit the reassignment keeps,
+        over the off-diagonal entries (stage 2's ``s_loss`` averages over all C^2 entries, the diagonal's zeros
+        included: ``s_loss = semantic_fit * (C - 1) / C``)."""
         centers = self.centers().double().cpu()
         gram = (centers @ centers.T / self.num_bits).numpy()
         off = ~np.eye(self.num_classes, dtype=bool)
@@ -262,6 +264,13 @@ class SemanticCRHLoss(CRHLoss):
         entry = super().reassign(codes, epoch)
         self.reassignments[-1]["semantic_fit"] = entry["semantic_fit"] = self.semantic_fit()
         return entry
+
+    def artifacts(self) -> dict[str, Any]:
+        """CRH's files; ``reassignments.json`` also holds ``start_semantic_fit``, the fit of the starting centers."""
+        files = super().artifacts()
+        files["reassignments.json"] = {**files["reassignments.json"], "semantic_weight": self.semantic_weight,
+                                       "start_semantic_fit": self.start_fit}
+        return files
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, semantic_weight={self.semantic_weight}"

@@ -101,6 +101,12 @@ def _main(argv: Sequence[str] | None) -> int:
         written = write_results(configs, args.write_csv or f"results/{args.preset}.csv")
         print(f"wrote {written} ({len(configs)} runs)\n")
     source = f"`{args.from_csv}`" if args.from_csv else f"`{run_dir}`"
+    protocol = ""
+    if unseen:
+        held = dict(preset.config["dataset_options"])["unseen_classes"]
+        protocol = (f" Unseen-class protocol: {f'{held:.0%}' if isinstance(held, float) else held} of the classes are "
+                    "held out of every training stage (shc.data.unseen); the mAP tables without a pairing rank the whole "
+                    "database for every query, seen and held-out.")
     stamp = datetime.date.today().isoformat()
     command = " ".join(["python -m shc.results", *(sys.argv[1:] if argv is None else argv)])
     epochs = {method: sorted({c.epochs for c in configs if c.method == method}) for method in order}
@@ -111,12 +117,19 @@ def _main(argv: Sequence[str] | None) -> int:
           "Cells are mean ± std over seeds of the query-set mAP of the model selected on the validation split. "
           "*Tie-aware* is the expectation over random orders within Hamming-distance ties (primary: it does not "
           "depend on how the database is stored); *ties by index* ranks a tie in database order, which is "
-          "seeded random.\n")
+          f"seeded random.{protocol}\n")
     for metric in args.metrics:
+        if metric in UNSEEN_KEYS and rows[metric].isna().all():  # asked for a pairing of a preset without one
+            print(f"**{_metric_title(metric)}**: preset `{args.preset}` holds no class out of training (its runs have "
+                  "no unseen-class pairings; the `*-unseen` presets do).\n")
+            continue
         _print_table(f"**{_metric_title(metric)}**", rows, metric, order, args.markdown)
     _print_comparisons(rows, reference, order)
     for pairing in ("unseen@unseen", "unseen@all") if unseen else ():  # issue 37's verdicts on held-out classes
         _print_comparisons(rows, reference, order, f"{pairing}_{PRIMARY_METRIC}")
+    if preset.classifier_codes and args.from_csv:
+        print("The classifier-code baseline is not part of a results file: read it from the run folders (drop "
+              "--from-csv).\n")
     if preset.classifier_codes and not args.from_csv:  # how much of the retrieval above is classification (issue 37)
         from shc.results.reading import classifier_code_rows
 

@@ -1,7 +1,8 @@
 """Results files: one compact CSV per preset with every run's configuration and measures (issue 38), as timm keeps
 its results CSVs. ``python -m shc.results --preset NAME --write-csv`` writes ``results/NAME.csv`` from the run
-folders; ``--from-csv results/NAME.csv`` prints the same tables and paired comparisons from the file alone, so the
-README's numbers can be rebuilt from a clone without the run folders.
+folders; ``--from-csv results/NAME.csv`` prints the same method tables and paired comparisons from the file alone, so
+the README's numbers can be rebuilt from a clone without the run folders (the classifier-code baseline, ``--versus``,
+``--paper`` and ``--extended`` still read run folders).
 
 A row is a run: the columns of :func:`~shc.results.reading.result_rows` (identity, mAP in both rankings,
 reachability, the unseen-class pairings, selected epoch, seconds) plus the configuration fields that tell runs

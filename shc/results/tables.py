@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from shc.evaluation import UNSEEN_KEYS
 from shc.results.reading import REACH_KEYS, center_rows, load_stage1_metrics
 from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, RunConfig
 
@@ -57,7 +58,10 @@ _VALUE_NAMES = {**{key: f"{key.removeprefix('tie_aware_')} (tie-aware)" for key 
                 **{key: f"{key} (ties by index)" for key in MAP_KEYS}, "s_loss": "S_loss",
                 "mean_distance": "mean distance", "spearman": "Spearman", "gv_distance": "GV d", "num_at_d_min": "pairs at d_min", "train_seconds": "train seconds",
                 "selected_epoch": "selected epoch",
-                **{key: f"{key.split('_', 1)[1].replace('_', ' ')} ({key.split('_', 1)[0]})" for key in REACH_KEYS}}
+                **{key: f"{key.split('_', 1)[1].replace('_', ' ')} ({key.split('_', 1)[0]})" for key in REACH_KEYS},
+                # the unseen-class pairings: "unseen@all mAP@ALL (tie-aware)"
+                **{key: f"{key.split('_', 1)[0]} {key.split('_', 1)[1].removeprefix('tie_aware_')} "
+                        f"({'tie-aware' if '_tie_aware_' in key else 'ties by index'})" for key in UNSEEN_KEYS}}
 _KEY_NAMES = {"label": "method", "similarity": "S source"}
 
 
