@@ -93,6 +93,17 @@ def _center_loss_method(name: str, centers: str, reference: str) -> MethodSpec:
     return MethodSpec(name, "center", centers, centers in SEMANTIC_METHODS, {}, _CENTER_DEFAULTS, reference)
 
 
+_CRH_DEFAULTS = {"scale": None, "margin": 0.2, "quantization_weight": None, "codebook_multiple": 2,
+                 "reassign_until": 20, "reassign_every": 5}  # CRH's published settings (its own entry adds assignment)
+
+
+def _scrh_method(name: str, semantic_weight: float, reference: str) -> MethodSpec:
+    """SCRH (:class:`shc.losses.SemanticCRHLoss`) with CRH's settings, started at shc-ls's centers of the stage-1 S,
+    with the semantic weight of Eq. S2 (docs/baselines.md)."""
+    return MethodSpec(name, "scrh", "shc-ls", True, _LINEAR_HEAD, {**_CRH_DEFAULTS, "semantic_weight": semantic_weight},
+                      reference)
+
+
 METHODS: Registry[MethodSpec] = Registry("method")
 """Every method by name, in the order of :func:`available_methods`; a new method is one
 ``METHODS.register(name, MethodSpec(...))``."""
@@ -169,26 +180,15 @@ for _spec in (
     ),
     MethodSpec(
         "crh", "crh", None, False, _LINEAR_HEAD,
-        {"scale": None, "margin": 0.2, "quantization_weight": None, "codebook_multiple": 2,
-         "assignment": "greedy", "reassign_until": 20, "reassign_every": 5},
+        {**_CRH_DEFAULTS, "assignment": "greedy"},
         "Yin et al., Codebook-Centric Deep Hashing: End-to-End Joint Learning of Semantic Hash Centers and "
         "Neural Hash Function (Center-Reassigned Hashing), AAAI 2026, arXiv 2511.12162; implemented from the "
         "paper's text (the released code has no licence)",
     ),
-    MethodSpec(
-        "scrh", "scrh", "shc-ls", True, _LINEAR_HEAD,
-        {"scale": None, "margin": 0.2, "quantization_weight": None, "codebook_multiple": 2, "reassign_until": 20,
-         "reassign_every": 5, "semantic_weight": 1.0},
-        "Ours (issue 37, docs/baselines.md): CRH started at shc-ls's semantic centers of the stage-1 S, reassigned "
-        "with their semantic fit in the cost",
-    ),
-    MethodSpec(
-        "scrh-start", "scrh", "shc-ls", True, _LINEAR_HEAD,
-        {"scale": None, "margin": 0.2, "quantization_weight": None, "codebook_multiple": 2, "reassign_until": 20,
-         "reassign_every": 5, "semantic_weight": 0.0},
-        "Ours (issue 37): SCRH's ablation with semantic_weight 0, CRH started at shc-ls's semantic centers and "
-        "reassigned as CRH (the semantic start alone)",
-    ),
+    _scrh_method("scrh", 1.0, "Ours (issue 37, docs/baselines.md): CRH started at shc-ls's semantic centers of the "
+                              "stage-1 S, reassigned with their semantic fit in the cost"),
+    _scrh_method("scrh-start", 0.0, "Ours (issue 37): SCRH's ablation with semantic_weight 0, CRH started at shc-ls's "
+                                    "semantic centers and reassigned as CRH (the semantic start alone)"),
 ):
     METHODS.register(_spec.name, _spec)
 
