@@ -125,7 +125,7 @@ def _main(argv: Sequence[str] | None) -> int:
             continue
         _print_table(f"**{_metric_title(metric)}**", rows, metric, order, args.markdown)
     _print_comparisons(rows, reference, order)
-    for pairing in ("unseen@unseen", "unseen@all") if unseen else ():  # issue 37's verdicts on held-out classes
+    for pairing in PAIRINGS[1:] if unseen else ():  # issue 37's verdicts on held-out classes: unseen@unseen, unseen@all
         _print_comparisons(rows, reference, order, f"{pairing}_{PRIMARY_METRIC}")
     if preset.classifier_codes and args.from_csv:
         print("The classifier-code baseline is not part of a results file: read it from the run folders (drop "
