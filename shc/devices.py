@@ -51,6 +51,15 @@ def resolve_device(device: str | torch.device = "auto", local_rank: int = 0) -> 
     return torch.device(device)
 
 
+def describe_device(device: torch.device) -> str:
+    """What a run records as its device (``metrics.json``'s ``device``): ``"cpu"``, or ``"cuda (<GPU name>)"``.
+    Runs are not bit-identical across devices (other kernels; ``auto`` precision differs), so a grid's tables say
+    when their runs come from more than one (docs/gpu.md)."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return device.type
+
+
 def resolve_num_workers(num_workers: int | None, device: torch.device, local_ranks: int | None = None,
                         dataset: Any = None) -> int:
     """DataLoader workers: ``num_workers`` when given; else 0 on a CPU, and 0 for a ``dataset`` whose batches

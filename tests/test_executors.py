@@ -200,6 +200,12 @@ def test_the_tiny_grid_gives_byte_identical_artifacts_whatever_runs_it(way, tiny
 
     assert {record["threads"] for path, record in found.items() if path.endswith(".json")} == {STAGE_THREADS}
     assert torch.get_num_threads() == threads  # a stage gives the process its thread count back
+    # every hashing run records where it trained and in which precision (auto resolved): results differ by device
+    from shc.devices import resolve_precision
+
+    hashing = [record for path, record in found.items() if path.endswith("metrics.json") and "stage3-" in path]
+    assert hashing and {(record["device"], record["precision"]) for record in hashing} == {
+        ("cpu", resolve_precision("auto", torch.device("cpu")))}
 
 
 # --------------------------------------------------------------------------------------------

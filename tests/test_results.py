@@ -50,6 +50,24 @@ def test_regime_rows_refuse_grids_without_a_common_run():
         ranking_line(SCRATCH, METRIC, 64)
 
 
+def test_device_phrase_names_one_device_and_warns_on_a_mix():
+    import pandas as pd
+
+    from shc.results import device_phrase
+
+    def rows(*devices):
+        return pd.DataFrame({"method": ["x"] * len(devices), "device": list(devices)})
+
+    assert device_phrase(rows("cpu", "cpu")) == "Every run trained on cpu."
+    assert device_phrase(rows(None, None)) == ""  # runs older than the record: nothing is claimed
+    assert device_phrase(pd.DataFrame({"method": ["x"]})) == ""  # a results file written before the column
+    mixed = device_phrase(rows("cpu", "cuda (NVIDIA H200)", "cuda (NVIDIA H200)", None))
+    assert mixed.startswith("**These runs trained on more than one device**")
+    assert "cpu (1 runs), cuda (NVIDIA H200) (2 runs), not recorded (1 runs)" in mixed
+    # one device recorded beside unrecorded runs is a possible mix, and says so
+    assert "not recorded (1 runs)" in device_phrase(rows("cpu", None))
+
+
 def test_budget_phrase_groups_the_methods_of_each_budget():
     from shc.results import budget_phrase
 

@@ -17,7 +17,7 @@ every public name is re-exported (``from shc.results import result_rows, retriev
 - :mod:`~shc.results.tables`: tables in the paper's layouts, mean ± std over seeds with best bold and second
   underlined: :func:`retrieval_table` (Tables 4-8), :func:`center_table` (Table 3), :func:`classifier_table`
   (Table 2); the command line's Markdown tables; :func:`readable_table`;
-- :mod:`~shc.results.prose`: the computed sentences around the tables (:func:`budget_phrase`, the paired
+- :mod:`~shc.results.prose`: the computed sentences around the tables (:func:`budget_phrase`, :func:`device_phrase`, the paired
   comparisons, the paper side by side, two presets side by side);
 - :mod:`~shc.results.files`: a preset's results file, one CSV row per run (:func:`write_results`,
   :func:`read_results`: the tables rebuilt without the run folders);
@@ -31,7 +31,7 @@ from shc.results.cli import main
 from shc.results.curves import class_ap_rows, curve_rows, curves_by_method, pr_curves_by_method
 from shc.results.examples import ExampleQueries, hamming_top_k, top_results
 from shc.results.files import read_results, results_frame, write_results
-from shc.results.prose import budget_phrase
+from shc.results.prose import budget_phrase, device_phrase
 from shc.results.reading import (IDENTITY_COLUMNS, REACH_KEYS, REPORTED_MAP_KEYS, SOURCE_NAMES, center_history_rows,
                                  center_lessons, center_rows, center_sets, classifier_code_rows, finished_configs,
                                  has_centers,
@@ -60,6 +60,7 @@ __all__ = [
     "StaleRunError",
     "artifact",
     "budget_phrase",
+    "device_phrase",
     "center_history_rows",
     "center_lessons",
     "center_rows",

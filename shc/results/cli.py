@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from shc.evaluation import PAIRINGS, PRIMARY_METRIC, UNSEEN_KEYS
 from shc.results.prose import (_metric_title, _print_comparisons, _print_paper_comparison, _print_regimes,
-                               budget_phrase)
+                               budget_phrase, device_phrase)
 from shc.results.reading import REACH_KEYS, result_rows
 from shc.results.tables import _print_table
 from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS
@@ -118,6 +118,8 @@ def _main(argv: Sequence[str] | None) -> int:
           "*Tie-aware* is the expectation over random orders within Hamming-distance ties (primary: it does not "
           "depend on how the database is stored); *ties by index* ranks a tie in database order, which is "
           f"seeded random.{protocol}\n")
+    if device_phrase(rows):
+        print(device_phrase(rows) + "\n")
     for metric in args.metrics:
         if metric in UNSEEN_KEYS and rows[metric].isna().all():  # asked for a pairing of a preset without one
             print(f"**{_metric_title(metric)}**: preset `{args.preset}` holds no class out of training (its runs have "

@@ -33,6 +33,25 @@ def budget_phrase(epochs: Mapping[str, Sequence[int]]) -> str:
                       *(f"{'/'.join(map(str, e))} for {', '.join(methods)}" for e, methods in grouped.items())])
 
 
+def device_phrase(rows: pd.DataFrame) -> str:
+    """Where a grid's runs trained, from their ``device`` column (:func:`shc.results.reading.result_rows`): one
+    sentence naming the device when they share one; a warning naming each device and its run count when they do not
+    (a run without the record counts as "not recorded"), since runs are not bit-identical across devices
+    (docs/gpu.md); "" when no run records it (runs older than the record)."""
+    devices = rows["device"] if "device" in rows else pd.Series([None] * len(rows), dtype=object)
+    recorded = devices.dropna()
+    if recorded.empty:
+        return ""
+    counts = recorded.value_counts().sort_index()
+    if len(counts) == 1 and len(recorded) == len(rows):
+        return f"Every run trained on {counts.index[0]}."
+    parts = [f"{device} ({count} runs)" for device, count in counts.items()]
+    if len(recorded) < len(rows):
+        parts.append(f"not recorded ({len(rows) - len(recorded)} runs)")
+    return ("**These runs trained on more than one device**: " + ", ".join(parts) + ". Runs are not bit-identical "
+            "across devices (docs/gpu.md): compare methods within one device's runs.")
+
+
 def _metric_title(metric: str) -> str:
     """``tie_aware_mAP@ALL`` -> ``mAP@ALL, tie-aware``; ``mAP@ALL`` -> ``mAP@ALL, ties by index``;
     ``train_center_hit_rate`` -> ``center hit rate on the training set`` (reachability, :mod:`shc.reachability`)."""

@@ -156,7 +156,8 @@ def result_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     seed, tie_aware_mAP@100, tie_aware_mAP@1000, tie_aware_mAP@ALL (expected over random orders within
     Hamming ties: the primary numbers), mAP@100, mAP@1000, mAP@ALL (ties by database index), the reachability
     numbers :data:`REACH_KEYS` and ``reach_targets`` (what they are measured against), the unseen-class pairings
-    :data:`~shc.evaluation.UNSEEN_KEYS` (NaN for runs without held-out classes), selected_epoch, train_seconds.
+    :data:`~shc.evaluation.UNSEEN_KEYS` (NaN for runs without held-out classes), selected_epoch, train_seconds and
+    device (where it trained: :func:`shc.devices.describe_device`; None for runs older than that record).
     The runs must exist (:func:`run_grid`).
     """
     import pandas as pd
@@ -167,7 +168,8 @@ def result_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
         rows.append({**_identity(config), **{key: metrics[key] for key in REPORTED_MAP_KEYS},
                      **{key: metrics.get(key, float("nan")) for key in (*REACH_KEYS, *UNSEEN_KEYS)},
                      "reach_targets": metrics.get("reach_targets"),
-                     "selected_epoch": metrics["selected_epoch"], "train_seconds": metrics["train_seconds"]})
+                     "selected_epoch": metrics["selected_epoch"], "train_seconds": metrics["train_seconds"],
+                     "device": metrics.get("device")})  # None: a run from before devices were recorded
     return pd.DataFrame(rows)
 
 

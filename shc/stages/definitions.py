@@ -81,6 +81,15 @@ def _train_config(config: Any, epochs: int, lr: float, select_metric: str):
     )
 
 
+def _device_record(config: Any) -> dict[str, str]:
+    """Where a hashing run trained and in which precision (``auto`` resolved): results are not bit-identical across
+    devices, so ``shc.results`` says when a grid mixes them (docs/gpu.md)."""
+    from shc.devices import describe_device, resolve_device, resolve_precision
+
+    device = resolve_device(config.device)
+    return {"device": describe_device(device), "precision": resolve_precision(config.precision, device)}
+
+
 def _accuracy(model, split, config: Any) -> float:
     from shc.train import predict
 
@@ -400,6 +409,7 @@ class Hashing(Stage):
                   # reads (benchmarks/standard_convergence.py), so no budget is chosen on the query set
                   f"val_{PRIMARY_METRIC}": history.best_metric,
                   "threads": threads(),  # CPU results depend on it (summation order): fixed, STAGE_THREADS
+                  **_device_record(config),
                   "method": config.method, "bits": config.bits, "seed": config.seed, "dataset": config.dataset}
         if not is_main():
             return None
