@@ -68,6 +68,33 @@ def test_device_phrase_names_one_device_and_warns_on_a_mix():
     assert "not recorded (1 runs)" in device_phrase(rows("cpu", None))
 
 
+def test_headline_rows_give_each_method_its_paired_verdict_against_shc_and_the_best_baseline():
+    import pandas as pd
+
+    from shc.results import headline_rows
+
+    base = {0: 0.50, 1: 0.52, 2: 0.48}
+    shifts = {"shc": [0, 0, 0], "shc-ls": [0.10, 0.11, 0.09],  # above: every seed +0.09..0.11
+              "crh": [0.02, -0.02, 0.01],  # ties: the differences change sign
+              "x": [-0.20, -0.21, -0.19], "y": [-0.05, -0.06, -0.04]}  # y is the best of the others, below SHC
+    rows = pd.DataFrame([{"method": method, "bits": 16, "seed": seed, METRIC: base[seed] + shift[seed]}
+                         for method, shift in shifts.items() for seed in base]
+                        + [{"method": "shc", "bits": 32, "seed": 0, METRIC: 0.6},
+                           {"method": "x", "bits": 32, "seed": 0, METRIC: 0.5}])
+    table = headline_rows(rows, METRIC).set_index("bits")
+    assert list(table.columns) == ["shc", "shc-ls", "crh", "best baseline"]
+    assert table.loc[16, "shc"] == "0.500 ± 0.020 (3)"
+    # differences 0.10, 0.11, 0.09: sd 0.01, half-width t(0.975, 2) * 0.01 / sqrt(3) = 0.0248
+    assert table.loc[16, "shc-ls"] == "0.600 ± 0.030 (3); above, +0.100 [+0.075, +0.125]"
+    assert "; ties, " in table.loc[16, "crh"]
+    assert table.loc[16, "best baseline"] == "y: 0.450 ± 0.010 (3); below, -0.050 [-0.075, -0.025]"
+    # one seed: no verdict; a method without runs at a length says so
+    assert table.loc[32, "best baseline"] == "x: 0.500 (1 seed); -0.100 from one seed"
+    assert table.loc[32, "shc-ls"] == "not run" and table.loc[32, "crh"] == "not run"
+    with pytest.raises(ValueError, match="compares with 'shc', which has no runs"):
+        headline_rows(rows[rows["method"] != "shc"], METRIC)
+
+
 def test_budget_phrase_groups_the_methods_of_each_budget():
     from shc.results import budget_phrase
 

@@ -38,7 +38,7 @@ from shc.results.reading import (IDENTITY_COLUMNS, REACH_KEYS, REPORTED_MAP_KEYS
                                  history_rows, load_center_history, load_center_quality, load_centers, load_codes,
                                  load_history, load_metrics, load_similarity, load_stage1_metrics, result_rows,
                                  run_label, similarity_sources)
-from shc.results.statistics import ranking_line, regime_rows
+from shc.results.statistics import headline_rows, ranking_line, regime_rows
 from shc.results.tables import RankedTable, center_table, classifier_table, readable_table, retrieval_table, value_name
 from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, load_data
 from shc.stages import artifact
@@ -77,6 +77,7 @@ __all__ = [
     "finished_configs",
     "hamming_top_k",
     "has_centers",
+    "headline_rows",
     "history_rows",
     "load_center_history",
     "load_center_quality",

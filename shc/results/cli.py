@@ -7,8 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from shc.evaluation import PAIRINGS, PRIMARY_METRIC, UNSEEN_KEYS
-from shc.results.prose import (_metric_title, _print_comparisons, _print_paper_comparison, _print_regimes,
-                               budget_phrase, device_phrase)
+from shc.results.prose import (_metric_title, _print_comparisons, _print_headline, _print_paper_comparison,
+                               _print_regimes, budget_phrase, device_phrase)
 from shc.results.reading import REACH_KEYS, result_rows
 from shc.results.tables import _print_table
 from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS
@@ -42,6 +42,9 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--reference", default=None,
                         help="the method every other is compared with (default shc, when the grid has it)")
     parser.add_argument("--markdown", action="store_true", help="Markdown tables (the README's format)")
+    parser.add_argument("--headline", action="store_true",
+                        help="print only the headline table (the README's): per code length SHC, shc-ls, CRH and the "
+                             "best other method, each with its paired difference from SHC and the verdict")
     parser.add_argument("--paper", action="store_true",
                         help="also the paper's Table 4 differences (SHC minus the best baseline, CSQ and MDS, mAP@100) "
                              "beside ours from this preset's runs of SHC and the baselines that exist")
@@ -86,6 +89,9 @@ def _main(argv: Sequence[str] | None) -> int:
         other_configs = get_preset(args.versus).configs(
             methods=order, **{**grid, "run_dir": args.versus_run_dir or f"runs/{args.versus}"})
         seeds = paired_seeds(other_configs, configs, f"--versus {args.versus}", f"--preset {args.preset}")
+    if args.headline and (args.versus or args.paper or args.extended):
+        raise ValueError("--headline prints the headline table alone; --versus, --paper and --extended print more "
+                         "tables: drop them, or drop --headline.")
     if args.from_csv and (args.versus or args.paper or args.extended or args.write_csv is not None):
         raise ValueError("--from-csv prints the tables and paired comparisons of a results file; --versus, --paper, "
                          "--extended and --write-csv read run folders: drop them, or drop --from-csv.")
@@ -120,6 +126,9 @@ def _main(argv: Sequence[str] | None) -> int:
           f"seeded random.{protocol}\n")
     if device_phrase(rows):
         print(device_phrase(rows) + "\n")
+    if args.headline:
+        _print_headline(rows, reference, args.markdown)
+        return 0
     for metric in args.metrics:
         if metric in UNSEEN_KEYS and rows[metric].isna().all():  # asked for a pairing of a preset without one
             print(f"**{_metric_title(metric)}**: preset `{args.preset}` holds no class out of training (its runs have "

@@ -124,3 +124,23 @@ def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name
         for name, rows in ((name_a, rows_a), (name_b, rows_b)):
             print(f"- {bits} bits, {name}: {ranking_line(rows[rows['method'].isin(common)], metric, bits)}")
     print()
+
+
+def _print_headline(rows: pd.DataFrame, reference: str, markdown: bool) -> None:
+    """``--headline``: :func:`~shc.results.statistics.headline_rows` under its title, as Markdown or plain text."""
+    from shc.results.statistics import headline_rows
+
+    table = headline_rows(rows, reference=reference)
+    print(f"**Headline: {_metric_title(PRIMARY_METRIC)}** (mean ± std over seeds, their number in brackets; beside "
+          f"each method its paired difference from {reference}, with the 95% t-interval over seeds, and the verdict; "
+          "the best baseline is the highest mean among the other methods of the grid)\n")
+    if markdown:
+        columns = [str(column) for column in table.columns]
+        print("| " + " | ".join(columns) + " |")
+        print("|" + "---|" * len(columns))
+        for _, row in table.iterrows():
+            print("| " + " | ".join(str(row[column]) for column in table.columns) + " |")
+    else:
+        print(table.to_string(index=False))
+    print()
+

@@ -1,7 +1,8 @@
 """Statistics over seeds of :func:`~shc.results.reading.result_rows`: paired comparisons of methods and presets.
 
 :func:`ranking_line` orders the methods at one code length, joined by ``>`` or ``≈`` after the paired 95% interval
-of each neighbour pair; :func:`regime_rows` sets two presets' runs side by side, paired by seed (``--versus``).
+of each neighbour pair; :func:`regime_rows` sets two presets' runs side by side, paired by seed (``--versus``);
+:func:`headline_rows` is the README's headline (``--headline``): SHC, shc-ls, CRH and the best baseline per length.
 The statistics themselves are :mod:`shc.stats`.
 """
 
@@ -57,3 +58,45 @@ def regime_rows(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = PRIMAR
     for side in ("a", "b"):
         frame[f"rank {side}"] = frame.groupby("bits")[f"mean {side}"].rank(ascending=False, method="min").astype(int)
     return frame.sort_values(["bits", "rank b"], kind="stable").reset_index(drop=True)
+
+
+#: What the headline says of a method against the reference, from the paired interval's verdict.
+_HEADLINE_VERDICTS = {"higher": "above", "lower": "below", "not distinguishable": "ties"}
+
+
+def headline_rows(rows: pd.DataFrame, metric: str = PRIMARY_METRIC, reference: str = "shc",
+                  ours: tuple[str, ...] = ("shc-ls", "crh"), confidence: float = 0.95) -> pd.DataFrame:
+    """The README's headline table (issue 38): per code length, ``reference`` (SHC), each method of ``ours`` and the
+    best other method (the highest mean ``metric`` among the rest: the best baseline), each as ``mean ± std (n)``
+    and, for all but the reference, its paired difference from the reference over the seeds both have with the 95%
+    t-interval and the verdict ("above", "below", "ties"; one seed: no verdict). A method without runs at a length
+    reads "not run". ``rows``: :func:`~shc.results.reading.result_rows` (or a results file's rows)."""
+    from shc.stats import format_value, paired_by_seed, signed_interval, summary_frame
+
+    summary, per_seed = summary_frame(rows, [metric], method="method")
+    if reference not in set(summary["method"]):
+        raise ValueError(f"the headline compares with {reference!r}, which has no runs here; methods: "
+                         f"{sorted(summary['method'].unique())}.")
+
+    def cell(bits: int, name: str) -> str:
+        found = summary[(summary["bits"] == bits) & (summary["method"] == name)]
+        if found.empty:
+            return "not run"
+        mean, std, n = found.iloc[0][["mean", "std", "n"]]
+        text = f"{format_value(float(mean), 3)} ± {format_value(float(std), 2)} ({int(n)})" if n > 1 else \
+            f"{format_value(float(mean), 3)} (1 seed)"
+        if name == reference or reference not in set(summary[summary["bits"] == bits]["method"]):
+            return text
+        interval = paired_by_seed(per_seed, metric, bits, name, reference, confidence)
+        if not interval.defined:
+            return f"{text}; {interval.mean:+.3f} from one seed"
+        difference = signed_interval(interval.mean, interval.low, interval.high)
+        return f"{text}; {_HEADLINE_VERDICTS[interval.verdict]}, {difference}"
+
+    out = []
+    for bits in sorted(summary["bits"].unique()):
+        here = summary[(summary["bits"] == bits) & ~summary["method"].isin([reference, *ours])]
+        best = here.sort_values("mean", ascending=False, kind="stable")["method"].iloc[0] if not here.empty else None
+        out.append({"bits": int(bits), reference: cell(bits, reference), **{name: cell(bits, name) for name in ours},
+                    "best baseline": f"{best}: {cell(bits, best)}" if best else "not run"})
+    return pd.DataFrame(out)
