@@ -93,6 +93,11 @@ def test_headline_rows_give_each_method_its_paired_verdict_against_shc_and_the_b
     assert table.loc[32, "shc-ls"] == "not run" and table.loc[32, "crh"] == "not run"
     with pytest.raises(ValueError, match="compares with 'shc', which has no runs"):
         headline_rows(rows[rows["method"] != "shc"], METRIC)
+    # with the reachability column, each cell carries the seed mean of the training hit rate (issue 35)
+    hits = rows.assign(train_center_hit_rate=[0.9, 0.8, 0.7] * 5 + [1.0, 0.5])
+    cells = headline_rows(hits, METRIC).set_index("bits")
+    assert cells.loc[16, "shc"] == "0.500 ± 0.020 (3), hit 0.800"
+    assert cells.loc[32, "best baseline"] == "x: 0.500 (1 seed), hit 0.500; -0.100 from one seed"
 
 
 def test_budget_phrase_groups_the_methods_of_each_budget():

@@ -131,7 +131,8 @@ def _print_headline(rows: pd.DataFrame, reference: str, markdown: bool) -> None:
     from shc.results.statistics import headline_rows
 
     table = headline_rows(rows, reference=reference)
-    print(f"**Headline: {_metric_title(PRIMARY_METRIC)}** (mean ± std over seeds, their number in brackets; beside "
+    print(f"**Headline: {_metric_title(PRIMARY_METRIC)}** (mean ± std over seeds, their number in brackets; hit: the "
+          "training center hit rate, mean over seeds (did the network reach its targets); beside "
           f"each method its paired difference from {reference}, with the 95% t-interval over seeds, and the verdict; "
           "the best baseline is the highest mean among the other methods of the grid)\n")
     if markdown:

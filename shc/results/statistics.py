@@ -68,12 +68,15 @@ def headline_rows(rows: pd.DataFrame, metric: str = PRIMARY_METRIC, reference: s
                   ours: tuple[str, ...] = ("shc-ls", "crh"), confidence: float = 0.95) -> pd.DataFrame:
     """The README's headline table (issue 38): per code length, ``reference`` (SHC), each method of ``ours`` and the
     best other method (the highest mean ``metric`` among the rest: the best baseline), each as ``mean ± std (n)``
-    and, for all but the reference, its paired difference from the reference over the seeds both have with the 95%
-    t-interval and the verdict ("above", "below", "ties"; one seed: no verdict). A method without runs at a length
+    with, where the rows have it, ``hit``: the training center hit rate's mean over seeds (issue 35: did the network
+    reach its targets), and, for all but the reference, its paired difference from the reference over the seeds both
+    have with the 95% t-interval and the verdict ("above", "below", "ties"; one seed: no verdict). A method without runs at a length
     reads "not run". ``rows``: :func:`~shc.results.reading.result_rows` (or a results file's rows)."""
     from shc.stats import format_value, paired_by_seed, signed_interval, summary_frame
 
     summary, per_seed = summary_frame(rows, [metric], method="method")
+    hits = summary_frame(rows, ["train_center_hit_rate"], method="method")[1] \
+        if "train_center_hit_rate" in rows and rows["train_center_hit_rate"].notna().any() else None
     if reference not in set(summary["method"]):
         raise ValueError(f"the headline compares with {reference!r}, which has no runs here; methods: "
                          f"{sorted(summary['method'].unique())}.")
@@ -85,6 +88,9 @@ def headline_rows(rows: pd.DataFrame, metric: str = PRIMARY_METRIC, reference: s
         mean, std, n = found.iloc[0][["mean", "std", "n"]]
         text = f"{format_value(float(mean), 3)} ± {format_value(float(std), 2)} ({int(n)})" if n > 1 else \
             f"{format_value(float(mean), 3)} (1 seed)"
+        if hits is not None:  # issue 35: reachability beside mAP (did the network reach its targets)
+            hit = hits[(hits["bits"] == bits) & (hits["method"] == name)]["value"].mean()
+            text += f", hit {format_value(float(hit), 3)}" if pd.notna(hit) else ""
         if name == reference or reference not in set(summary[summary["bits"] == bits]["method"]):
             return text
         interval = paired_by_seed(per_seed, metric, bits, name, reference, confidence)
