@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Timer", "git_state", "provenance"]
+__all__ = ["Timer", "checkout_root", "git_state", "provenance"]
 
 _GIT_TIMEOUT_S = 10
 
@@ -39,15 +39,18 @@ def _git(args: Sequence[str], cwd: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def git_state(path: str | os.PathLike | None = None) -> dict[str, Any]:
+def git_state(path: str | os.PathLike | None = None, exclude: Sequence[str] = ()) -> dict[str, Any]:
     """Commit and dirty flag of the git checkout containing ``path`` (default: the shc package's folder).
+
+    ``exclude``: folders relative to the checkout's top whose changes do not make it dirty (the report folder a
+    batch writes into: its own pages are not the code that built them).
 
     Returns
     -------
     dict
         ``commit`` (40-hex SHA of HEAD), ``dirty`` (True when tracked files differ from HEAD or
-        untracked, non-ignored files exist) and ``branch`` (None when detached); all three ``None``
-        outside a git checkout or without git. Never raises.
+        untracked, non-ignored files exist, outside ``exclude``) and ``branch`` (None when detached); all three
+        ``None`` outside a git checkout or without git. Never raises.
     """
     folder = Path(path) if path is not None else Path(__file__).resolve().parent
     folder = folder if folder.is_dir() else folder.parent
@@ -57,9 +60,21 @@ def git_state(path: str | os.PathLike | None = None) -> dict[str, Any]:
     commit = _git(["rev-parse", "--verify", "HEAD"], folder)
     if commit is None:
         return unknown
-    status = _git(["status", "--porcelain", "--untracked-files=normal"], folder)
+    pathspecs = ["--", ":/", *(f":(top,exclude){Path(name).as_posix()}" for name in exclude)] if exclude else []
+    status = _git(["status", "--porcelain", "--untracked-files=normal", *pathspecs], folder)
     branch = _git(["symbolic-ref", "--quiet", "--short", "HEAD"], folder)
     return {"commit": commit, "dirty": None if status is None else bool(status), "branch": branch or None}
+
+
+def checkout_root(path: str | os.PathLike | None = None) -> Path | None:
+    """The top folder of the git checkout containing ``path`` (default: the shc package's folder); None outside one
+    or without git. Never raises."""
+    folder = Path(path) if path is not None else Path(__file__).resolve().parent
+    folder = folder if folder.is_dir() else folder.parent
+    if not folder.is_dir():
+        return None
+    top = _git(["rev-parse", "--show-toplevel"], folder)
+    return Path(top) if top else None
 
 
 def _version(module: str) -> str | None:
@@ -98,6 +113,7 @@ def provenance(
     preset: str | None = None,
     overrides: Mapping[str, Any] | None = None,
     path: str | os.PathLike | None = None,
+    exclude: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Everything a report record needs to say what produced it (JSON-serialisable, no host or user name).
 
@@ -112,6 +128,8 @@ def provenance(
         Command-line overrides of the preset (e.g. ``{"bits": [16, 32]}``).
     path : path, optional
         A path inside the git checkout to describe (default: where shc is imported from).
+    exclude : sequence of str
+        Folders (relative to the checkout's top) whose changes do not count as dirty (:func:`git_state`).
 
     Returns
     -------
@@ -129,7 +147,7 @@ def provenance(
     else:
         command = [str(part) for part in command]
     record: dict[str, Any] = {
-        "git": git_state(path),
+        "git": git_state(path, exclude),
         "versions": {
             "shc": getattr(shc, "__version__", None),
             "torch": _version("torch"),

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -94,3 +95,45 @@ def test_timer_measures_wall_cpu_and_children():
     assert times["total_cpu_s"] == pytest.approx(times["cpu_s"] + times["children_cpu_s"], abs=2e-3)
     with pytest.raises(RuntimeError, match="not finished"):
         provenance.Timer().as_dict()
+
+
+@requires_git
+def test_git_state_leaves_out_the_excluded_report_folder(repo):
+    """A batch's own pages are not the code that built them: changes under the excluded folder do not make the
+    checkout dirty, changes elsewhere still do (issue 38)."""
+    (repo / "reports").mkdir()
+    (repo / "reports" / "page.html").write_text("<html>1</html>")
+    _git(repo, "add", "reports/page.html")
+    _git(repo, "commit", "-q", "-m", "a page")
+    (repo / "reports" / "page.html").write_text("<html>2</html>")  # a regenerated page
+    (repo / "reports" / "new.html").write_text("<html>new</html>")
+    assert provenance.git_state(repo)["dirty"] is True
+    assert provenance.git_state(repo, exclude=["reports"])["dirty"] is False
+    assert provenance.git_state(repo / "reports", exclude=["reports"])["dirty"] is False  # from inside it too
+    (repo / "a.txt").write_text("changed code\n")
+    assert provenance.git_state(repo, exclude=["reports"])["dirty"] is True
+    assert provenance.checkout_root(repo / "reports") == Path(_git(repo, "rev-parse", "--show-toplevel"))
+
+
+def test_a_committed_report_set_needs_a_clean_checkout_or_the_flag():
+    from shc.reports.cli import clean_commit_problem
+
+    dirty, clean = {"commit": "ab" * 20, "dirty": True}, {"commit": "ab" * 20, "dirty": False}
+    problem = clean_commit_problem(True, dirty, allow_dirty=False)
+    assert "uncommitted changes" in problem and "--allow-dirty" in problem and "abababababab" in problem
+    assert clean_commit_problem(True, dirty, allow_dirty=True) is None
+    assert clean_commit_problem(True, clean, allow_dirty=False) is None
+    assert clean_commit_problem(False, dirty, allow_dirty=False) is None  # a folder outside the checkout: not committed
+    assert clean_commit_problem(True, {"commit": None, "dirty": None}, allow_dirty=False) is None  # no git: unknown
+
+
+def test_the_index_says_which_commit_built_its_pages():
+    from shc.reports.index import commit_summary
+
+    one = {"commit": "1" * 40, "dirty": False}
+    assert commit_summary([]) == ("", True)
+    assert commit_summary([one, one]) == ("Every page was built from one clean commit, `111111111111`.", True)
+    text, clean = commit_summary([one, {"commit": "2" * 40, "dirty": True}, {"commit": None, "dirty": None}])
+    assert not clean
+    assert text.startswith("These 3 pages come from 2 commits (`111111111111`, `222222222222`)")
+    assert "1 of them from a tree with uncommitted changes (`--allow-dirty`)" in text and "1 record no commit" in text

@@ -177,6 +177,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="hashing runs trained at once while computing, each stage on one thread (default "
                              "auto: one per CPU core, one at a time on a GPU; shc.pipeline.resolve_jobs)")
     add_executor_arguments(parser)
+    parser.add_argument("--allow-dirty", action="store_true",
+                        help="build into the repository's own report folder from a checkout with uncommitted changes "
+                             "(refused otherwise: a committed report set comes from one clean commit; the index "
+                             "then says the pages were built from a dirty tree)")
     parser.add_argument("--list", action="store_true", help="print the planned reports and runs, and exit")
     parser.add_argument("--strip-notebooks", action="store_true", help="clear outputs of the notebooks and exit")
     parser.add_argument("--check-notebooks", action="store_true", help="check the notebooks are clean and exit")
@@ -204,6 +208,27 @@ def _validate_overrides(overrides: Mapping[str, Sequence[Any]]) -> None:
     for q in overrides.get("bits") or ():
         if not 8 <= q <= 1024:
             raise ValueError(f"--bits: {q} is outside [8, 1024] (the paper uses 16, 32, 64).")
+
+
+def _inside(folder: str | os.PathLike, root: Path | None) -> str | None:
+    """``folder`` relative to the checkout ``root`` (POSIX) when it lies inside it, else None."""
+    if root is None:
+        return None
+    try:
+        return Path(folder).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def clean_commit_problem(in_checkout: bool, state: Mapping[str, Any], allow_dirty: bool) -> str | None:
+    """Why a batch may not build into the folder it was given (issue 38: a committed report set comes from one clean
+    commit), or None. Only a folder inside the package's own checkout is checked (the pages that get committed); the
+    report folder's own changes do not count (``state``: :func:`shc.provenance.git_state` with it excluded)."""
+    if not in_checkout or allow_dirty or state.get("dirty") is not True:
+        return None
+    return ("the checkout has uncommitted changes outside the report folder, and these reports would be committed "
+            f"from it (commit {str(state.get('commit'))[:12]}): commit or stash the changes first, so every page says "
+            "which code built it, or pass --allow-dirty (the index then says the pages come from a dirty tree).")
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
@@ -245,7 +270,14 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return 0
     for folder, option in ((arguments.output, "--output"), (arguments.runs, "--runs")):
         output_folder(folder, option)
-    from shc.provenance import provenance
+    from shc.provenance import checkout_root, git_state, provenance
+
+    root = checkout_root()
+    exclude = _inside(arguments.output, root)
+    problem = clean_commit_problem(exclude is not None, git_state(exclude=[exclude] if exclude else ()),
+                                   arguments.allow_dirty)
+    if problem:
+        raise ValueError(problem)
 
     results = run_reports(
         arguments.preset,
@@ -260,7 +292,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         grid_jobs=arguments.jobs,
         grid_options=executor_options(arguments),
         provenance=provenance(command=["python", "-m", "shc.reports", *(argv or sys.argv[1:])],
-                              preset=arguments.preset, overrides=overrides),
+                              preset=arguments.preset, overrides=overrides, exclude=[exclude] if exclude else ()),
     )
     return 0 if all(result.ok for result in results) else 1
 

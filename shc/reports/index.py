@@ -15,7 +15,7 @@ from shc.reports.execute import BUNDLE_FILE, FAILURE_FILE, RECORD_FILE, describe
 from shc.reports.plan import RUNNER_PARAMETERS
 from shc.reports.summary import format_summary, read_summary
 
-__all__ = ["INDEX_FILE", "write_index"]
+__all__ = ["INDEX_FILE", "commit_summary", "write_index"]
 
 INDEX_FILE = "index.html"
 
@@ -55,6 +55,8 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
     bundle = (f'<p>Every table and run record of these reports in one file: '
               f'<a href="{BUNDLE_FILE}">{BUNDLE_FILE}</a> (the numbers of each figure are linked beside it).</p>'
               if (preset_dir / BUNDLE_FILE).is_file() else "")
+    commits, clean = commit_summary([(record.get("provenance") or {}).get("git") or {} for _, record in records])
+    commit_html = f'<p class="{"muted" if clean else "notice"}">{_markdown_inline(commits)}</p>' if commits else ""
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     status_line = f"{len(records)} reports, {failed} failed" if records else "no reports yet"
     page = f"""<!DOCTYPE html>
@@ -64,6 +66,7 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
 <h1>shc reports: preset <code>{html.escape(preset_dir.name)}</code></h1>
 {notice_html}
 <p class="muted">{status_line}; index written {stamp}.</p>
+{commit_html}
 {bundle}
 <table>
 <thead><tr><th>report</th><th>status</th><th>headline numbers</th><th>time</th><th>tables and figure data</th></tr></thead>
@@ -73,6 +76,26 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
 </body></html>
 """
     return write_text(preset_dir / INDEX_FILE, page)
+
+
+def commit_summary(states: list[dict]) -> tuple[str, bool]:
+    """What the index says of the code behind its pages (issue 38), from each page's ``run.json`` git state
+    (:func:`shc.provenance.git_state`): ``(sentence, clean)``, clean when every page names one commit and none was
+    built from a tree with uncommitted changes; ``("", True)`` without pages."""
+    if not states:
+        return "", True
+    commits = sorted({state["commit"] for state in states if state.get("commit")})
+    dirty = sum(state.get("dirty") is True for state in states)
+    unknown = sum(not state.get("commit") for state in states)
+    if len(commits) == 1 and not dirty and not unknown:
+        return f"Every page was built from one clean commit, `{commits[0][:12]}`.", True
+    parts = [f"These {len(states)} pages come from {len(commits)} commit{'s' if len(commits) != 1 else ''}"
+             + (f" ({', '.join(f'`{commit[:12]}`' for commit in commits)})" if commits else "")]
+    if dirty:
+        parts.append(f"{dirty} of them from a tree with uncommitted changes (`--allow-dirty`)")
+    if unknown:
+        parts.append(f"{unknown} record no commit")
+    return "; ".join(parts) + ": rebuild them from one clean commit (`python -m shc.reports --preset <preset>`).", False
 
 
 def _index_row(preset_dir: Path, folder: Path, record: dict, summary: dict | None) -> str:
