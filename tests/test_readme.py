@@ -26,8 +26,12 @@ def test_the_readme_headline_rows_are_what_its_commands_print(capsys):
     assert len(commands) == 2 and all("--headline" in argv and "--from-csv" in argv for argv in commands)
     table = readme.split("| bits | shc | shc-ls | crh | best baseline |", 1)[1].split("\n\n", 1)[0]
     shown = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
-    printed = []
+    printed, sentences = [], []
     for argv in commands:
         assert main(argv) == 0
-        printed += [line for line in capsys.readouterr().out.splitlines() if re.match(r"\| \d+ \|", line)]
+        out = capsys.readouterr().out.splitlines()
+        printed += [line for line in out if re.match(r"\| \d+ \|", line)]
+        sentences += [line for line in out if line.startswith("- At ")]
     assert shown == printed  # every row, in order: none typed, none stale
+    # the computed verdict sentences below the table, verbatim and in order
+    assert len(sentences) == len(commands) and "\n".join(sentences) in readme

@@ -100,6 +100,27 @@ def test_headline_rows_give_each_method_its_paired_verdict_against_shc_and_the_b
     assert cells.loc[32, "best baseline"] == "x: 0.500 (1 seed), hit 0.500; -0.100 from one seed"
 
 
+def test_verdict_sentence_groups_every_method_by_its_paired_verdict_against_shc():
+    import pandas as pd
+
+    from shc.results import verdict_sentence
+
+    base = {0: 0.50, 1: 0.52, 2: 0.48}
+    shifts = {"shc": [0, 0, 0], "a": [0.10, 0.11, 0.09], "b": [0.02, -0.02, 0.01], "c": [-0.20, -0.21, -0.19],
+              "d": [-0.05, -0.06, -0.04]}
+    rows = pd.DataFrame([{"method": method, "bits": 16, "seed": seed, METRIC: base[seed] + shift[seed]}
+                         for method, shift in shifts.items() for seed in base]
+                        + [{"method": "e", "bits": 16, "seed": 0, METRIC: 0.9}])  # one seed: no interval
+    # groups in ascending order of mean: c (0.30), d (0.45) below shc's 0.50; b ties; a above
+    assert verdict_sentence(rows, 16, METRIC) == (
+        "At 16 bits, shc is above c and d; ties b; is below a; untested against e (one seed) "
+        "(paired 95% intervals over 3 seeds).")
+    assert verdict_sentence(rows[rows["method"].isin(["shc", "b"])], 16, METRIC) == (
+        "At 16 bits, shc ties b (paired 95% intervals over 3 seeds).")
+    with pytest.raises(ValueError, match="no tie_aware_mAP@ALL runs of 'shc' at 32 bits"):
+        verdict_sentence(rows, 32, METRIC)
+
+
 def test_budget_phrase_groups_the_methods_of_each_budget():
     from shc.results import budget_phrase
 

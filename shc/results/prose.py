@@ -128,7 +128,7 @@ def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name
 
 def _print_headline(rows: pd.DataFrame, reference: str, markdown: bool) -> None:
     """``--headline``: :func:`~shc.results.statistics.headline_rows` under its title, as Markdown or plain text."""
-    from shc.results.statistics import headline_rows
+    from shc.results.statistics import headline_rows, verdict_sentence
 
     table = headline_rows(rows, reference=reference)
     print(f"**Headline: {_metric_title(PRIMARY_METRIC)}** (mean ± std over seeds, their number in brackets; hit: the "
@@ -143,5 +143,8 @@ def _print_headline(rows: pd.DataFrame, reference: str, markdown: bool) -> None:
             print("| " + " | ".join(str(row[column]) for column in table.columns) + " |")
     else:
         print(table.to_string(index=False))
+    print()
+    for bits in table["bits"]:
+        print(f"- {verdict_sentence(rows, bits, reference=reference)}")
     print()
 

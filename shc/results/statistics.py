@@ -2,7 +2,8 @@
 
 :func:`ranking_line` orders the methods at one code length, joined by ``>`` or ``≈`` after the paired 95% interval
 of each neighbour pair; :func:`regime_rows` sets two presets' runs side by side, paired by seed (``--versus``);
-:func:`headline_rows` is the README's headline (``--headline``): SHC, shc-ls, CRH and the best baseline per length.
+:func:`headline_rows` is the README's headline (``--headline``): SHC, shc-ls, CRH and the best baseline per length, and
+:func:`verdict_sentence` the reference against every other method in one computed sentence per length.
 The statistics themselves are :mod:`shc.stats`.
 """
 
@@ -106,3 +107,38 @@ def headline_rows(rows: pd.DataFrame, metric: str = PRIMARY_METRIC, reference: s
         out.append({"bits": int(bits), reference: cell(bits, reference), **{name: cell(bits, name) for name in ours},
                     "best baseline": f"{best}: {cell(bits, best)}" if best else "not run"})
     return pd.DataFrame(out)
+
+
+def verdict_sentence(rows: pd.DataFrame, bits: int, metric: str = PRIMARY_METRIC, reference: str = "shc",
+                     confidence: float = 0.95) -> str:
+    """One computed sentence of the reference against every other method at ``bits``, grouped by the paired
+    interval's verdict, e.g. "At 16 bits, shc is above random, csq and mds; ties greedyhash and lth; below shc-ls and
+    crh (paired 95% intervals over 3 seeds)." Methods with fewer than two seeds paired with the reference are named
+    as untested. ``rows``: :func:`~shc.results.reading.result_rows` (or a results file's rows)."""
+    from shc.stats import paired_by_seed, summary_frame
+
+    summary, per_seed = summary_frame(rows, [metric], method="method")
+    here = summary[summary["bits"] == bits].sort_values("mean", ascending=True, kind="stable")
+    if reference not in set(here["method"]):
+        raise ValueError(f"no {metric} runs of {reference!r} at {bits} bits; methods there: {sorted(here['method'])}.")
+    groups: dict[str, list[str]] = {"above": [], "ties": [], "below": [], "untested": []}
+    seeds = set()
+    for name in here["method"]:
+        if name == reference:
+            continue
+        interval = paired_by_seed(per_seed, metric, bits, reference, name, confidence)
+        key = {"higher": "above", "lower": "below", "not distinguishable": "ties"}.get(interval.verdict, "untested")
+        groups[key].append(name)
+        if key != "untested":
+            seeds.add(interval.n)
+
+    def names(items: list[str]) -> str:
+        return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+    parts = [f"{verb} {names(groups[key])}" for key, verb in (("above", "is above"), ("ties", "ties"),
+                                                               ("below", "is below")) if groups[key]]
+    counted = f"paired {confidence:.0%} intervals over {names([str(n) for n in sorted(seeds)])} seeds" if seeds else ""
+    sentence = f"At {bits} bits, {reference} " + "; ".join(parts) if parts else f"At {bits} bits, {reference}"
+    if groups["untested"]:
+        sentence += f"{';' if parts else ''} untested against {names(groups['untested'])} (one seed)"
+    return sentence + (f" ({counted})." if counted else ".")
