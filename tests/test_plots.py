@@ -570,6 +570,24 @@ def test_alt_text_describes_the_figure_and_names_its_data(tmp_path):
     assert plots.figure_alt_text(fig).endswith("The plotted numbers are in figures/p.csv.")
 
 
+def test_alt_text_counts_the_panels_drawn_and_reads_tex_as_text():
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3)
+    for ax in axes:  # three panels with the same description: still three panels
+        ax.set_xlabel("$q$")
+        ax.set_ylabel(r"$d_{\min}$")
+    image = axes[0].imshow(np.eye(3))
+    fig.colorbar(image, ax=axes[0])  # a colour scale is not a panel
+    fig.suptitle(r"$S - HH^\top / q$, mean $\pm$ sd")
+    text = plots.figure_alt_text(fig)
+    plt.close(fig)
+    assert text == "S - HH^T / q, mean ± sd. 3 panels: d_min against q"
+    assert "$" not in text and "\\" not in text
+    assert plots.plain_text(r"$\mathrm{S}_{loss}$ at $\gamma = 10^{-3}$") == "S_loss at γ = 10^-3"
+    assert plots.plain_text(r"costs \$5") == "costs $5"  # an escaped dollar is a dollar
+
+
 def _png(pixels: np.ndarray, dpi: int = 150) -> bytes:
     import io
 

@@ -103,6 +103,33 @@ def use_style(context: str = "notebook") -> None:
     install_alt_text_formatter()
 
 
+#: TeX that figure labels use, as plain text for an alt text (mathtext commands without an entry lose the backslash).
+_TEX_WORDS = {"pm": "±", "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥", "times": "×", "cdot": "·", "neq": "≠",
+              "approx": "≈", "top": "T", "mu": "μ", "gamma": "γ", "lambda": "λ", "alpha": "α", "beta": "β",
+              "sigma": "σ", "rho": "ρ", "Delta": "Δ", "delta": "δ", "infty": "∞", "to": "→", "rightarrow": "→",
+              "ell": "l", "sum": "Σ", "in": "∈", "prime": "′"}
+
+
+def plain_text(text: str) -> str:
+    """A figure label as a reader hears it: matplotlib's mathtext (``$...$``) without dollars, braces and backslashes,
+    ``\\mathrm{x}``-style wrappers dropped and symbols as characters (``$d_{\\min}$`` -> ``d_min``, ``$\\pm$`` ->
+    ``±``)."""
+    import re
+
+    def math(match: re.Match) -> str:
+        inner = re.sub(r"\\(?:mathrm|mathbf|mathit|mathcal|text|operatorname|bf|rm)\s*", "", match.group(1))
+        inner = re.sub(r"\\([A-Za-z]+)", lambda word: _TEX_WORDS.get(word.group(1), word.group(1)), inner)
+        inner = re.sub(r"\\[,;:! ]", " ", inner)
+        return inner.replace("{", "").replace("}", "").replace("\\", "")
+
+    return re.sub(r"\s+", " ", re.sub(r"(?<!\\)\$(.*?)(?<!\\)\$", math, text)).replace("\\$", "$").strip()
+
+
+def _is_colorbar(axes) -> bool:
+    """A colour bar's axes (matplotlib >= 3.6 marks them by their label), which is a scale, not a panel."""
+    return axes.get_label() == "<colorbar>"
+
+
 def figure_alt_text(fig: Figure, limit: int = 600) -> str:
     """A description of ``fig`` for readers who cannot see it (an image's alt text), from its own text.
 
@@ -113,27 +140,28 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
     if stored:
         return stored
     parts = []
-    suptitle = fig._suptitle.get_text().strip() if getattr(fig, "_suptitle", None) is not None else ""
+    suptitle = plain_text(fig._suptitle.get_text()) if getattr(fig, "_suptitle", None) is not None else ""
     if suptitle:
         parts.append(suptitle)
-    panels = []
+    panels, count = [], 0
     for axes in fig.axes:
-        if not axes.get_visible() or getattr(axes, "_colorbar", None) is not None:
+        if not axes.get_visible() or getattr(axes, "_colorbar", None) is not None or _is_colorbar(axes):
             continue
-        title, x, y = axes.get_title().strip(), axes.get_xlabel().strip(), axes.get_ylabel().strip()
+        count += 1
+        title, x, y = (plain_text(text) for text in (axes.get_title(), axes.get_xlabel(), axes.get_ylabel()))
         words = [title] if title else []
         if x and y:
             words.append(f"{y} against {x}")
         legend = axes.get_legend()
         if legend is not None:
-            entries = [text.get_text() for text in legend.get_texts() if text.get_text()]
+            entries = [plain_text(text.get_text()) for text in legend.get_texts() if text.get_text()]
             if entries:
                 words.append("lines: " + ", ".join(entries[:12]) + (", ..." if len(entries) > 12 else ""))
         if words:
             panels.append("; ".join(words))
-    if panels:
+    if panels:  # the count is of the panels drawn, not of their distinct descriptions
         unique = list(dict.fromkeys(panels))
-        parts.append(f"{len(unique)} panels: " + " | ".join(unique) if len(unique) > 1 else unique[0])
+        parts.append(f"{count} panels: " + " | ".join(unique) if count > 1 else unique[0])
     text = ". ".join(parts) or "A figure of this report"
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
