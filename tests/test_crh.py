@@ -176,6 +176,16 @@ def test_the_published_defaults():
         CRHLoss(2, 16, [0, 1])
 
 
+def test_a_delayed_schedule_starts_reassigning_at_reassign_from():
+    late = crh(reassign_from=10)
+    assert [epoch for epoch in range(1, 41) if late.reassigns_after(epoch)] == [*range(10, 21), 25, 30, 35, 40]
+    later = crh(reassign_from=23)  # past reassign_until: only the every-5th epochs from it on
+    assert [epoch for epoch in range(1, 41) if later.reassigns_after(epoch)] == [25, 30, 35, 40]
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="reassign_from must be a positive integer"):
+            crh(reassign_from=bad)
+
+
 def test_loss_in_closed_form_for_an_output_on_its_center():
     loss = crh(num_classes=3, num_bits=16, margin=0.2, quantization_weight=0.1, scale=2.0)
     # three centers: h_0, h_1 orthogonal to h_0 and h_2 = -h_0, set through the codebook (4 heads of 4 bits)

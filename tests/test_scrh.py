@@ -139,6 +139,21 @@ class InterruptedSCRH(Interrupting, SemanticCRHLoss):
     """SCRH that stops at one training step."""
 
 
+def test_a_delayed_scrh_keeps_its_semantic_start_until_reassign_from(tmp_path):
+    """Issue 37's delayed variant: no reassignment before ``reassign_from``, so the network first fits the semantic
+    centers it starts at."""
+    dataset = Indexed(*blobs())
+    centers = random_centers(6, 16, 4)
+    similarity = np.corrcoef(np.random.default_rng(5).standard_normal((6, 10)))
+    loss = SemanticCRHLoss(6, 16, dataset.labels.numpy(), centers=centers, similarity=similarity, seed=0,
+                           reassign_until=2, reassign_every=2, reassign_from=3)
+    start = loss.centers().clone()
+    history = fit(network(), loss, dataset, SETTINGS, tmp_path / "run", progress=False)
+    assert [row.get("semantic_fit") is not None for row in history.rows] == [False, False, False, True]
+    assert [entry["epoch"] for entry in loss.reassignments] == [4]
+    assert not torch.equal(loss.centers(), start) or loss.reassignments[0]["reassigned"] == 0
+
+
 def test_an_interrupted_scrh_run_resumes_bit_identically(tmp_path):
     dataset = Indexed(*blobs())
     labels = dataset.labels.numpy()

@@ -71,12 +71,16 @@ class CRHLoss(nn.Module):
         Greedy is the paper's default; Hungarian is the exact minimum of Eq. 7's total cost.
     reassign_until, reassign_every : int
         The schedule: reassign after epochs 1..20, then after every 5th (the paper's).
+    reassign_from : int
+        The first epoch after which the schedule may reassign (default 1: the paper's). A later start lets the
+        network first fit the starting centers (SCRH's delayed variant, issue 37: its semantic start is kept until
+        then).
     """
 
     def __init__(self, num_classes: int, num_bits: int, train_labels: Any, seed: int = 0,
                  scale: float | None = None, margin: float = 0.2, quantization_weight: float | None = None,
                  codebook_multiple: int = 2, assignment: str = "greedy", reassign_until: int = 20,
-                 reassign_every: int = 5) -> None:
+                 reassign_every: int = 5, reassign_from: int = 1) -> None:
         from shc.codebook import ASSIGNMENTS, head_width, sample_codebook
 
         super().__init__()
@@ -97,12 +101,12 @@ class CRHLoss(nn.Module):
         ASSIGNMENTS.get(assignment)  # an unknown name lists the known ones
         self.assignment_method = assignment
         for name, value in (("codebook_multiple", codebook_multiple), ("reassign_until", reassign_until),
-                            ("reassign_every", reassign_every)):
+                            ("reassign_every", reassign_every), ("reassign_from", reassign_from)):
             if isinstance(value, bool) or int(value) != value or value < (0 if name == "reassign_until" else 1):
                 raise ValueError(f"{name} must be a {'non-negative' if name == 'reassign_until' else 'positive'} "
                                  f"integer, got {value!r}.")
         self.codebook_multiple, self.reassign_until = int(codebook_multiple), int(reassign_until)
-        self.reassign_every = int(reassign_every)
+        self.reassign_every, self.reassign_from = int(reassign_every), int(reassign_from)
         size = self.codebook_multiple * self.num_classes
         width = head_width(self.num_bits, size)
         rng = np.random.default_rng(self.seed)
@@ -134,8 +138,9 @@ class CRHLoss(nn.Module):
         return loss
 
     def reassigns_after(self, epoch: int) -> bool:
-        """Whether the schedule reassigns after (1-based) ``epoch``."""
-        return epoch <= self.reassign_until or epoch % self.reassign_every == 0
+        """Whether the schedule reassigns after (1-based) ``epoch``: from ``reassign_from`` on, after every epoch up to
+        ``reassign_until`` and after every ``reassign_every``-th."""
+        return epoch >= self.reassign_from and (epoch <= self.reassign_until or epoch % self.reassign_every == 0)
 
     @torch.no_grad()
     def reassign(self, codes: torch.Tensor | np.ndarray, epoch: int) -> dict[str, float]:
