@@ -1,0 +1,43 @@
+#!/bin/bash
+# A preset's grid on a lent GPU within one device call (docs/gpu.md, section 5).
+#
+#   bash benchmarks/gpu_grid.sh prepare   # here: Fashion-MNIST and the cached stages 0-2 of runs/$PRESET into .gpu-cache/
+#   bash benchmarks/gpu_grid.sh run       # on the device (carry .gpu-cache): the gpu tests, then the grid until DEADLINE
+#
+# Settings (environment): PRESET (standard), BITS ("16 32 64": one pipeline per length, in order), SEEDS ("0 1 2"),
+# METHODS (the preset's, longest budgets first is best), JOBS (12: runs sharing the GPU), DEADLINE (520 s after the
+# start: the runs then stop and resume later), DATA (/usr/share/datasets/fashion-mnist). What comes back ($OUT):
+# env.txt, gpu_tests.log, grid-<bits>.log and gpu-runs.tgz (every run folder without checkpoints). Untar it into
+# runs/<preset>-<gpu> (a run's identity does not name its device: keep a device's runs apart) and read it with
+# `python -m shc.results --run-dir ...`, or write a results file with `--write-csv`.
+set -u
+PRESET=${PRESET:-standard}; BITS=${BITS:-"16 32 64"}; SEEDS=${SEEDS:-"0 1 2"}; JOBS=${JOBS:-12}
+CACHE=.gpu-cache
+case "${1:-}" in
+prepare)
+    grep -qx "/$CACHE/" .git/info/exclude 2>/dev/null || echo "/$CACHE/" >> .git/info/exclude
+    mkdir -p "$CACHE/data" "$CACHE/runs/$PRESET"
+    cp "${DATA:-/usr/share/datasets/fashion-mnist}"/*-ubyte.gz "$CACHE/data/"
+    (cd "runs/$PRESET" && find . -maxdepth 3 -type d \( -name 'stage0-*' -o -name 'stage1-*' -o -name 'stage2-*' \) \
+        -print0 | xargs -0 -I{} cp -r --parents {} "../../$CACHE/runs/$PRESET/")
+    find "$CACHE" -name .lock -delete
+    du -sh "$CACHE" ;;
+run)
+    export PYTHONPATH=$PWD SHC_DATA_ROOT=$PWD/$CACHE/data PYTHONUNBUFFERED=1
+    OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
+    T_END=$(( $(date +%s) + ${DEADLINE:-520} ))
+    { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; git log -1 --format=%H
+      python3 -c "import sys, torch; print(sys.version, torch.__version__, torch.version.cuda)"; } > "$OUT/env.txt" 2>&1
+    python3 -m pytest tests/test_gpu.py -m gpu -v -p no:cacheprovider > "$OUT/gpu_tests.log" 2>&1 &
+    for bits in $BITS; do
+        left=$(( T_END - $(date +%s) )); [ "$left" -gt 60 ] || break
+        timeout -s TERM "$left" python3 -m shc.pipeline --preset "$PRESET" ${METHODS:+--methods $METHODS} \
+            --bits "$bits" --seeds $SEEDS --device cuda --jobs "$JOBS" --quiet --classifier-codes none \
+            --run-dir "$CACHE/runs/$PRESET" > "$OUT/grid-$bits.log" 2>&1
+    done
+    wait
+    tar czf "$OUT/gpu-runs.tgz" --exclude='*.pt' --exclude='.lock' -C "$CACHE/runs" "$PRESET"
+    ls -la "$OUT" ;;
+*)
+    echo "usage: bash benchmarks/gpu_grid.sh prepare|run (settings: see the top of this file)" >&2; exit 2 ;;
+esac
