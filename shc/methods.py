@@ -94,7 +94,7 @@ def _center_loss_method(name: str, centers: str, reference: str) -> MethodSpec:
 
 
 _CRH_DEFAULTS = {"scale": None, "margin": 0.2, "quantization_weight": None, "codebook_multiple": 2,
-                 "reassign_until": 20, "reassign_every": 5}  # CRH's published settings (its own entry adds assignment)
+                 "reassign_until": 20, "reassign_every": 5, "reassign_from": 1}  # CRH's published settings (its own entry adds assignment)
 
 
 def _scrh_method(name: str, semantic_weight: float, reference: str) -> MethodSpec:

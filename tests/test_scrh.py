@@ -139,6 +139,17 @@ class InterruptedSCRH(Interrupting, SemanticCRHLoss):
     """SCRH that stops at one training step."""
 
 
+def test_the_delay_is_a_method_option_of_crh_and_scrh():
+    from shc.methods import build_criterion
+
+    labels = np.arange(12) % 6
+    centers = random_centers(6, 16, 4)
+    assert build_criterion("crh", 6, 16, labels, reassign_from=5).reassigns_after(4) is False
+    late = build_criterion("scrh", 6, 16, labels, centers=centers, reassign_from=5)
+    assert (late.reassigns_after(4), late.reassigns_after(5)) == (False, True)
+    assert build_criterion("scrh", 6, 16, labels, centers=centers).reassign_from == 1  # the paper's schedule
+
+
 def test_a_delayed_scrh_keeps_its_semantic_start_until_reassign_from(tmp_path):
     """Issue 37's delayed variant: no reassignment before ``reassign_from``, so the network first fits the semantic
     centers it starts at."""
