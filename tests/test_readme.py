@@ -10,9 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _headline_commands(readme: str) -> list[list[str]]:
-    """The ``python -m shc.results`` commands of the code block that follows the headline paragraph."""
-    block = readme.split("**The headline:", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+def _headline_commands(readme: str, marker: str = "**The headline:") -> list[list[str]]:
+    """The ``python -m shc.results`` commands of the code block that follows ``marker``."""
+    block = readme.split(marker, 1)[1].split("```bash", 1)[1].split("```", 1)[0]
     joined = re.sub(r"\\\n\s*", " ", block)
     commands = [shlex.split(line.split("#", 1)[0]) for line in joined.splitlines() if line.startswith("python -m shc.results")]
     return [command[3:] for command in commands]  # the arguments after `python -m shc.results`
@@ -35,3 +35,18 @@ def test_the_readme_headline_rows_are_what_its_commands_print(capsys):
     assert shown == printed  # every row, in order: none typed, none stale
     # the computed verdict sentences below the table, verbatim and in order
     assert len(sentences) == len(commands) and "\n".join(sentences) in readme
+
+
+def test_the_readme_held_out_class_quote_is_what_its_command_prints(capsys):
+    from shc.results import main
+
+    readme = (ROOT / "README.md").read_text()
+    marker = "**Classes never seen in training"
+    (argv,) = _headline_commands(readme, marker)
+    assert "--from-csv" in argv
+    section = readme.split(marker, 1)[1].split("\n\n**", 1)[0]
+    quoted = [line[2:] for line in section.splitlines() if line.startswith("> ") and len(line) > 2]
+    assert len(quoted) == 2
+    assert main(argv) == 0
+    printed = [line[2:] for line in capsys.readouterr().out.splitlines() if line.startswith("- ")]
+    assert all(line in printed for line in quoted), quoted
