@@ -136,4 +136,4 @@ def test_the_index_says_which_commit_built_its_pages():
     text, clean = commit_summary([one, {"commit": "2" * 40, "dirty": True}, {"commit": None, "dirty": None}])
     assert not clean
     assert text.startswith("These 3 pages come from 2 commits (`111111111111`, `222222222222`)")
-    assert "1 of them from a tree with uncommitted changes (`--allow-dirty`)" in text and "1 record no commit" in text
+    assert "1 of them from a tree with uncommitted changes;" in text and "1 record no commit" in text

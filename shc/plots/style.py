@@ -126,8 +126,8 @@ def plain_text(text: str) -> str:
 
 
 def _is_colorbar(axes) -> bool:
-    """A colour bar's axes (matplotlib >= 3.6 marks them by their label), which is a scale, not a panel."""
-    return axes.get_label() == "<colorbar>"
+    """A colour bar's axes (marked by ``_colorbar`` or, matplotlib >= 3.6, by their label): a scale, not a panel."""
+    return getattr(axes, "_colorbar", None) is not None or axes.get_label() == "<colorbar>"
 
 
 def figure_alt_text(fig: Figure, limit: int = 600) -> str:
@@ -145,7 +145,7 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
         parts.append(suptitle)
     panels, count = [], 0
     for axes in fig.axes:
-        if not axes.get_visible() or getattr(axes, "_colorbar", None) is not None or _is_colorbar(axes):
+        if not axes.get_visible() or _is_colorbar(axes):
             continue
         count += 1
         title, x, y = (plain_text(text) for text in (axes.get_title(), axes.get_xlabel(), axes.get_ylabel()))

@@ -92,7 +92,7 @@ def commit_summary(states: list[dict]) -> tuple[str, bool]:
     parts = [f"These {len(states)} pages come from {len(commits)} commit{'s' if len(commits) != 1 else ''}"
              + (f" ({', '.join(f'`{commit[:12]}`' for commit in commits)})" if commits else "")]
     if dirty:
-        parts.append(f"{dirty} of them from a tree with uncommitted changes (`--allow-dirty`)")
+        parts.append(f"{dirty} of them from a tree with uncommitted changes")
     if unknown:
         parts.append(f"{unknown} record no commit")
     return "; ".join(parts) + ": rebuild them from one clean commit (`python -m shc.reports --preset <preset>`).", False

@@ -71,8 +71,8 @@ def headline_rows(rows: pd.DataFrame, metric: str = PRIMARY_METRIC, reference: s
     best other method (the highest mean ``metric`` among the rest: the best baseline), each as ``mean ± std (n)``
     with, where the rows have it, ``hit``: the training center hit rate's mean over seeds (issue 35: did the network
     reach its targets), and, for all but the reference, its paired difference from the reference over the seeds both
-    have with the 95% t-interval and the verdict ("above", "below", "ties"; one seed: no verdict). A method without runs at a length
-    reads "not run". ``rows``: :func:`~shc.results.reading.result_rows` (or a results file's rows)."""
+    have with the 95% t-interval and the verdict ("above", "below", "ties"; one seed: no verdict). A method without
+    runs at a length reads "not run". ``rows``: :func:`~shc.results.reading.result_rows` (or a results file's rows)."""
     from shc.stats import format_value, paired_by_seed, signed_interval, summary_frame
 
     summary, per_seed = summary_frame(rows, [metric], method="method")
@@ -112,8 +112,8 @@ def headline_rows(rows: pd.DataFrame, metric: str = PRIMARY_METRIC, reference: s
 def verdict_sentence(rows: pd.DataFrame, bits: int, metric: str = PRIMARY_METRIC, reference: str = "shc",
                      confidence: float = 0.95) -> str:
     """One computed sentence of the reference against every other method at ``bits``, grouped by the paired
-    interval's verdict, e.g. "At 16 bits, shc is above random, csq and mds; ties greedyhash and lth; below shc-ls and
-    crh (paired 95% intervals over 3 seeds)." Methods with fewer than two seeds paired with the reference are named
+    interval's verdict, e.g. "At 16 bits, shc is above random, csq and mds; ties greedyhash; is below shc-ls and crh
+    (paired 95% intervals over 3 seeds)." Methods with fewer than two seeds paired with the reference are named
     as untested. ``rows``: :func:`~shc.results.reading.result_rows` (or a results file's rows)."""
     from shc.stats import paired_by_seed, summary_frame
 
@@ -127,7 +127,7 @@ def verdict_sentence(rows: pd.DataFrame, bits: int, metric: str = PRIMARY_METRIC
         if name == reference:
             continue
         interval = paired_by_seed(per_seed, metric, bits, reference, name, confidence)
-        key = {"higher": "above", "lower": "below", "not distinguishable": "ties"}.get(interval.verdict, "untested")
+        key = _HEADLINE_VERDICTS.get(interval.verdict, "untested")
         groups[key].append(name)
         if key != "untested":
             seeds.add(interval.n)
