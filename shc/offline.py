@@ -13,14 +13,17 @@ This module makes a page self-contained:
 * :func:`offline_html` rewrites an exported page: it drops the CDN loaders, loads that bundle by a
   *relative* URL with a MathJax 3 configuration equivalent to nbconvert's (``$...$`` and ``$$...$$``,
   AMS equation numbers), and refuses to return a page that still references an external URL;
+* :func:`shared_stylesheet` moves the CSS that nbconvert repeats in every page into one file under the same
+  ``_assets`` folder, linked by a relative URL (:func:`prune_stylesheets` drops the ones no page links);
 * :func:`external_references` lists what a page would fetch from the network (the check behind
   the tests and :func:`offline_problems`).
 
-Typical use in the report runner::
+Typical use in the report runner (``reports_root`` holds every preset's folder, so the assets are stored once)::
 
-    install_assets(preset_dir)
+    install_assets(reports_root)
     body, _ = exporter.from_notebook_node(notebook)
-    page = offline_html(body, page_path=html_path, assets_root=preset_dir)
+    page = offline_html(body, page_path=html_path, assets_root=reports_root)
+    page = shared_stylesheet(page, page_path=html_path, assets_root=reports_root)
 """
 
 from __future__ import annotations
@@ -38,11 +41,14 @@ __all__ = [
     "MATHJAX_LICENSE",
     "MATHJAX_VERSION",
     "external_references",
+    "drop_unused_assets",
     "install_assets",
     "mathjax_src",
     "mathjax_tags",
     "offline_html",
     "offline_problems",
+    "prune_stylesheets",
+    "shared_stylesheet",
 ]
 
 _HERE = Path(__file__).resolve().parent
@@ -52,6 +58,8 @@ MATHJAX_BUNDLE: Path = _HERE / "assets" / "mathjax" / "tex-svg-full.js"
 MATHJAX_LICENSE: Path = _HERE / "assets" / "mathjax" / "LICENSE"
 #: Folder created by :func:`install_assets` under a reports folder.
 ASSETS_DIRNAME = "_assets"
+#: Sub-folder of ``_assets`` holding the pages' stylesheets (:func:`shared_stylesheet`), named by content.
+STYLESHEETS_DIRNAME = "css"
 
 # MathJax 3 equivalent of the MathJax 2 configuration in nbconvert's base/mathjax.html.j2.
 _MATHJAX_CONFIG = r"""window.MathJax = {
@@ -66,6 +74,9 @@ _SCRIPT_BLOCK = re.compile(r"<script\b([^>]*)>(.*?)</script\s*>", re.IGNORECASE 
 _SRC_ATTRIBUTE = re.compile(r"""\bsrc\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORECASE)
 _MATHJAX2_COMMENTS = re.compile(r"<!--\s*(?:Load mathjax|MathJax configuration|End of mathjax configuration)\s*-->",
                                 re.IGNORECASE)  # fmt: skip
+_HEAD = re.compile(r"<head\b[^>]*>.*?</head\s*>", re.IGNORECASE | re.DOTALL)
+_STYLE_BLOCK = re.compile(r"<style\b([^>]*)>(.*?)</style\s*>", re.IGNORECASE | re.DOTALL)
+_STYLESHEET_LINK = re.compile(r"""<link\b[^>]*\brel=["']?stylesheet["']?[^>]*\bhref=["']([^"']+)["']""", re.IGNORECASE)
 _CSS_IMPORT = re.compile(r"""@import\s+(?:url\(\s*)?["']?([^"')\s;]+)""", re.IGNORECASE)
 _CSS_URL = re.compile(r"""url\(\s*["']?([^"')\s]+)""", re.IGNORECASE)
 _JS_IMPORT = re.compile(r"""\bimport\s*\(\s*["']([^"']+)["']""")
@@ -120,6 +131,106 @@ def mathjax_tags(src: str) -> str:
     if _EXTERNAL.match(src):
         raise ValueError(f"mathjax src {src!r} is an external URL; pass a relative path (see mathjax_src).")
     return f'<script>\n{_MATHJAX_CONFIG}\n</script>\n<script defer src="{src}"></script>'
+
+
+def shared_stylesheet(html: str, page_path: str | os.PathLike, assets_root: str | os.PathLike) -> str:
+    """Move the ``<style>`` blocks of a page's ``<head>`` into one stylesheet shared by every page (issue 38).
+
+    nbconvert's ``lab`` template writes about 264 kB of the same CSS into every page. This writes that CSS once,
+    to ``<assets_root>/_assets/css/page-<sha256 prefix>.css`` (named by its content, so pages built with the same
+    nbconvert share one file, and a page never points at a stylesheet that changed under it), and puts a
+    ``<link rel="stylesheet">`` with a *relative* URL where the first block was (the pages still open offline
+    from a clone). Blocks outside ``<head>`` (an output's own style) stay in the page. A page without a style
+    block in its head is returned unchanged.
+
+    Parameters
+    ----------
+    html : str
+        The page.
+    page_path : path
+        Where the page will live (the relative URL is computed from its folder).
+    assets_root : path
+        The folder holding ``_assets/`` (the reports root, e.g. ``reports``, shared by every preset).
+    """
+    from shc._io import atomic_path
+
+    head = _HEAD.search(html)
+    if head is None:
+        return html
+    blocks = list(_STYLE_BLOCK.finditer(head.group(0)))
+    if not blocks:
+        return html
+    css = "\n".join(block.group(2).strip("\n") for block in blocks) + "\n"
+    data = css.encode("utf-8")
+    target = (Path(assets_root) / ASSETS_DIRNAME / STYLESHEETS_DIRNAME
+              / f"page-{hashlib.sha256(data).hexdigest()[:16]}.css")
+    if not (target.is_file() and target.read_bytes() == data):
+        with atomic_path(target) as temporary:
+            temporary.write_bytes(data)
+    href = Path(os.path.relpath(target.absolute(), Path(page_path).absolute().parent)).as_posix()
+    new_head, first = [], True
+    position = 0
+    text = head.group(0)
+    for block in blocks:
+        new_head.append(text[position:block.start()])
+        if first:
+            new_head.append(f'<link rel="stylesheet" href="{href}">')
+            first = False
+        position = block.end()
+    new_head.append(text[position:])
+    return html[:head.start()] + "".join(new_head) + html[head.end():]
+
+
+def prune_stylesheets(assets_root: str | os.PathLike) -> list[Path]:
+    """Delete the stylesheets of ``<assets_root>/_assets/css`` that no page below ``assets_root`` links any more
+    (left by pages rebuilt with another nbconvert); return what was deleted.
+
+    A sheet is kept when any page links a file of its name (pages still being built, in a batch's hidden
+    building folder, link theirs as from their final place: the name is what they share)."""
+    root = Path(assets_root)
+    folder = root / ASSETS_DIRNAME / STYLESHEETS_DIRNAME
+    if not folder.is_dir():
+        return []
+    used = set()
+    for page in root.rglob("*.html"):
+        for href in _STYLESHEET_LINK.findall(page.read_text(encoding="utf-8", errors="replace")):
+            used.add(href.rsplit("/", 1)[-1])
+    removed = []
+    for sheet in sorted(folder.glob("*.css")):
+        if sheet.name not in used:
+            sheet.unlink()
+            removed.append(sheet)
+    return removed
+
+
+def drop_unused_assets(preset_dir: str | os.PathLike) -> list[Path]:
+    """Tidy after a batch into ``preset_dir`` (a preset's folder under the reports root): delete the stylesheets
+    no page links (:func:`prune_stylesheets` on the reports root), and the preset's own ``_assets`` folder, which
+    pages built before the assets were shared (issue 38) loaded, once no page of the preset loads from it.
+    Returns what was deleted."""
+    preset_dir = Path(preset_dir)
+    removed = prune_stylesheets(preset_dir.parent)
+    legacy = preset_dir / ASSETS_DIRNAME
+    if legacy.is_dir():
+        pages = [page for page in preset_dir.rglob("*.html") if not page.is_relative_to(legacy)]
+        uses = any(f"{ASSETS_DIRNAME}/" in url and (page.parent / url).resolve().is_relative_to(legacy.resolve())
+                   for page in pages for url in _local_loads(page.read_text(encoding="utf-8", errors="replace")))
+        if not uses:
+            shutil.rmtree(legacy)
+            removed.append(legacy)
+    return removed
+
+
+def _local_loads(html: str) -> list[str]:
+    """The relative script ``src`` and stylesheet ``href`` URLs of a page."""
+    urls = []
+    for match in _SCRIPT_BLOCK.finditer(html):
+        source = _SRC_ATTRIBUTE.search(match.group(1))
+        url = next((g for g in source.groups() if g is not None), "") if source else ""
+        if url and not _EXTERNAL.match(url) and not url.startswith("data:"):
+            urls.append(url.split("?")[0])
+    urls += [url.split("?")[0] for url in _STYLESHEET_LINK.findall(html) if not _EXTERNAL.match(url)]
+    return urls
 
 
 # --------------------------------------------------------------------------------------
@@ -256,20 +367,15 @@ def external_references(html: str) -> list[str]:
 def offline_problems(folder: str | os.PathLike) -> dict[str, list[str]]:
     """External references of every ``*.html`` page below ``folder``: ``{relative path: urls}``, only pages with some.
 
-    Also reports a page whose relative MathJax ``src`` points at a file that does not exist (as
-    ``"missing: <src>"``), so a moved page is caught too.
+    Also reports a page whose relative MathJax ``src`` or stylesheet ``href`` points at a file that does not
+    exist (as ``"missing: <url>"``), so a moved page is caught too.
     """
     root = Path(folder)
     problems: dict[str, list[str]] = {}
     for page in sorted(root.rglob("*.html")):
         text = page.read_text(encoding="utf-8", errors="replace")
         found = external_references(text)
-        for match in _SCRIPT_BLOCK.finditer(text):
-            source = _SRC_ATTRIBUTE.search(match.group(1))
-            url = next((g for g in source.groups() if g is not None), "") if source else ""
-            if url and not _EXTERNAL.match(url) and not url.startswith("data:"):
-                if not (page.parent / url.split("?")[0]).is_file():
-                    found.append(f"missing: {url}")
+        found += [f"missing: {url}" for url in _local_loads(text) if not (page.parent / url).is_file()]
         if found:
             problems[page.relative_to(root).as_posix()] = found
     return problems

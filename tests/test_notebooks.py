@@ -131,8 +131,12 @@ def test_every_figure_and_table_is_written(batch):
             for suffix in (".png", ".svg"):
                 path = _report(batch, stem) / "figures" / f"{figure}{suffix}"
                 assert path.is_file() and path.stat().st_size > 1000, path
+        page = (_report(batch, stem) / f"{stem}-report.html").read_text(encoding="utf-8")
         for png in (_report(batch, stem) / "figures").glob("*.png"):  # every figure has the data it draws
             data = [png.with_suffix(".csv"), png.with_suffix(".csv.gz")]
+            if not any(path.is_file() for path in data):  # or names, in its alt text, the table that holds it
+                alt = re.search(rf'<img alt="([^"]*)"[^>]*src="figures/{re.escape(png.name)}"', page).group(1)
+                data = [png.parents[1] / re.search(r"The plotted numbers are in (tables/[\w.-]+?)\.$", alt).group(1)]
             assert any(path.is_file() for path in data), png
             assert len(pd.read_csv(next(path for path in data if path.is_file()))) > 1, png
         for table in TABLES[stem]:
@@ -536,8 +540,9 @@ def test_smoke_pages_say_so_and_evidence_presets_do_not(batch):
 def test_no_figure_is_shown_twice_and_each_has_its_own_alt_text(batch):
     for page in batch["preset_dir"].rglob("*-report.html"):
         text = page.read_text(encoding="utf-8")
-        # whole images: palette PNGs of one size share their first bytes (header, size, the palette's start)
-        images = re.findall(r'<img\b[^>]*src="data:image/png;base64,([^"]+)"', text)
+        # whole images (a saved figure is shown from its file, any other embedded): the same file or bytes twice
+        images = re.findall(r'<img\b[^>]*src="(figures/[^"]+|data:image/png;base64,[^"]+)"', text)
         assert len(images) == len(set(images)), f"{page.name} shows a figure twice"
+        assert all((page.parent / src).is_file() for src in images if src.startswith("figures/")), page.name
         alts = re.findall(r'<img\b[^>]*alt="([^"]*)"', text)
         assert len(alts) == len(images) and all(len(alt) > 20 for alt in alts), (page.name, alts)

@@ -174,3 +174,52 @@ def test_browser_check_passes_the_offline_page_and_fails_it_without_mathjax_or_w
     kinds = {problem.kind: problem.detail for problem in browser_problems(broken, _chromium_dom(broken))}
     assert set(kinds) == {"raw-tex", "dead-link"}, kinds
     assert "\\mathbf" in kinds["raw-tex"] and "tables/missing.csv" in kinds["dead-link"]
+
+
+def test_shared_stylesheet_stores_the_head_css_once_and_links_it_relatively(exported, tmp_path):
+    head_css = [block for block in re.findall(r"<style[^>]*>(.*?)</style>", exported.split("</head>")[0], re.S)]
+    assert sum(map(len, head_css)) > 100_000  # nbconvert's lab template repeats its CSS in every page
+    pages = [tmp_path / "quick" / "04_retrieval" / "a.html", tmp_path / "fine" / "00_x" / "bits-16" / "b.html"]
+    offline.install_assets(tmp_path)
+    sources = [offline.offline_html(exported, page, tmp_path) for page in pages]
+    rewritten = [offline.shared_stylesheet(source, page, tmp_path) for source, page in zip(sources, pages)]
+    sheets = sorted((tmp_path / "_assets" / "css").iterdir())
+    assert len(sheets) == 1 and re.fullmatch(r"page-[0-9a-f]{16}\.css", sheets[0].name)
+    # the file holds exactly the head's CSS, in page order; the body is untouched
+    assert sheets[0].read_text(encoding="utf-8") == "\n".join(css.strip("\n") for css in head_css) + "\n"
+    for page, html, source in zip(pages, rewritten, sources):
+        head, body = html.split("</head>", 1)
+        assert "<style" not in head and body == source.split("</head>", 1)[1]
+        href = re.findall(r'<link rel="stylesheet" href="([^"]+)">', head)
+        assert len(href) == 1 and (page.parent / href[0]).resolve() == sheets[0].resolve()
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(html, encoding="utf-8")
+    assert re.findall(r'href="([^"]+\.css)"', rewritten[1]) == [f"../../../_assets/css/{sheets[0].name}"]
+    assert offline.offline_problems(tmp_path) == {}
+    sheets[0].unlink()
+    assert offline.offline_problems(tmp_path)["quick/04_retrieval/a.html"] == [f"missing: ../../_assets/css/{sheets[0].name}"]
+    unstyled = "<html><head><title>t</title></head><body><style>.a{}</style></body></html>"
+    assert offline.shared_stylesheet(unstyled, pages[0], tmp_path) == unstyled  # an output's own style stays
+
+
+def test_prune_stylesheets_and_drop_unused_assets_keep_what_a_page_still_loads(tmp_path):
+    preset = tmp_path / "quick"
+    page = preset / "00_x" / "00_x-report.html"
+    page.parent.mkdir(parents=True)
+    new = offline.shared_stylesheet("<html><head><style>.new{}</style></head><body></body></html>", page, tmp_path)
+    offline.shared_stylesheet("<html><head><style>.old{}</style></head><body></body></html>", page, tmp_path)
+    building = preset / ".01_y.building-1" / "01_y-report.html"  # a page of a batch still running
+    building.parent.mkdir()
+    building.write_text(offline.shared_stylesheet("<html><head><style>.b{}</style></head></html>",
+                                                  preset / "01_y" / "01_y-report.html", tmp_path), encoding="utf-8")
+    page.write_text(new + f'<script src="../{offline.ASSETS_DIRNAME}/mathjax/tex-svg-full.js"></script>',
+                    encoding="utf-8")
+    offline.install_assets(preset)  # the old layout: MathJax in the preset's own folder, still loaded by the page
+    assert len(list((tmp_path / "_assets" / "css").iterdir())) == 3
+    old_sheet = [p for p in (tmp_path / "_assets" / "css").iterdir() if p.read_text() == ".old{}\n"]
+    assert offline.drop_unused_assets(preset) == old_sheet  # no page links it any more
+    kept = sorted(path.name for path in (tmp_path / "_assets" / "css").iterdir())
+    assert len(kept) == 2 and all(name in page.read_text() + building.read_text() for name in kept)
+    assert (preset / "_assets").is_dir()  # a page still loads MathJax from it
+    page.write_text(new, encoding="utf-8")
+    assert offline.drop_unused_assets(preset) == [preset / "_assets"] and not (preset / "_assets").exists()

@@ -570,6 +570,19 @@ def test_alt_text_describes_the_figure_and_names_its_data(tmp_path):
     assert plots.figure_alt_text(fig).endswith("The plotted numbers are in figures/p.csv.")
 
 
+def test_a_figure_whose_data_is_a_saved_table_names_it_and_writes_no_copy(tmp_path):
+    fig = plots.plot_curves(np.arange(3), {"shc": np.array([[0.1, 0.2, 0.3]])}, xlabel="epoch", ylabel="loss")
+    table = plots.save_table(pd.DataFrame({"epoch": [0, 1, 2]}), tmp_path / "tables" / "history")
+    written = plots.save_figure(fig, tmp_path / "figures" / "loss", data_file=table)
+    assert [path.name for path in written] == ["loss.png", "loss.svg"]
+    assert sorted(path.name for path in (tmp_path / "figures").iterdir()) == ["loss.png", "loss.svg"]
+    assert plots.figure_alt_text(fig).endswith("The plotted numbers are in tables/history.csv.")
+    with pytest.raises(ValueError, match="not both"):
+        plots.save_figure(fig, tmp_path / "figures" / "loss", data=pd.DataFrame({"k": [0]}), data_file=table)
+    with pytest.raises(FileNotFoundError, match="save the table first"):
+        plots.save_figure(fig, tmp_path / "figures" / "loss", data_file=tmp_path / "tables" / "missing.csv")
+
+
 def test_alt_text_counts_the_panels_drawn_and_reads_tex_as_text():
     import matplotlib.pyplot as plt
 
@@ -697,6 +710,41 @@ def test_displayed_figures_carry_alt_text_and_a_palette_png(monkeypatch):
     assert image.mode == "P"
 
 
+def test_a_saved_figure_is_displayed_as_its_file_until_it_changes(monkeypatch, tmp_path):
+    """save_figure's PNG is what IPython shows (so a report page can link the file instead of a second copy), at the
+    size the inline backend would give it; a figure changed after saving is drawn anew."""
+    import base64
+    import io
+
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+    from PIL import Image
+
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr("IPython.get_ipython", lambda: shell)
+    try:
+        set_matplotlib_formats("png")
+        assert plots.install_alt_text_formatter()
+        fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
+        ax.plot([0, 1, 2], [0, 1, 4])
+        ax.set_title("parabola")
+        with plt.rc_context({"savefig.dpi": 150}):  # the report style's file resolution
+            png = plots.save_figure(fig, tmp_path / "parabola")[0]
+        shown, metadata = shell.display_formatter.formatters["image/png"](fig)
+        ax.set_title("changed after saving")
+        redrawn, _ = shell.display_formatter.formatters["image/png"](fig)
+        plt.close(fig)
+    finally:
+        InteractiveShell.clear_instance()
+    shown = base64.b64decode(shown) if isinstance(shown, str) else shown
+    assert shown == png.read_bytes() and "parabola" in metadata["alt"]
+    width = Image.open(png).size[0]
+    assert width > 500 and metadata["width"] == round(width * 100 / 150)  # a 150 dpi file shown at the figure's 100
+    redrawn = base64.b64decode(redrawn) if isinstance(redrawn, str) else redrawn
+    assert redrawn != shown and Image.open(io.BytesIO(redrawn)).size[0] < width  # at the display dpi, no file
+
+
 def test_metric_by_bits_gives_display_labels_their_methods_colours():
     import matplotlib.pyplot as plt
 
@@ -711,6 +759,15 @@ def test_metric_by_bits_gives_display_labels_their_methods_colours():
         assert to_hex(lines[label].get_color()) == to_hex(plots.method_color(method)), label
         assert lines[label].get_marker() == plots.method_style(method)["marker"]
     assert len({to_hex(line.get_color()) for line in lines.values()}) == 3
+
+
+def test_distance_frame_counts_the_center_pairs_at_each_distance():
+    centers = np.array([[1, 1, 1, 1], [1, 1, 1, -1], [-1, -1, -1, -1]])  # pairwise distances 1, 4 and 3
+    frame = plots.distance_frame({"a": centers, "b": centers[[0, 0, 2]]})  # b: distances 0, 4 and 4
+    assert list(frame.columns) == ["method", "distance", "pairs"]
+    assert frame[frame.method == "a"]["pairs"].tolist() == [0, 1, 0, 1, 1]
+    assert frame[frame.method == "b"]["pairs"].tolist() == [1, 0, 0, 0, 2]
+    assert frame[frame.method == "a"]["distance"].tolist() == [0, 1, 2, 3, 4]
 
 
 def test_matrix_frame_keeps_the_upper_triangle_of_symmetric_matrices_and_everything_else():

@@ -102,13 +102,23 @@ def test_report_tables_hold_correct_numbers(batch):
     assert math.isclose(summary["S_loss shc"], float(rows["shc"]["s_loss"]), abs_tol=1e-4)
 
 
-def test_html_versions_embed_png_figures_and_the_reading_version_hides_code(batch):
+def test_html_versions_show_each_saved_figure_from_its_file_and_the_reading_version_hides_code(batch):
     full = (batch["ok"] / "00_center_geometry.html").read_text(encoding="utf-8")
     reading = (batch["ok"] / "00_center_geometry-report.html").read_text(encoding="utf-8")
+    executed = nbformat.read(batch["ok"] / "00_center_geometry.ipynb", as_version=4)
+    shown = [base64.b64decode(output["data"]["image/png"]) for cell in executed.cells if cell.cell_type == "code"
+             for output in cell.get("outputs", []) if "image/png" in output.get("data", {})]
+    # MPLBACKEND=Agg in the runner did not stop inline figures; each saved one is displayed as its file, byte for byte
+    files = {(batch["ok"] / "figures" / f"{name}.png").read_bytes(): name for name in FIGURES}
+    assert set(files) <= set(shown)
     for page in (full, reading):
-        images = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=\s]+)", page)
-        assert len(images) >= len(FIGURES)  # MPLBACKEND=Agg in the runner did not stop inline figures
-        assert base64.b64decode(images[0]).startswith(b"\x89PNG")
+        sources = re.findall(r'<img\b[^>]*\bsrc="([^"]+)"', page)
+        saved = sorted(f"figures/{path.name}" for path in (batch["ok"] / "figures").glob("*.png"))
+        assert set(f"figures/{name}.png" for name in FIGURES) <= set(saved)
+        assert sorted(s for s in sources if s.startswith("figures/")) == saved
+        assert not any(base64.b64decode(s.split(",", 1)[1]) in files for s in sources if s.startswith("data:"))
+        assert re.search(r'<link rel="stylesheet" href="(?:\.\./)+_assets/css/page-[0-9a-f]{16}\.css">', page)
+        assert "<style" not in page.split("</head>")[0]  # nbconvert's 264 kB of CSS live once, in that file
     assert "generate_centers" in full and "generate_centers" not in reading  # only code cells call it
     assert 'class="highlight hl-ipython3"' in full and 'class="highlight hl-ipython3"' not in reading
     assert "Parameters: num_classes: 20; bits: 16" in reading  # header of the reading version, no reprs
@@ -419,6 +429,8 @@ SEEDED_DEFECTS = {  # kind -> a page body that has exactly that defect
     "absolute-path": _CLEAN_BODY + _cell("<h2>3. Where</h2>") + _cell(output="<pre>written to /home/alice/shc/runs</pre>"),
     "dead-link": _CLEAN_BODY.replace("figures/pr.csv", "figures/missing.csv"),
     "dead-link-unpublished": _CLEAN_BODY.replace("figures/pr.csv", "02_hash_centers.ipynb"),
+    "dead-link-missing-shared-asset": _CLEAN_BODY + '<script src="../../_assets/mathjax/tex-svg-full.js"></script>',
+    "dead-link-missing-outside-the-reports": _CLEAN_BODY.replace("figures/pr.csv", "../../../README.md"),
     "alt-text": _CLEAN_BODY.replace("Precision-recall curves, 16 bits", "No description has been provided for this image"),
     "alt-text-missing": _CLEAN_BODY.replace(' alt="Precision-recall curves, 16 bits"', ""),
     "empty-section": _CLEAN_BODY.replace(_cell(output=_CLEAN_TABLE), ""),
@@ -432,7 +444,10 @@ def _seeded_folder(root: Path, body: str) -> Path:
     (folder / "00_x" / "figures").mkdir(parents=True)
     (folder / "00_x" / "figures" / "pr.csv").write_text("k,precision\n1,0.5\n")
     (folder / "00_x" / "02_hash_centers.ipynb").write_text("{}")  # on disk, but .gitignore keeps it out
-    (folder / "00_x" / "00_x-report.html").write_text(_page(body))
+    (root / "_assets" / "css").mkdir(parents=True, exist_ok=True)  # the stylesheet every preset shares
+    (root / "_assets" / "css" / "page-0.css").write_text("a { color: red }\n")
+    shared = '<link rel="stylesheet" href="../../_assets/css/page-0.css">'
+    (folder / "00_x" / "00_x-report.html").write_text(_page(body).replace("<title>", shared + "<title>"))
     return folder
 
 
@@ -477,6 +492,20 @@ def test_checker_fails_a_folder_over_the_published_budget_counting_only_publishe
     problems = check.check_report_folder(folder)
     assert [problem.kind for problem in problems] == ["too-large"]
     assert "00_x/figures/big.png 0.00 MB" in problems[0].detail
+
+
+def test_a_folder_built_before_the_assets_were_shared_keeps_the_old_budget_until_regenerated(tmp_path):
+    from shc.reports import check
+
+    folder = _seeded_folder(tmp_path, _CLEAN_BODY)
+    (folder / "00_x" / "figures" / "big.png").write_bytes(b"x" * (check.PUBLISHED_BUDGET_BYTES + 1))
+    problems = check.check_report_folder(folder)
+    assert [problem.kind for problem in problems] == ["too-large"] and "4 MB" in problems[0].detail
+    (folder / "_assets" / "mathjax").mkdir(parents=True)  # the old layout: its own copy of MathJax
+    assert check.check_report_folder(folder) == []
+    (folder / "00_x" / "figures" / "big.png").write_bytes(b"x" * (check.LEGACY_BUDGET_BYTES + 1))
+    problems = check.check_report_folder(folder)
+    assert [problem.kind for problem in problems] == ["too-large"] and "regenerate it" in problems[0].detail
 
 
 def test_published_files_agree_with_the_repository_gitignore(tmp_path):
@@ -548,3 +577,19 @@ def test_a_record_names_the_run_folder_as_given_not_through_its_links(tmp_path):
     recorded = _relative_parameters({"run_dir": str(tmp_path / "runs" / "standard"), "output_dir": str(output_dir),
                                      "bits": [16]}, output_dir)
     assert recorded == {"run_dir": "../../../runs/standard", "output_dir": ".", "bits": [16]}
+
+
+def test_with_figure_files_links_only_byte_identical_saved_figures(tmp_path):
+    from shc.reports.export import with_figure_files
+
+    (tmp_path / "figures").mkdir()
+    saved, other = b"\x89PNG saved figure", b"\x89PNG an image nobody saved"
+    (tmp_path / "figures" / "curve.png").write_bytes(saved)
+    (tmp_path / "figures" / "curve.csv").write_bytes(saved)  # only PNGs are candidates
+    body = "".join(f'<img alt="a{i}" src="data:image/png;base64,{base64.b64encode(data).decode()}" width=5>'
+                   for i, data in enumerate((saved, other, saved)))
+    linked = with_figure_files(body, tmp_path)
+    assert re.findall(r'src="([^"]{0,40})', linked) == [
+        "figures/curve.png", "data:image/png;base64," + base64.b64encode(other).decode()[:18], "figures/curve.png"]
+    assert 'alt="a1"' in linked and "width=5" in linked
+    assert with_figure_files(body, tmp_path / "elsewhere") == body  # no figures folder: nothing to link

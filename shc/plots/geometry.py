@@ -463,15 +463,19 @@ def plot_center_history(history_frame, group: str = "bits") -> Figure:
 
 
 def distance_frame(centers_by_method: Mapping[str, np.ndarray]):
-    """Tidy ``method, i, j, distance`` rows: every pairwise Hamming distance (i < j) of each center set,
-    what :func:`plot_distance_histograms` counts."""
+    """Tidy ``method, distance, pairs`` rows: how many center pairs (i < j) of each set lie at each Hamming
+    distance 0..q, the bars :func:`plot_distance_histograms` draws (zero counts included, so ``d_min`` is the
+    smallest distance with ``pairs > 0``). Counts, not the C(C-1)/2 pairs themselves: at C = 333 those are 55,278
+    rows a method (issue 38: figure data light enough to commit)."""
     import pandas as pd
 
     frames = []
     for method, centers in _centers_mapping(centers_by_method).items():
         distances = hamming_distance_matrix(centers)
         i, j = np.triu_indices(len(centers), k=1)
-        frames.append(pd.DataFrame({"method": method, "i": i, "j": j, "distance": distances[i, j]}))
+        bits = centers.shape[1]
+        frames.append(pd.DataFrame({"method": method, "distance": np.arange(bits + 1),
+                                    "pairs": np.bincount(distances[i, j], minlength=bits + 1)}))
     return pd.concat(frames, ignore_index=True)
 
 

@@ -228,6 +228,11 @@ def install_alt_text_formatter() -> bool:
         return True
 
     def png_with_alt_text(fig):
+        saved = _saved_png(fig)
+        if saved is not None:  # show the saved file itself: the report page then links it (stored once)
+            data, (width, height) = saved
+            scale = fig.dpi / float(getattr(fig, "_shc_png_dpi", fig.dpi))
+            return data, {"alt": figure_alt_text(fig), "width": max(1, round(width * scale))}
         data = previous(fig)
         if data is None:
             return None
@@ -242,9 +247,19 @@ def install_alt_text_formatter() -> bool:
             data = base64.b64encode(compact_png(base64.b64decode(data))).decode("ascii")
         return data, {**(metadata or {}), "alt": figure_alt_text(fig)}
 
-    png_with_alt_text._shc_alt_text = True
+    png_with_alt_text._shc_alt_text = True  # fmt: skip
     formatter.for_type(Figure, png_with_alt_text)
     return True
+
+
+def _saved_png(fig: Figure) -> tuple[bytes, tuple[int, int]] | None:
+    """The PNG :func:`save_figure` wrote for ``fig`` and its pixel size, while the figure has not changed since
+    (matplotlib marks a figure ``stale`` when an artist changes after its last draw); else None."""
+    data = getattr(fig, "_shc_png", None)
+    if data is None or fig.stale:
+        return None
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")  # the IHDR chunk
+    return data, (width, height)
 
 
 def method_style(name: str) -> dict[str, object]:
@@ -281,7 +296,8 @@ def method_color(name: str) -> str:
     return method_style(name)["color"]
 
 
-def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None) -> list[Path]:
+def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
+                data_file: str | os.PathLike | None = None) -> list[Path]:
     """Save ``fig`` as ``<path_stem>.png`` (a palette PNG, :func:`compact_png`) and ``<path_stem>.svg``
     (atomically), and its data as ``.csv``.
 
@@ -297,6 +313,13 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None) -> list[Pa
         next to the pictures as ``<path_stem>.csv`` so a script can load the numbers; tables of more than
         :data:`GZIP_ROWS` rows (the long form of C x C matrices) as ``<path_stem>.csv.gz``
         (``pandas.read_csv`` reads both).
+    data_file : path, optional
+        Instead of ``data``: a table already saved (:func:`save_table`) that holds exactly what the figure plots,
+        e.g. a page's ``tables/training_history.csv.gz``. Nothing more is written (a figure's data is stored once,
+        issue 38); the alt text names that file, relative to the page (the folder above ``figures/``).
+
+    The PNG is also kept on the figure: shown in IPython while unchanged, it displays as exactly that file
+    (:func:`install_alt_text_formatter`), so a report page links the file instead of carrying a second copy.
 
     Returns
     -------
@@ -310,22 +333,42 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None) -> list[Pa
         _require_frame(data, "save_figure's data")
         if data.empty:
             raise ValueError("save_figure's data is empty; pass the rows the figure plots (or data=None).")
+    if data_file is not None:
+        if data is not None:
+            raise ValueError("pass data (rows to save beside the figure) or data_file (a table already saved), "
+                             "not both.")
+        if not Path(data_file).is_file():
+            raise FileNotFoundError(f"data_file {data_file} does not exist; save the table first (save_table).")
     fig._shc_alt = None
     description = figure_alt_text(fig)
-    data_name = (f" The plotted numbers are in figures/{stem.name}.csv{'.gz' if len(data) > GZIP_ROWS else ''}."
-                 if data is not None else "")
+    if data is not None:
+        data_name = f" The plotted numbers are in figures/{stem.name}.csv{'.gz' if len(data) > GZIP_ROWS else ''}."
+    elif data_file is not None:
+        data_name = (" The plotted numbers are in "
+                     f"{Path(os.path.relpath(Path(data_file).absolute(), stem.parent.parent.absolute())).as_posix()}.")
+    else:
+        data_name = ""
     fig._shc_alt = description.rstrip(".") + "." + data_name
     paths = []
-    png = io.BytesIO()
-    fig.savefig(png, format="png", metadata={"Software": None})
-    paths.append(write_bytes(stem.with_name(f"{stem.name}.png"), compact_png(png.getvalue())))
     svg = stem.with_name(f"{stem.name}.svg")
     with atomic_path(svg) as temporary:
         fig.savefig(temporary, format="svg", metadata={"Date": None})
+    png = io.BytesIO()
+    fig.savefig(png, format="png", metadata={"Software": None})
+    fig._shc_png, fig._shc_png_dpi = compact_png(png.getvalue()), _savefig_dpi(fig)
+    fig.stale = False  # from here any change to the figure marks it stale again: it is then drawn anew when shown
+    paths.insert(0, write_bytes(stem.with_name(f"{stem.name}.png"), fig._shc_png))
     paths.append(svg)
     if data is not None:
         paths.append(save_table(data, stem, compress=len(data) > GZIP_ROWS))
     return paths
+
+
+def _savefig_dpi(fig: Figure) -> float:
+    from matplotlib import rcParams
+
+    dpi = rcParams["savefig.dpi"]
+    return float(fig.dpi if dpi == "figure" else dpi)
 
 
 #: Figure data and tables with more rows than this are written gzip-compressed (``.csv.gz``): it keeps a

@@ -18,8 +18,9 @@ checks, each a *kind* of :class:`Problem`:
 - ``truncated-page``: a page that does not end as every page's template ends (``</html>``): cut short by an
   interrupted copy, a full disk or a hand edit;
 - ``empty``: a folder without a published page (nothing built, or only files a reader never receives);
-- ``too-large``: the folder's published files together exceed :data:`PUBLISHED_BUDGET_BYTES` (20 MB a preset: the
-  repository carries every preset's reports); the message names the five largest files.
+- ``too-large``: the folder's published files together exceed :data:`PUBLISHED_BUDGET_BYTES` (4 MB a preset: the
+  repository carries every preset's reports; :data:`LEGACY_BUDGET_BYTES` for a folder built before the assets were
+  shared); the message names the five largest files.
 
 Only *published* files are read (:func:`is_published` mirrors the repository's ``.gitignore``): the executed
 notebooks, the with-code HTML, SVGs and kernel logs are regenerated locally and never committed.
@@ -39,11 +40,15 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["PAGE_END", "PLACEHOLDER_ALT", "PUBLISHED_BUDGET_BYTES", "Problem", "check_page", "check_report_folder",
+__all__ = ["LEGACY_BUDGET_BYTES", "PAGE_END", "PLACEHOLDER_ALT", "PUBLISHED_BUDGET_BYTES", "Problem", "check_page", "check_report_folder",
            "is_published", "main", "published_files"]
 
-#: What a preset's committed reports may weigh in all (20 MB, decimal): ``too-large`` past it.
-PUBLISHED_BUDGET_BYTES = 20_000_000
+#: What a preset's committed reports may weigh in all (4 MB, decimal, issue 38; the MathJax bundle and the pages'
+#: stylesheet are stored once for every preset, under ``reports/_assets``, and not counted): ``too-large`` past it.
+PUBLISHED_BUDGET_BYTES = 4_000_000
+#: The budget of a folder built before the assets were shared (it carries its own ``_assets``: MathJax, 2.3 MB):
+#: such a folder is checked against this until it is regenerated.
+LEGACY_BUDGET_BYTES = 20_000_000
 
 #: How every page ends (nbconvert's template and the index's alike): a page that does not was cut short.
 PAGE_END = "</html>"
@@ -57,9 +62,16 @@ _MEANINGLESS_ALT = {"", "image", "figure", "png", "svg", "plot", "img", PLACEHOL
 _UNPUBLISHED = ("*.ipynb", "*.svg", "kernel.log", ".lock", ".*.lock", "*.tmp", "*.tmp.*")
 
 
-def is_published(relative: str | os.PathLike) -> bool:
-    """Whether a file of a preset's report folder is committed (reading pages, index, figures, tables, records)."""
+def is_published(relative: str | os.PathLike, *, shared_root: bool = False) -> bool:
+    """Whether a file of a preset's report folder is committed (reading pages, index, figures, tables, records).
+
+    With ``shared_root``, ``relative`` is relative to the reports root instead, where only the shared ``_assets``
+    folder (MathJax, the pages' stylesheet) and the preset folders are published."""
     path = PurePosixPath(Path(relative).as_posix())
+    if shared_root:
+        if not path.parts or path.parts[0] != "_assets":
+            return False
+        path = PurePosixPath(*path.parts[1:]) if len(path.parts) > 1 else path
     name = path.name
     if any(part.startswith(".") and part not in (".", "..") for part in path.parts[:-1]):
         return False  # building and old folders of an interrupted batch
@@ -324,11 +336,14 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
         yield Problem(".", "empty", "no published page (index.html, *-report.html): build the reports with "
                                     "python -m shc.reports --preset NAME --output FOLDER")
     sizes = {relative: (folder / relative).stat().st_size for relative in published}
-    if sum(sizes.values()) > PUBLISHED_BUDGET_BYTES:
+    budget = LEGACY_BUDGET_BYTES if (folder / "_assets").is_dir() else PUBLISHED_BUDGET_BYTES
+    if sum(sizes.values()) > budget:
         largest = ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in
                             sorted(sizes.items(), key=lambda item: -item[1])[:5])
+        legacy = (" (the budget of a folder built before the assets were shared; regenerate it: python -m "
+                  f"shc.reports --preset {folder.name})") if budget == LEGACY_BUDGET_BYTES else ""
         yield Problem(".", "too-large", f"published files weigh {sum(sizes.values()) / 1e6:.1f} MB, over the "
-                      f"{PUBLISHED_BUDGET_BYTES / 1e6:.0f} MB a preset may commit; largest: {largest}")
+                      f"{budget / 1e6:.0f} MB a preset may commit{legacy}; largest: {largest}")
 
     for relative in sorted(published):
         path = folder / relative
@@ -344,6 +359,10 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
 
             def exists(target: str, page_dir=page_dir) -> bool:
                 resolved = os.path.normpath((page_dir / target).as_posix())
+                if resolved.startswith("../"):  # the assets every preset shares (reports/_assets), or a sibling
+                    shared = os.path.normpath(folder.parent.joinpath(resolved[3:]))
+                    return (not resolved.startswith("../../") and os.path.isfile(shared)
+                            and is_published(resolved[3:], shared_root=True))
                 return resolved in published or (resolved == "." or any(p.startswith(resolved + "/")
                                                                         for p in published))
             yield from _page_end_problem(text, relative)

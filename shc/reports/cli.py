@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from shc.offline import drop_unused_assets
 from shc.reports.execute import ReportResult, describe_error, execute_report, output_lock
 from shc.reports.bundle import write_bundle
 from shc.reports.index import write_index
@@ -118,6 +119,7 @@ def run_reports(
             write_index(preset_dir)  # keep the index current, so it is useful while a long batch runs
         write_bundle(preset_dir)  # every CSV and record of the preset, linked from the index and every page
         index = write_index(preset_dir)
+        drop_unused_assets(preset_dir)
     elapsed = time.perf_counter() - total_started
     log(summary_table(results))
     failed = [result for result in results if not result.ok]

@@ -169,8 +169,7 @@ def execute_report(
                 error, written = _execute_notebook(notebook_path, building / files["notebook"], run_parameters,
                                                    building, timeout)
                 if written:  # render the partial notebook of a failed run too: it shows the traceback in context
-                    render_error = _render_both(building, files, job, Path(output_root).resolve() / job.preset,
-                                                output_dir)
+                    render_error = _render_both(building, files, job, Path(os.path.abspath(output_root)), output_dir)
                     error = error or render_error
             seconds = timer.wall_s
             provenance = {**(provenance or {}), "time": timer.as_dict()}
@@ -277,16 +276,18 @@ def _strip_ansi(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
 
 
-def _render_both(building: Path, files: dict[str, str], job: ReportJob, assets_root: Path,
+def _render_both(building: Path, files: dict[str, str], job: ReportJob, output_root: Path,
                  output_dir: Path) -> dict | None:
     """Both HTML versions of the executed notebook in ``building``, linking assets as from ``output_dir``.
 
-    The reading version opens with the run's parameters, a link to the index (and, for a preset that is not
-    evidence, the smoke-scale notice) and ends with links to its tables, figure data, ``run.json`` and the
-    preset's bundle."""
+    MathJax and the stylesheet live once under ``<output_root>/_assets/`` for every preset (issue 38). The reading
+    version opens with the run's parameters, a link to the index (and, for a preset that is not evidence, the
+    smoke-scale notice) and ends with links to its tables, figure data, ``run.json`` and the preset's bundle."""
     try:
         notebook = building / files["notebook"]
-        up = "../" * (len(output_dir.relative_to(assets_root).parts) if output_dir.is_relative_to(assets_root) else 1)
+        preset_dir = output_root / job.preset
+        assets_root = output_root
+        up = "../" * (len(output_dir.relative_to(preset_dir).parts) if output_dir.is_relative_to(preset_dir) else 1)
         for key, include_input, header, footer in (
                 ("html", True, None, None),
                 ("report", False, _report_header(job, up), _report_footer(building, up))):

@@ -1,16 +1,17 @@
-"""Executed notebook -> standalone HTML (with code, or the reading version without)."""
+"""Executed notebook -> offline HTML (with code, or the reading version without)."""
 
 from __future__ import annotations
 
 import copy
 import functools
+import html
 import os
 import re
 from pathlib import Path
 
 from shc._io import write_text
 
-__all__ = ["notebook_title", "plain_title", "render_html"]
+__all__ = ["notebook_title", "plain_title", "render_html", "with_figure_files"]
 
 
 def render_html(
@@ -23,12 +24,15 @@ def render_html(
     assets_root: str | os.PathLike | None = None,
     page_path: str | os.PathLike | None = None,
 ) -> Path:
-    """Convert an executed notebook to a standalone HTML file (atomically), figures embedded as PNG.
+    """Convert an executed notebook to an HTML file (atomically) that works offline.
 
     The page is titled after the notebook's first heading and works offline: MathJax comes from the
     bundle installed under ``assets_root`` (:func:`shc.offline.install_assets`, default: the page's
-    folder), referenced by a relative URL, and nothing loads from the network. The reading version
-    (``include_input=False``) also leaves out stderr streams (warnings, progress bars).
+    folder) and the CSS from one shared stylesheet there (:func:`shc.offline.shared_stylesheet`), both
+    referenced by relative URLs, and nothing loads from the network. A figure that the notebook saved with
+    :func:`shc.plots.save_figure` is shown from its file (``figures/<name>.png`` beside the page: the displayed
+    PNG is that file, byte for byte), so each figure is stored once; any other image stays embedded. The
+    reading version (``include_input=False``) also leaves out stderr streams (warnings, progress bars).
 
     Parameters
     ----------
@@ -48,7 +52,7 @@ def render_html(
     """
     import nbformat
 
-    from shc.offline import install_assets, offline_html
+    from shc.offline import install_assets, offline_html, shared_stylesheet
 
     notebook = nbformat.read(str(notebook_path), as_version=4)
     notebook = copy.deepcopy(notebook)
@@ -66,10 +70,38 @@ def render_html(
     body, _ = _html_exporter(include_input).from_notebook_node(notebook, resources={"metadata": {"name": title}})
     body = _with_alt_texts(body, _image_alts(notebook))
     html_path = Path(html_path)
+    body = with_figure_files(body, html_path.parent)
     assets_root = Path(assets_root) if assets_root is not None else html_path.parent
     install_assets(assets_root)
-    body = offline_html(body, Path(page_path) if page_path is not None else html_path, assets_root)
+    page_path = Path(page_path) if page_path is not None else html_path
+    body = offline_html(body, page_path, assets_root)
+    body = shared_stylesheet(body, page_path, assets_root)
     return write_text(html_path, body)
+
+
+_EMBEDDED_PNG = re.compile(r'(<img\b[^>]*?\bsrc=")data:image/png;base64,([^"]*)(")')
+
+
+def with_figure_files(body: str, page_dir: str | os.PathLike, folder: str = "figures") -> str:
+    """Point every embedded PNG of ``body`` that is byte-identical to a file of ``<page_dir>/<folder>/`` at that
+    file (a relative ``src``), so the page does not carry a second copy of a saved figure; other images stay
+    embedded. :func:`shc.plots.save_figure` makes a saved figure display as exactly its file."""
+    import base64
+    import hashlib
+
+    files = {}
+    for path in sorted(Path(page_dir, folder).glob("*.png")):
+        files.setdefault(hashlib.sha256(path.read_bytes()).digest(), f"{folder}/{path.name}")
+
+    def replace(match: re.Match) -> str:
+        try:
+            data = base64.b64decode(match.group(2), validate=False)
+        except ValueError:
+            return match.group(0)
+        name = files.get(hashlib.sha256(data).digest())
+        return match.group(0) if name is None else f"{match.group(1)}{html.escape(name, quote=True)}{match.group(3)}"
+
+    return _EMBEDDED_PNG.sub(replace, body) if files else body
 
 
 _WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -110,8 +142,6 @@ def _image_alts(notebook) -> list[str | None]:
 
 def _with_alt_texts(body: str, alts: list[str | None]) -> str:
     """Put ``alts`` on the embedded PNG images of ``body`` in order (nbconvert's template writes none)."""
-    import html
-
     images = iter(alts)
 
     def replace(match: re.Match) -> str:
