@@ -41,8 +41,8 @@ from shc.registry import Registry
 from shc.similarity import hierarchical_similarity, similarity_from_labels, validate_similarity
 
 __all__ = ["SHARED_CACHE", "SIMILARITY_SOURCES", "CenterCache", "Explorer", "ExplorerView", "SimilaritySource",
-           "app_notebook", "explorer_view", "grid_json", "geometry_lessons", "nearest_centers", "offline_view", "precompute_grid",
-           "preset_similarity", "serve", "similarity_for"]
+           "PageSimilarity", "app_notebook", "explorer_view", "grid_json", "geometry_lessons", "nearest_centers",
+           "live_settings", "offline_view", "page_similarity", "precompute_grid", "preset_similarity", "serve", "similarity_for"]
 
 _ASSET = Path(__file__).resolve().parent / "assets" / "explorer.js"
 #: Cells of notebook 00 that make up the app (besides the parameters cell): tagged with this in their metadata.
@@ -95,6 +95,90 @@ def preset_similarity(preset: str, dataset: str | None = None, seed: int = 0,
             f"it with `python -m shc.pipeline --preset {preset}` (or `python -m shc.reports --preset {preset}`), "
             f"or pick the label or hierarchical source. ({error})") from error
     return S, [str(name) for name in results.load_data(config).class_names]
+
+
+@dataclass(frozen=True)
+class PageSimilarity:
+    """The S a geometry page (notebook 00) shows, what it is, and where its explorers open (issue 38)."""
+
+    matrix: np.ndarray  #: (C, C) S
+    class_names: list[str]
+    coarse_labels: np.ndarray  #: (C,) coarse class of every class
+    coarse_names: list[str]
+    dataset: str
+    source: str  #: "stage-1 S" (read from the preset's runs) or "hierarchy S" (from the coarse classes)
+    note: str  #: one Markdown paragraph: what S is, where it came from, what computes the missing one
+
+
+def page_similarity(preset: str | None = None, dataset: str = "digits-composite", num_classes: int = 100,
+                    seed: int = 0, run_dir: str | None = None, epochs: int | None = None,
+                    config_overrides: dict[str, Any] | None = None) -> PageSimilarity:
+    """The class similarity notebook 00 shows: its preset's own testbed and, where computed, its stage-1 S.
+
+    * ``preset`` None: the stand-alone demonstration (the ``digits-composite`` hierarchy of ``num_classes``
+      two-digit numbers grouped by their tens digit: 1 on the diagonal, 0.5 within a tens digit, 0 otherwise).
+    * ``preset`` given: that preset's dataset (``dataset``, with the preset's options), and its stage-1 S (Eq. 2-12)
+      of seed ``seed`` read from the run folder when ``python -m shc.reports`` / ``python -m shc.pipeline`` has
+      computed it; else the hierarchy S of the dataset's coarse classes, and the note names the command that
+      computes the stage-1 S. ``num_classes`` is then the dataset's.
+    """
+    from shc.data import load_dataset
+
+    if preset is None:
+        data = load_dataset(dataset, num_classes=num_classes, seed=seed)
+        return PageSimilarity(
+            similarity_from_labels(num_classes, data.coarse_labels), [str(n) for n in data.class_names],
+            np.asarray(data.coarse_labels), [str(n) for n in data.coarse_names], dataset, "hierarchy S",
+            f"$\\mathbf{{S}}$ here is the class hierarchy of `{dataset}` ({num_classes} classes in "
+            f"{len(np.unique(data.coarse_labels))} coarse classes: {data.protocol}): $s_{{ii}} = 1$, $s_{{ij}} = 0.5$ for "
+            "two classes of the same coarse class and 0 otherwise (`similarity_from_labels`). In the full method "
+            "$\\mathbf{S}$ comes from a classifier (stage 1, Eq. 2-12): the reports of a preset show that one.")
+    from shc import presets, results
+    from shc.runs import MissingRunError
+
+    chosen = presets.get_preset(preset)
+    config = presets.report_configs(preset, dataset, ["shc"], [chosen.bits[0]], [seed], run_dir, epochs,
+                                    **dict(config_overrides or {}))[0]
+    data = results.load_data(config)
+    names = [str(n) for n in data.class_names]
+    count = len(names)
+    if data.coarse_labels is None:
+        coarse, coarse_names = np.zeros(count, dtype=int), ["all classes"]
+    else:
+        coarse, coarse_names = np.asarray(data.coarse_labels), [str(n) for n in data.coarse_names]
+    described = (f"`{dataset}` of preset `{preset}`: {count} classes in {len(np.unique(coarse))} coarse classes "
+                 f"({data.protocol})")
+    try:
+        S = validate_similarity(results.load_similarity(config.replace(similarity="logits")))
+    except MissingRunError:
+        return PageSimilarity(
+            similarity_from_labels(count, coarse), names, coarse, coarse_names, dataset, "hierarchy S",
+            f"The classes are those of {described}. Its stage-1 $\\mathbf{{S}}$ (Eq. 2-12) is not computed in its "
+            f"run folder yet (`python -m shc.reports --preset {preset}` computes it), so this page uses the "
+            "hierarchy of the coarse classes: $s_{ii} = 1$, $s_{ij} = 0.5$ for two classes of the same coarse class "
+            "and 0 otherwise.")
+    return PageSimilarity(
+        S, names, coarse, coarse_names, dataset, "stage-1 S",
+        f"The classes are those of {described}, and $\\mathbf{{S}}$ is this preset's own stage-1 similarity "
+        f"(Eq. 2-12, seed {seed}): the classifier's average confusions, read from the run folder that "
+        f"`python -m shc.reports --preset {preset}` computed (notebook 01 shows how it is made).")
+
+
+def live_settings(preset: str | None, dataset: str | None = None, seed: int = 0, run_dir: str | None = None,
+                  fallback_preset: str = "quick") -> dict[str, Any]:
+    """The :class:`Explorer` keywords notebook 00 (and its app) opens with: its preset's stored stage-1 S where
+    computed (``source="preset"``), else the tens-digit labels (``source="label"``; the "preset" choice then reads
+    ``fallback_preset``)."""
+    from shc.runs import MissingRunError
+
+    if preset is not None:
+        try:
+            preset_similarity(preset, dataset, seed, run_dir)
+        except MissingRunError:
+            pass
+        else:
+            return {"source": "preset", "preset": preset, "dataset": dataset, "run_dir": run_dir}
+    return {"source": "label", "preset": fallback_preset}
 
 
 def _preset_source(num_classes: int, seed: int, *, preset: str = "quick", dataset: str | None = None,
@@ -240,20 +324,31 @@ def _pack(centers: np.ndarray) -> str:
 
 def precompute_grid(classes: Sequence[int] = (16, 32, 100), bits: Sequence[int] = (8, 16, 32, 64),
                     methods: Sequence[str] | None = None, source: str = "label", seed: int = 0,
-                    cache: CenterCache | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                    cache: CenterCache | None = None, progress: Callable[[str], None] | None = None,
+                    similarity: tuple[np.ndarray, Sequence[str]] | None = None) -> dict[str, Any]:
     """Every (C, q, method) of the grid through :func:`explorer_view`: the data of :func:`offline_view` and of
     :func:`geometry_lessons`. ``methods`` None: every registered center method. Settings with C > 2^q are
-    left out (no C distinct centers exist)."""
+    left out (no C distinct centers exist).
+
+    ``similarity`` = ``(S, class names)`` gives the grid one matrix of its own (a page's testbed S,
+    :func:`page_similarity`) instead of a registered source: then ``classes`` must be ``[C]`` of that S, and
+    ``source`` is only the name the view shows."""
     methods = list(CENTER_GENERATORS.names() if methods is None else methods)
     for method in methods:
         CENTER_GENERATORS.get(method)
     if not classes or not bits or not methods:
         raise ValueError("classes, bits and methods must each name at least one value; e.g. classes=[16], bits=[8].")
+    if similarity is not None:
+        given = validate_similarity(similarity[0])
+        if [int(c) for c in classes] != [given.shape[0]] or len(similarity[1]) != given.shape[0]:
+            raise ValueError(f"a grid of one given S of {given.shape[0]} classes needs classes=[{given.shape[0]}] "
+                             f"and {given.shape[0]} class names; got classes={list(classes)} and "
+                             f"{len(similarity[1])} names.")
     cache = cache or SHARED_CACHE
     views: dict[tuple[int, int, str], ExplorerView] = {}
     similarities = {}
     for C in classes:
-        S, names = similarity_for(source, C, seed)
+        S, names = (given, [str(n) for n in similarity[1]]) if similarity is not None else similarity_for(source, C, seed)
         similarities[int(C)] = (S, names)
         for q in bits:
             if q < 63 and C > 2 ** int(q):

@@ -288,6 +288,34 @@ def record_distance_finding(history: Any, targets: Mapping[int, int]) -> str:
     return f"d_min fell below d at {below} of {len(history)} records."
 
 
+def tradeoff_findings(tradeoff: Any) -> list[str]:
+    """What the price-of-separation table (:func:`shc.centers.distance_tradeoff`, one row per required d, indexed or
+    with a ``d`` column) shows: where S_loss is lowest, whether it rises with d everywhere, and the gap to the
+    relaxation bound at the smallest and the largest d. shc-ls is a local search: dropping the constraint (d = 0)
+    does not promise the best fit, and a sentence says so when a larger d fits S better."""
+    table = tradeoff.reset_index() if "d" not in tradeoff else tradeoff
+    table = table.sort_values("d")
+    if table.empty:
+        return []
+    d, loss = table["d"].astype(int).tolist(), table["s_loss"].astype(float).tolist()
+    best = int(np.argmin(loss))
+    sentences = [f"The lowest S_loss, {loss[best]:.4f}, is reached at d = {d[best]}"
+                 + (" (no separation required)." if d[best] == 0 else ".")]
+    lower = [(d[i], loss[i]) for i in range(len(d)) if d[i] > d[0] and loss[i] < loss[0]]
+    if lower:
+        sentences.append(f"Requiring no separation (d = {d[0]}) does not give the best fit here: shc-ls is a local "
+                         f"search, and at d = {', '.join(str(x) for x, _ in lower)} it found centers that fit S "
+                         f"better ({', '.join(f'{y:.4f}' for _, y in lower)} against {loss[0]:.4f}).")
+    rises = sum(1 for i in range(1, len(loss)) if loss[i] < loss[i - 1])
+    sentences.append("S_loss never falls as d grows." if rises == 0 else
+                     f"S_loss falls {rises} time(s) as d grows from {d[0]} to {d[-1]}: search noise, not a gain from "
+                     "separation (every set of the larger d also meets the smaller one).")
+    bound = float(table["bound"].iloc[0])
+    sentences.append(f"The relaxation bound is {bound:.4f}: S_loss is {loss[0] - bound:.4f} above it at d = {d[0]} and "
+                     f"{loss[-1] - bound:.4f} at d = {d[-1]}.")
+    return sentences
+
+
 def geometry_findings(lessons: Any) -> list[str]:
     """The cases of stage 2 that teach most, from :func:`shc.explore.geometry_lessons` (indexed by C and q):
     semantic-only centers that collide (pairs at Hamming distance 0, which no image can tell apart), Algorithm 1's

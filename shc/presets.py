@@ -175,8 +175,9 @@ class Preset:
         return [{**common, "dataset": dataset, **dict(parameters)} for dataset in self.datasets for parameters in sets]
 
 
-#: Notebooks that read the pipeline's runs (they declare ``preset``, ``dataset``, ``seeds``, ...).
-_PIPELINE_NOTEBOOKS = frozenset(NOTEBOOKS[1:])
+#: Notebooks that read the pipeline's runs (they declare ``preset``, ``dataset``, ``seeds``, ...): every one; 00 reads
+#: its testbed's classes and stage-1 S (issue 38).
+_PIPELINE_NOTEBOOKS = frozenset(NOTEBOOKS)
 #: ... and those that compare code lengths (they also declare ``bits``).
 _CODE_NOTEBOOKS = frozenset(NOTEBOOKS[2:])
 
@@ -226,7 +227,9 @@ PRESETS.register("quick", Preset(
     # 8 epochs, not the default 12: the README's main job (this preset's reports, 126 runs) must finish within
     # 12 minutes on a 2-core machine from nothing cached (issue 21); a run costs about 9 s of CPU at 12 epochs.
     config={"epochs": 8},
-    notebooks=_center_notebooks(hashing=CENTER_METHODS, **_FULL_SIZE_NOTEBOOKS),
+    # page 00 keeps the digits demonstration (the tens-digit S, several C in its explorer): the teaching page
+    notebooks=_center_notebooks(hashing=CENTER_METHODS, **{**_FULL_SIZE_NOTEBOOKS, "geometry": [
+        {**_FULL_SIZE_NOTEBOOKS["geometry"][0], "testbed": False}]}),
 ))
 PRESETS.register("standard", Preset(
     name="standard",
@@ -430,8 +433,8 @@ def default_run_dir(preset: str) -> Path:
 
 
 #: What each pipeline notebook reads: stage-1 S of every source (01), centers (02) or whole runs (03-06).
-NOTEBOOK_READS = {"01_similarity": "similarity", "02_hash_centers": "centers", "03_train_hashing": "runs",
-                  "04_retrieval": "runs", "05_ablations": "runs", "06_baselines": "runs"}
+NOTEBOOK_READS = {"00_center_geometry": "similarity", "01_similarity": "similarity", "02_hash_centers": "centers",
+                  "03_train_hashing": "runs", "04_retrieval": "runs", "05_ablations": "runs", "06_baselines": "runs"}
 
 
 def notebook_configs(parameters: Mapping[str, Any], run_dir: str | None = None,

@@ -274,3 +274,45 @@ def test_the_app_command_serves_the_explorer_page(tmp_path):
         if shutil.which("pgrep"):
             left = subprocess.run(["pgrep", "-f", f"voila .*--port={port}"], capture_output=True, text=True).stdout
             assert not left.strip(), f"the Voila server outlived the app command: pid {left.split()}"
+
+
+# --------------------------------------------------------------------------------------------
+# Page 00 belongs to its preset (issue 38): its testbed's classes and, where computed, its stage-1 S
+# --------------------------------------------------------------------------------------------
+def test_the_demonstration_page_shows_the_tens_digit_hierarchy():
+    target = explore.page_similarity(None, num_classes=100, seed=0)
+    np.testing.assert_array_equal(target.matrix, _tens_digit_S(100))
+    assert target.source == "hierarchy S" and target.class_names[:3] == ["00", "01", "02"]
+    assert target.coarse_labels.tolist() == [c // 10 for c in range(100)] and "100 classes in 10 coarse" in target.note
+    fewer = explore.page_similarity(None, num_classes=30, seed=0)  # evenly spaced numbers, grouped by tens digit
+    tens = [int(name[0]) for name in fewer.class_names]
+    assert fewer.coarse_labels.tolist() == tens and len(set(tens)) == 10
+    np.testing.assert_array_equal(fewer.matrix, similarity_from_labels(30, tens))
+
+
+def test_a_preset_page_shows_its_stage1_s_once_computed_and_else_says_which_command_computes_it(tmp_path):
+    from shc import pipeline, presets, results
+
+    run_dir = str(tmp_path / "tiny")
+    missing = explore.page_similarity("tiny", "digits-composite", seed=0, run_dir=run_dir)
+    config = presets.report_configs("tiny", "digits-composite", ["shc"], [16], [0], run_dir)[0]
+    data = results.load_data(config)
+    assert missing.source == "hierarchy S" and "python -m shc.reports --preset tiny" in missing.note
+    np.testing.assert_array_equal(missing.matrix, similarity_from_labels(data.num_classes, data.coarse_labels))
+    assert explore.live_settings("tiny", "digits-composite", 0, run_dir) == {"source": "label", "preset": "quick"}
+    assert str(tmp_path) not in missing.note  # a page names no machine path
+
+    pipeline.compute_similarities([config], progress=False)
+    stored = explore.page_similarity("tiny", "digits-composite", seed=0, run_dir=run_dir)
+    assert stored.source == "stage-1 S" and "own stage-1 similarity" in stored.note
+    np.testing.assert_array_equal(stored.matrix, results.load_similarity(config.replace(similarity="logits")))
+    assert stored.class_names == [str(n) for n in data.class_names] and len(stored.coarse_names) == 10
+    assert explore.live_settings("tiny", "digits-composite", 0, run_dir) == {
+        "source": "preset", "preset": "tiny", "dataset": "digits-composite", "run_dir": run_dir}
+
+    grid = explore.precompute_grid([20], [8], methods=["mds", "shc"], source=stored.source, cache=explore.CenterCache(),
+                                   similarity=(stored.matrix, stored.class_names))
+    np.testing.assert_array_equal(grid["similarities"][20][0], stored.matrix)  # the explorer opens on this S
+    _check_view(grid["views"][(20, 8, "shc")], "shc", stored.matrix, 8)
+    with pytest.raises(ValueError, match=r"needs classes=\[20\]"):
+        explore.precompute_grid([10, 20], [8], similarity=(stored.matrix, stored.class_names))

@@ -158,3 +158,16 @@ def test_a_run_on_csq_s_centers_with_csq_s_loss_is_named_as_csq_s_run():
     assert sentences == ["At 64 bits the distance runs are csq's runs: the same loss on the same centers (its "
                          "generator returned csq's 100 centers for every seed), so their numbers are csq's, not a "
                          "separate result."]  # mds trains with its own loss, and at 16 bits the centers differ
+
+
+def test_tradeoff_findings_say_where_the_fit_is_best_and_call_a_lower_loss_at_larger_d_search_noise():
+    table = pd.DataFrame({"d": [0, 2, 4, 6], "d_min": [0, 2, 4, 6], "s_loss": [0.0310, 0.0290, 0.0335, 0.0410],
+                          "spearman": [0.5, 0.5, 0.4, 0.3], "bound": 0.0200}).set_index("d")
+    sentences = findings.tradeoff_findings(table)
+    assert sentences[0] == "The lowest S_loss, 0.0290, is reached at d = 2."
+    assert "at d = 2 it found centers that fit S better (0.0290 against 0.0310)" in sentences[1]
+    assert sentences[2].startswith("S_loss falls 1 time(s) as d grows from 0 to 6")
+    assert sentences[3] == "The relaxation bound is 0.0200: S_loss is 0.0110 above it at d = 0 and 0.0210 at d = 6."
+    monotone = findings.tradeoff_findings(table.assign(s_loss=[0.0280, 0.0290, 0.0335, 0.0410]).reset_index())
+    assert monotone[0].endswith("d = 0 (no separation required).") and monotone[1] == "S_loss never falls as d grows."
+    assert not any("does not give the best fit" in sentence for sentence in monotone)

@@ -121,7 +121,7 @@ def test_html_versions_show_each_saved_figure_from_its_file_and_the_reading_vers
         assert "<style" not in page.split("</head>")[0]  # nbconvert's 264 kB of CSS live once, in that file
     assert "generate_centers" in full and "generate_centers" not in reading  # only code cells call it
     assert 'class="highlight hl-ipython3"' in full and 'class="highlight hl-ipython3"' not in reading
-    assert "Parameters: num_classes: 20; bits: 16" in reading  # header of the reading version, no reprs
+    assert "Parameters: preset: tiny; seeds: 0; dataset: digits-composite; num_classes: 20; bits: 16" in reading  # no reprs
     assert 'href="../../index.html"' in reading and 'href="run.json"' in reading  # bits-16/ is one level deeper
 
 
