@@ -593,3 +593,27 @@ def test_with_figure_files_links_only_byte_identical_saved_figures(tmp_path):
         "figures/curve.png", "data:image/png;base64," + base64.b64encode(other).decode()[:18], "figures/curve.png"]
     assert 'alt="a1"' in linked and "width=5" in linked
     assert with_figure_files(body, tmp_path / "elsewhere") == body  # no figures folder: nothing to link
+
+
+@pytest.mark.browser
+def test_a_table_wider_than_the_page_scrolls_instead_of_losing_its_last_columns(tmp_path):
+    from shc.reports.browser import find_chromium, rendered_dom
+    from shc.reports.export import render_html
+
+    if find_chromium() is None:
+        pytest.skip("chromium is not installed: apt-get install chromium")
+    columns = [f"a_long_column_name_{i}" for i in range(16)]
+    table = "<table><thead><tr>" + "".join(f"<th>{c}</th>" for c in columns) + "</tr></thead><tbody><tr>" + "".join(
+        f"<td>{i}.123456</td>" for i in range(16)) + "</tr></tbody></table>"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Wide"), nbformat.v4.new_code_cell(
+        "table", outputs=[nbformat.v4.new_output("execute_result", {"text/html": table}, execution_count=1)])])
+    nbformat.write(notebook, tmp_path / "wide.ipynb")
+    page = render_html(tmp_path / "wide.ipynb", tmp_path / "tiny" / "00_x" / "wide-report.html", include_input=False,
+                       assets_root=tmp_path)
+    measure = ('<script>addEventListener("load", () => { const t = document.querySelector(".jp-OutputArea-output table");'
+               ' document.body.dataset.measured = [t.scrollWidth, t.clientWidth, getComputedStyle(t).overflowX,'
+               ' t.getBoundingClientRect().right <= innerWidth].join(" "); });</script>')
+    page.write_text(page.read_text(encoding="utf-8").replace("</body>", measure + "</body>"), encoding="utf-8")
+    scroll, client, overflow, inside = re.search(r'data-measured="([^"]+)"', rendered_dom(page)).group(1).split()
+    # wider than the page, the table scrolls sideways inside it: every column can be reached
+    assert int(scroll) > int(client) and overflow == "auto" and inside == "true"

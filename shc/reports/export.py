@@ -74,10 +74,15 @@ def render_html(
     assets_root = Path(assets_root) if assets_root is not None else html_path.parent
     install_assets(assets_root)
     page_path = Path(page_path) if page_path is not None else html_path
+    body = body.replace("</head>", f"<style>\n{PAGE_CSS}</style>\n</head>", 1)
     body = offline_html(body, page_path, assets_root)
     body = shared_stylesheet(body, page_path, assets_root)
     return write_text(html_path, body)
 
+
+#: CSS the pages add to nbconvert's: an output cell is a fixed-layout table cell with ``overflow: hidden``, so a table
+#: wider than the page (03's runs table) lost its last columns; such a table now scrolls sideways (issue 38).
+PAGE_CSS = ".jp-RenderedHTMLCommon table { display: block; max-width: 100%; overflow-x: auto; }\n"
 
 _EMBEDDED_PNG = re.compile(r'(<img\b[^>]*?\bsrc=")data:image/png;base64,([^"]*)(")')
 
