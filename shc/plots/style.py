@@ -230,7 +230,7 @@ def install_alt_text_formatter() -> bool:
     def png_with_alt_text(fig):
         saved = _saved_png(fig)
         if saved is not None:  # show the saved file itself: the report page then links it (stored once)
-            data, (width, height) = saved
+            data, (width, _height) = saved
             scale = fig.dpi / float(getattr(fig, "_shc_png_dpi", fig.dpi))
             return data, {"alt": figure_alt_text(fig), "width": max(1, round(width * scale))}
         data = previous(fig)
@@ -247,7 +247,7 @@ def install_alt_text_formatter() -> bool:
             data = base64.b64encode(compact_png(base64.b64decode(data))).decode("ascii")
         return data, {**(metadata or {}), "alt": figure_alt_text(fig)}
 
-    png_with_alt_text._shc_alt_text = True  # fmt: skip
+    png_with_alt_text._shc_alt_text = True
     formatter.for_type(Figure, png_with_alt_text)
     return True
 
@@ -372,7 +372,8 @@ def _savefig_dpi(fig: Figure) -> float:
 
 
 #: Figure data and tables with more rows than this are written gzip-compressed (``.csv.gz``): it keeps a
-#: preset's committed reports under 20 MB (the standard preset's training histories are 4,320 rows).
+#: preset's committed reports within their budget, shc.reports.check (the standard preset's training histories are
+#: 4,320 rows).
 GZIP_ROWS = 1_000
 
 

@@ -40,8 +40,8 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["LEGACY_BUDGET_BYTES", "PAGE_END", "PLACEHOLDER_ALT", "PUBLISHED_BUDGET_BYTES", "Problem", "check_page", "check_report_folder",
-           "is_published", "main", "published_files"]
+__all__ = ["LEGACY_BUDGET_BYTES", "PAGE_END", "PLACEHOLDER_ALT", "PUBLISHED_BUDGET_BYTES", "Problem", "check_page",
+           "check_report_folder", "is_published", "main", "published_files"]
 
 #: What a preset's committed reports may weigh in all (4 MB, decimal, issue 38; the MathJax bundle and the pages'
 #: stylesheet are stored once for every preset, under ``reports/_assets``, and not counted): ``too-large`` past it.
