@@ -1,24 +1,35 @@
 """Computed prose: the sentences a report states about its numbers, generated from the tables they describe.
 
-Every function takes the table a notebook shows and returns sentences; a notebook ends with
-``Markdown(what_this_shows_markdown(sentences))``. No sentence that states a number, a ranking or a
-comparison is typed into a notebook: change the numbers and the sentences change with them (tested).
+Every function takes the table a notebook shows and returns sentences. A notebook shows them with
+``findings.show(name, table=<saved file>, ...)`` (the registry :data:`FINDINGS`, at the end of this module), which
+computes them from the saved files and records how, so ``python -m shc.reports.check`` re-derives every one. No
+sentence that states a number, a ranking or a comparison is typed into a notebook: change the numbers and the
+sentences change with them (tested).
 Comparisons between methods use the paired differences by seed with a 95% t-interval (:mod:`shc.stats`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+import html
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from shc.evaluation import PRIMARY_METRIC
+from shc.registry import Registry
 from shc.stats import compare_sentence, format_value, metric_name, paired_by_seed, summary_frame, what_this_shows
 
-__all__ = ["ablation_findings", "backbone_phrase", "best_methods", "center_findings", "convergence_findings",
-           "geometry_findings", "hadamard_findings", "pair_findings", "precision_at_k_findings", "reachability_findings",
-           "record_distance_finding", "retrieval_findings", "similarity_findings"]
+__all__ = ["FINDINGS", "FINDINGS_FILE", "Finding", "ablation_findings", "backbone_phrase", "best_methods",
+           "center_findings", "convergence_findings", "derive", "findings_html", "geometry_findings",
+           "hadamard_findings", "pair_findings", "precision_at_k_findings", "reachability_findings",
+           "record_distance_finding", "retrieval_findings", "same_run_findings", "same_run_rows", "show",
+           "similarity_findings"]
 
 #: The range of stage-1 test accuracies in the paper's Table 2 (NABirds-B 48.44 %, Stanford Cars-A 73.49 %).
 PAPER_ACCURACY = (0.4844, 0.7349)
@@ -77,13 +88,13 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
     table = runs.set_index(["label", "bits", "seed"]).join(last)
     at_end = int((table["selected_epoch"] == table["last_evaluated"]).sum())
     total = len(table)
-    epochs = int(evaluated["epoch"].max())
     if at_end == 0:
         sentence = (f"No run selected its last evaluated epoch: every validation {metric_name(column)} peaked "
-                    f"before epoch {epochs}, so the schedule is long enough for model selection.")
+                    "before its run's end, so the schedule is long enough for model selection.")
     else:
-        sentence = (f"{at_end} of {total} runs selected their last evaluated epoch (epoch {epochs}); under the "
-                    "cosine schedule, whose learning rate reaches 0 there, a converged run often peaks at its end.")
+        sentence = (f"{at_end} of {total} runs selected their last evaluated epoch (each run's own: "
+                    f"{_last_epochs(table)}); under the cosine schedule, whose learning rate reaches 0 there, a "
+                    "converged run often peaks at its end.")
     gains = []
     if column in evaluated:
         for _, curve in evaluated.groupby(["label", "bits", "seed"]):
@@ -100,6 +111,15 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
     worst = by_method.sort_values(ascending=False)
     detail = ", ".join(f"{name} {share:.0%}" for name, share in worst.items())
     return [sentence, f"Share of runs selecting the last evaluated epoch, by method: {detail}."]
+
+
+def _last_epochs(table: Any) -> str:
+    """Each run's own last evaluated epoch in words (issue 38: budgets differ between methods, so no single epoch
+    describes them): ``epoch 80`` when all runs share it, else ``epoch 80 for 15 runs, 160 for 2``."""
+    counts = table["last_evaluated"].astype(int).value_counts(sort=False).sort_index()
+    if len(counts) == 1:
+        return f"epoch {counts.index[0]}"
+    return "epoch " + ", ".join(f"{epoch} for {count} run{'s' if count > 1 else ''}" for epoch, count in counts.items())
 
 
 def similarity_findings(accuracy: Any, correlations: Any, agreement: Any | None) -> list[str]:
@@ -150,9 +170,13 @@ def similarity_findings(accuracy: Any, correlations: Any, agreement: Any | None)
     return sentences
 
 
-def center_findings(rows: Any, reference: str = "shc", baseline: str = "mds") -> list[str]:
+def center_findings(rows: Any, reference: str | Sequence[str] = "shc", baseline: str = "mds") -> list[str]:
     """Stage 2 (notebook 02's rows, :func:`shc.results.center_rows`): which methods keep the GV distance, and
-    S_loss of ``reference`` against ``baseline`` per code length, paired by seed."""
+    S_loss of ``reference`` (one method or several, in turn) against ``baseline`` per code length, paired by seed."""
+    if not isinstance(reference, str):
+        sentences = center_findings(rows, reference[0], baseline) if reference else []
+        return sentences + [sentence for other in reference[1:]
+                            for sentence in center_findings(rows, other, baseline)[1:]]
     sentences = []
     keeps = rows.assign(keeps=rows["d_min"] >= rows["gv_distance"]).groupby("label")["keeps"].all()
     kept = [name for name, ok in keeps.items() if ok]
@@ -178,25 +202,35 @@ def ablation_findings(runs: Any, variants: Mapping[str, str], metric: str = PRIM
     return what_this_shows(*summary_frame(renamed, [metric]), metric, reference=variants.get(reference, reference))
 
 
-def same_run_findings(runs: Sequence[tuple[Any, Any]], other: str = "csq") -> list[str]:
-    """Where runs train exactly as method ``other`` does (issue 38): the same loss on the same centers, so their
-    numbers are ``other``'s run. ``runs`` are (config, its stage-2 centers) pairs; ``other``'s centers are generated
-    here, seeded as its stage 2 does. One sentence per method and code length where they coincide for every seed
-    (MDS's generator returns Hadamard rows, CSQ's centers, when C <= 2q)."""
+def same_run_rows(runs: Sequence[tuple[Any, Any]], other: str = "csq") -> Any:
+    """Which runs train exactly as method ``other`` does (issue 38): one row per run whose method has ``other``'s
+    loss, with ``same_centers`` True where its stage-2 centers are ``other``'s (generated here, seeded as its stage
+    2 does). ``runs`` are (config, its stage-2 centers) pairs. The table :func:`same_run_findings` words."""
+    import pandas as pd
+
     from shc.centers import generate_centers
     from shc.methods import get_method
 
     spec = get_method(other)
-    groups: dict[tuple[int, str], list[tuple[Any, Any]]] = {}
-    for config, centers in runs:
-        if config.method != other and get_method(config.method).loss == spec.loss:
-            groups.setdefault((config.bits, config.method), []).append((config, np.asarray(centers)))
+    rows = [{"method": config.method, "bits": config.bits, "seed": config.seed, "classes": len(centers),
+             "same_as": other, "same_centers": bool(np.array_equal(
+                 np.asarray(centers), generate_centers(spec.centers, len(centers), config.bits, seed=config.seed)))}
+            for config, centers in runs if config.method != other and get_method(config.method).loss == spec.loss]
+    return pd.DataFrame(rows, columns=["method", "bits", "seed", "classes", "same_as", "same_centers"])
+
+
+def same_run_findings(rows: Any) -> list[str]:
+    """One sentence per method and code length whose runs are, for every seed, another method's runs: the same loss
+    on the same centers (MDS's generator returns Hadamard rows, CSQ's centers, when C <= 2q). ``rows`` is
+    :func:`same_run_rows`."""
+    if not len(rows):
+        return []
+    grouped = rows.groupby(["bits", "method", "same_as"], sort=True).agg(
+        all_same=("same_centers", "all"), classes=("classes", "first"))
     return [f"At {bits} bits the {method} runs are {other}'s runs: the same loss on the same centers (its generator "
-            f"returned {other}'s {len(pairs[0][1])} centers for every seed), so their numbers are {other}'s, not a "
-            "separate result."
-            for (bits, method), pairs in sorted(groups.items())
-            if all(np.array_equal(centers, generate_centers(spec.centers, len(centers), bits, seed=config.seed))
-                   for config, centers in pairs)]
+            f"returned {other}'s {int(row['classes'])} centers for every seed), so their numbers are {other}'s, not "
+            "a separate result."
+            for (bits, method, other), row in grouped.iterrows() if bool(row["all_same"])]
 
 
 def bullet_list(sentences: Sequence[str]) -> str:
@@ -356,3 +390,149 @@ def geometry_findings(lessons: Any) -> list[str]:
                         if len(still) else "")
                 sentences.append(f"C = {C}: SHC moves from its MDS start by {parts}{tail}.")
     return sentences
+
+
+# ---- A page's findings, re-derivable from the files beside it (issue 38) ---------------------------------------
+#
+# A notebook never formats a finding itself: ``findings.show(name, table=<saved file>, option=value)`` reads the
+# tables from the files it saved, runs the registered function, shows the sentences as a list marked with a key,
+# and records (key, name, files, options) in ``findings.json`` beside the page. ``python -m shc.reports.check`` reads
+# that record, runs the function again on the published files and compares its sentences with the page's
+# (:func:`rederive`): a sentence edited by hand, or a table changed after the page was built, is a problem.
+
+#: The file beside each page that records how its findings were derived.
+FINDINGS_FILE = "findings.json"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A registered sentence generator: ``function(**tables, **options)`` returns the sentences (or one sentence).
+
+    ``tables`` maps the arguments read from table files to the number of leading index columns restored when a
+    file is read (0: none; 1: an index such as the ``C`` of notebook 00's Hadamard table).
+    """
+
+    function: Callable[..., Any]
+    tables: Mapping[str, int]
+
+    def __post_init__(self) -> None:
+        if not callable(self.function) or not self.tables:
+            raise ValueError("a Finding needs a function and at least one table argument.")
+
+
+FINDINGS: Registry[Finding] = Registry("finding")
+
+
+def _upper_pairs(S: Any, pairs: Any, source: str = "data-dependent S") -> list[str]:
+    """:func:`pair_findings` on a heatmap's data file (:func:`shc.plots.matrix_frame` rows: the triangle or the
+    whole matrix of ``source``) instead of the matrix."""
+    rows = S[S["source"] == source]
+    matrix = rows.pivot(index="row", columns="column", values="value")
+    names = list(dict.fromkeys([*rows["row"], *rows["column"]]))
+    matrix = matrix.reindex(index=names, columns=names)
+    full = matrix.to_numpy(dtype=float)
+    full = np.where(np.isnan(full), full.T, full)
+    return pair_findings(full, pairs)
+
+
+def _centers(rows: Any, reference: str | Sequence[str] = "shc", baseline: str = "mds", bits: int | None = None,
+             seed: int | None = None) -> list[str]:
+    """:func:`center_findings` on notebook 02's run rows, or on notebook 00's one-set quality table (indexed by
+    ``method``, with a ``GV distance d`` column) at code length ``bits`` and ``seed``."""
+    if "label" not in rows:
+        rows = rows.rename(columns={"method": "label", "GV distance d": "gv_distance"}).assign(bits=bits, seed=seed)
+    return center_findings(rows, reference, baseline)
+
+
+def _record_distance(history: Any, targets: Mapping[Any, int]) -> list[str]:
+    """:func:`record_distance_finding` with the targets as JSON gives them back (code lengths as strings)."""
+    return [record_distance_finding(history, {int(bits): int(d) for bits, d in targets.items()})]
+
+
+for _name, _function, _tables in (
+        ("retrieval", retrieval_findings, {"runs": 0}),
+        ("reachability", reachability_findings, {"runs": 0}),
+        ("convergence", convergence_findings, {"runs": 0, "history": 0}),
+        ("similarity", similarity_findings, {"accuracy": 0, "correlations": 1, "agreement": 1}),
+        ("centers", _centers, {"rows": 0}),
+        ("ablation", ablation_findings, {"runs": 0}),
+        ("same-run", same_run_findings, {"rows": 0}),
+        ("hadamard", hadamard_findings, {"table": 1}),
+        ("similar-pairs", _upper_pairs, {"S": 0, "pairs": 0}),
+        ("precision-at-k", precision_at_k_findings, {"frame": 0}),
+        ("record-distance", _record_distance, {"history": 0}),
+        ("tradeoff", tradeoff_findings, {"tradeoff": 0}),
+        ("geometry", geometry_findings, {"lessons": 0}),
+):
+    FINDINGS.register(_name, Finding(_function, _tables))
+
+
+def _read_table(path: Path, index_columns: int) -> Any:
+    import pandas as pd
+
+    # class names such as "00" stay strings: only columns pandas reads as numbers are numbers
+    return pd.read_csv(path, index_col=list(range(index_columns)) or None, keep_default_na=True,
+                       dtype={"row": str, "column": str, "name_a": str, "name_b": str})
+
+
+def derive(name: str, folder: str | os.PathLike, tables: Mapping[str, str | None],
+           options: Mapping[str, Any]) -> list[str]:
+    """The sentences of finding ``name`` from the table files ``tables`` (argument -> path relative to ``folder``,
+    or None for an absent optional table) and the JSON ``options``."""
+    finding = FINDINGS.get(name)
+    unknown = set(tables) - set(finding.tables)
+    if unknown:
+        raise ValueError(f"finding {name!r} reads no table {sorted(unknown)}; its tables: {sorted(finding.tables)}.")
+    folder = Path(folder)
+    loaded = {arg: None if tables.get(arg) is None else _read_table(folder / str(tables[arg]), count)
+              for arg, count in finding.tables.items() if arg in tables}
+    sentences = finding.function(**loaded, **options)
+    return [sentences] if isinstance(sentences, str) else list(sentences)
+
+
+def _key(name: str, tables: Mapping[str, str | None], options: Mapping[str, Any]) -> str:
+    text = json.dumps({"finding": name, "tables": tables, "options": options}, sort_keys=True, default=str)
+    return f"{name}-{hashlib.sha1(text.encode()).hexdigest()[:10]}"
+
+
+def findings_html(key: str, sentences: Sequence[str]) -> str:
+    """The sentences as the marked list a page shows (what :func:`shc.reports.check.check_report_folder` reads)."""
+    items = "".join(f"<li>{html.escape(sentence)}</li>" for sentence in sentences)
+    return f'<ul class="shc-findings" data-finding="{html.escape(key)}">{items}</ul>'
+
+
+_STARTED: set[Path] = set()  # the findings files this process has begun (a page's first show starts it afresh)
+
+
+def show(name: str, /, **arguments: Any) -> Any:
+    """Show a registered finding on the page and record how it was derived (in ``findings.json`` beside the page).
+
+    Table arguments are the files a notebook saved (``plots.save_table`` returns the path) in the page's
+    ``tables/`` or ``figures/`` folder; an optional table may be None. Everything else is an option (JSON). The
+    sentences are computed from the files, not from the frames in memory, so the report checker re-derives exactly
+    what the page shows. Returns an ``IPython.display.HTML`` (an empty list, invisible, when there is no sentence).
+    """
+    from IPython.display import HTML
+
+    from shc._io import jsonable, write_json
+
+    finding = FINDINGS.get(name)
+    files = {arg: value for arg, value in arguments.items() if arg in finding.tables}
+    options = jsonable({arg: value for arg, value in arguments.items() if arg not in finding.tables})
+    given = [Path(value) for value in files.values() if value is not None]
+    if not given:
+        raise ValueError(f"finding {name!r} needs its table file(s) {sorted(finding.tables)}: pass the paths "
+                         "plots.save_table returned.")
+    folder = given[0].resolve().parent.parent  # <page folder>/tables/<file>
+    relative = {arg: None if value is None else Path(value).resolve().relative_to(folder).as_posix()
+                for arg, value in files.items()}
+    sentences = derive(name, folder, relative, options)
+    key = _key(name, relative, options)
+    record_file = folder / FINDINGS_FILE
+    records: dict[str, Any] = {}
+    if record_file in _STARTED and record_file.is_file():
+        records = {record["key"]: record for record in json.loads(record_file.read_text())["findings"]}
+    _STARTED.add(record_file)
+    records[key] = {"key": key, "finding": name, "tables": relative, "options": options}
+    write_json(record_file, {"findings": list(records.values())})
+    return HTML(findings_html(key, sentences))  # an empty list shows nothing, and says the data gives nothing

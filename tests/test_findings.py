@@ -49,10 +49,22 @@ def test_convergence_sentences_count_runs_that_peaked_at_the_end():
     history = pd.DataFrame({"label": ["shc"] * 2 + ["mds"] * 2, "bits": 16, "seed": 0, "epoch": [3, 6, 3, 6],
                             "mAP@ALL": [0.1, 0.2, 0.3, 0.2]})
     sentences = findings.convergence_findings(runs, history)
-    assert sentences[0].startswith("1 of 2 runs selected their last evaluated epoch (epoch 6)")
+    assert sentences[0].startswith("1 of 2 runs selected their last evaluated epoch (each run's own: epoch 6)")
     assert "mds 0%" in sentences[1] and "shc 100%" in sentences[1]
     runs["selected_epoch"] = [3, 3]
     assert findings.convergence_findings(runs, history)[0].startswith("No run selected its last evaluated epoch")
+
+
+def test_convergence_sentence_names_each_budget_when_methods_train_for_different_epochs():
+    """Issue 38: "(epoch 160)" was printed for 17 runs of which 15 ended at 80; each run's own last evaluation counts."""
+    runs = pd.DataFrame({"label": ["shc", "shc", "mds"], "bits": 16, "seed": [0, 1, 0], "selected_epoch": [80, 60, 160]})
+    history = pd.DataFrame({"label": ["shc"] * 4 + ["mds"] * 2, "bits": 16, "seed": [0, 0, 1, 1, 0, 0],
+                            "epoch": [40, 80, 40, 80, 80, 160], "mAP@ALL": [0.1, 0.2, 0.3, 0.2, 0.3, 0.4]})
+    sentence = findings.convergence_findings(runs, history)[0]
+    assert sentence.startswith("2 of 3 runs selected their last evaluated epoch (each run's own: epoch 80 for 2 "
+                               "runs, 160 for 1 run);")
+    assert "before its run's end" in findings.convergence_findings(runs.assign(selected_epoch=[40, 40, 80]),
+                                                                   history)[0]
 
 
 def test_convergence_sentence_states_the_late_gain_of_validation_map():
@@ -62,7 +74,7 @@ def test_convergence_sentence_states_the_late_gain_of_validation_map():
     history = pd.DataFrame({"label": ["shc"] * 4 + ["mds"] * 4, "bits": 16, "seed": 0, "epoch": [2, 4, 6, 8] * 2,
                             "mAP@ALL": [0.1, 0.2, 0.3, 0.4, 0.3, 0.4, 0.5, 0.48]})
     sentence = findings.convergence_findings(runs, history)[0]
-    assert "1 of 2 runs selected their last evaluated epoch (epoch 8)" in sentence
+    assert "1 of 2 runs selected their last evaluated epoch (each run's own: epoch 8)" in sentence
     assert "rose by +0.040 on average (largest +0.100)" in sentence
 
 
@@ -149,12 +161,12 @@ def test_a_run_on_csq_s_centers_with_csq_s_loss_is_named_as_csq_s_run():
     """Issue 38: 05's "d only (MDS centers)" at 64 bits is CSQ's run (MDS's generator returns Hadamard rows when
     C <= 2q); the page must say so, and must not say it where the centers differ."""
     from shc.centers import generate_centers
-    from shc.findings import same_run_findings
+    from shc.findings import same_run_findings, same_run_rows
     from shc.runs import RunConfig
 
     runs = [(RunConfig(method=method, bits=bits, seed=seed), generate_centers("mds", 100, bits, seed=seed))
             for method in ("distance", "mds") for bits in (16, 64) for seed in (0, 1)]
-    sentences = same_run_findings(runs)
+    sentences = same_run_findings(same_run_rows(runs))
     assert sentences == ["At 64 bits the distance runs are csq's runs: the same loss on the same centers (its "
                          "generator returned csq's 100 centers for every seed), so their numbers are csq's, not a "
                          "separate result."]  # mds trains with its own loss, and at 16 bits the centers differ

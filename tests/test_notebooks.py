@@ -136,7 +136,8 @@ def test_every_figure_and_table_is_written(batch):
             data = [png.with_suffix(".csv"), png.with_suffix(".csv.gz")]
             if not any(path.is_file() for path in data):  # or names, in its alt text, the table that holds it
                 alt = re.search(rf'<img alt="([^"]*)"[^>]*src="figures/{re.escape(png.name)}"', page).group(1)
-                data = [png.parents[1] / re.search(r"The plotted numbers are in (tables/[\w.-]+?)\.$", alt).group(1)]
+                named = re.search(r"The plotted numbers are in ((?:tables|figures)/[\w.-]+?)\.$", alt)
+                data = [png.parents[1] / named.group(1)]
             assert any(path.is_file() for path in data), png
             assert len(pd.read_csv(next(path for path in data if path.is_file()))) > 1, png
         for table in TABLES[stem]:

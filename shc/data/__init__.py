@@ -118,6 +118,7 @@ __all__ = [
     "DatasetSplits",
     "HashingSplit",
     "available_datasets",
+    "foreign_prose",
     "default_data_root",
     "default_transforms",
     "evaluation_order",
@@ -130,14 +131,20 @@ __all__ = [
 class _Entry:
     loader: Callable[..., DatasetSplits]
     pixel_stats: tuple[float, float] | None  # grey composites: (mean, std) on [0, 1]; None: natural images
+    #: phrases that describe this dataset's classes and no other's: a report page of another dataset that contains
+    #: one speaks of a foreign testbed (``foreign-prose``, :mod:`shc.reports.check`; issue 38)
+    prose: tuple[str, ...] = ()
 
 
 #: Every dataset by name (a new dataset is one ``DATASETS.register(name, _Entry(loader, pixel_stats))``).
 DATASETS: Registry[_Entry] = Registry("dataset")
-DATASETS.register("digits-composite", _Entry(_load_digits_composite, (0.3053, 0.3759)))  # measured on load_digits
-DATASETS.register("fashion-composite", _Entry(_load_fashion_composite, (0.2860, 0.3530)))  # Fashion-MNIST train set
-DATASETS.register("mnist-composite", _Entry(_load_mnist_composite, (0.1307, 0.3081)))  # MNIST train set
-DATASETS.register("fashion-modes", _Entry(_load_fashion_modes, (0.2860, 0.3530)))  # Fashion-MNIST's items, as above
+_DIGITS_PROSE = ("two-digit", "tens digit")  # a class is a two-digit number; its coarse class, the tens digit
+DATASETS.register("digits-composite", _Entry(_load_digits_composite, (0.3053, 0.3759), _DIGITS_PROSE))  # load_digits
+DATASETS.register("fashion-composite", _Entry(_load_fashion_composite, (0.2860, 0.3530),  # Fashion-MNIST train set
+                                              ("pair of Fashion-MNIST items", "pairs of Fashion-MNIST items",
+                                               "three Fashion-MNIST items")))
+DATASETS.register("mnist-composite", _Entry(_load_mnist_composite, (0.1307, 0.3081), _DIGITS_PROSE))  # MNIST train set
+DATASETS.register("fashion-modes", _Entry(_load_fashion_modes, (0.2860, 0.3530), ("visual mode",)))  # as above
 DATASETS.register("cifar100", _Entry(_load_cifar100, None))
 DATASETS.register("stanford-cars-a", _Entry(_load_stanford_cars_a, None))
 DATASETS.register("stanford-cars-b", _Entry(_load_stanford_cars_b, None))
@@ -163,6 +170,15 @@ def default_transforms(name: str, train: bool, image_size: int | tuple[int, int]
         raise ValueError(f"natural-image datasets take a square image_size (int), got {image_size!r}")
     return natural_image_transform(train, 224 if image_size is None else image_size)
 
+
+def foreign_prose(text: str, dataset: str | None) -> list[str]:
+    """The phrases of ``text`` that describe another registered dataset's classes and not ``dataset``'s (a page
+    about fashion-composite that speaks of "two-digit numbers"); sorted, each once. ``dataset`` None or unknown:
+    every dataset's phrases count as foreign."""
+    own = set(DATASETS.get(dataset).prose) if dataset in DATASETS else set()
+    lowered = text.lower()
+    return sorted({phrase for _, entry in DATASETS.items() for phrase in entry.prose
+                   if phrase not in own and phrase.lower() in lowered})
 
 def load_dataset(
     name: str = "digits-composite", root: str | Path | None = None, seed: int = 0, **options: Any

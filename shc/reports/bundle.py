@@ -16,12 +16,12 @@ from shc.reports.execute import BUNDLE_FILE
 
 __all__ = ["bundle_members", "write_bundle"]
 
-_MEMBERS = (".csv", ".csv.gz", "run.json", "summary.json")
+_MEMBERS = (".csv", ".csv.gz", "run.json", "summary.json", "findings.json")
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed member times: the same files give the same bytes (clean diffs)
 
 
 def bundle_members(preset_dir: str | os.PathLike) -> list[str]:
-    """The published table CSVs and ``run.json``/``summary.json`` records below ``preset_dir`` (not the figure
+    """The published table CSVs and ``run.json``/``summary.json``/``findings.json`` records below ``preset_dir`` (not the figure
     data in ``figures/`` folders), as sorted relative POSIX paths."""
     preset_dir = Path(preset_dir)
     relative = (path.relative_to(preset_dir) for path in published_files(preset_dir))

@@ -17,6 +17,15 @@ checks, each a *kind* of :class:`Problem`:
   displayed), or a heading of any page followed by nothing;
 - ``truncated-page``: a page that does not end as every page's template ends (``</html>``): cut short by an
   interrupted copy, a full disk or a hand edit;
+- ``false-sentence``: a page's findings (the marked lists :func:`shc.findings.show` writes) differ from what the
+  registered finding gives when it is run again on the published tables its ``findings.json`` names: a sentence
+  edited by hand, or a table changed after the page was built (issue 38: no sentence is typed);
+- ``unverifiable``: a marked list without its record in ``findings.json``, or a record whose tables are not
+  published or whose finding cannot run on them;
+- ``typed-budget``: typed prose (a Markdown cell) that states a budget or a count of runs ("80 epochs", "(epoch
+  160)", "same epochs"): budgets differ between methods and are stated by computed lines;
+- ``foreign-prose``: a phrase that describes another dataset's classes (``shc.data.foreign_prose``) on a page about
+  a dataset (its ``run.json``'s ``dataset``);
 - ``empty``: a folder without a published page (nothing built, or only files a reader never receives);
 - ``too-large``: the folder's published files together exceed :data:`PUBLISHED_BUDGET_BYTES` (4 MB a preset: the
   repository carries every preset's reports; :data:`LEGACY_BUDGET_BYTES` for a folder built before the assets were
@@ -41,7 +50,8 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 __all__ = ["LEGACY_BUDGET_BYTES", "PAGE_END", "PLACEHOLDER_ALT", "PUBLISHED_BUDGET_BYTES", "Problem", "check_page",
-           "check_report_folder", "is_published", "main", "published_files"]
+           "check_report_folder", "findings_problems", "is_published", "main", "prose_problems",
+           "published_files"]
 
 #: What a preset's committed reports may weigh in all (4 MB, decimal, issue 38; the MathJax bundle and the pages'
 #: stylesheet are stored once for every preset, under ``reports/_assets``, and not counted): ``too-large`` past it.
@@ -330,6 +340,169 @@ def _page_end_problem(text: str, page: str) -> list[Problem]:
                                             "(python -m shc.reports) or copy it again")]
 
 
+# ------------------------------------------------------------------------------------------------------------
+# Findings: every sentence a page states about its numbers, re-derived from the files beside it
+# ------------------------------------------------------------------------------------------------------------
+class _FindingsParser(HTMLParser):
+    """The marked findings lists of a page (``<ul class="shc-findings" data-finding=KEY>``): key -> item texts."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: dict[str, list[str]] = {}
+        self._key: str | None = None
+        self._item: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "ul" and "shc-findings" in (found.get("class") or "").split():
+            self._key = found.get("data-finding") or ""
+            self.blocks.setdefault(self._key, [])
+        elif tag == "li" and self._key is not None:
+            self._item = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "li" and self._item is not None and self._key is not None:
+            self.blocks[self._key].append(" ".join("".join(self._item).split()))
+            self._item = None
+        elif tag == "ul":
+            self._key = None
+
+    def handle_data(self, data: str) -> None:
+        if self._item is not None:
+            self._item.append(data)
+
+
+def findings_problems(html_text: str, page: str, folder: str | os.PathLike) -> list[Problem]:
+    """Re-derive every findings list of a page (``page``, relative to the preset folder ``folder``) from the
+    record and the tables beside it, and compare with what the page shows (``false-sentence``, ``unverifiable``)."""
+    from shc.findings import FINDINGS_FILE, derive
+
+    parser = _FindingsParser()
+    parser.feed(html_text)
+    page_dir = Path(folder) / PurePosixPath(page).parent
+    if not parser.blocks and not (page_dir / FINDINGS_FILE).is_file():
+        return []  # a page without findings (the index), or one built before they were recorded
+    try:
+        records = {record["key"]: record
+                   for record in json.loads((page_dir / FINDINGS_FILE).read_text(encoding="utf-8"))["findings"]}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return [Problem(page, "unverifiable", f"its findings have no readable record ({FINDINGS_FILE}: "
+                                              f"{type(error).__name__}); rebuild the page with python -m shc.reports")]
+    problems = []
+    for key, shown in parser.blocks.items():
+        record = records.get(key)
+        if record is None:
+            problems.append(Problem(page, "unverifiable", f"findings {key!r} have no record in {FINDINGS_FILE}"))
+            continue
+        tables = record.get("tables") or {}
+        missing = [name for name in tables.values() if name is not None and not (page_dir / name).is_file()]
+        if missing:
+            problems.append(Problem(page, "unverifiable", f"findings {key!r} are computed from {', '.join(missing)}, "
+                                                          "which is not published"))
+            continue
+        try:
+            derived = [" ".join(sentence.split())
+                       for sentence in derive(record["finding"], page_dir, tables, record.get("options") or {})]
+        except Exception as error:  # noqa: BLE001 - a finding that cannot run on its files is this page's problem
+            problems.append(Problem(page, "unverifiable", f"findings {key!r} ({record.get('finding')}) cannot be "
+                                                          f"derived from their files: {type(error).__name__}: {error}"))
+            continue
+        if shown != derived:
+            problems.append(Problem(page, "false-sentence", _first_difference(key, shown, derived)))
+    for key in sorted(set(records) - set(parser.blocks)):
+        problems.append(Problem(page, "false-sentence", f"findings {key!r} are recorded in {FINDINGS_FILE} but the "
+                                                        "page does not show them"))
+    return problems
+
+
+def _first_difference(key: str, shown: list[str], derived: list[str]) -> str:
+    for index, (said, true) in enumerate(zip(shown, derived)):
+        if said != true:
+            return f"findings {key!r}, sentence {index + 1}: the page says {said!r}; its data gives {true!r}"
+    if len(shown) > len(derived):
+        return f"findings {key!r}: the page states {shown[len(derived)]!r}, which its data does not give"
+    return f"findings {key!r}: the page omits {derived[len(shown)]!r}, which its data gives"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Typed prose: what a page's Markdown cells (typed by hand, not computed) may not say
+# ------------------------------------------------------------------------------------------------------------
+#: A budget or a count of runs stated in typed prose: budgets differ between methods and are stated by computed
+#: lines (``shc.results.budget_phrase`` from each run's own config), so a typed one is wrong wherever they differ.
+_TYPED_BUDGET = re.compile(r"\b\d+\s+(?:epochs?|seeds?|runs)\b|\(epoch \d+\)|\b(?:same|equal|identical)\s+"
+                           r"(?:number of\s+)?(?:epochs|budgets?|training budgets?)\b", re.IGNORECASE)
+
+
+class _MarkdownCells(HTMLParser):
+    """The text of a notebook page's Markdown cells (``div.jp-MarkdownCell``), one string a cell."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.cells: list[str] = []
+        self._depth = 0  # open divs inside the current Markdown cell (0: outside one)
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _HIDDEN:
+            self._hidden += 1
+        elif tag == "div" and self._depth:
+            self._depth += 1
+        elif tag == "div" and "jp-MarkdownCell" in (dict(attrs).get("class") or "").split():
+            self._depth = 1
+            self.cells.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _HIDDEN:
+            self._hidden = max(0, self._hidden - 1)
+        elif tag == "div" and self._depth:
+            self._depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self._depth and not self._hidden:
+            self.cells[-1] += data
+
+
+def prose_problems(html_text: str, page: str, dataset: str | None) -> list[Problem]:
+    """Typed prose a page may not hold: a budget or run count (``typed-budget``) in a Markdown cell, and, on a page
+    about ``dataset``, a phrase that describes another dataset's classes (``foreign-prose``, anywhere on the page;
+    the phrases are each dataset's ``prose`` in :data:`shc.data.DATASETS`)."""
+    from shc.data import foreign_prose
+
+    cells = _MarkdownCells()
+    cells.feed(html_text)
+    problems = []
+    for cell in cells.cells:
+        for found in dict.fromkeys(match.group(0) for match in _TYPED_BUDGET.finditer(cell)):
+            problems.append(Problem(page, "typed-budget", f"typed prose states {found!r}; state budgets and run "
+                                                          "counts from each run's config (results.budget_phrase)"))
+    if dataset is not None:
+        parser = _PageParser()
+        parser.feed(html_text)
+        for phrase in foreign_prose(" ".join(" ".join(parser.text).split()), dataset):
+            problems.append(Problem(page, "foreign-prose", f"{phrase!r} describes another dataset's classes, on a "
+                                                           f"page about {dataset}"))
+    return problems
+
+
+def _run_dataset(record_file: Path) -> str | None:
+    try:
+        dataset = json.loads(record_file.read_text(encoding="utf-8"))["parameters"].get("dataset")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return dataset if isinstance(dataset, str) else None
+
+
+def _page_dataset(page: Path, folder: Path) -> str | None:
+    """The dataset a notebook page is about: its ``run.json``'s ``dataset`` parameter, else the one most pages of
+    its preset folder name (a page built without the parameter belongs to its preset's testbed too); None when no
+    page names one."""
+    own = _run_dataset(page.parent / "run.json")
+    if own is not None:
+        return own
+    named = [dataset for dataset in map(_run_dataset, sorted(folder.glob("*/run.json"))) if dataset is not None]
+    return max(dict.fromkeys(named), key=named.count) if named else None
+
+
 def _iter_problems(folder: Path) -> Iterator[Problem]:
     published = {path.relative_to(folder).as_posix() for path in published_files(folder)}
     if not any(name.endswith(".html") for name in published):
@@ -367,6 +540,8 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
                                                                         for p in published))
             yield from _page_end_problem(text, relative)
             yield from check_page(text, relative, exists=exists)
+            yield from findings_problems(text, relative, folder)
+            yield from prose_problems(text, relative, _page_dataset(folder / relative, folder))
             continue
         for found in _absolute_paths(text):
             yield Problem(relative, "absolute-path", found)

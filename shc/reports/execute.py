@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from shc._io import atomic_path, exclusive_lock, jsonable, log_file, write_text
+from shc.findings import FINDINGS_FILE
 from shc.provenance import Timer
 from shc.reports.export import notebook_title, render_html
 from shc.reports.plan import ReportJob, default_notebooks_dir
@@ -348,6 +349,8 @@ def _data_files(folder: Path) -> dict[str, list[str]]:
             found[key] = names
     if (folder / "summary.json").is_file():
         found["summary"] = "summary.json"
+    if (folder / FINDINGS_FILE).is_file():  # how each finding was derived: the report checker re-derives them
+        found["findings"] = FINDINGS_FILE
     return found
 
 
@@ -368,6 +371,8 @@ def _report_footer(building: Path, up: str) -> str:
         lines.append(f"\u00b7 tables: {links(data['tables'])}")
     if data.get("figure_data"):
         lines.append(f"\u00b7 the numbers behind each figure: {links(data['figure_data'])}")
+    if data.get("findings"):
+        lines.append(f"\u00b7 [how each finding was derived]({FINDINGS_FILE}) (re-derived by python -m shc.reports.check)")
     lines.append(f"\u00b7 [every table and record of this preset (zip)]({up}{BUNDLE_FILE}) "
                  f"\u00b7 [\u2190 index]({up}index.html)")
     return "\n".join(lines)

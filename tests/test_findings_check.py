@@ -1,0 +1,213 @@
+"""Issue 38: no sentence of a page is typed. Every finding is registered, shown by ``findings.show`` from the files
+a notebook saved, recorded in ``findings.json``, and re-derived by the report checker, which fails on any page whose
+sentences its data no longer gives (a hand edit, a wrong tie verdict, a table changed after the page was built)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from shc import findings, plots
+from shc.reports.check import check_report_folder
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+def _sources() -> dict[str, str]:
+    return {path.stem: "\n".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]
+                                 if cell["cell_type"] == "code") for path in NOTEBOOKS}
+
+
+def test_every_registered_finding_is_shown_by_a_notebook_and_every_shown_one_is_registered():
+    shown = {name for source in _sources().values() for name in re.findall(r'findings\.show\(\s*"([\w-]+)"', source)}
+    assert shown == set(findings.FINDINGS.names())
+
+
+@pytest.mark.parametrize("stem", [path.stem for path in NOTEBOOKS])
+def test_no_notebook_words_a_finding_itself(stem):
+    """A notebook that called a sentence function directly would show sentences the checker cannot re-derive."""
+    source = _sources()[stem]
+    direct = re.findall(r"findings\.(\w+_findings?|bullet_list)\(|what_this_shows\w*\(", source)
+    assert not direct, f"{stem} words findings itself: {direct}; use findings.show(name, table=<saved file>)"
+
+
+@pytest.mark.parametrize("name", findings.FINDINGS.names())
+def test_every_finding_reads_at_least_one_table_and_runs_a_callable(name):
+    finding = findings.FINDINGS.get(name)
+    assert callable(finding.function) and finding.tables
+    assert all(isinstance(count, int) and count >= 0 for count in finding.tables.values())
+
+
+def _runs(gap: float) -> pd.DataFrame:
+    """shc against mds over 3 seeds: shc higher by ``gap`` + (0.01, 0.00, -0.01) per seed (paired differences)."""
+    mds = [0.40, 0.42, 0.44]
+    shc = [m + gap + jitter for m, jitter in zip(mds, (0.01, 0.0, -0.01))]
+    return pd.DataFrame({"label": ["shc"] * 3 + ["mds"] * 3, "bits": 16, "seed": [0, 1, 2] * 2,
+                         "tie_aware_mAP@ALL": shc + mds})
+
+
+def _page_folder(root: Path, runs: pd.DataFrame) -> tuple[Path, Path, str]:
+    """A preset folder with one page whose findings are shown by findings.show from its saved table."""
+    page_dir = root / "tiny" / "04_x"
+    table = plots.save_table(runs, page_dir / "tables" / "runs")
+    shown = findings.show("retrieval", runs=table, reference="shc").data
+    page = page_dir / "04_x-report.html"
+    page.write_text(f"<!DOCTYPE html><html><head><title>x</title></head><body><h1>x</h1>{shown}</body></html>")
+    return root / "tiny", page, shown
+
+
+def test_a_page_whose_findings_follow_from_its_tables_passes(tmp_path):
+    folder, page, shown = _page_folder(tmp_path, _runs(0.05))
+    assert "shc is higher" in shown  # the paired interval of +0.05 +- 0.01 over 3 seeds excludes 0
+    assert check_report_folder(folder) == []
+    record = json.loads((page.parent / findings.FINDINGS_FILE).read_text())["findings"]
+    assert [(r["finding"], r["tables"], r["options"]) for r in record] == [
+        ("retrieval", {"runs": "tables/runs.csv"}, {"reference": "shc"})]
+
+
+def test_a_wrong_tie_verdict_typed_into_the_page_is_a_false_sentence(tmp_path):
+    folder, page, _ = _page_folder(tmp_path, _runs(0.05))
+    page.write_text(page.read_text().replace("shc is higher", "not distinguishable here"))
+    problems = check_report_folder(folder)
+    assert [p.kind for p in problems] == ["false-sentence"]
+    assert "not distinguishable here" in problems[0].detail and "shc is higher" in problems[0].detail
+
+
+def test_a_table_changed_after_the_page_was_built_makes_its_sentences_false(tmp_path):
+    """Perturb the table: the sentence must follow it (here the methods now tie), so the old page is false."""
+    folder, page, _ = _page_folder(tmp_path, _runs(0.05))
+    plots.save_table(_runs(0.0), page.parent / "tables" / "runs")
+    problems = check_report_folder(folder)
+    assert [p.kind for p in problems] == ["false-sentence"] and "not distinguishable" in problems[0].detail
+    rebuilt = findings.show("retrieval", runs=page.parent / "tables" / "runs.csv", reference="shc").data
+    page.write_text(f"<!DOCTYPE html><html><head><title>x</title></head><body>{rebuilt}</body></html>")
+    assert check_report_folder(folder) == []  # rebuilt from the new table: true again
+
+
+def test_a_sentence_added_or_removed_by_hand_is_a_false_sentence(tmp_path):
+    folder, page, _ = _page_folder(tmp_path, _runs(0.05))
+    text = page.read_text()
+    page.write_text(text.replace("</ul>", "<li>Every method trains for 80 epochs.</li></ul>"))
+    assert [p.kind for p in check_report_folder(folder)] == ["false-sentence"]
+    page.write_text(re.sub(r"<li>.*?</li>", "", text, count=1))
+    assert [p.kind for p in check_report_folder(folder)] == ["false-sentence"]
+    page.write_text(re.sub(r'<ul class="shc-findings".*?</ul>', "", text))  # the whole list dropped
+    assert [p.detail for p in check_report_folder(folder) if p.kind == "false-sentence"][0].endswith(
+        "are recorded in findings.json but the page does not show them")
+
+
+@pytest.mark.parametrize("defect", ["no record file", "unknown key", "table missing", "unknown finding"])
+def test_findings_that_cannot_be_re_derived_are_unverifiable(tmp_path, defect):
+    folder, page, _ = _page_folder(tmp_path, _runs(0.05))
+    record_file = page.parent / findings.FINDINGS_FILE
+    if defect == "no record file":
+        record_file.unlink()
+    elif defect == "unknown key":
+        page.write_text(page.read_text().replace('data-finding="retrieval-', 'data-finding="typed-'))
+    elif defect == "table missing":
+        (page.parent / "tables" / "runs.csv").unlink()
+    else:
+        record = json.loads(record_file.read_text())
+        record["findings"][0]["finding"] = "retrival"
+        record_file.write_text(json.dumps(record))
+    kinds = {p.kind for p in check_report_folder(folder)}
+    assert "unverifiable" in kinds
+
+
+def test_show_reads_the_saved_file_not_the_frame_in_memory_and_restarts_the_record_per_process(tmp_path):
+    """The page shows what the file gives (what the checker reads); a second show in the same process adds to the
+    page's record, a repeated one replaces its own entry."""
+    page_dir = tmp_path / "p"
+    table = plots.save_table(pd.DataFrame({"C": [32, 40], "d_min of CSQ centers": [16, 2], "GV distance d": [4, 5]})
+                             .set_index("C"), page_dir / "tables" / "hadamard")
+    first = findings.show("hadamard", table=table, bits=16).data
+    assert "C = 32 (Hadamard rows only): CSQ&#x27;s d_min is 16, above the bound d = 4." in first
+    assert "C = 40 (8 random row(s) beyond 2q): CSQ&#x27;s d_min is 2, below the bound d = 5." in first
+    findings.show("hadamard", table=table, bits=16)
+    findings.show("hadamard", table=table, bits=20)
+    record = json.loads((page_dir / findings.FINDINGS_FILE).read_text())["findings"]
+    assert [r["options"] for r in record] == [{"bits": 16}, {"bits": 20}]
+    with pytest.raises(ValueError, match="unknown finding 'hadamrd'"):
+        findings.show("hadamrd", table=table)
+    with pytest.raises(ValueError, match="needs its table file"):
+        findings.show("hadamard", bits=16)
+
+
+def test_the_similar_pairs_finding_reads_the_heatmap_data_in_triangle_or_full_form(tmp_path):
+    """Two pairs share the top similarity 0.9 in a 3-class S: counted once each, whichever form the file has."""
+    import numpy as np
+
+    S = np.array([[1.0, 0.9, 0.9], [0.9, 1.0, 0.1], [0.9, 0.1, 1.0]])
+    pairs = pd.DataFrame({"class_a": [0], "class_b": [1], "similarity": [0.9], "same_coarse": [True]})
+    expected = findings.pair_findings(S, pairs)
+    assert expected[0] == ("2 class pairs share the largest similarity, 0.9000; the table shows 1 of them, in class "
+                           "order.")
+    for triangle in (True, False):
+        folder = tmp_path / str(triangle)
+        heatmap = plots.save_table(plots.matrix_frame({"data-dependent S": S}, ["00", "01", "02"], triangle=triangle),
+                                   folder / "figures" / "heatmap")
+        shown = findings.derive("similar-pairs", folder, {"S": "figures/heatmap.csv",
+                                                          "pairs": plots.save_table(pairs, folder / "tables" / "p")
+                                                          .relative_to(folder).as_posix()}, {})
+        assert shown == expected, triangle
+        assert heatmap.is_file()
+
+
+# ---- typed prose: budgets and another dataset's classes --------------------------------------------------------
+def _notebook_page(markdown: str, output: str = "") -> str:
+    return ('<!DOCTYPE html><html><head><title>x</title></head><body>'
+            f'<div class="jp-Cell jp-MarkdownCell jp-Notebook-cell"><div class="jp-RenderedMarkdown"><p>{markdown}'
+            '</p></div></div><div class="jp-Cell jp-CodeCell"><div class="jp-OutputArea-output">'
+            f'<pre>{output}</pre></div></div></body></html>')
+
+
+@pytest.mark.parametrize("typed", ["Every method trains for 80 epochs.", "the selected model (epoch 160)",
+                                   "same epochs and batch size for every method", "3 seeds per method"])
+def test_a_budget_typed_into_prose_is_a_typed_budget(typed):
+    from shc.reports.check import prose_problems
+
+    problems = prose_problems(_notebook_page(f"Results. {typed}"), "03_x/03_x-report.html", None)
+    assert [p.kind for p in problems] == ["typed-budget"]
+
+
+def test_a_budget_printed_by_code_or_a_typed_code_length_is_not_a_typed_budget():
+    from shc.reports.check import prose_problems
+
+    page = _notebook_page("Codes of 16/32/64 bits; Eq. 41-43; C > 2q.", output="80 epochs, 160 for mds (each run's "
+                                                                                "own config)")
+    assert prose_problems(page, "03_x/03_x-report.html", None) == []
+
+
+def test_another_datasets_class_description_on_a_page_is_foreign_prose():
+    """Issue 38: the 333-class fashion page spoke of "two-digit numbers grouped by their tens digit"."""
+    from shc.reports.check import prose_problems
+
+    page = _notebook_page("Classes: 100 two-digit numbers grouped by their tens digit.")
+    foreign = prose_problems(page, "00_x/00_x-report.html", "fashion-composite")
+    assert sorted(p.detail.split("'")[1] for p in foreign) == ["tens digit", "two-digit"]
+    assert {p.kind for p in foreign} == {"foreign-prose"}
+    assert prose_problems(page, "00_x/00_x-report.html", "digits-composite") == []  # its own classes
+    assert prose_problems(page, "00_x/00_x-report.html", None) == []  # a page about no dataset: not checked
+
+
+def test_a_page_without_its_own_dataset_parameter_belongs_to_its_preset_folders_dataset(tmp_path):
+    folder = tmp_path / "standard"
+    for stem, parameters in (("00_x", {"bits": 32}), ("01_y", {"dataset": "fashion-composite"})):
+        (folder / stem).mkdir(parents=True)
+        (folder / stem / "run.json").write_text(json.dumps({"parameters": parameters, "files": {}}))
+        (folder / stem / f"{stem}-report.html").write_text(_notebook_page("Classes: two-digit numbers."))
+    problems = [(p.file, p.kind) for p in check_report_folder(folder)]
+    assert {("00_x/00_x-report.html", "foreign-prose"), ("01_y/01_y-report.html", "foreign-prose")} <= set(problems)
+
+
+def test_every_registered_datasets_prose_is_its_own_or_shared_with_a_dataset_of_the_same_classes():
+    """A phrase of two datasets must describe the same construction (digits-composite and mnist-composite are both
+    two-digit numbers); no dataset's own description makes its own pages fail."""
+    from shc.data import DATASETS, foreign_prose
+
+    for name, entry in DATASETS.items():
+        assert foreign_prose(" ".join(entry.prose), name) == [], name
