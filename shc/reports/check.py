@@ -580,13 +580,20 @@ def _main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m shc.reports.check", description=main.__doc__.split(";")[0])
-    parser.add_argument("folders", nargs="+", help="preset report folders, e.g. reports/quick")
+    parser.add_argument("folders", nargs="+", help="preset report folders, e.g. reports/quick, or Markdown documents "
+                                                   "whose quoted results are re-derived (README.md; "
+                                                   "shc.reports.check_markdown)")
     args = parser.parse_args(argv)
     found = 0
     for folder in args.folders:
-        problems = check_report_folder(folder)
+        if str(folder).endswith(".md"):
+            from shc.reports.check_markdown import markdown_problems
+
+            problems = markdown_problems(folder)
+        else:
+            problems = check_report_folder(folder)
         for problem in problems:
-            print(f"{folder}/{problem}")
+            print(problem if str(folder).endswith(".md") else f"{folder}/{problem}")
         print(f"{folder}: {len(problems)} problem(s)", file=sys.stderr)
         found += len(problems)
     return 1 if found else 0

@@ -1,0 +1,167 @@
+"""Checking a Markdown document's quoted results against the commands it names (issue 38: no number is typed).
+
+A results section of the README (or of a page of ``docs/``) shows the output of ``python -m shc.results`` commands: a
+fenced ``bash`` block names them, and what follows quotes what they print. :func:`markdown_problems` runs every such
+command again and compares, for each block:
+
+- the Markdown tables after the block (up to the next fence, heading, or bold paragraph opener that the commands
+  do not print): their body rows must be the body rows the commands print, all and in order (``false-sentence``);
+- every list item or quotation introduced by a line that ends with ``(verbatim):``: each must be a line the commands
+  print (``false-sentence``), wrapped lines joined;
+- a block whose output is quoted but whose commands read run folders (no ``--from-csv``) cannot be re-derived from a
+  clone (``unverifiable``): quote the commands on a committed results file (``results/*.csv``).
+
+``python -m shc.reports.check README.md`` runs it (the checker takes Markdown files beside report folders).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+from pathlib import Path
+
+from shc.reports.check import Problem
+
+__all__ = ["markdown_problems", "quoted_outputs"]
+
+_FENCE = re.compile(r"^```(\w*)\s*$")
+_HEADING = re.compile(r"^#{1,6}\s")
+
+
+def _repository_root(path: Path) -> Path:
+    for folder in (path.resolve().parent, *path.resolve().parents):
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return path.resolve().parent
+
+
+def _commands(block: list[str]) -> list[list[str]]:
+    joined = re.sub(r"\\\n\s*", " ", "\n".join(block))
+    return [shlex.split(line.split("#", 1)[0])[3:] for line in joined.splitlines()
+            if line.startswith("python -m shc.results")]
+
+
+def quoted_outputs(text: str) -> list[dict]:
+    """Each ``bash`` block that names ``python -m shc.results`` commands, with the lines that follow it up to the next
+    fence or heading: ``{"line": first line number, "commands": [argv...], "section": [lines]}``."""
+    lines = text.splitlines()
+    found, index = [], 0
+    while index < len(lines):
+        fence = _FENCE.match(lines[index])
+        if not fence:
+            index += 1
+            continue
+        start = index + 1
+        end = next((i for i in range(start, len(lines)) if _FENCE.match(lines[i])), len(lines))
+        commands = _commands(lines[start:end]) if fence.group(1) == "bash" else []
+        index = end + 1
+        if not commands:
+            continue
+        section_end = next((i for i in range(index, len(lines)) if _FENCE.match(lines[i]) or _HEADING.match(lines[i])),
+                           len(lines))
+        found.append({"line": start, "commands": commands, "section": lines[index:section_end]})
+    return found
+
+
+def _quoted(section: list[str], printed: set[str] | None = None) -> tuple[list[str], list[str]]:
+    """The table rows and the verbatim items of a block's section, which ends at a bold paragraph opener (``**``)
+    that the commands do not print (``printed``: the stripped printed lines; None: the whole section)."""
+    end = next((i for i, line in enumerate(section)
+                if printed is not None and line.startswith("**") and line.strip() not in printed), len(section))
+    return _table_body(section[:end]), _verbatim_items(section[:end])
+
+
+def _table_body(lines: list[str]) -> list[str]:
+    """The body rows of the Markdown tables in ``lines`` (a row after a ``|---|`` separator), stripped."""
+    rows, in_body = [], False
+    for line in (line.strip() for line in lines):
+        if not line.startswith("|"):
+            in_body = False
+        elif re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", line):
+            in_body = True
+        elif in_body:
+            rows.append(line)
+    return rows
+
+
+def _verbatim_items(section: list[str]) -> list[str]:
+    """List items and quotations that follow a line ending with ``(verbatim):``, wrapped lines joined."""
+    items: list[str] = []
+    for index, line in enumerate(section):
+        if not line.rstrip().endswith("(verbatim):"):
+            continue
+        current: list[str] | None = None
+        for following in section[index + 1:]:
+            stripped = following.strip()
+            if not stripped and not items and current is None:
+                continue  # the blank line after the introduction
+            if stripped.startswith("- ") or (stripped.startswith("> ") and current is None):
+                if current:
+                    items.append(" ".join(current))
+                current = [stripped[2:]]
+            elif stripped.startswith(">"):  # a quotation goes on, or a blank quoted line ends an item
+                body = stripped[1:].strip()
+                if body and current is not None:
+                    current.append(body)
+                elif not body and current:
+                    items.append(" ".join(current))
+                    current = []
+            elif stripped and current is not None and following.startswith("  "):  # a wrapped list item
+                current.append(stripped)
+            else:
+                break
+        if current:
+            items.append(" ".join(current))
+    return [" ".join(item.split()) for item in items]
+
+
+def _run(argv: list[str], root: Path) -> str:
+    from shc.results import main
+
+    argv = list(argv)
+    if "--from-csv" in argv:
+        position = argv.index("--from-csv") + 1
+        if position < len(argv) and not os.path.isabs(argv[position]):
+            argv[position] = str(root / argv[position])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        status = main(argv)
+    if status:
+        raise RuntimeError(f"python -m shc.results {shlex.join(argv)} exited with {status}")
+    return out.getvalue()
+
+
+def markdown_problems(path: str | os.PathLike) -> list[Problem]:
+    """Every quoted output of a Markdown document that its commands no longer print (module docstring)."""
+    name = str(path)  # as the caller named it (README.md, docs/results.md)
+    path = Path(path)
+    root = _repository_root(path)
+    problems = []
+    for block in quoted_outputs(path.read_text(encoding="utf-8")):
+        if not any(_quoted(block["section"])):
+            continue  # commands named, nothing of their output quoted
+        where = f"the commands of line {block['line']}"
+        if not all("--from-csv" in argv for argv in block["commands"]):
+            problems.append(Problem(name, "unverifiable", f"{where} read run folders (no --from-csv), so what the "
+                                                          "document quotes of them cannot be re-derived from a clone"))
+            continue
+        try:
+            printed = "".join(_run(argv, root) for argv in block["commands"]).splitlines()
+        except Exception as error:  # noqa: BLE001 - a command that fails here is this document's problem
+            problems.append(Problem(name, "unverifiable", f"{where} fail: {type(error).__name__}: {error}"))
+            continue
+        table, verbatim = _quoted(block["section"], {line.strip() for line in printed})
+        rows = _table_body(printed)
+        if table and table != rows:
+            wrong = next((shown for shown in table if shown not in rows), None)
+            detail = (f"the table row {wrong!r} is not printed" if wrong else
+                      f"the tables show {len(table)} row(s), the commands print {len(rows)} (order or number differ)")
+            problems.append(Problem(name, "false-sentence", f"{where}: {detail}"))
+        said = {" ".join(line.removeprefix("- ").split()) for line in printed}
+        for item in verbatim:
+            if item not in said:
+                problems.append(Problem(name, "false-sentence", f"{where} do not print {item!r}"))
+    return problems

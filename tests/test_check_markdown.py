@@ -1,0 +1,104 @@
+"""Issue 38: the checker re-derives what a Markdown document quotes of ``python -m shc.results`` (README.md and the
+docs), and fails on a quoted row or sentence its command no longer prints."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+
+from shc.reports.check_markdown import markdown_problems
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMAND = ("python -m shc.results --preset standard --from-csv results/standard-h200-16bit.csv --bits 16 --headline "
+           "--markdown --methods random csq mds shc shc-ls crh greedyhash")
+
+
+def _printed(command: str = COMMAND) -> list[str]:
+    from shc.results import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(command.split()[3:]) == 0
+    return out.getvalue().splitlines()
+
+
+def _document(tmp_path: Path, body: str, command: str = COMMAND) -> Path:
+    """A document in a copy of the repository's layout (pyproject.toml marks the root; results/ beside it)."""
+    (tmp_path / "pyproject.toml").write_text("")
+    shutil.copytree(ROOT / "results", tmp_path / "results")
+    path = tmp_path / "README.md"
+    path.write_text(f"# Results\n\n```bash\n{command}\n```\n\n{body}\n\n## Next\n")
+    return path
+
+
+def _quoted_body(printed: list[str]) -> str:
+    table = [line for line in printed if line.startswith("|")]
+    verdicts = [line for line in printed if line.startswith("- At ")]
+    return "\n".join(table) + "\n\nBelow the table it prints (verbatim):\n\n" + "\n".join(verdicts)
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/gpu.md", "docs/unseen.md"])
+def test_the_committed_documents_quote_what_their_commands_print(document):
+    assert [str(problem) for problem in markdown_problems(ROOT / document)] == []
+
+
+def test_a_document_quoting_its_commands_output_passes(tmp_path):
+    printed = _printed()
+    assert any(line.startswith("| 16 |") for line in printed) and any(line.startswith("- At ") for line in printed)
+    assert markdown_problems(_document(tmp_path, _quoted_body(printed))) == []
+
+
+def test_a_typed_table_cell_is_a_false_sentence(tmp_path):
+    body = _quoted_body(_printed())
+    row = next(line for line in body.splitlines() if line.startswith("| 16 |"))
+    cell = row.split(" | ")[1]  # shc's mean ± std
+    problems = markdown_problems(_document(tmp_path, body.replace(cell, cell.replace("0.", "0.9", 1))))
+    assert [p.kind for p in problems] == ["false-sentence"] and "is not printed" in problems[0].detail
+
+
+def test_a_wrong_tie_verdict_in_a_quoted_sentence_is_a_false_sentence(tmp_path):
+    body = _quoted_body(_printed())
+    verdict = next(line for line in body.splitlines() if line.startswith("- At "))
+    assert " ties " in verdict
+    problems = markdown_problems(_document(tmp_path, body.replace(verdict, verdict.replace(" ties ", " is above "))))
+    assert [p.kind for p in problems] == ["false-sentence"] and "do not print" in problems[0].detail
+
+
+def test_a_dropped_row_is_a_false_sentence(tmp_path):
+    command = COMMAND.replace("--headline ", "--metrics tie_aware_mAP@ALL ")
+    printed = _printed(command)
+    rows = [line for line in printed if line.startswith("| ") and not line.startswith(("| method", "|---"))]
+    assert len(rows) == 7  # one row a method
+    body = "\n".join(line for line in printed if line.startswith("|") and line != rows[3])
+    problems = markdown_problems(_document(tmp_path, body, command=command))
+    assert [p.kind for p in problems] == ["false-sentence"] and "print 7" in problems[0].detail
+
+
+def test_quoting_commands_that_read_run_folders_is_unverifiable(tmp_path):
+    body = _quoted_body(_printed())
+    path = _document(tmp_path, body, command=COMMAND.replace(" --from-csv results/standard-h200-16bit.csv", ""))
+    problems = markdown_problems(path)
+    assert [p.kind for p in problems] == ["unverifiable"] and "read run folders" in problems[0].detail
+
+
+def test_a_results_file_that_is_gone_is_unverifiable(tmp_path):
+    path = _document(tmp_path, _quoted_body(_printed()))
+    (tmp_path / "results" / "standard-h200-16bit.csv").unlink()
+    problems = markdown_problems(path)
+    assert [p.kind for p in problems] == ["unverifiable"] and "fail" in problems[0].detail
+
+
+def test_commands_whose_output_is_not_quoted_are_not_checked(tmp_path):
+    assert markdown_problems(_document(tmp_path, "Run it to see the table.",
+                                       command="python -m shc.results --preset standard --markdown")) == []
+
+
+def test_the_checker_command_line_takes_markdown_documents(capsys):
+    from shc.reports.check import main
+
+    assert main([str(ROOT / "README.md")]) == 0
+    assert "README.md: 0 problem(s)" in capsys.readouterr().err
