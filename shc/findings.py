@@ -524,6 +524,10 @@ def show(name: str, /, **arguments: Any) -> Any:
         raise ValueError(f"finding {name!r} needs its table file(s) {sorted(finding.tables)}: pass the paths "
                          "plots.save_table returned.")
     folder = given[0].resolve().parent.parent  # <page folder>/tables/<file>
+    outside = [str(path) for path in given if not path.resolve().is_relative_to(folder)]
+    if outside:
+        raise ValueError(f"finding {name!r} reads {', '.join(outside)}, outside the page folder {folder}: save every "
+                         "table of a page under its output_dir (tables/ or figures/).")
     relative = {arg: None if value is None else Path(value).resolve().relative_to(folder).as_posix()
                 for arg, value in files.items()}
     sentences = derive(name, folder, relative, options)

@@ -135,6 +135,9 @@ def test_show_reads_the_saved_file_not_the_frame_in_memory_and_restarts_the_reco
         findings.show("hadamrd", table=table)
     with pytest.raises(ValueError, match="needs its table file"):
         findings.show("hadamard", bits=16)
+    other = plots.save_table(pd.DataFrame({"x": [1]}), tmp_path / "elsewhere" / "deep" / "tables" / "x")
+    with pytest.raises(ValueError, match="outside the page folder"):
+        findings.show("similarity", accuracy=table, correlations=other, agreement=None)
 
 
 def test_the_similar_pairs_finding_reads_the_heatmap_data_in_triangle_or_full_form(tmp_path):
