@@ -102,3 +102,22 @@ def test_the_checker_command_line_takes_markdown_documents(capsys):
 
     assert main([str(ROOT / "README.md")]) == 0
     assert "README.md: 0 problem(s)" in capsys.readouterr().err
+
+
+def test_a_measured_number_typed_into_the_results_section_is_a_typed_number():
+    from shc.reports.check_markdown import typed_numbers
+
+    text = ("# x\n\n## Set-up\n\nPins `torch==2.13.0`; 0.125 is a step here.\n\n## Results\n\n"
+            "| bits | shc |\n|---|---|\n| 16 | 0.551 ± 0.012 |\n\n> quoted 0.332 ± 0.016\n\n"
+            "It prints (verbatim):\n\n- At 16 bits, shc ties greedyhash (0.535).\n\n```bash\nx --lr 0.003\n```\n\n"
+            "The hit rate is 0.87 to 1.00, above issue 35's 0.9 (`0.95` in code).\n\n## Notebooks\n\n0.75 here.\n")
+    assert typed_numbers(text) == [(23, "0.87"), (23, "1.00")]  # not the table, quote, verbatim item, code, 0.9
+
+
+def test_the_results_sections_typed_numbers_fail_the_readme(tmp_path):
+    path = _document(tmp_path, _quoted_body(_printed()))
+    typed = path.read_text().replace("# Results", "## Results").replace("## Next", "LTH moves by 0.028.\n\n## Next")
+    path.write_text(typed)
+    line = typed.splitlines().index("LTH moves by 0.028.") + 1
+    assert [(p.kind, p.detail.split(" into")[0]) for p in markdown_problems(path)] == [
+        ("typed-number", f"line {line} types 0.028")]

@@ -11,6 +11,10 @@ command again and compares, for each block:
 - a block whose output is quoted but whose commands read run folders (no ``--from-csv``) cannot be re-derived from a
   clone (``unverifiable``): quote the commands on a committed results file (``results/*.csv``).
 
+In the document's ``## Results`` section (the README's), prose may not type a measured number: a decimal with two
+or more places outside a quoted table, quotation, list of verbatim output, code span or block is ``typed-number``
+(state it through a quoted command's output, or point to the page that prints it).
+
 ``python -m shc.reports.check README.md`` runs it (the checker takes Markdown files beside report folders).
 """
 
@@ -25,7 +29,7 @@ from pathlib import Path
 
 from shc.reports.check import Problem
 
-__all__ = ["markdown_problems", "quoted_outputs"]
+__all__ = ["markdown_problems", "quoted_outputs", "typed_numbers"]
 
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _HEADING = re.compile(r"^#{1,6}\s")
@@ -134,6 +138,34 @@ def _run(argv: list[str], root: Path) -> str:
     return out.getvalue()
 
 
+_MEASURED = re.compile(r"(?<![\w.])\d+\.\d{2,}(?!\w|\.\d)")
+
+
+def typed_numbers(text: str, heading: str = "Results") -> list[tuple[int, str]]:
+    """(line number, number) of each measured number typed into the prose of section ``## {heading}``: a decimal with
+    two or more places, outside code blocks and spans, tables, quotations and lists of verbatim output."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() == f"## {heading}"), None)
+    if start is None:
+        return []
+    end = next((i for i in range(start + 1, len(lines)) if re.match(r"^#{1,2}\s", lines[i])), len(lines))
+    found, in_code, verbatim = [], False, False
+    for number, line in enumerate(lines[start + 1:end], start + 2):
+        stripped = line.strip()
+        if _FENCE.match(stripped):
+            in_code = not in_code
+            continue
+        if stripped.endswith("(verbatim):"):
+            verbatim = True
+        elif verbatim and stripped and not stripped.startswith(("- ", ">")) and not line.startswith("  "):
+            verbatim = False
+        if in_code or stripped.startswith(("|", ">")) or (verbatim and stripped.startswith("- ")):
+            continue
+        prose = re.sub(r"`[^`]*`", "", line)
+        found += [(number, match.group(0)) for match in _MEASURED.finditer(prose)]
+    return found
+
+
 def markdown_problems(path: str | os.PathLike) -> list[Problem]:
     """Every quoted output of a Markdown document that its commands no longer print (module docstring)."""
     name = str(path)  # as the caller named it (README.md, docs/results.md)
@@ -164,4 +196,7 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
         for item in verbatim:
             if item not in said:
                 problems.append(Problem(name, "false-sentence", f"{where} do not print {item!r}"))
+    for number, value in typed_numbers(path.read_text(encoding="utf-8")):
+        problems.append(Problem(name, "typed-number", f"line {number} types {value} into the results section: quote "
+                                                      "the command that prints it, or link the page that does"))
     return problems
