@@ -44,10 +44,11 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
+
+from shc.reports.problem import Problem
 
 __all__ = ["LEGACY_BUDGET_BYTES", "PAGE_END", "PLACEHOLDER_ALT", "PUBLISHED_BUDGET_BYTES", "Problem", "check_page",
            "check_report_folder", "findings_problems", "is_published", "main", "prose_problems",
@@ -97,18 +98,6 @@ def published_files(folder: str | os.PathLike) -> list[Path]:
     folder = Path(folder)
     return sorted(path for path in folder.rglob("*")
                   if path.is_file() and is_published(path.relative_to(folder)))
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One defect: the file (relative to the checked folder), its kind and what was found."""
-
-    file: str
-    kind: str
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{self.file}: {self.kind}: {self.detail}"
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import re
 import shlex
 from pathlib import Path
 
-from shc.reports.check import Problem
+from shc.reports.problem import Problem
 
 __all__ = ["markdown_problems", "quoted_outputs", "typed_numbers"]
 
