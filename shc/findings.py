@@ -398,7 +398,7 @@ def geometry_findings(lessons: Any) -> list[str]:
 # tables from the files it saved, runs the registered function, shows the sentences as a list marked with a key,
 # and records (key, name, files, options) in ``findings.json`` beside the page. ``python -m shc.reports.check`` reads
 # that record, runs the function again on the published files and compares its sentences with the page's
-# (:func:`rederive`): a sentence edited by hand, or a table changed after the page was built, is a problem.
+# (:func:`derive`): a sentence edited by hand, or a table changed after the page was built, is a problem.
 
 #: The file beside each page that records how its findings were derived.
 FINDINGS_FILE = "findings.json"

@@ -214,3 +214,15 @@ def test_every_registered_datasets_prose_is_its_own_or_shared_with_a_dataset_of_
 
     for name, entry in DATASETS.items():
         assert foreign_prose(" ".join(entry.prose), name) == [], name
+
+
+def test_the_centers_finding_reads_page_00s_one_set_quality_table_by_hand(tmp_path):
+    """Page 00 saves one center set per method (index ``method``, a ``GV distance d`` column), not run rows: GV d = 4,
+    random's d_min 2 misses it, mds and shc keep it."""
+    quality = pd.DataFrame({"method": ["random", "mds", "shc"], "GV distance d": 4, "d_min": [2, 4, 5],
+                            "s_loss": [0.09, 0.06, 0.04]}).set_index("method")
+    table = plots.save_table(quality, tmp_path / "p" / "tables" / "center_quality")
+    shown = findings.derive("centers", tmp_path / "p", {"rows": "tables/center_quality.csv"}, {"bits": 16, "seed": 0})
+    assert shown[0] == "d_min >= the Gilbert-Varshamov d in every run for: mds, shc; not for: random."
+    assert table.is_file() and len(shown) == 2  # shc against mds from one seed: no interval, said so
+    assert "from one seed" in shown[1]
