@@ -8,6 +8,9 @@ command again and compares, for each block:
   do not print): their body rows must be the body rows the commands print, all and in order (``false-sentence``);
 - every list item or quotation introduced by a line that ends with ``(verbatim):``: each must be a line the commands
   print (``false-sentence``), wrapped lines joined;
+- the lines between the markers ``shc.results.page.OUTPUT_START`` and ``OUTPUT_END`` after the block (docs/results.md,
+  which ``python -m shc.results.page`` writes): they must be exactly the lines the commands print, in order, but for
+  the date the output says it read its file on (``false-sentence`` names the first line that differs);
 - a block whose output is quoted but whose commands read run folders (no ``--from-csv``) cannot be re-derived from a
   clone (``unverifiable``): quote the commands on a committed results file (``results/*.csv``).
 
@@ -20,8 +23,6 @@ or more places outside a quoted table, quotation, list of verbatim output, code 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import re
 import shlex
@@ -66,8 +67,42 @@ def quoted_outputs(text: str) -> list[dict]:
             continue
         section_end = next((i for i in range(index, len(lines)) if _FENCE.match(lines[i]) or _HEADING.match(lines[i])),
                            len(lines))
-        found.append({"line": start, "commands": commands, "section": lines[index:section_end]})
+        found.append({"line": start, "commands": commands, "section": lines[index:section_end],
+                      "output": _marked_output(lines, index)})
     return found
+
+
+def _marked_output(lines: list[str], start: int) -> list[str] | None:
+    """The lines between :data:`~shc.results.page.OUTPUT_START` and ``OUTPUT_END`` when the start marker is the
+    first non-blank line from ``start`` on (None: no marked output; an unclosed region runs to the end)."""
+    from shc.results.page import OUTPUT_END, OUTPUT_START
+
+    first = next((i for i in range(start, len(lines)) if lines[i].strip()), None)
+    if first is None or lines[first].strip() != OUTPUT_START:
+        return None
+    end = next((i for i in range(first + 1, len(lines)) if lines[i].strip() == OUTPUT_END), len(lines))
+    return lines[first + 1:end]
+
+
+def _output_difference(quoted: list[str], printed: list[str]) -> str | None:
+    """Where a marked output differs from what the commands print (None: it is what they print)."""
+    from shc.results.page import comparable
+
+    def trimmed(lines: list[str]) -> list[str]:
+        lines = [comparable(line) for line in lines]
+        while lines and not lines[0]:
+            lines.pop(0)
+        while lines and not lines[-1]:
+            lines.pop()
+        return lines
+
+    quoted, printed = trimmed(quoted), trimmed(printed)
+    for number, (shown, said) in enumerate(zip(quoted, printed), 1):
+        if shown != said:
+            return f"output line {number} is {shown!r}, the commands print {said!r}"
+    if len(quoted) != len(printed):
+        return f"the output shows {len(quoted)} line(s), the commands print {len(printed)}"
+    return None
 
 
 def _quoted(section: list[str], printed: set[str] | None = None) -> tuple[list[str], list[str]]:
@@ -122,20 +157,10 @@ def _verbatim_items(section: list[str]) -> list[str]:
     return [" ".join(item.split()) for item in items]
 
 
-def _run(argv: list[str], root: Path) -> str:
-    from shc.results import main
+def _run(argv: list[str], root: Path) -> list[str]:
+    from shc.results.page import printed_lines
 
-    argv = list(argv)
-    if "--from-csv" in argv:
-        position = argv.index("--from-csv") + 1
-        if position < len(argv) and not os.path.isabs(argv[position]):
-            argv[position] = str(root / argv[position])
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        status = main(argv)
-    if status:
-        raise RuntimeError(f"python -m shc.results {shlex.join(argv)} exited with {status}")
-    return out.getvalue()
+    return printed_lines(argv, root)
 
 
 _MEASURED = re.compile(r"(?<![\w.])\d+\.\d{2,}(?!\w|\.\d)")
@@ -173,7 +198,7 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
     root = _repository_root(path)
     problems = []
     for block in quoted_outputs(path.read_text(encoding="utf-8")):
-        if not any(_quoted(block["section"])):
+        if not any(_quoted(block["section"])) and block["output"] is None:
             continue  # commands named, nothing of their output quoted
         where = f"the commands of line {block['line']}"
         if not all("--from-csv" in argv for argv in block["commands"]):
@@ -181,9 +206,14 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
                                                           "document quotes of them cannot be re-derived from a clone"))
             continue
         try:
-            printed = "".join(_run(argv, root) for argv in block["commands"]).splitlines()
+            printed = [line for argv in block["commands"] for line in _run(argv, root)]
         except Exception as error:  # noqa: BLE001 - a command that fails here is this document's problem
             problems.append(Problem(name, "unverifiable", f"{where} fail: {type(error).__name__}: {error}"))
+            continue
+        if block["output"] is not None:
+            difference = _output_difference(block["output"], printed)
+            if difference:
+                problems.append(Problem(name, "false-sentence", f"{where}: {difference}"))
             continue
         table, verbatim = _quoted(block["section"], {line.strip() for line in printed})
         rows = _table_body(printed)

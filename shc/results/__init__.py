@@ -21,7 +21,9 @@ every public name is re-exported (``from shc.results import result_rows, retriev
   comparisons, the paper side by side, two presets side by side);
 - :mod:`~shc.results.files`: a preset's results file, one CSV row per run (:func:`write_results`,
   :func:`read_results`: the tables rebuilt without the run folders);
-- :mod:`~shc.results.cli`: ``python -m shc.results`` (:func:`main`).
+- :mod:`~shc.results.cli`: ``python -m shc.results`` (:func:`main`);
+- :mod:`~shc.results.page`: ``python -m shc.results.page``, docs/results.md written from the committed results files
+  (imported on its own: it is a command, not a reader).
 """
 
 from __future__ import annotations

@@ -1,0 +1,96 @@
+"""Issue 38: docs/results.md is written by ``python -m shc.results.page`` from the committed results files, and the
+checker compares every line of each block's output with what its command prints today."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from shc.reports.check_markdown import markdown_problems
+from shc.results.page import OUTPUT_END, OUTPUT_START, RESULTS_BLOCKS, ResultsBlock, main, results_page
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def clone(tmp_path: Path) -> Path:
+    """A copy of the repository's layout: pyproject.toml marks the root, results/ beside docs/."""
+    (tmp_path / "pyproject.toml").write_text("")
+    shutil.copytree(ROOT / "results", tmp_path / "results")
+    (tmp_path / "docs").mkdir()
+    return tmp_path
+
+
+def _written(clone: Path) -> Path:
+    assert main(["--root", str(clone), "--out", str(clone / "docs" / "results.md")]) == 0
+    return clone / "docs" / "results.md"
+
+
+def test_the_committed_page_is_what_the_command_writes_today():
+    """Up to the date the commands read their files on, docs/results.md is the command's output."""
+    committed = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    from shc.results.page import comparable
+
+    today = results_page(ROOT)
+    assert [comparable(line) for line in committed.splitlines()] == [comparable(line) for line in today.splitlines()]
+
+
+@pytest.mark.parametrize("name", RESULTS_BLOCKS.names())
+def test_every_block_is_one_command_and_its_marked_output(name, clone):
+    block = RESULTS_BLOCKS.get(name)
+    text = _written(clone).read_text(encoding="utf-8")
+    section = text.split(f"## {block.title}\n", 1)[1].split("\n## ", 1)[0]
+    assert block.command in section and section.count(OUTPUT_START) == 1 and section.count(OUTPUT_END) == 1
+    output = section.split(OUTPUT_START, 1)[1].split(OUTPUT_END, 1)[0]
+    # the output is the command's: its header names the file, every method has a row in the first table
+    assert f"read from `{block.file}`" in output and str(clone) not in output
+    first_table = output.split("**", 3)[3]
+    assert all(f"| {method} |" in first_table for method in block.methods)
+
+
+def test_a_fresh_page_has_no_problems_and_a_changed_date_is_not_one(clone):
+    page = _written(clone)
+    assert markdown_problems(page) == []
+    text = page.read_text(encoding="utf-8")
+    page.write_text(text.replace(" on 20", " on 19", 1), encoding="utf-8")  # written on another day
+    assert markdown_problems(page) == []
+
+
+def test_an_edited_number_a_dropped_line_and_an_added_line_are_false_sentences(clone):
+    page = _written(clone)
+    text = page.read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| shc |"))
+    edited = row.replace("0.", "0.9", 1)
+    for changed, detail in ((text.replace(row, edited, 1), repr(edited)),
+                            (text.replace(row + "\n", "", 1), "output line"),
+                            (text.replace(OUTPUT_END, "- shc is above every method.\n" + OUTPUT_END, 1), "line(s)")):
+        page.write_text(changed, encoding="utf-8")
+        problems = markdown_problems(page)
+        assert [p.kind for p in problems] == ["false-sentence"] and detail in problems[0].detail
+
+
+def test_the_page_follows_its_results_file(clone):
+    """A results file changed after the page was written: the checker finds it; rewriting the page follows it."""
+    page = _written(clone)
+    block = RESULTS_BLOCKS.get(RESULTS_BLOCKS.names()[0])
+    table = pd.read_csv(clone / block.file)
+    table.loc[table["method"] == "shc", "tie_aware_mAP@ALL"] += 0.1
+    table.to_csv(clone / block.file, index=False)
+    assert "false-sentence" in {p.kind for p in markdown_problems(page)}
+    assert markdown_problems(_written(clone)) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"file": "runs/standard/results.csv"}, "not a committed results file"),
+    ({"bits": (24,)}, "code lengths"),
+    ({"methods": ()}, "at least one method"),
+    ({"methods": ("shcc",)}, "unknown method 'shcc'"),
+])
+def test_a_block_outside_its_grid_is_refused(change, message):
+    fields = {"title": "t", "preset": "standard", "file": "results/x.csv", "bits": (16,), "methods": ("shc",),
+              "about": "a"}
+    with pytest.raises(ValueError, match=message):
+        ResultsBlock(**{**fields, **change})
