@@ -191,3 +191,35 @@ def test_a_results_file_rebuilds_the_tables_and_comparisons_without_the_run_fold
         read_results(csv, preset("tiny", run_dir=str(run_dir), epochs=3)[1:])
     with pytest.raises(ValueError, match="shc 16 bits seed 1: missing.*--write-csv"):
         read_results(csv, preset("tiny", run_dir=str(run_dir), seeds=[1])[1:])
+
+
+def test_a_results_file_holds_the_classifier_code_baseline_where_the_preset_computes_it(tmp_path, capsys):
+    """Issue 37's baseline from a clone: written beside the runs, read back row for row (by rule and center method);
+    a file written before it was computed says so and names the command, a file missing one of its rows is refused."""
+    import pandas as pd
+
+    from shc.pipeline import preset, run_classifier_codes, run_grid
+    from shc.results import classifier_code_rows
+    from shc.results.files import read_classifier_codes
+    from shc.results.cli import main
+
+    run_dir, csv = tmp_path / "runs", tmp_path / "tiny-unseen.csv"
+    configs = preset("tiny-unseen", methods=["mds", "greedyhash"], run_dir=str(run_dir))
+    run_grid(configs, progress=False)
+    argv = ["--preset", "tiny-unseen", "--methods", "mds", "greedyhash", "--run-dir", str(run_dir)]
+    assert main([*argv, "--write-csv", str(csv)]) == 0  # the baseline is not computed yet
+    assert "not their classifier-code baseline, which is not computed yet: `python -m shc.pipeline" in (
+        capsys.readouterr().out)
+    assert main([*argv, "--from-csv", str(csv)]) == 0
+    assert "The classifier-code baseline is not in" in capsys.readouterr().out
+    run_classifier_codes(configs)
+    assert main([*argv, "--write-csv", str(csv)]) == 0
+    from_runs = classifier_code_rows(configs)
+    from_file = read_classifier_codes(csv, configs, ("top1", "soft"))
+    assert list(from_file["label"]) == ["mds (top1 classifier codes)", "mds (soft classifier codes)"]  # no greedyhash
+    pd.testing.assert_frame_equal(from_file[list(from_runs.columns)].reset_index(drop=True), from_runs,
+                                  check_dtype=False)
+    table = pd.read_csv(csv)
+    table[table["label"] != "mds (soft classifier codes)"].to_csv(csv, index=False)
+    with pytest.raises(ValueError, match=r"mds \(soft classifier codes\) 16 bits seed 0: missing"):
+        read_classifier_codes(csv, configs, ("top1", "soft"))

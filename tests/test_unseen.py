@@ -205,7 +205,7 @@ def test_the_results_read_the_pairings_and_the_baseline_and_name_a_missing_one(t
     with pytest.raises(MissingRunError, match="classifier-code baseline.*python -m shc.pipeline"):
         classifier_code_rows([configs[0].replace(run_dir=str(tmp_path))])
     assert main(["--preset", "tiny-unseen", "--run-dir", configs[0].run_dir, "--markdown"]) == 0
-    out = capsys.readouterr().out
+    out = from_runs = capsys.readouterr().out
     assert "unseen@all: queries of unseen classes against the database images of all classes" in out
     assert "| shc (soft classifier codes) |" in out
     assert "Paired comparisons with shc (mAP@ALL, tie-aware, unseen@all: queries of unseen classes" in out
@@ -213,10 +213,13 @@ def test_the_results_read_the_pairings_and_the_baseline_and_name_a_missing_one(t
     assert "Unseen-class protocol: 25% of the classes are held out of every training stage" in out
     csv = tmp_path / "tiny-unseen.csv"
     assert main(["--preset", "tiny-unseen", "--run-dir", configs[0].run_dir, "--write-csv", str(csv)]) == 0
-    capsys.readouterr()
-    assert main(["--preset", "tiny-unseen", "--run-dir", configs[0].run_dir, "--from-csv", str(csv)]) == 0
+    assert "(3 runs and their classifier-code baseline)" in capsys.readouterr().out
+    assert main(["--preset", "tiny-unseen", "--run-dir", configs[0].run_dir, "--from-csv", str(csv), "--markdown"]) == 0
     out = capsys.readouterr().out
-    assert "unseen@all tie-aware mAP@ALL, shc − mds" in out and "not part of a results file" in out
+    assert "unseen@all tie-aware mAP@ALL, shc − mds" in out
+    # the classifier-code baseline is in the file: its tables from the file are those from the run folders
+    section = "### The classifier-code baseline"
+    assert section in out and out.split(section, 1)[1] == from_runs.split(section, 1)[1]
     from shc.pipeline import main as pipeline
 
     assert pipeline(["--preset", "tiny-unseen", "--run-dir", configs[0].run_dir, "--quiet"]) == 0  # all cached

@@ -103,9 +103,17 @@ def _main(argv: Sequence[str] | None) -> int:
         rows = result_rows(configs)
     if args.write_csv is not None:
         from shc.results.files import write_results
+        from shc.runs import MissingRunError
 
-        written = write_results(configs, args.write_csv or f"results/{args.preset}.csv")
-        print(f"wrote {written} ({len(configs)} runs)\n")
+        target = args.write_csv or f"results/{args.preset}.csv"
+        try:  # the classifier-code baseline too, where the preset computes it and it exists
+            written = write_results(configs, target, preset.classifier_codes)
+            print(f"wrote {written} ({len(configs)} runs and their classifier-code baseline)\n"
+                  if preset.classifier_codes else f"wrote {written} ({len(configs)} runs)\n")
+        except MissingRunError:
+            written = write_results(configs, target)
+            print(f"wrote {written} ({len(configs)} runs; not their classifier-code baseline, which is not computed "
+                  f"yet: `python -m shc.pipeline --preset {args.preset}` computes it, then write the file again)\n")
     source = f"`{args.from_csv}`" if args.from_csv else f"`{run_dir}`"
     protocol = ""
     if unseen:
@@ -138,20 +146,23 @@ def _main(argv: Sequence[str] | None) -> int:
     _print_comparisons(rows, reference, order)
     for pairing in PAIRINGS[1:] if unseen else ():  # issue 37's verdicts on held-out classes: unseen@unseen, unseen@all
         _print_comparisons(rows, reference, order, f"{pairing}_{PRIMARY_METRIC}")
-    if preset.classifier_codes and args.from_csv:
-        print("The classifier-code baseline is not part of a results file: read it from the run folders (drop "
-              "--from-csv).\n")
-    if preset.classifier_codes and not args.from_csv:  # how much of the retrieval above is classification (issue 37)
+    if preset.classifier_codes:  # how much of the retrieval above is classification (issue 37)
+        from shc.results.files import read_classifier_codes
         from shc.results.reading import classifier_code_rows
-
         from shc.runs import MissingRunError
 
-        try:
-            baseline = classifier_code_rows(configs, preset.classifier_codes)
-        except MissingRunError:  # the tables above stand without it; say what computes it
-            baseline = []
-            print(f"The classifier-code baseline of this grid is not computed yet: `python -m shc.pipeline --preset "
-                  f"{args.preset}` computes it after the grid (cached runs are read, not retrained).\n")
+        baseline = []
+        if args.from_csv:
+            baseline = read_classifier_codes(args.from_csv, configs, preset.classifier_codes)
+            if not len(baseline):
+                print(f"The classifier-code baseline is not in {source}: write the file again (--write-csv) once "
+                      f"`python -m shc.pipeline --preset {args.preset}` has computed it.\n")
+        else:
+            try:
+                baseline = classifier_code_rows(configs, preset.classifier_codes)
+            except MissingRunError:  # the tables above stand without it; say what computes it
+                print(f"The classifier-code baseline of this grid is not computed yet: `python -m shc.pipeline --preset "
+                      f"{args.preset}` computes it after the grid (cached runs are read, not retrained).\n")
         if len(baseline):
             labels = list(dict.fromkeys(baseline["label"]))
             print("### The classifier-code baseline\n\nNo hashing network: stage 1's classifier (selected on the "

@@ -1,14 +1,19 @@
 """Results files: one compact CSV per preset with every run's configuration and measures (issue 38), as timm keeps
 its results CSVs. ``python -m shc.results --preset NAME --write-csv`` writes ``results/NAME.csv`` from the run
 folders; ``--from-csv results/NAME.csv`` prints the same method tables and paired comparisons from the file alone, so
-the README's numbers can be rebuilt from a clone without the run folders (the classifier-code baseline, ``--versus``,
-``--paper`` and ``--extended`` still read run folders).
+the README's numbers can be rebuilt from a clone without the run folders (``--versus``, ``--paper`` and ``--extended``
+still read run folders).
 
 A row is a run: the columns of :func:`~shc.results.reading.result_rows` (identity, mAP in both rankings,
 reachability, the unseen-class pairings, selected epoch, seconds) plus the configuration fields that tell runs
 apart (:data:`CONFIG_COLUMNS`; mappings as JSON) and the stage-3 folder's name, whose last 8 hex digits are the
 run's identity key. Reading checks the file against the grid asked for: a missing cell or a cell trained with
 other settings (say, other epochs) is an error that names the command that rewrites the file.
+
+The classifier-code baseline (issue 37: stage 1's classifier gives each image its predicted class's center; nothing
+trains) is in the same file where the preset computes it: a row per center method, rule and seed, labelled
+``"csq (top1 classifier codes)"`` (:func:`~shc.results.reading.classifier_code_rows`), with the settings of the
+method's run; :func:`read_classifier_codes` reads them back.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import pandas as pd
 from shc.results.reading import IDENTITY_COLUMNS, _identity, load_metrics, result_rows
 from shc.runs import RunConfig
 
-__all__ = ["CONFIG_COLUMNS", "read_results", "results_frame", "write_results"]
+__all__ = ["CONFIG_COLUMNS", "read_classifier_codes", "read_results", "results_frame", "write_results"]
 
 #: The configuration fields a results file records beside each run's identity (JSON for the mappings).
 CONFIG_COLUMNS = ("dataset_options", "backbone", "pretrained", "pretrain", "epochs", "lr", "batch_size", "optimizer",
@@ -37,32 +42,57 @@ def _settings(config: RunConfig) -> dict[str, Any]:
                    else getattr(config, name)) for name in CONFIG_COLUMNS}
 
 
-def results_frame(configs: Iterable[RunConfig]) -> pd.DataFrame:
+def results_frame(configs: Iterable[RunConfig], classifier_codes: Sequence[str] = ()) -> pd.DataFrame:
     """One row per run of ``configs`` (they must exist): :func:`result_rows`'s columns, :data:`CONFIG_COLUMNS`, the
-    validation score at the selected epoch and the stage-3 folder's name."""
+    validation score at the selected epoch and the stage-3 folder's name; then, for each rule of ``classifier_codes``
+    (``"top1"``, ``"soft"``), a row per config with centers of its classifier-code baseline (the folder's name in
+    ``stage3``; a missing one raises :class:`~shc.runs.MissingRunError` naming the command that computes it)."""
     from shc.evaluation import PRIMARY_METRIC
-    from shc.stages import Hashing
+    from shc.results.reading import classifier_code_rows
+    from shc.stages import ClassifierCodes, Hashing
 
     configs = list(configs)
     frame = result_rows(configs)
     extra = pd.DataFrame([{**_settings(config), f"val_{PRIMARY_METRIC}": load_metrics(config).get(f"val_{PRIMARY_METRIC}"),
                            "stage3": Hashing(config).directory.name} for config in configs])
-    return pd.concat([frame, extra], axis=1)
+    frames = [pd.concat([frame, extra], axis=1)]
+    if classifier_codes:
+        baseline = classifier_code_rows(configs, classifier_codes)
+        applying = [(config, rule) for config in configs for rule in classifier_codes
+                    if ClassifierCodes(config, rule).applies()]  # classifier_code_rows' order
+        frames.append(pd.concat([baseline, pd.DataFrame([{**_settings(config), "stage3": ClassifierCodes(
+            config, rule).directory.name} for config, rule in applying])], axis=1))
+    return pd.concat(frames, ignore_index=True)
 
 
-def write_results(configs: Iterable[RunConfig], path: str | Path) -> Path:
-    """Write the results file of ``configs`` to ``path`` (atomically; full float precision, so tables rebuilt from it
-    equal those read from the runs)."""
+def write_results(configs: Iterable[RunConfig], path: str | Path, classifier_codes: Sequence[str] = ()) -> Path:
+    """Write the results file of ``configs`` (and of their classifier-code baseline by the rules
+    ``classifier_codes``) to ``path`` (atomically; full float precision, so tables rebuilt from it equal those read
+    from the runs)."""
     from shc._io import write_text
 
     buffer = io.StringIO()
-    results_frame(configs).to_csv(buffer, index=False)
+    results_frame(configs, classifier_codes).to_csv(buffer, index=False)
     return write_text(path, buffer.getvalue())
 
 
-def read_results(path: str | Path, configs: Sequence[RunConfig]) -> pd.DataFrame:
+def read_classifier_codes(path: str | Path, configs: Sequence[RunConfig], rules: Sequence[str]) -> pd.DataFrame:
+    """The classifier-code rows of the results file ``path`` for ``configs`` and ``rules``, in
+    :func:`~shc.results.reading.classifier_code_rows`' order and columns; a ValueError names the rows the file lacks
+    (an empty frame when it holds none of them: a file written without them)."""
+    from shc.stages import ClassifierCodes
+
+    wanted = [(config, rule) for config in configs for rule in rules if ClassifierCodes(config, rule).applies()]
+    labels = [f"{config.method} ({rule} classifier codes)" for config, rule in wanted]
+    return read_results(path, [config for config, _ in wanted], labels=labels, optional=True)
+
+
+def read_results(path: str | Path, configs: Sequence[RunConfig], labels: Sequence[str] | None = None,
+                 optional: bool = False) -> pd.DataFrame:
     """The rows of the results file ``path`` for the runs of ``configs``, in their order, as :func:`result_rows` gives
-    them; a ValueError names the cells the file lacks or holds with other settings."""
+    them; a ValueError names the cells the file lacks or holds with other settings. ``labels`` (one per config)
+    replace the runs' labels (the classifier-code rows'); ``optional``: a file with none of the rows gives an empty
+    frame instead of an error."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"results file {path} does not exist; write it from the runs with `python -m shc.results "
@@ -72,8 +102,13 @@ def read_results(path: str | Path, configs: Sequence[RunConfig]) -> pd.DataFrame
     key = ["dataset", "method", "label", "bits", "seed"]
     index = {tuple(row[k] for k in key): position for position, row in table.iterrows()}
     rows, problems = [], []
-    for config in configs:
-        identity = _identity(config)
+    labels = list(labels) if labels is not None else [None] * len(configs)
+    if len(labels) != len(configs):
+        raise ValueError(f"labels names {len(labels)} rows for {len(configs)} configs; give one label per config.")
+    if optional and not any(label in set(table["label"]) for label in labels):
+        return pd.DataFrame(columns=IDENTITY_COLUMNS)
+    for config, label in zip(configs, labels):
+        identity = {**_identity(config), **({"label": label} if label else {})}
         position = index.get(tuple(identity[k] for k in key))
         if position is None:
             problems.append(f"{identity['label']} {config.bits} bits seed {config.seed}: missing")

@@ -96,7 +96,8 @@ RESULTS_BLOCKS: Registry[ResultsBlock] = Registry("results block")
 _STANDARD_ABOUT = ("fashion-composite (100 classes, each an ordered pair of Fashion-MNIST items) on `composite_cnn_mlp`, "
                    "the backbone that can reach any center (issue 35); budgets by the validation doubling rule "
                    "(docs/standard.md); trained on a lent H200 (docs/gpu.md). LTH is left out: its grid cells trained "
-                   "for 160 epochs, and the doubling rule read afterwards asks for 320.")
+                   "for 160 epochs, and the doubling rule read afterwards asks for 320. The classifier-code baseline is not in its "
+                   "file: the stage-1 classifiers' weights of those runs stayed on the lent machine.")
 RESULTS_BLOCKS.register("standard-16", ResultsBlock(
     title="`standard` at 16 bits", preset="standard", file="results/standard-h200-16bit.csv", bits=(16,),
     methods=("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash"), about=_STANDARD_ABOUT))
