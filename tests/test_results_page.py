@@ -51,6 +51,16 @@ def test_every_block_is_one_command_and_its_marked_output(name, clone):
     assert all(f"| {method} |" in first_table for method in block.methods)
 
 
+def test_the_contents_link_each_block_by_its_heading():
+    from shc.results.page import anchor
+
+    assert anchor("`standard-unseen` at 16 bits: classes never seen in training") == (
+        "standard-unseen-at-16-bits-classes-never-seen-in-training")
+    text = results_page(ROOT)
+    for _, block in RESULTS_BLOCKS.items():
+        assert f"- [{block.title}](#{anchor(block.title)})" in text and f"\n## {block.title}\n" in text
+
+
 def test_a_fresh_page_has_no_problems_and_a_changed_date_is_not_one(clone):
     page = _written(clone)
     assert markdown_problems(page) == []

@@ -161,11 +161,18 @@ record in [docs/old-backbones.md](old-backbones.md).
 """
 
 
+def anchor(heading: str) -> str:
+    """The fragment GitHub (and most Markdown renderers) give ``heading``: lower case, punctuation but hyphens and
+    underscores dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
 def results_page(root: str | Path = ".") -> str:
     """docs/results.md's text: :data:`RESULTS_BLOCKS`, each with its command's output read from ``root``'s results
     files (module docstring)."""
     root = Path(root).resolve()
-    parts = [_HEADER]
+    contents = "\n".join(f"- [{block.title}](#{anchor(block.title)})" for _, block in RESULTS_BLOCKS.items())
+    parts = [f"{_HEADER}\n{contents}\n"]
     for _, block in RESULTS_BLOCKS.items():
         output = "\n".join(printed_lines(block.argv, root))
         parts.append(f"## {block.title}\n\n{block.about}\n\n```bash\n{block.command}\n```\n\n"
