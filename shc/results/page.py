@@ -52,6 +52,9 @@ class ResultsBlock:
         What the grid is and where it ran, in words: no measured number (the output states those).
     metrics : tuple of str
         The tables (``python -m shc.results --metrics``); empty: the command's default.
+    reference : str or None
+        The method every other is compared with (``--reference``; one of ``methods``); None: the command's default
+        (SHC).
     """
 
     title: str
@@ -61,6 +64,7 @@ class ResultsBlock:
     methods: tuple[str, ...]
     about: str
     metrics: tuple[str, ...] = ()
+    reference: str | None = None
 
     def __post_init__(self) -> None:
         from shc.methods import METHODS
@@ -72,6 +76,9 @@ class ResultsBlock:
         if not self.file.startswith("results/") or not self.file.endswith(".csv"):
             raise ValueError(f"results block {self.title!r}: file {self.file!r} is not a committed results file; name "
                              "one under results/ ending in .csv.")
+        if self.reference is not None and self.reference not in self.methods:
+            raise ValueError(f"results block {self.title!r}: reference {self.reference!r} is not one of its methods "
+                             f"({', '.join(self.methods)}); add it to methods.")
         if not self.methods or not self.bits or set(self.bits) - set(preset.bits):
             raise ValueError(f"results block {self.title!r}: name at least one method, and code lengths of preset "
                              f"{self.preset!r}'s grid ({list(preset.bits)}); got bits {list(self.bits)}.")
@@ -80,7 +87,8 @@ class ResultsBlock:
     def argv(self) -> list[str]:
         """The ``python -m shc.results`` arguments that print the block."""
         return ["--preset", self.preset, "--from-csv", self.file, "--bits", *map(str, self.bits),
-                "--methods", *self.methods, *(["--metrics", *self.metrics] if self.metrics else []), "--markdown"]
+                "--methods", *self.methods, *(["--metrics", *self.metrics] if self.metrics else []),
+                *(["--reference", self.reference] if self.reference else []), "--markdown"]
 
     @property
     def command(self) -> str:
@@ -105,12 +113,20 @@ RESULTS_BLOCKS.register("standard-32", ResultsBlock(
     title="`standard` at 32 bits", preset="standard", file="results/standard-h200-32bit.csv", bits=(32,),
     methods=("random", "csq", "shc", "shc-ls", "crh", "greedyhash"),
     about=_STANDARD_ABOUT + " MDS is left out too: only its seed 0 has run at 32 bits."))
-RESULTS_BLOCKS.register("standard-modes-16", ResultsBlock(
-    title="`standard-modes` at 16 bits", preset="standard-modes", file="results/standard-modes-16bit.csv", bits=(16,),
-    methods=("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash", "lth"),
+_MODES_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "scrh", "greedyhash", "lth")
+RESULTS_BLOCKS.register("standard-modes", ResultsBlock(
+    title="`standard-modes` at 16 and 32 bits", preset="standard-modes", file="results/standard-modes.csv",
+    bits=(16, 32), methods=_MODES_METHODS,
     about="fashion-modes: 100 visual modes of single Fashion-MNIST items (the item is the coarse class, as a make is "
-          "for Stanford Cars' models), so no class is a product of parts; `small_cnn_mlp`; budgets by the validation "
-          "doubling rule (docs/standard.md); trained on this project's 2-core CPU."))
+          "for Stanford Cars' models), so no class is a product of parts; C > 2q at both lengths; `small_cnn_mlp`; "
+          "budgets by the validation doubling rule (docs/standard.md), SCRH at CRH's; trained on this project's 2-core "
+          "CPU."))
+RESULTS_BLOCKS.register("standard-modes-scrh", ResultsBlock(
+    title="SCRH against every method on `standard-modes`", preset="standard-modes", file="results/standard-modes.csv",
+    bits=(16, 32), methods=_MODES_METHODS, metrics=("tie_aware_mAP@ALL",), reference="scrh",
+    about="Issue 37's question on the non-compositional testbed: does SCRH (CRH started at shc-ls's semantic centers, "
+          "reassigned with the S-fit in its cost; docs/baselines.md) beat CRH? The same runs as above, compared with "
+          "SCRH."))
 RESULTS_BLOCKS.register("standard-unseen-16", ResultsBlock(
     title="`standard-unseen` at 16 bits: classes never seen in training", preset="standard-unseen",
     file="results/standard-unseen-16bit.csv", bits=(16,),
