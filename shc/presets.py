@@ -195,8 +195,11 @@ def _center_notebooks(centers: Sequence[str], hashing: Sequence[str], baselines:
         "01_similarity": ({"top_pairs": top_pairs},),
         "02_hash_centers": ({"methods": list(centers)},),
         "03_train_hashing": ({"methods": list(hashing)},),
-        "04_retrieval": ({"methods": list(hashing), "example_methods": ["mds", "shc"], "example_queries": examples,
-                          "example_k": k},),
+        # the example queries compare MDS's and SHC's codes where the page trains them, else its first two methods:
+        # an example method outside ``methods`` is a run the batch does not compute
+        "04_retrieval": ({"methods": list(hashing),
+                          "example_methods": [m for m in ("mds", "shc") if m in hashing] or list(hashing[:2]),
+                          "example_queries": examples, "example_k": k},),
         "05_ablations": ({"methods": list(ABLATIONS)},),
         "06_baselines": ({"methods": list(baselines)},),
     }

@@ -84,6 +84,15 @@ def test_every_preset_expands_to_valid_configs_and_names_every_notebook(name):
     assert left_out == expected
 
 
+@pytest.mark.parametrize("name", PRESETS.names())
+def test_every_example_method_of_a_preset_is_a_method_its_page_trains(name):
+    """04's example queries read the runs of ``example_methods``; the batch computes the runs of ``methods`` only, so
+    an example method outside them fails the page on a missing run (tiny-modes did, with MDS and SHC)."""
+    for parameters in PRESETS.get(name).notebooks.get("04_retrieval", ()):
+        examples = parameters.get("example_methods", [])
+        assert examples and set(examples) <= set(parameters["methods"]), (name, examples, parameters["methods"])
+
+
 @pytest.mark.parametrize("name", __import__("shc.centers", fromlist=["x"]).CENTER_GENERATORS.names())
 def test_every_center_method_gives_valid_centers_and_refuses_unknown_options(name):
     from shc.centers import CENTER_GENERATORS, center_quality, gv_min_distance, run_center_method
