@@ -466,7 +466,29 @@ def test_save_figure_rejects_bad_data(tmp_path):
         plots.save_figure(fig, tmp_path / "f", data={"a": [1]})
     with pytest.raises(ValueError, match="empty"):
         plots.save_figure(fig, tmp_path / "f", data=pd.DataFrame())
+    for digits in (0, 18, 2.5, True):
+        with pytest.raises(ValueError, match="digits must be an integer from 1 to 17"):
+            plots.save_figure(fig, tmp_path / "f", data=pd.DataFrame({"a": [0.5]}), digits=digits)
     assert not list(tmp_path.iterdir())  # nothing written when the data is refused
+
+
+def test_figure_data_keeps_four_significant_digits_tables_eight_and_a_finding_asks_for_more():
+    """Issue 38 (light to keep): a figure's data is rounded to what a plot can show (4 significant digits), a table
+    keeps 8; ``digits`` chooses, e.g. for the figure data a computed finding reads."""
+    import tempfile
+
+    frame = pd.DataFrame({"k": [1, 2], "precision": [0.123456789, 98765.4321]})
+    fig = plots.plot_curves([1, 2], {"shc": [0.1, 0.2]}, "K", "precision@K")
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        figure_data = plots.save_figure(fig, folder / "figures" / "p", data=frame)[-1]
+        assert figure_data.read_text().splitlines() == ["k,precision", "1,0.1235", "2,9.877e+04"]
+        table = plots.save_table(frame, folder / "tables" / "p")
+        assert table.read_text().splitlines() == ["k,precision", "1,0.12345679", "2,98765.432"]
+        exact = plots.save_figure(fig, folder / "figures" / "q", data=frame, digits=plots.TABLE_DIGITS)[-1]
+        assert exact.read_bytes() == table.read_bytes()
+        read = pd.read_csv(figure_data)  # what a script loads: within half a unit of the 4th digit
+        np.testing.assert_allclose(read["precision"], frame["precision"], rtol=5e-4)
 
 
 # --------------------------------------------------------------------------------------

@@ -296,8 +296,15 @@ def method_color(name: str) -> str:
     return method_style(name)["color"]
 
 
+#: Significant digits of a figure's data (:func:`save_figure`): a plot shows at most 3-4, and the rounded numbers
+#: compress better (issue 38: the committed reports' weight). Tables keep :data:`TABLE_DIGITS`.
+FIGURE_DIGITS = 4
+#: Significant digits of a saved table's floats (:func:`save_table`): relative error below 1e-8.
+TABLE_DIGITS = 8
+
+
 def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
-                data_file: str | os.PathLike | None = None) -> list[Path]:
+                data_file: str | os.PathLike | None = None, digits: int = FIGURE_DIGITS) -> list[Path]:
     """Save ``fig`` as ``<path_stem>.png`` (a palette PNG, :func:`compact_png`) and ``<path_stem>.svg``
     (atomically), and its data as ``.csv``.
 
@@ -317,6 +324,11 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
         Instead of ``data``: a table already saved (:func:`save_table`) that holds exactly what the figure plots,
         e.g. a page's ``tables/training_history.csv.gz``. Nothing more is written (a figure's data is stored once,
         issue 38); the alt text names that file, relative to the page (the folder above ``figures/``).
+    digits : int
+        Significant digits of the floats of ``data`` (default :data:`FIGURE_DIGITS`, 4: more than a figure can show,
+        and a third less to store than :func:`save_table`'s 8). Pass 8 where a computed finding reads the file and
+        must tell values apart at that precision (01's similar-pairs finding counts ties of S from its heatmap's
+        data).
 
     The PNG is also kept on the figure: shown in IPython while unchanged, it displays as exactly that file
     (:func:`install_alt_text_formatter`), so a report page links the file instead of carrying a second copy.
@@ -329,6 +341,7 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
     if not isinstance(fig, Figure):
         raise TypeError(f"save_figure expects a matplotlib Figure, got {type(fig).__name__}.")
     stem = _strip_suffix(Path(path_stem), (".png", ".svg", ".csv"))
+    _positive_digits(digits)
     if data is not None:
         _require_frame(data, "save_figure's data")
         if data.empty:
@@ -360,7 +373,7 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
     paths.insert(0, write_bytes(stem.with_name(f"{stem.name}.png"), fig._shc_png))
     paths.append(svg)
     if data is not None:
-        paths.append(save_table(data, stem, compress=len(data) > GZIP_ROWS))
+        paths.append(save_table(data, stem, compress=len(data) > GZIP_ROWS, digits=digits))
     return paths
 
 
@@ -384,14 +397,15 @@ def _require_frame(table, name: str) -> None:
         raise TypeError(f"{name} must be a pandas DataFrame, got {type(table).__name__}; wrap it with pd.DataFrame(...).")
 
 
-def save_table(table, path_stem: str | os.PathLike, compress: bool | None = None) -> Path:
+def save_table(table, path_stem: str | os.PathLike, compress: bool | None = None, digits: int = TABLE_DIGITS) -> Path:
     """Save a pandas DataFrame as ``<path_stem>.csv`` (``.csv.gz`` with ``compress``; atomically); return the path.
 
     ``compress=None`` (default) compresses tables of more than :data:`GZIP_ROWS` rows.
 
     The index is written only when it carries information: a named index, or labels that are not integers (an
-    unnamed integer index only numbers the rows, e.g. those a filter kept). Floats keep 8 significant digits
-    (relative error below 1e-8), which halves the size of the committed report tables.
+    unnamed integer index only numbers the rows, e.g. those a filter kept). Floats keep ``digits`` significant
+    digits (default :data:`TABLE_DIGITS`, 8: relative error below 1e-8), which halves the size of the committed
+    report tables.
     """
     import pandas as pd
 
@@ -401,9 +415,16 @@ def save_table(table, path_stem: str | os.PathLike, compress: bool | None = None
         compress = len(table) > GZIP_ROWS
     path = stem.with_name(f"{stem.name}.csv.gz" if compress else f"{stem.name}.csv")
     with atomic_path(path, suffix=".tmp.gz" if compress else ".tmp") as temporary:
-        table.to_csv(temporary, index=_informative_index(table.index), float_format="%.8g",
+        table.to_csv(temporary, index=_informative_index(table.index), float_format=f"%.{_positive_digits(digits)}g",
                      compression={"method": "gzip", "mtime": 0} if compress else None)
     return path
+
+
+def _positive_digits(digits: int) -> int:
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 1 <= digits <= 17:
+        raise ValueError(f"digits must be an integer from 1 to 17 (significant digits of the saved floats), got "
+                         f"{digits!r}.")
+    return digits
 
 
 def _informative_index(index) -> bool:

@@ -26,6 +26,9 @@ checks, each a *kind* of :class:`Problem`:
   160)", "same epochs"): budgets differ between methods and are stated by computed lines;
 - ``foreign-prose``: a phrase that describes another dataset's classes (``shc.data.foreign_prose``) on a page about
   a dataset (its ``run.json``'s ``dataset``);
+- ``duplicate-data``: a figure's data file (``figures/*.csv``) with the bytes of another published data file of its
+  page: the figure's numbers stored a second time beside the table that holds them (pass ``save_figure(...,
+  data_file=...)``); two tables may coincide (on a small database mAP@1000 is mAP@ALL);
 - ``empty``: a folder without a published page (nothing built, or only files a reader never receives);
 - ``too-large``: the folder's published files together exceed :data:`PUBLISHED_BUDGET_BYTES` (4 MB a preset: the
   repository carries every preset's reports; :data:`LEGACY_BUDGET_BYTES` for a folder built before the assets were
@@ -507,6 +510,7 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
         yield Problem(".", "too-large", f"published files weigh {sum(sizes.values()) / 1e6:.1f} MB, over the "
                       f"{budget / 1e6:.0f} MB a preset may commit{legacy}; largest: {largest}")
 
+    yield from _duplicate_data(folder, published)
     for relative in sorted(published):
         path = folder / relative
         if relative.startswith("_assets/"):
@@ -547,6 +551,25 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
                     target = os.path.normpath((record_dir / str(one)).as_posix())
                     if target not in published:
                         yield Problem(relative, "dead-link", f"files[{key!r}] names {one}, which is not published")
+
+
+_DATA_SUFFIXES = (".csv", ".csv.gz")
+
+
+def _duplicate_data(folder: Path, published: set[str]) -> Iterator[Problem]:
+    """``duplicate-data``: within one page's folder (``00_center_geometry/``, ...), every figure-data file whose bytes
+    equal another published data file's (tables are read first, so the figure's copy is the one named)."""
+    by_page: dict[tuple[str, bytes], str] = {}
+    for relative in sorted(published, key=lambda name: ("/figures/" in name, name)):  # tables first
+        if not relative.endswith(_DATA_SUFFIXES):
+            continue
+        page = PurePosixPath(relative).parts[0]
+        key = (page, (folder / relative).read_bytes())
+        if key in by_page and "/figures/" in f"/{relative}":  # two tables may coincide (mAP@1000 = mAP@ALL)
+            yield Problem(relative, "duplicate-data", f"the same bytes as {by_page[key]}: store a figure's numbers "
+                                                      "once (save_figure(..., data_file=<the saved table>))")
+        else:
+            by_page.setdefault(key, relative)
 
 
 def check_report_folder(folder: str | os.PathLike) -> list[Problem]:
