@@ -3,6 +3,7 @@ figures (PNG + SVG + the CSV of what they plot) and tables atomically."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import os
@@ -414,10 +415,11 @@ def save_table(table, path_stem: str | os.PathLike, compress: bool | None = None
     if compress is None:
         compress = len(table) > GZIP_ROWS
     path = stem.with_name(f"{stem.name}.csv.gz" if compress else f"{stem.name}.csv")
-    with atomic_path(path, suffix=".tmp.gz" if compress else ".tmp") as temporary:
-        table.to_csv(temporary, index=_informative_index(table.index), float_format=f"%.{_positive_digits(digits)}g",
-                     compression={"method": "gzip", "mtime": 0} if compress else None)
-    return path
+    text = table.to_csv(index=_informative_index(table.index), float_format=f"%.{_positive_digits(digits)}g")
+    data = text.encode("utf-8")
+    # gzip.compress stores neither a time nor a file name (pandas' gzip stored the temporary file's name, with its
+    # process id): the same table gives the same bytes on every run, so a regenerated report adds no new blob for it
+    return write_bytes(path, gzip.compress(data, compresslevel=9, mtime=0) if compress else data)
 
 
 def _positive_digits(digits: int) -> int:
