@@ -322,6 +322,19 @@ def test_index_links_only_the_files_that_are_there(tmp_path):
     assert "nb.ipynb" not in page and 'href="nb/nb.html"' not in page
 
 
+def test_index_names_each_data_file_by_its_path_so_a_table_and_a_figure_of_one_name_differ(tmp_path):
+    folder = tmp_path / "nb"
+    for sub in ("tables", "figures"):
+        (folder / sub).mkdir(parents=True)
+        (folder / sub / "gv_bound.csv").write_text(f"q,{sub}\n16,1\n")
+    record = {"notebook": "nb", "title": "nb", "status": "ok", "seconds": 1.0, "parameters": {},
+              "files": {"tables": ["tables/gv_bound.csv"], "figure_data": ["figures/gv_bound.csv"]}}
+    (folder / reports.RECORD_FILE).write_text(json.dumps(record))
+    page = reports.write_index(tmp_path).read_text()
+    assert '<a href="nb/tables/gv_bound.csv">tables/gv_bound.csv</a>' in page
+    assert '<a href="nb/figures/gv_bound.csv">figures/gv_bound.csv</a>' in page
+
+
 def test_kernel_spec_is_this_interpreter_with_this_package_on_the_path():
     spec = reports.current_interpreter_kernel_spec()
     assert spec.argv[0] == sys.executable

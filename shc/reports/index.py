@@ -141,7 +141,8 @@ def _index_row(preset_dir: Path, folder: Path, record: dict, summary: dict | Non
 
 
 def _data_links(preset_dir: Path, folder: Path, record: dict) -> str:
-    """Links to the report's run record, tables and figure data: those that are published and there."""
+    """Links to the report's run record, tables and figure data: those that are published and there, each named by
+    its path in the page's folder (``tables/gv_bound.csv`` and ``figures/gv_bound.csv`` are two files)."""
     from shc.reports.check import is_published
 
     files = record.get("files") or {}
@@ -150,7 +151,7 @@ def _data_links(preset_dir: Path, folder: Path, record: dict) -> str:
     for name in names:
         relative = folder / name
         if is_published(relative) and (preset_dir / relative).is_file():
-            shown.append(f'<a href="{html.escape(quote(relative.as_posix()))}">{html.escape(Path(name).name)}</a>')
+            shown.append(f'<a href="{html.escape(quote(relative.as_posix()))}">{html.escape(name)}</a>')
     return "".join(shown)
 
 
