@@ -327,7 +327,7 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
         issue 38); the alt text names that file, relative to the page (the folder above ``figures/``).
     digits : int
         Significant digits of the floats of ``data`` (default :data:`FIGURE_DIGITS`, 4: more than a figure can show,
-        and a third less to store than :func:`save_table`'s 8). Pass 8 where a computed finding reads the file and
+        and about a quarter less to store than :func:`save_table`'s 8). Pass 8 where a computed finding reads the file and
         must tell values apart at that precision (01's similar-pairs finding counts ties of S from its heatmap's
         data).
 
