@@ -280,8 +280,11 @@ PRESETS.register("standard-pretrained", Preset(
                 "(docs/standard.md).",
     datasets=_STANDARD.datasets, methods=PRETRAINED_METHODS, bits=_STANDARD.bits, seeds=_STANDARD.seeds,
     config={**_STANDARD.config, "pretrain": "items", "pretrain_epochs": 12, "pretrain_lr": 1e-3},
-    # Its own doubling rule (docs/standard.md): every method of the grid passes at 80 epochs (CRH too: 80 -> 160
-    # moves it by 0.002).
+    # Its own validation doubling rule on composite_cnn_mlp (docs/standard.md, 16 bits, seed 0, 80 -> 160, 2026-11-26):
+    # random, CSQ, MDS, SHC, shc-ls, CRH and GreedyHash pass at 80 epochs (|delta| <= 0.014, training hit rates
+    # 0.94-0.985); LTH moves by 0.049 with a training hit rate of 0.738 at 80, so it trains for 160, where it is
+    # tested against 320 (as on standard, where it passed at 320).
+    method_config={"lth": {"epochs": 160}},
     notebooks={stem: sets for stem, sets in _center_notebooks(
         hashing=PRETRAINED_METHODS, **{**_FULL_SIZE_NOTEBOOKS, "baselines": ("csq", "mds", "greedyhash", "lth", "crh", "shc", "shc-ls")}
     ).items() if stem != "05_ablations"},  # the ablations are the standard preset's question, not this one's
