@@ -275,7 +275,7 @@ PRESETS.register("standard-pretrained", Preset(
     name="standard-pretrained",
     evidence=True,
     classifier_codes=("top1", "soft"),  # the classifier-code baseline (issue 37): python -m shc.pipeline computes it
-    description="The standard preset with a pretrained backbone: composite_cnn pretrained once per seed on "
+    description="The standard preset with a pretrained backbone: its composite_cnn_mlp pretrained once per seed on "
                 "single Fashion-MNIST items outside the query pool (stage 0, shc.pretraining), then fine-tuned "
                 "(docs/standard.md).",
     datasets=_STANDARD.datasets, methods=PRETRAINED_METHODS, bits=_STANDARD.bits, seeds=_STANDARD.seeds,
