@@ -113,32 +113,32 @@ RESULTS_BLOCKS.register("standard-32", ResultsBlock(
     title="`standard` at 32 bits", preset="standard", file="results/standard-h200-32bit.csv", bits=(32,),
     methods=("random", "csq", "shc", "shc-ls", "crh", "greedyhash"),
     about=_STANDARD_ABOUT + " MDS is left out too: only its seed 0 has run at 32 bits."))
-_PRETRAINED_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "scrh", "greedyhash", "lth")
+_GRID_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "scrh", "greedyhash", "lth")
+"""The methods of the CPU grids (standard-pretrained, standard-modes): their presets' eight and SCRH beside them."""
 RESULTS_BLOCKS.register("standard-pretrained", ResultsBlock(
     title="`standard-pretrained` at 16 and 32 bits", preset="standard-pretrained",
     file="results/standard-pretrained.csv", bits=(16, 32),
-    methods=tuple(method for method in _PRETRAINED_METHODS if method != "scrh"),
+    methods=tuple(method for method in _GRID_METHODS if method != "scrh"),
     about="`standard` (fashion-composite, `composite_cnn_mlp`) with every network started from stage 0's backbone, "
           "pretrained once per seed on single Fashion-MNIST items outside the query pool: the paper's pretrained "
           "regime, offline (docs/standard.md). Budgets by its own validation doubling rule: 80 epochs, LTH 160. "
           "Trained on this project's 2-core CPU; 64 bits is not run yet."))
 RESULTS_BLOCKS.register("standard-pretrained-scrh", ResultsBlock(
     title="SCRH against every method on `standard-pretrained`", preset="standard-pretrained",
-    file="results/standard-pretrained.csv", bits=(16, 32), methods=_PRETRAINED_METHODS,
+    file="results/standard-pretrained.csv", bits=(16, 32), methods=_GRID_METHODS,
     metrics=("tie_aware_mAP@ALL",), reference="scrh",
     about="Issue 37's question in the pretrained regime: does SCRH (CRH started at shc-ls's semantic centers, "
           "reassigned with the S-fit in its cost; docs/baselines.md) beat CRH? The runs above and SCRH's (at CRH's "
           "budget, from the same stage-0 backbone), compared with SCRH."))
-_MODES_METHODS = _PRETRAINED_METHODS
 RESULTS_BLOCKS.register("standard-modes", ResultsBlock(
     title="`standard-modes` at 16, 32 and 64 bits", preset="standard-modes", file="results/standard-modes.csv",
-    bits=(16, 32, 64), methods=tuple(method for method in _MODES_METHODS if method != "scrh"),
+    bits=(16, 32, 64), methods=tuple(method for method in _GRID_METHODS if method != "scrh"),
     about="fashion-modes: 100 visual modes of single Fashion-MNIST items (the item is the coarse class, as a make is "
           "for Stanford Cars' models), so no class is a product of parts; C > 2q at 16 and 32 bits; `small_cnn_mlp`; "
           "budgets by the validation doubling rule (docs/standard.md); trained on this project's 2-core CPU."))
 RESULTS_BLOCKS.register("standard-modes-scrh", ResultsBlock(
     title="SCRH against every method on `standard-modes`", preset="standard-modes", file="results/standard-modes.csv",
-    bits=(16, 32), methods=_MODES_METHODS, metrics=("tie_aware_mAP@ALL",), reference="scrh",
+    bits=(16, 32), methods=_GRID_METHODS, metrics=("tie_aware_mAP@ALL",), reference="scrh",
     about="Issue 37's question on the non-compositional testbed: does SCRH (CRH started at shc-ls's semantic centers, "
           "reassigned with the S-fit in its cost; docs/baselines.md) beat CRH? The runs above at 16 and 32 bits and SCRH's "
           "(at CRH's budget; not run at 64 bits), compared with SCRH."))
