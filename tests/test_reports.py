@@ -225,6 +225,24 @@ def test_skip_existing_skips_an_up_to_date_report(batch):
                                        "run_dir": str((batch["root"] / "runs" / "tiny").resolve())})  # fmt: skip
 
 
+def test_a_variant_build_removes_the_page_an_earlier_layout_left_in_its_notebook_folder(batch, tmp_path):
+    """Issue 38: a set built once with one page 00 (``00_center_geometry/run.json``, its HTML, figures) and again with
+    ``--bits`` variants must not keep the old page among the new ones; another variant's page stays."""
+    tiny = reports.notebook_table()["00_center_geometry"]["tiny"][0]
+    notebook_dir = tmp_path / "tiny" / "00_center_geometry"
+    (notebook_dir / "figures").mkdir(parents=True)
+    (notebook_dir / "figures" / "gv_bound.png").write_bytes(b"old")
+    (notebook_dir / "00_center_geometry-report.html").write_text("<html>an older layout</html>")
+    (notebook_dir / "run.json").write_text(json.dumps({"status": "ok"}))
+    (notebook_dir / "bits-12").mkdir()
+    (notebook_dir / "bits-12" / "run.json").write_text(json.dumps({"status": "ok"}))
+    job = reports.ReportJob("00_center_geometry", "tiny", {**tiny, "bits": 16}, "bits-16")
+    result = reports.execute_report(job, output_root=tmp_path, run_root=batch["root"] / "runs")
+    assert result.ok, result.error
+    assert sorted(e.name for e in notebook_dir.iterdir() if not e.name.startswith(".")) == ["bits-12", "bits-16"]
+    assert (notebook_dir / "bits-16" / "figures" / "gv_bound.png").read_bytes() != b"old"
+
+
 # --------------------------------------------------------------------------------------
 # Fast unit tests
 # --------------------------------------------------------------------------------------
@@ -497,6 +515,24 @@ def test_checker_names_a_figures_data_stored_twice_in_one_page_and_nothing_else(
     assert "00_x/tables/pr.csv" in problems[0].detail and "data_file" in problems[0].detail
     (folder / "00_x" / "tables" / "pr.csv").write_text("k,precision\n1,0.75\n")  # other numbers: clean
     assert check_report_folder(folder) == []
+
+
+def test_checker_takes_each_variant_of_a_notebook_as_its_own_page(tmp_path):
+    """A ``--bits 16 32`` build writes page 00 once per length (``00_x/bits-16/``, ``00_x/bits-32/``): a figure that
+    does not depend on q (the GV bound, S) has the same bytes on both, which is not a duplicate within a page; within
+    one variant a figure's copy of its table still is."""
+    from shc.reports.check import check_report_folder
+
+    folder = _seeded_folder(tmp_path, _CLEAN_BODY)
+    for variant in ("bits-16", "bits-32"):
+        (folder / "00_x" / variant / "figures").mkdir(parents=True)
+        (folder / "00_x" / variant / "figures" / "gv.csv").write_text("q,d\n16,3\n")
+        (folder / "00_x" / variant / "tables").mkdir()
+        (folder / "00_x" / variant / "tables" / "gv.csv").write_text(f"q,d,{variant}\n16,3,1\n")
+    assert check_report_folder(folder) == []
+    (folder / "00_x" / "bits-32" / "tables" / "gv.csv").write_text("q,d\n16,3\n")  # the figure's bytes
+    assert [(p.file, p.kind) for p in check_report_folder(folder)] == [("00_x/bits-32/figures/gv.csv",
+                                                                        "duplicate-data")]
 
 
 def test_checker_reads_every_published_file_and_the_run_records(tmp_path):

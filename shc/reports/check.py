@@ -557,13 +557,16 @@ _DATA_SUFFIXES = (".csv", ".csv.gz")
 
 
 def _duplicate_data(folder: Path, published: set[str]) -> Iterator[Problem]:
-    """``duplicate-data``: within one page's folder (``00_center_geometry/``, ...), every figure-data file whose bytes
-    equal another published data file's (tables are read first, so the figure's copy is the one named)."""
-    by_page: dict[tuple[str, bytes], str] = {}
+    """``duplicate-data``: within one page's folder (``00_center_geometry/``, or a variant's such as
+    ``00_center_geometry/bits-16/``), every figure-data file whose bytes equal another published data file's (tables
+    are read first, so the figure's copy is the one named). Two variants of a notebook are two pages: a figure that
+    does not depend on the varied parameter (page 00's GV bound at ``bits-16`` and ``bits-32``) is each page's own."""
+    by_page: dict[tuple[tuple[str, ...], bytes], str] = {}
     for relative in sorted(published, key=lambda name: ("/figures/" in name, name)):  # tables first
         if not relative.endswith(_DATA_SUFFIXES):
             continue
-        page = PurePosixPath(relative).parts[0]
+        parts = PurePosixPath(relative).parts[:-1]
+        page = next((parts[:i] for i, part in enumerate(parts) if part in ("figures", "tables")), parts)
         key = (page, (folder / relative).read_bytes())
         if key in by_page and "/figures/" in f"/{relative}":  # two tables may coincide (mAP@1000 = mAP@ALL)
             yield Problem(relative, "duplicate-data", f"the same bytes as {by_page[key]}: store a figure's numbers "

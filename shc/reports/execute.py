@@ -189,6 +189,8 @@ def execute_report(
             previous_ok = (read_record(output_dir / RECORD_FILE) or {}).get("status") == "ok"
             failed_notebook = None
             if status == "ok" or not previous_ok:
+                if job.variant:
+                    _retire_unvaried_page(output_dir.parent)
                 _swap(building, output_dir)
                 if status == "failed" and written:
                     failed_notebook = output_dir / files["notebook"]
@@ -200,6 +202,24 @@ def execute_report(
             shutil.rmtree(building, ignore_errors=True)
     summary = read_summary(output_dir) if status == "ok" else None
     return ReportResult(job, status, seconds, output_dir, error, summary, failed_notebook)
+
+
+def _retire_unvaried_page(notebook_dir: Path) -> None:
+    """Remove a page that an earlier build wrote straight into ``<preset>/<notebook>/`` (one parameter set) when the
+    notebook now has variants (``<notebook>/bits-16/``, ...): left there, the old page's files would sit among the
+    new variants and be listed by the index as a page of the set (issue 38). Variant folders (those holding a
+    record), and the hidden building folders of variants built at the same time, stay."""
+    if not (notebook_dir / RECORD_FILE).is_file():
+        return
+    for entry in notebook_dir.iterdir():
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir() and ((entry / RECORD_FILE).is_file() or (entry / FAILURE_FILE).is_file()):
+            continue  # a variant's page
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def _swap(building: Path, output_dir: Path) -> None:
