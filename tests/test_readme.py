@@ -37,16 +37,23 @@ def test_the_readme_headline_rows_are_what_its_commands_print(capsys):
     assert len(sentences) == len(commands) and "\n".join(sentences) in readme
 
 
-def test_the_readme_held_out_class_quote_is_what_its_command_prints(capsys):
+def test_the_readme_held_out_class_quotes_are_what_their_commands_print(capsys):
+    """Both regimes of the unseen-class protocol (from scratch, pretrained) are quoted, two lines each, and every
+    quoted line is one their commands print."""
     from shc.results import main
 
     readme = (ROOT / "README.md").read_text()
     marker = "**Classes never seen in training"
-    (argv,) = _headline_commands(readme, marker)
-    assert "--from-csv" in argv
+    commands = _headline_commands(readme, marker)
+    assert [argv[argv.index("--preset") + 1] for argv in commands] == ["standard-unseen", "standard-pretrained-unseen"]
+    assert all("--from-csv" in argv for argv in commands)
     section = readme.split(marker, 1)[1].split("\n\n**", 1)[0]
     quoted = [line[2:] for line in section.splitlines() if line.startswith("> ") and len(line) > 2]
-    assert len(quoted) == 2
-    assert main(argv) == 0
-    printed = [line[2:] for line in capsys.readouterr().out.splitlines() if line.startswith("- ")]
-    assert all(line in printed for line in quoted), quoted
+    assert len(quoted) == 2 * len(commands)
+    printed = []
+    for argv in commands:
+        assert main(argv) == 0
+        printed.append([line[2:] for line in capsys.readouterr().out.splitlines() if line.startswith("- ")])
+    # in order: the first two lines from the first command, the next two from the second
+    for number, line in enumerate(quoted):
+        assert line in printed[number // 2], line
