@@ -159,13 +159,14 @@ RESULTS_BLOCKS.register("standard-unseen-16", ResultsBlock(
           "docs/unseen.md): seen@seen, unseen@unseen and unseen@all as DSH_Analysis defines them "
           "(docs/evaluation.md); each method at its `standard` budget; trained on this project's 2-core CPU."))
 RESULTS_BLOCKS.register("standard-pretrained-unseen", ResultsBlock(
-    title="`standard-pretrained-unseen` at 16 bits: held-out classes, pretrained", preset="standard-pretrained-unseen",
-    file="results/standard-pretrained-unseen.csv", bits=(16,), methods=_GRID_METHODS,
+    title="`standard-pretrained-unseen`: held-out classes, pretrained", preset="standard-pretrained-unseen",
+    file="results/standard-pretrained-unseen.csv", bits=(16, 32), methods=_GRID_METHODS,
     metrics=("tie_aware_mAP@ALL", "train_center_hit_rate", "seen@seen_tie_aware_mAP@ALL",
              "unseen@unseen_tie_aware_mAP@ALL", "unseen@all_tie_aware_mAP@ALL"),
     about="`standard-pretrained` under the same protocol (25 of the 100 classes held out of every training stage; "
           "stage 0's single items stay outside every query): every method of the regime, LTH included (160 epochs, "
-          "its budget there), and SCRH; trained on this project's 2-core CPU with `--jobs auto` (docs/unseen.md)."))
+          "its budget there), and SCRH; trained on this project's 2-core CPU with `--jobs auto`, one length at a time "
+          "(docs/unseen.md)."))
 
 
 def printed_lines(argv: Sequence[str], root: str | Path) -> list[str]:
