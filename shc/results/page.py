@@ -160,7 +160,7 @@ RESULTS_BLOCKS.register("standard-unseen-16", ResultsBlock(
           "(docs/evaluation.md); each method at its `standard` budget; trained on this project's 2-core CPU."))
 RESULTS_BLOCKS.register("standard-pretrained-unseen", ResultsBlock(
     title="`standard-pretrained-unseen`: held-out classes, pretrained", preset="standard-pretrained-unseen",
-    file="results/standard-pretrained-unseen.csv", bits=(16, 32), methods=_GRID_METHODS,
+    file="results/standard-pretrained-unseen.csv", bits=(16, 32, 64), methods=_GRID_METHODS,
     metrics=("tie_aware_mAP@ALL", "train_center_hit_rate", "seen@seen_tie_aware_mAP@ALL",
              "unseen@unseen_tie_aware_mAP@ALL", "unseen@all_tie_aware_mAP@ALL"),
     about="`standard-pretrained` under the same protocol (25 of the 100 classes held out of every training stage; "
