@@ -46,7 +46,7 @@ from shc.stages import encode, stage_directories, stage_identities  # noqa: F401
 from shc.stages.base import distributed
 
 __all__ = ["MAP_KEYS", "PIPELINE", "SIMILARITY_SOURCES", "GridFailures", "RunConfig", "RunResult",
-           "WorkerMismatchError", "encode", "grid_threads", "grid_workers", "load_data", "main", "preset",
+           "WorkerMismatchError", "encode", "grid_threads", "grid_workers", "load_data", "longest_first", "main", "preset",
            "reevaluate", "report_configs", "run", "run_centers", "run_classifier_codes", "run_grid", "run_hashing",
            "run_pretraining",
            "run_similarity", "stage_directories", "summarize"]
@@ -253,8 +253,8 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
     keep two threads busy; :func:`grid_workers` has the measurement). Results do not depend on ``jobs``, the
     executor, the other runs of the grid or their order: every stage computes with
     :data:`~shc.runs.STAGE_THREADS` threads wherever it runs (the thread count changes CPU results through the
-    summation order), and records them (``threads``); tested byte for byte in fp32. Rows come back in the
-    order of ``configs``.
+    summation order), and records them (``threads``); tested byte for byte in fp32. In parallel the runs start
+    longest first (:func:`longest_first`); rows come back in the order of ``configs``.
 
     ``executor="dask"`` or ``"ray"`` (:mod:`shc.executors`) runs the grid as tasks of a cluster (``address`` joins
     a running one; None starts a local one, or for Ray uses the one this process joined): first stages 0, 1 and 2, one
@@ -323,8 +323,8 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
         for index, error in blocked.items():
             failed(index, error)
         pending = []
-        for index, config in enumerate(configs):
-            metrics = None if index in blocked else Evaluation(config).finished()
+        for index in longest_first(configs):
+            metrics = None if index in blocked else Evaluation(configs[index]).finished()
             if metrics is not None:
                 finished(index, metrics, 0.0)
             elif index not in blocked:
@@ -338,6 +338,17 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
     if failures:
         raise GridFailures(failures, rows, len(configs))
     return rows  # type: ignore[return-value]
+
+
+def longest_first(configs: Sequence[RunConfig]) -> list[int]:
+    """The order in which a parallel grid starts its hashing runs: the most epochs first, ties in the grid's order.
+
+    Workers take runs in the order they were submitted, so a long budget listed late starts when the others are
+    nearly done and the grid waits for it alone. Starting the longest first (the classic longest-processing-time
+    rule) keeps every worker busy until the end. docs/gpu.md, section 6: the `standard` grid on an H100 (12 runs
+    sharing the GPU, seeds in order) started LTH's third seed (320 epochs) last, and it alone was unfinished when
+    the device time ran out. Epochs are the cost estimate: the runs of a grid share its data and network."""
+    return sorted(range(len(configs)), key=lambda index: -configs[index].epochs)
 
 
 def resolve_jobs(jobs: int | str) -> int:

@@ -286,6 +286,35 @@ def test_parallel_grid_equals_serial_single_thread_runs_in_config_order(tmp_path
     assert len(lines) == 3 and all("(0.0 s;" in line for line in lines)
 
 
+def test_a_parallel_grid_starts_the_longest_runs_first_and_returns_rows_in_grid_order(monkeypatch, tmp_path):
+    """Workers take runs in submission order: the most epochs go first (ties keep the grid's order), so a long
+    budget listed last does not run alone at the end (docs/gpu.md, section 6). Rows stay in the grid's order."""
+    import contextlib
+
+    from shc import executors, pipeline
+
+    epochs = [80, 320, 80, 160, 320, 80]  # seed-major order of a grid, as the pipeline lists it
+    configs = [RunConfig(method="greedyhash", epochs=e, seed=i, run_dir=str(tmp_path)) for i, e in enumerate(epochs)]
+    assert pipeline.longest_first(configs) == [1, 4, 3, 0, 2, 5]
+    assert pipeline.longest_first([]) == []
+    submitted = []
+    keys = (*pipeline.TIE_AWARE_MAP_KEYS, *pipeline.MAP_KEYS)
+
+    class Recorder:  # an executor that records what it was given and "trains" each run into its seed / 10
+        remote = False
+
+        def map(self, function, tasks):
+            submitted.extend(task[0].seed for task in tasks)
+            return [(position, {**{key: task[0].seed / 10 for key in keys}, "train_seconds": 1.0}, None, 1.0)
+                    for position, task in enumerate(tasks)]
+
+    monkeypatch.setattr(executors, "open_executor", lambda name, **options: contextlib.nullcontext(Recorder()))
+    rows = run_grid(configs, progress=False, jobs=2)
+    assert submitted == [1, 4, 3, 0, 2, 5]
+    assert [row["seed"] for row in rows] == list(range(6))
+    assert [row["mAP@ALL"] for row in rows] == [seed / 10 for seed in range(6)]
+
+
 @pytest.mark.parametrize("cuda, cores, expected", [(False, 2, 2), (False, 16, 16), (True, 16, 1), (False, 1, 1)])
 def test_auto_jobs_is_one_run_per_core_on_a_cpu_and_one_at_a_time_on_a_gpu(monkeypatch, cuda, cores, expected):
     import torch
