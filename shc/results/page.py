@@ -55,6 +55,8 @@ class ResultsBlock:
     reference : str or None
         The method every other is compared with (``--reference``; one of ``methods``); None: the command's default
         (SHC).
+    seeds : tuple of int
+        The seeds shown (``--seeds``; a subset of the preset's); empty: the preset's, all of which the file must hold.
     """
 
     title: str
@@ -65,6 +67,7 @@ class ResultsBlock:
     about: str
     metrics: tuple[str, ...] = ()
     reference: str | None = None
+    seeds: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         from shc.methods import METHODS
@@ -79,6 +82,9 @@ class ResultsBlock:
         if self.reference is not None and self.reference not in self.methods:
             raise ValueError(f"results block {self.title!r}: reference {self.reference!r} is not one of its methods "
                              f"({', '.join(self.methods)}); add it to methods.")
+        if set(self.seeds) - set(preset.seeds):
+            raise ValueError(f"results block {self.title!r}: seeds {list(self.seeds)} are not all seeds of preset "
+                             f"{self.preset!r}'s grid ({list(preset.seeds)}); name some of those, or none for all.")
         if not self.methods or not self.bits or set(self.bits) - set(preset.bits):
             raise ValueError(f"results block {self.title!r}: name at least one method, and code lengths of preset "
                              f"{self.preset!r}'s grid ({list(preset.bits)}); got bits {list(self.bits)}.")
@@ -87,7 +93,8 @@ class ResultsBlock:
     def argv(self) -> list[str]:
         """The ``python -m shc.results`` arguments that print the block."""
         return ["--preset", self.preset, "--from-csv", self.file, "--bits", *map(str, self.bits),
-                "--methods", *self.methods, *(["--metrics", *self.metrics] if self.metrics else []),
+                "--methods", *self.methods, *(["--seeds", *map(str, self.seeds)] if self.seeds else []),
+                *(["--metrics", *self.metrics] if self.metrics else []),
                 *(["--reference", self.reference] if self.reference else []), "--markdown"]
 
     @property
@@ -110,15 +117,25 @@ RESULTS_BLOCKS.register("standard-16", ResultsBlock(
     title="`standard` at 16 bits", preset="standard", file="results/standard-h200-16bit.csv", bits=(16,),
     methods=("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash"), about=_STANDARD_ABOUT))
 RESULTS_BLOCKS.register("standard-32", ResultsBlock(
-    title="`standard` at 32 bits", preset="standard", file="results/standard-h200-32bit.csv", bits=(32,),
-    methods=("random", "csq", "shc", "shc-ls", "crh", "greedyhash"),
-    about=_STANDARD_ABOUT + " MDS is left out too: only its seed 0 has run at 32 bits."))
+    title="`standard` at 32 bits", preset="standard", file="results/standard-h100-32bit.csv", bits=(32,),
+    methods=("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash"),
+    about="The grid of the block above at 32 bits, every method with 3 seeds, trained on a lent H100 (docs/gpu.md, "
+          "section 6) from this project's CPU stage 1. Random, CSQ, CRH and GreedyHash give the H200's numbers to the "
+          "last digit; SHC and shc-ls read another stage 1 (docs/gpu.md). The classifier-code baseline was computed on "
+          "this CPU from the same stage 1. LTH, at its 320 epochs, ran for 2 seeds only: the next block."))
+RESULTS_BLOCKS.register("standard-32-lth", ResultsBlock(
+    title="LTH at its converged budget on `standard`, 32 bits", preset="standard",
+    file="results/standard-h100-32bit-lth.csv", bits=(32,), methods=("shc", "lth"), seeds=(0, 1),
+    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
+    about="LTH at 320 epochs (the validation doubling rule's budget, docs/standard.md) beside SHC, on the H100 with the "
+          "grid above: seeds 0 and 1, the third did not finish inside the lent time (docs/gpu.md, section 6). A "
+          "paired interval over 2 seeds has one degree of freedom."))
 RESULTS_BLOCKS.register("standard-64", ResultsBlock(
     title="`standard` at 64 bits", preset="standard", file="results/standard-cpu-64bit.csv", bits=(64,),
     methods=("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash"),
-    about="The grid of the two blocks above at 64 bits, the same preset and backbone, trained on this project's 2-core "
-          "CPU (the 16- and 32-bit grids ran on the lent H200: another machine, other floating-point results). LTH "
-          "is left out, as above. The stage-1 classifiers of these runs are here, so the file holds the "
+    about="The `standard` grid above at 64 bits, the same preset and backbone, trained on this project's 2-core "
+          "CPU (the 16-bit grid ran on a lent H200 and the 32-bit one on a lent H100: other machines, other "
+          "floating-point results). LTH is left out: it has not run at its 320 epochs at 64 bits. The stage-1 classifiers of these runs are here, so the file holds the "
           "classifier-code baseline too."))
 _GRID_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "scrh", "greedyhash", "lth")
 """The methods of the CPU grids (standard-pretrained, standard-modes): their presets' eight and SCRH beside them."""
