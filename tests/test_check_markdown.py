@@ -41,7 +41,8 @@ def _quoted_body(printed: list[str]) -> str:
     return "\n".join(table) + "\n\nBelow the table it prints (verbatim):\n\n" + "\n".join(verdicts)
 
 
-@pytest.mark.parametrize("document", ["README.md", "docs/gpu.md", "docs/unseen.md", "docs/results.md"])
+@pytest.mark.parametrize("document", ["README.md", "docs/gpu.md", "docs/unseen.md", "docs/results.md",
+                                      "docs/old-backbones.md", "docs/standard.md"])
 def test_the_committed_documents_quote_what_their_commands_print(document):
     assert [str(problem) for problem in markdown_problems(ROOT / document)] == []
 
@@ -83,6 +84,25 @@ def test_quoting_commands_that_read_run_folders_is_unverifiable(tmp_path):
     path = _document(tmp_path, body, command=COMMAND.replace(" --from-csv results/standard-h200-16bit.csv", ""))
     problems = markdown_problems(path)
     assert [p.kind for p in problems] == ["unverifiable"] and "read run folders" in problems[0].detail
+
+
+def test_a_record_comment_skips_a_block_of_run_folders_but_not_one_it_can_check(tmp_path):
+    """A historical record (its runs are gone) says so before its fence; the checker skips it then, but refuses the
+    comment on a block it can check and a comment without a reason."""
+    body = _quoted_body(_printed()).replace("0.", "9.")  # every number false: skipped only as a record
+    folders = COMMAND.replace(" --from-csv results/standard-h200-16bit.csv", "")
+    path = _document(tmp_path, body, command=folders)
+    path.write_text(path.read_text().replace("```bash", "<!-- record: the runs of a retired backbone -->\n\n```bash"))
+    assert markdown_problems(path) == []
+    path.write_text(path.read_text().replace("record: the runs of a retired backbone", "record:"))
+    assert [(p.kind, "no reason" in p.detail) for p in markdown_problems(path)] == [("record-misused", True)]
+    (tmp_path / "csv").mkdir()
+    (tmp_path / "plain").mkdir()
+    checked = _document(tmp_path / "csv", body)
+    checked.write_text(checked.read_text().replace("```bash", "<!-- record: it is old -->\n```bash"))
+    assert [(p.kind, "drop the record" in p.detail) for p in markdown_problems(checked)] == [("record-misused", True)]
+    unmarked = _document(tmp_path / "plain", body, command=folders)
+    assert [p.kind for p in markdown_problems(unmarked)] == ["unverifiable"]
 
 
 def test_a_results_file_that_is_gone_is_unverifiable(tmp_path):

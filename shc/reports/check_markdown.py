@@ -12,7 +12,10 @@ command again and compares, for each block:
   which ``python -m shc.results.page`` writes): they must be exactly the lines the commands print, in order, but for
   the date the output says it read its file on (``false-sentence`` names the first line that differs);
 - a block whose output is quoted but whose commands read run folders (no ``--from-csv``) cannot be re-derived from a
-  clone (``unverifiable``): quote the commands on a committed results file (``results/*.csv``).
+  clone (``unverifiable``): quote the commands on a committed results file (``results/*.csv``). A historical record
+  whose runs are gone says so in a ``<!-- record: why -->`` comment on the line before its fence: the checker then
+  skips it, and refuses the comment (``record-misused``) on a block it can check (every command on ``--from-csv``)
+  or without a reason.
 
 In the document's ``## Results`` section (the README's), prose may not type a measured number: a decimal with two
 or more places outside a quoted table, quotation, list of verbatim output, code span or block is ``typed-number``
@@ -68,8 +71,19 @@ def quoted_outputs(text: str) -> list[dict]:
         section_end = next((i for i in range(index, len(lines)) if _FENCE.match(lines[i]) or _HEADING.match(lines[i])),
                            len(lines))
         found.append({"line": start, "commands": commands, "section": lines[index:section_end],
-                      "output": _marked_output(lines, index)})
+                      "output": _marked_output(lines, index), "record": _record(lines, start - 1)})
     return found
+
+
+_RECORD = re.compile(r"^<!--\s*record:(.*?)-->$")
+
+
+def _record(lines: list[str], fence: int) -> str | None:
+    """The reason of a ``<!-- record: why -->`` comment on the last non-blank line before the fence at ``fence``
+    (None: no such comment; "" a comment without a reason)."""
+    before = next((i for i in range(fence - 1, -1, -1) if lines[i].strip()), None)
+    match = _RECORD.match(lines[before].strip()) if before is not None else None
+    return match.group(1).strip() if match else None
 
 
 def _marked_output(lines: list[str], start: int) -> list[str] | None:
@@ -201,6 +215,15 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
         if not any(_quoted(block["section"])) and block["output"] is None:
             continue  # commands named, nothing of their output quoted
         where = f"the commands of line {block['line']}"
+        if block["record"] is not None:
+            if all("--from-csv" in argv for argv in block["commands"]):
+                problems.append(Problem(name, "record-misused", f"{where} read committed results files, so their "
+                                                                "output can be checked: drop the record comment"))
+                continue
+            if not block["record"]:
+                problems.append(Problem(name, "record-misused", f"{where}: the record comment gives no reason; say "
+                                                                "why the runs cannot be re-derived"))
+            continue  # a historical record: its runs are gone, and the document says so
         if not all("--from-csv" in argv for argv in block["commands"]):
             problems.append(Problem(name, "unverifiable", f"{where} read run folders (no --from-csv), so what the "
                                                           "document quotes of them cannot be re-derived from a clone"))
