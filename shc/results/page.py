@@ -113,12 +113,14 @@ _STANDARD_ABOUT = ("fashion-composite (100 classes, each an ordered pair of Fash
                    "(docs/standard.md); trained on a lent H200 (docs/gpu.md). LTH is left out: its grid cells trained "
                    "for 160 epochs, and the doubling rule read afterwards asks for 320. The classifier-code baseline is not in its "
                    "file: the stage-1 classifiers' weights of those runs stayed on the lent machine.")
+_STANDARD_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash")
+"""The `standard` grid's methods in its results blocks: the preset's six and GreedyHash (LTH: its own block)."""
 RESULTS_BLOCKS.register("standard-16", ResultsBlock(
     title="`standard` at 16 bits", preset="standard", file="results/standard-h200-16bit.csv", bits=(16,),
-    methods=("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash"), about=_STANDARD_ABOUT))
+    methods=_STANDARD_METHODS, about=_STANDARD_ABOUT))
 RESULTS_BLOCKS.register("standard-32", ResultsBlock(
     title="`standard` at 32 bits", preset="standard", file="results/standard-h100-32bit.csv", bits=(32,),
-    methods=("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash"),
+    methods=_STANDARD_METHODS,
     about="The grid of the block above at 32 bits, every method with 3 seeds, trained on a lent H100 (docs/gpu.md, "
           "section 6) from this project's CPU stage 1. Random, CSQ, CRH and GreedyHash give the H200's numbers to the "
           "last digit; SHC and shc-ls read another stage 1 (docs/gpu.md). The classifier-code baseline was computed on "
@@ -132,11 +134,11 @@ RESULTS_BLOCKS.register("standard-32-lth", ResultsBlock(
           "paired interval over 2 seeds has one degree of freedom."))
 RESULTS_BLOCKS.register("standard-64", ResultsBlock(
     title="`standard` at 64 bits", preset="standard", file="results/standard-cpu-64bit.csv", bits=(64,),
-    methods=("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash"),
+    methods=_STANDARD_METHODS,
     about="The `standard` grid above at 64 bits, the same preset and backbone, trained on this project's 2-core "
           "CPU (the 16-bit grid ran on a lent H200 and the 32-bit one on a lent H100: other machines, other "
-          "floating-point results). LTH is left out: it has not run at its 320 epochs at 64 bits. The stage-1 classifiers of these runs are here, so the file holds the "
-          "classifier-code baseline too."))
+          "floating-point results). LTH is left out: it has not run at its 320 epochs at 64 bits. The stage-1 "
+          "classifiers of these runs are here, so the file holds the classifier-code baseline too."))
 _GRID_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "scrh", "greedyhash", "lth")
 """The methods of the CPU grids (standard-pretrained, standard-modes): their presets' eight and SCRH beside them."""
 RESULTS_BLOCKS.register("standard-pretrained", ResultsBlock(
