@@ -346,7 +346,7 @@ def longest_first(configs: Sequence[RunConfig]) -> list[int]:
     Workers take runs in the order they were submitted, so a long budget listed late starts when the others are
     nearly done and the grid waits for it alone. Starting the longest first (the classic longest-processing-time
     rule) keeps every worker busy until the end. docs/gpu.md, section 6: the `standard` grid on an H100 (12 runs
-    sharing the GPU, seeds in order) started LTH's third seed (320 epochs) last, and it alone was unfinished when
+    sharing the GPU, seeds in order) started LTH's third seed (320 epochs) 17th of 24, and it alone was unfinished when
     the device time ran out. Epochs are the cost estimate: the runs of a grid share its data and network."""
     return sorted(range(len(configs)), key=lambda index: -configs[index].epochs)
 

@@ -114,7 +114,7 @@ _STANDARD_ABOUT = ("fashion-composite (100 classes, each an ordered pair of Fash
                    "for 160 epochs, and the doubling rule read afterwards asks for 320. The classifier-code baseline is not in its "
                    "file: the stage-1 classifiers' weights of those runs stayed on the lent machine.")
 _STANDARD_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash")
-"""The `standard` grid's methods in its results blocks: the preset's six and GreedyHash (LTH: its own block)."""
+"""The `standard` grid's methods in its results blocks: the preset's six and GreedyHash (LTH at 32 bits: its own block)."""
 RESULTS_BLOCKS.register("standard-16", ResultsBlock(
     title="`standard` at 16 bits", preset="standard", file="results/standard-h200-16bit.csv", bits=(16,),
     methods=_STANDARD_METHODS, about=_STANDARD_ABOUT))
@@ -124,7 +124,7 @@ RESULTS_BLOCKS.register("standard-32", ResultsBlock(
     about="The grid of the block above at 32 bits, every method with 3 seeds, trained on a lent H100 (docs/gpu.md, "
           "section 6) from this project's CPU stage 1. Random, CSQ, CRH and GreedyHash give the H200's numbers to the "
           "last digit; SHC and shc-ls read another stage 1 (docs/gpu.md). The classifier-code baseline was computed on "
-          "this CPU from the same stage 1. LTH, at its 320 epochs, ran for 2 seeds only: the next block."))
+          "this CPU from the same stage 1. LTH, at its 320 epochs, finished for 2 seeds only: the next block."))
 RESULTS_BLOCKS.register("standard-32-lth", ResultsBlock(
     title="LTH at its converged budget on `standard`, 32 bits", preset="standard",
     file="results/standard-h100-32bit-lth.csv", bits=(32,), methods=("shc", "lth"), seeds=(0, 1),
