@@ -46,10 +46,9 @@ from shc.stages import encode, stage_directories, stage_identities  # noqa: F401
 from shc.stages.base import distributed
 
 __all__ = ["MAP_KEYS", "PIPELINE", "SIMILARITY_SOURCES", "GridFailures", "RunConfig", "RunResult",
-           "WorkerMismatchError", "encode", "grid_threads", "grid_workers", "load_data", "longest_first", "main", "preset",
-           "reevaluate", "report_configs", "run", "run_centers", "run_classifier_codes", "run_grid", "run_hashing",
-           "run_pretraining",
-           "run_similarity", "stage_directories", "summarize"]
+           "WorkerMismatchError", "encode", "grid_threads", "grid_workers", "load_data", "longest_first", "main",
+           "preset", "reevaluate", "report_configs", "run", "run_centers", "run_classifier_codes", "run_grid",
+           "run_hashing", "run_pretraining", "run_similarity", "stage_directories", "summarize"]
 
 PIPELINE: tuple[type[Stage], ...] = (Pretraining, Similarity, Centers, Hashing, Evaluation)
 """The stages of a run in the order :func:`run` computes them (those that apply to the config). To add a stage:

@@ -129,8 +129,8 @@ RESULTS_BLOCKS.register("standard-32-lth", ResultsBlock(
     title="LTH at its converged budget on `standard`, 32 bits", preset="standard",
     file="results/standard-h100-32bit-lth.csv", bits=(32,), methods=("shc", "lth"), seeds=(0, 1),
     metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
-    about="LTH at 320 epochs (the validation doubling rule's budget, docs/standard.md) beside SHC, on the H100 with the "
-          "grid above: seeds 0 and 1, the third did not finish inside the lent time (docs/gpu.md, section 6). A "
+    about="LTH at 320 epochs (the validation doubling rule's budget, docs/standard.md) beside SHC, on the H100 with "
+          "the grid above: seeds 0 and 1, the third did not finish inside the lent time (docs/gpu.md, section 6). A "
           "paired interval over 2 seeds has one degree of freedom."))
 RESULTS_BLOCKS.register("standard-64", ResultsBlock(
     title="`standard` at 64 bits", preset="standard", file="results/standard-cpu-64bit.csv", bits=(64,),
