@@ -7,8 +7,8 @@
 # Settings (environment): PRESET (standard), BITS ("16 32 64": one pipeline per length, in order), SEEDS ("0 1 2"),
 # METHODS (the preset's; the pipeline starts the longest budgets first), JOBS (12: runs sharing the GPU), DEADLINE
 # (520 s after the start: the runs then stop and restart later), CODES (the classifier-code rules after each length's
-# grid: "none", or "top1 soft", which needs stage 1's classifier in the cache), DATA (/usr/share/datasets/fashion-mnist).
-# What comes back ($OUT):
+# grid: "none", or "top1 soft", which needs stage 1's classifier in the cache), DATA
+# (/usr/share/datasets/fashion-mnist). What comes back ($OUT):
 # env.txt, gpu_tests.log, grid-<bits>.log and gpu-runs.tgz (every run folder without checkpoints). Untar it into
 # runs/<preset>-<gpu> (a run's identity does not name its device: keep a device's runs apart) and read it with
 # `python -m shc.results --run-dir ...`, or write a results file with `--write-csv`.
