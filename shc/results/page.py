@@ -114,7 +114,8 @@ _STANDARD_ABOUT = ("fashion-composite (100 classes, each an ordered pair of Fash
                    "for 160 epochs, and the doubling rule read afterwards asks for 320. The classifier-code baseline is not in its "
                    "file: the stage-1 classifiers' weights of those runs stayed on the lent machine.")
 _STANDARD_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash")
-"""The `standard` grid's methods in its results blocks: the preset's six and GreedyHash (LTH at 32 bits: its own block)."""
+"""The `standard` grid's methods in its results blocks: the preset's six and GreedyHash (LTH: its own block at 32 bits,
+in the 64-bit block)."""
 RESULTS_BLOCKS.register("standard-16", ResultsBlock(
     title="`standard` at 16 bits", preset="standard", file="results/standard-h200-16bit.csv", bits=(16,),
     methods=_STANDARD_METHODS, about=_STANDARD_ABOUT))
@@ -134,11 +135,12 @@ RESULTS_BLOCKS.register("standard-32-lth", ResultsBlock(
           "paired interval over 2 seeds has one degree of freedom."))
 RESULTS_BLOCKS.register("standard-64", ResultsBlock(
     title="`standard` at 64 bits", preset="standard", file="results/standard-cpu-64bit.csv", bits=(64,),
-    methods=_STANDARD_METHODS,
+    methods=(*_STANDARD_METHODS, "lth"),
     about="The `standard` grid above at 64 bits, the same preset and backbone, trained on this project's 2-core "
           "CPU (the 16-bit grid ran on a lent H200 and the 32-bit one on a lent H100: other machines, other "
-          "floating-point results). LTH is left out: it has not run at its 320 epochs at 64 bits. The stage-1 "
-          "classifiers of these runs are here, so the file holds the classifier-code baseline too."))
+          "floating-point results). LTH at its 320 epochs ran on the same CPU a session later (2026-11-27), so "
+          "this grid is complete. The stage-1 classifiers of these runs are here, so the file holds the "
+          "classifier-code baseline too."))
 _GRID_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "scrh", "greedyhash", "lth")
 """The methods of the CPU grids (standard-pretrained, standard-modes, the unseen protocol at 32 and 64 bits): their
 presets' eight and SCRH beside them."""
