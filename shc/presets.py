@@ -325,14 +325,14 @@ PRESETS.register("standard-fine", Preset(
     description="The many-class testbed: 333 three-item Fashion-MNIST composites (C > 2q at 16-64 bits), "
                 "center methods, CRH, GreedyHash and LTH, 3 seeds (docs/standard-fine.md).",
     datasets=("fashion-composite",), methods=FINE_METHODS, bits=(16, 32, 64), seeds=(0, 1, 2),
-    config={"dataset_options": _FINE_DATA, "backbone": "composite3_cnn_mlp", "epochs": 60, "lr": 3e-3,
+    config={"dataset_options": _FINE_DATA, "backbone": "composite3_cnn_mlp", "epochs": 120, "lr": 3e-3,
             "classifier_epochs": 8, "classifier_lr": 1e-3, "eval_every": 6},
-    # Budgets measured on composite3_cnn, before issue 35 replaced it (not yet re-measured on composite3_cnn_mlp:
-    # docs/standard-fine.md). The doubling rule (docs/standard-fine.md, 16 bits, seed 0): random, CSQ, MDS and SHC pass at 60 epochs; CRH,
-    # GreedyHash, LTH and shc-ls moved by 0.033 / 0.021 / 0.043 / 0.027 from 60 to 120. From 120 to 240 GreedyHash,
-    # LTH and shc-ls pass (0.005 / 0.015 / 0.010); CRH falls by 0.050 (0.320 / 0.353 / 0.302 at 60 / 120 / 240):
-    # it passes at no budget, like MDS on standard, and keeps 120, its peak.
-    method_config={method: {"epochs": 120} for method in ("crh", "greedyhash", "lth", "shc-ls")},
+    # The validation doubling rule on composite3_cnn_mlp (docs/standard-fine.md, 16 bits, seed 0, 60 -> 120,
+    # 2026-11-27): random, CSQ, SHC, shc-ls, CRH and GreedyHash pass at 60 (|delta| <= 0.018), but at 60 all but
+    # shc-ls have not reached their targets (training hit rate 0.77-0.83, issue 35's bar is 0.9); at 120 they have
+    # (0.934-0.998), so every method trains 120 epochs, one budget for all. MDS (0.020) and LTH (0.070, hit rate
+    # 0.758 at 120) do not pass at 60; their 120 -> 240 is not measured yet. The old grid on composite3_cnn (60
+    # epochs; 120 for CRH, GreedyHash, LTH, shc-ls): docs/standard-fine.md says how to reproduce it.
     # one geometry page (C = 333 > 2q = 64): three were 4.6 MB of the 20 MB a preset may commit
     notebooks=_testbed_notebooks(333),
 ))
