@@ -17,7 +17,8 @@ import numpy as np
 from shc.registry import Registry
 
 __all__ = ["ASSIGNMENTS", "assignment_costs", "class_mean_codes", "greedy_assignment", "head_width",
-           "hungarian_assignment", "reassign", "sample_codebook", "semantic_codebook", "semantic_greedy_assignment"]
+           "hungarian_assignment", "reassign", "reassignment_pressure", "sample_codebook", "semantic_codebook",
+           "semantic_greedy_assignment"]
 
 
 def head_width(num_bits: int, codebook_size: int) -> int:
@@ -197,12 +198,77 @@ def semantic_greedy_assignment(costs: np.ndarray, codebook: np.ndarray, chunks: 
     taken = np.zeros(size, dtype=bool)
     chosen = np.empty(num_classes, dtype=np.int64)
     for c in np.asarray(order):
-        mates = np.arange(num_classes) != c
-        products = (others[c, mates][None, :] + codebook @ chunks[mates].T) / num_bits
-        semantic = ((similarity[c, mates][None, :] - products) ** 2).mean(axis=1)
+        semantic = _semantic_term(c, codebook, chunks, others, similarity, num_bits)
         candidate = int(np.argmin(np.where(taken, np.inf, costs[c] + weight * width * semantic)))
         chosen[c], taken[candidate], chunks[c] = candidate, True, codebook[candidate]
     return chosen
+
+
+def _semantic_term(c: int, codebook: np.ndarray, chunks: np.ndarray, others: np.ndarray, similarity: np.ndarray,
+                   num_bits: int) -> np.ndarray:
+    """(M,): Eq. S2's fit of class ``c``'s center with each candidate of the head, unweighted:
+    ``mean_{c' != c} (S[c, c'] - (others[c, c'] + <z_j, chunks[c']>) / K)^2`` (arguments as
+    :func:`semantic_greedy_assignment`)."""
+    mates = np.arange(len(chunks)) != c
+    products = (others[c, mates][None, :] + codebook @ chunks[mates].T) / num_bits
+    return ((similarity[c, mates][None, :] - products) ** 2).mean(axis=1)
+
+
+def reassignment_pressure(codes: np.ndarray, labels: np.ndarray, num_classes: int, codebooks: np.ndarray,
+                          current: np.ndarray, similarity: np.ndarray | None = None,
+                          semantic_weight: float = 0.0) -> dict[str, np.ndarray]:
+    """Why a reassignment moves a class (issue 37's open question, docs/unseen.md): per head and class, with every
+    other class left on the candidate it holds, the cost of keeping its own candidate against the cheapest other one.
+
+    The cost is Eq. 7's (:func:`assignment_costs`) plus, with a (C, C) ``similarity`` and ``semantic_weight`` > 0,
+    SCRH's weighted semantic term (Eq. S2, :func:`semantic_greedy_assignment`), every head's other classes held at
+    ``current`` (H, C). A class whose keeping cost is above its best alternative's leaves in any order of the greedy
+    pass that reaches it before its alternative is taken; one whose keeping cost is lowest leaves only when another
+    class takes its candidate first (a cascade).
+
+    Returns (H, C) arrays: ``"data_gap"`` and ``"semantic_gap"`` (Eq. 7 and the weighted semantic term of keeping
+    minus those of the cheapest other candidate by total cost: their sum > 0 is ``"prefers_other"``), ``"hamming"``
+    (bits between the held sub-code and that candidate) and ``"majority_held"`` (the class's majority sub-code,
+    the sign of its samples' mean with sign(0) = +1, is the held one). A class without training samples is compared
+    like the others (its Eq. 7 term is a constant).
+    """
+    codebooks = np.asarray(codebooks, dtype=np.float64)
+    num_heads, size, width = codebooks.shape
+    codes, current = np.asarray(codes, dtype=np.float64), np.asarray(current)
+    if codes.ndim != 2 or codes.shape[1] != num_heads * width:
+        raise ValueError(f"codes must be (N, {num_heads * width}): the codebook has {num_heads} heads of {width} bits.")
+    if current.shape != (num_heads, num_classes) or current.min() < 0 or current.max() >= size:
+        raise ValueError(f"current must be ({num_heads}, {num_classes}) candidate indices below {size}: the "
+                         f"assignment (CRHLoss.assignment), got shape {current.shape}.")
+    semantic = similarity is not None and semantic_weight > 0
+    held = codebooks[np.arange(num_heads)[:, None], current]  # (H, C, d)
+    gram = np.einsum("hcd,hed->ce", held, held)
+    rows = np.arange(num_classes)
+    out = {key: np.empty((num_heads, num_classes)) for key in ("data_gap", "semantic_gap", "hamming")}
+    majority_held = np.empty((num_heads, num_classes), dtype=bool)
+    for head in range(num_heads):
+        means, squared = class_mean_codes(codes[:, head * width:(head + 1) * width], labels, num_classes)
+        data = assignment_costs(means, squared, codebooks[head])  # (C, M)
+        if semantic:
+            others = gram - held[head] @ held[head].T
+            fit = semantic_weight * width * np.stack([
+                _semantic_term(c, codebooks[head], held[head], others, np.asarray(similarity, np.float64),
+                               num_heads * width) for c in range(num_classes)])
+        else:
+            fit = np.zeros_like(data)
+        total = data + fit
+        own = current[head]
+        alternatives = total.copy()
+        alternatives[rows, own] = np.inf
+        best = alternatives.argmin(axis=1)
+        out["data_gap"][head] = data[rows, own] - data[rows, best]
+        out["semantic_gap"][head] = fit[rows, own] - fit[rows, best]
+        out["hamming"][head] = (codebooks[head, own] != codebooks[head, best]).sum(axis=1)
+        majority = np.where(means >= 0, 1.0, -1.0)
+        majority_held[head] = (majority == codebooks[head, own]).all(axis=1)
+    out["prefers_other"] = out["data_gap"] + out["semantic_gap"] > 0
+    out["majority_held"] = majority_held
+    return out
 
 
 def reassign(codes: np.ndarray, labels: np.ndarray, num_classes: int, codebooks: np.ndarray, assignment: str,

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from shc.codebook import greedy_assignment, reassign, semantic_codebook, semantic_greedy_assignment
+from shc.codebook import (
+    greedy_assignment,
+    reassign,
+    reassignment_pressure,
+    semantic_codebook,
+    semantic_greedy_assignment,
+)
 from shc.losses import CRHLoss, SemanticCRHLoss
 from shc.methods import build_criterion, get_method
 from shc.train import fit
@@ -92,6 +98,64 @@ def test_the_semantic_term_overrides_a_slightly_cheaper_candidate_by_hand():
     # then class 0: candidate (1, 1) is taken; (-1, -1): 0.9 + 2 * (1 - (-2)/2)^2 = 8.9; (1, -1): 5 + 2 * 1 = 7
     assert semantic_greedy_assignment(costs, codebook, chunks, others, similarity, 2, 1.0, order).tolist() == [2, 0]
     assert semantic_greedy_assignment(costs, codebook, chunks, others, similarity, 2, 0.0, order).tolist() == [1, 0]
+
+
+_CUBE = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]], dtype=np.int8)  # every 2-bit code: one head, d = 2
+
+
+@pytest.mark.parametrize("weight, class_1_leaves", [(0.0, True), (1.0, True), (3.0, False)])
+def test_the_pressure_to_move_by_hand(weight, class_1_leaves):
+    # class 0 holds (1, 1) and its samples sit there; class 1 holds (-1, -1) but its samples sit on (1, -1).
+    # Eq. 7 (mean squared distance): class 0 keeps at 0, its best other (1, -1) costs 4; class 1 keeps at 4, (1, -1)
+    # costs 0. With S_01 = -1 the semantic term (times d = 2, K = 2) of class 1 is 0 on (-1, -1) (<z, a_0> / K = -1)
+    # and 1 on (1, -1): the weighted gaps are -2w, so class 1 leaves iff 4 - 2w > 0.
+    codes = np.array([[1, 1], [1, 1], [1, -1], [1, -1]], dtype=float)
+    labels = np.array([0, 0, 1, 1])
+    current = np.array([[0, 3]])
+    similarity = np.array([[1.0, -1.0], [-1.0, 1.0]])
+    out = reassignment_pressure(codes, labels, 2, _CUBE[None], current, similarity, weight)
+    np.testing.assert_allclose(out["data_gap"], [[-4.0, 4.0]])
+    np.testing.assert_allclose(out["semantic_gap"], [[-2 * weight, -2 * weight]])
+    np.testing.assert_array_equal(out["hamming"], [[1, 1]])
+    np.testing.assert_array_equal(out["majority_held"], [[True, False]])
+    np.testing.assert_array_equal(out["prefers_other"], [[False, class_1_leaves]])
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.7])
+def test_a_class_prefers_another_candidate_iff_it_leaves_when_the_greedy_pass_takes_it_first(weight):
+    # brute force: first in the greedy order, with every other class still on its candidate, a class takes the
+    # argmin of its own cost over the whole head (continuous codes: no ties)
+    rng = np.random.default_rng(3)
+    classes, heads, width, size = 6, 2, 3, 8
+    codebooks = np.stack([_top_up_cube(width, rng) for _ in range(heads)])
+    current = np.stack([rng.permutation(size)[:classes] for _ in range(heads)])
+    labels = np.repeat(np.arange(classes), 5)
+    codes = rng.normal(size=(len(labels), heads * width))
+    similarity = rng.uniform(-1, 1, (classes, classes))
+    similarity = (similarity + similarity.T) / 2
+    out = reassignment_pressure(codes, labels, classes, codebooks, current, similarity, weight)
+    for head in range(heads):
+        sub = codes[:, head * width:(head + 1) * width]
+        means = np.stack([sub[labels == c].mean(axis=0) for c in range(classes)])
+        squared = np.array([(sub[labels == c] ** 2).sum(axis=1).mean() for c in range(classes)])
+        costs = squared[:, None] + width - 2 * means @ codebooks[head].T.astype(float)
+        held = codebooks[np.arange(heads)[:, None], current].astype(float)
+        others = np.einsum("hcd,hed->ce", held, held) - held[head] @ held[head].T
+        for c in range(classes):
+            order = np.r_[c, np.delete(np.arange(classes), c)]
+            chosen = semantic_greedy_assignment(costs, codebooks[head], held[head], others, similarity,
+                                                heads * width, weight, order)
+            assert (chosen[c] != current[head, c]) == out["prefers_other"][head, c]
+
+
+def _top_up_cube(width, rng):
+    return np.array([[1 if (index >> bit) & 1 else -1 for bit in range(width)] for index in rng.permutation(2**width)],
+                    dtype=np.int8)
+
+
+def test_the_pressure_refuses_an_assignment_of_another_shape():
+    with pytest.raises(ValueError, match="current must be"):
+        reassignment_pressure(np.ones((2, 2)), np.array([0, 1]), 2, _CUBE[None], np.array([0, 3]))
 
 
 def test_semantic_reassign_is_greedy_and_needs_the_current_assignment():
@@ -210,3 +274,30 @@ def test_a_tiny_scrh_run_through_the_pipeline_starts_from_stage_2_and_reads_stag
     for head in range(2):  # every starting sub-code is a candidate of its head
         assert {tuple(r) for r in result.centers[:, 8 * head:8 * (head + 1)]} <= {tuple(r) for r in codebook[head]}
     assert result.metrics["reach_targets"] == "learned class codes" and 0 <= result.metrics["mAP@ALL"] <= 1
+
+
+def test_the_first_pass_probe_counts_the_moves_the_run_logs(tmp_path):
+    # benchmarks/scrh_first_pass.py stops a run after its first reassignments; the moves it counts are the ones the
+    # uninterrupted run logs, and the pressure's split of them adds up
+    import json
+    import sys
+    from pathlib import Path
+
+    from shc.pipeline import RunConfig, run, stage_directories
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from scrh_first_pass import probe
+
+    config = RunConfig(method="scrh", epochs=2, eval_every=1, bits=16, run_dir=str(tmp_path / "full"),
+                       classifier_epochs=1,
+                       dataset_options={"num_classes": 20, "train_per_class": 10, "val_per_class": 2,
+                                        "query_per_class": 3, "database_per_class": 10})
+    run(config)
+    log = json.loads((stage_directories(config)["stage3"] / "reassignments.json").read_text())["log"]
+    rows = probe(config.replace(run_dir=str(tmp_path / "probe")), passes=2)
+    assert [row["epoch"] for row in rows] == [1, 2]
+    assert [row["moved"] for row in rows] == [entry["reassigned"] for entry in log]
+    for row in rows:
+        assert row["pairs"] == 40 and 0 <= row["cascade"] <= row["moved"] and row["one_bit"] <= row["prefer"]
+        assert row["moved"] - row["cascade"] <= row["prefer"]
+    assert CRHLoss.reassign.__name__ == "reassign"  # the probe puts the method back
