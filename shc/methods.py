@@ -97,11 +97,11 @@ _CRH_DEFAULTS = {"scale": None, "margin": 0.2, "quantization_weight": None, "cod
                  "reassign_until": 20, "reassign_every": 5, "reassign_from": 1}  # CRH's published settings (its own entry adds assignment)
 
 
-def _scrh_method(name: str, semantic_weight: float, reference: str) -> MethodSpec:
+def _scrh_method(name: str, semantic_weight: float, reference: str, **options: Any) -> MethodSpec:
     """SCRH (:class:`shc.losses.SemanticCRHLoss`) with CRH's settings, started at shc-ls's centers of the stage-1 S,
-    with the semantic weight of Eq. S2 (docs/baselines.md)."""
-    return MethodSpec(name, "scrh", "shc-ls", True, _LINEAR_HEAD, {**_CRH_DEFAULTS, "semantic_weight": semantic_weight},
-                      reference)
+    with the semantic weight of Eq. S2 (docs/baselines.md) and any other loss ``options`` (``reassign_from``)."""
+    return MethodSpec(name, "scrh", "shc-ls", True, _LINEAR_HEAD,
+                      {**_CRH_DEFAULTS, "semantic_weight": semantic_weight, **options}, reference)
 
 
 METHODS: Registry[MethodSpec] = Registry("method")
@@ -189,6 +189,9 @@ for _spec in (
                               "stage-1 S, reassigned with their semantic fit in the cost"),
     _scrh_method("scrh-start", 0.0, "Ours (issue 37): SCRH's ablation with semantic_weight 0, CRH started at shc-ls's "
                                     "semantic centers and reassigned as CRH (the semantic start alone)"),
+    _scrh_method("scrh-late", 1.0, "Ours (issue 37, docs/baselines.md): SCRH whose first reassignment waits until after "
+                                   "epoch 40, when the network has reached its semantic start (benchmarks/"
+                                   "scrh_first_pass.py)", reassign_from=40),
 ):
     METHODS.register(_spec.name, _spec)
 

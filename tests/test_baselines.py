@@ -34,7 +34,7 @@ from shc.models import build_hashing_network
 
 PAPER_METHODS = [
     "shc", "csq", "mds", "random", "semantic", "distance", "shc-ls",
-    "dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "lth", "orthohash", "crh", "scrh", "scrh-start",
+    "dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "lth", "orthohash", "crh", "scrh", "scrh-start", "scrh-late",
 ]
 
 
@@ -88,7 +88,7 @@ def test_specs_are_immutable_and_name_registered_losses_and_valid_heads():
     for name in available_methods():
         spec = get_method(name)
         assert spec.name == name and spec.loss in LOSSES
-        assert spec.needs_similarity == (name in ("shc", "semantic", "shc-ls", "scrh", "scrh-start"))
+        assert spec.needs_similarity == (name in ("shc", "semantic", "shc-ls", "scrh", "scrh-start", "scrh-late"))
         model = build_hashing_network("small_cnn", 8, **spec.head)
         assert model(torch.randn(2, 3, 8, 16)).shape == (2, 8)
         with pytest.raises(TypeError):

@@ -212,6 +212,9 @@ def test_the_delay_is_a_method_option_of_crh_and_scrh():
     late = build_criterion("scrh", 6, 16, labels, centers=centers, reassign_from=5)
     assert (late.reassigns_after(4), late.reassigns_after(5)) == (False, True)
     assert build_criterion("scrh", 6, 16, labels, centers=centers).reassign_from == 1  # the paper's schedule
+    registered = build_criterion("scrh-late", 6, 16, labels, centers=centers)  # the registered late variant
+    assert (registered.reassign_from, registered.semantic_weight) == (40, 1.0)
+    assert [epoch for epoch in range(1, 81) if registered.reassigns_after(epoch)] == list(range(40, 81, 5))
 
 
 def test_a_delayed_scrh_keeps_its_semantic_start_until_reassign_from(tmp_path):

@@ -39,6 +39,7 @@ METHOD_STYLES: dict[str, dict[str, str]] = {
     "crh": {"color": "#EE3377", "marker": "8", "linestyle": "-."},  # magenta (Tol vibrant): centers learnt in training
     "scrh": {"color": "#CC3311", "marker": "+", "linestyle": "-."},  # red (Tol vibrant): CRH from semantic centers
     "scrh-start": {"color": "#EE7733", "marker": "4", "linestyle": ":"},  # orange (Tol vibrant): its start alone
+    "scrh-late": {"color": "#BB5566", "marker": "3", "linestyle": "-."},  # rose (Tol): its first reassignment late
 }
 
 
