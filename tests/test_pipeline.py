@@ -386,8 +386,10 @@ def test_the_many_class_preset_has_more_classes_than_2q_sharing_items_evenly():
         assert len(counts) == 10 and counts.min() >= 33 and counts.max() <= 34
     image = data.train[0][0]
     assert tuple(image.shape) == (3, 14, 42) and configs[0].backbone == "composite3_cnn_mlp"
-    # one budget for all on the new backbone (docs/standard-fine.md: the networks reach their targets only at 120)
-    assert {c.epochs for c in configs} == {120}
+    # one budget for all on the new backbone (docs/standard-fine.md: the networks reach their targets only at 120),
+    # but LTH's, which moves by 0.068 from 120 to 240 and reaches its class codes only there
+    assert {c.method: c.epochs for c in configs} == {
+        **dict.fromkeys(("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash"), 120), "lth": 240}
 
 
 def test_the_tiny_many_class_preset_runs_csq_beyond_2q_and_crh(tmp_path):
