@@ -190,7 +190,7 @@ for _spec in (
     _scrh_method("scrh-start", 0.0, "Ours (issue 37): SCRH's ablation with semantic_weight 0, CRH started at shc-ls's "
                                     "semantic centers and reassigned as CRH (the semantic start alone)"),
     _scrh_method("scrh-late", 1.0, "Ours (issue 37, docs/baselines.md): SCRH whose first reassignment waits until "
-                                   "after epoch 40, when the network has reached its semantic start "
+                                   "after epoch 40, when the network is near its semantic start "
                                    "(benchmarks/scrh_first_pass.py)", reassign_from=40),
 ):
     METHODS.register(_spec.name, _spec)

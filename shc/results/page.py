@@ -141,6 +141,21 @@ RESULTS_BLOCKS.register("standard-64", ResultsBlock(
           "floating-point results). LTH at its 320 epochs ran on the same CPU a session later (2026-11-27), so "
           "this grid is complete. The stage-1 classifiers of these runs are here, so the file holds the "
           "classifier-code baseline too."))
+RESULTS_BLOCKS.register("standard-scrh", ResultsBlock(
+    title="SCRH against CRH on `standard`, this CPU", preset="standard", file="results/standard-cpu-scrh.csv",
+    bits=(16, 32, 64), methods=("crh", "shc-ls", "scrh"), metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
+    reference="scrh",
+    about="Issue 37's question in the `standard` regime: SCRH (CRH started at shc-ls's semantic centers, reassigned with "
+          "the S-fit in its cost; docs/baselines.md) beside CRH and shc-ls, every run on this project's 2-core CPU "
+          "(2026-11-27; CRH and shc-ls at 64 bits are the runs of the 64-bit block above). An earlier 16-bit grid of "
+          "the same three-way question on another machine's stage 1 is in docs/unseen.md."))
+RESULTS_BLOCKS.register("standard-scrh-late", ResultsBlock(
+    title="scrh-late on `standard`: the first reassignment after epoch 40", preset="standard",
+    file="results/standard-cpu-scrh.csv", bits=(16, 32, 64), methods=("crh", "shc-ls", "scrh", "scrh-late"),
+    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"), reference="scrh-late",
+    about="SCRH's variant whose first reassignment waits until the network has reached its semantic start "
+          "(docs/unseen.md, \"Why SCRH's first reassignment moves almost every sub-code\"), at CRH's 80 epochs (its "
+          "doubling rule passes there), beside the same runs of CRH, shc-ls and SCRH."))
 _GRID_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "scrh", "greedyhash", "lth")
 """The methods of the CPU grids (standard-pretrained, standard-modes, the unseen protocol at 32 and 64 bits): their
 presets' eight and SCRH beside them."""
