@@ -279,6 +279,7 @@ def test_a_tiny_scrh_run_through_the_pipeline_starts_from_stage_2_and_reads_stag
     assert result.metrics["reach_targets"] == "learned class codes" and 0 <= result.metrics["mAP@ALL"] <= 1
 
 
+@pytest.mark.slow  # two tiny pipeline runs (about 30 s); the pressure it reports is tested above without them
 def test_the_first_pass_probe_counts_the_moves_the_run_logs(tmp_path):
     # benchmarks/scrh_first_pass.py stops a run after its first reassignments; the moves it counts are the ones the
     # uninterrupted run logs, and the pressure's split of them adds up
