@@ -223,3 +223,34 @@ def test_a_results_file_holds_the_classifier_code_baseline_where_the_preset_comp
     table[table["label"] != "mds (soft classifier codes)"].to_csv(csv, index=False)
     with pytest.raises(ValueError, match=r"mds \(soft classifier codes\) 16 bits seed 0: missing"):
         read_classifier_codes(csv, configs, ("top1", "soft"))
+
+
+def test_several_results_files_read_as_one_taking_each_cell_at_its_settings(tmp_path):
+    """A grid written in two files (LTH rerun at its converged budget beside a grid whose run folders are gone,
+    docs/gpu.md section 7): each cell is the one row at the config's settings, whichever file holds it; a stale row
+    is passed over where the other file holds the cell, refused where none does, and a cell held twice at its
+    settings is refused with both files named."""
+    from shc.pipeline import preset
+    from shc.results.files import _settings, read_results
+    from shc.results.reading import _identity
+
+    configs = preset("tiny", run_dir=str(tmp_path / "runs"))
+    assert len({config.method for config in configs}) >= 2, "the tiny grid needs two methods for this test"
+    rows = [{**_identity(config), **_settings(config), METRIC: 0.1 * (index + 1)} for index, config in enumerate(configs)]
+    stale = [{**row, "epochs": row["epochs"] * 2, METRIC: 0.9} for row in rows]  # every cell at other epochs
+    first, second, both = tmp_path / "first.csv", tmp_path / "second.csv", tmp_path / "both.csv"
+    pd.DataFrame([stale[0], *rows[1:]]).to_csv(first, index=False)   # cell 0 stale here ...
+    pd.DataFrame([rows[0]]).to_csv(second, index=False)               # ... and current here
+    pd.DataFrame(rows).to_csv(both, index=False)
+
+    read = read_results([first, second], configs)
+    assert list(read[METRIC]) == pytest.approx([0.1 * (index + 1) for index in range(len(configs))])
+    pd.testing.assert_frame_equal(read_results([second, first], configs), read)  # the files' order does not matter
+    assert list(read["method"]) == [config.method for config in configs]  # the configs' order, not the files'
+    label = f"{_identity(configs[0])['label']} {configs[0].bits} bits seed {configs[0].seed}"
+    with pytest.raises(ValueError, match=rf"{label}: other epochs"):
+        read_results(first, configs)
+    with pytest.raises(ValueError, match=rf"{label}: 2 rows at its settings \({both}, {second}\)"):
+        read_results([both, second], configs)
+    with pytest.raises(ValueError, match=r"files .*first\.csv, .*second\.csv does not hold"):
+        read_results([first, second], preset("tiny", run_dir=str(tmp_path / "runs"), seeds=[1]))

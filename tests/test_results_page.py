@@ -46,7 +46,8 @@ def test_every_block_is_one_command_and_its_marked_output(name, clone):
     assert block.command in section and section.count(OUTPUT_START) == 1 and section.count(OUTPUT_END) == 1
     output = section.split(OUTPUT_START, 1)[1].split(OUTPUT_END, 1)[0]
     # the output is the command's: its header names the file, every method has a row in the first table
-    assert f"read from `{block.file}`" in output and str(clone) not in output
+    named = " and ".join(f"`{file}`" for file in block.files)  # several files: read as one, named in order
+    assert f"read from {named} on " in output and str(clone) not in output
     first_table = output[output.index("\n| method |"):].split("\n\n", 1)[0]  # the first table, whatever precedes it
     assert all(f"| {method} |" in first_table for method in block.methods)
 
@@ -86,15 +87,16 @@ def test_the_page_follows_its_results_file(clone):
     """A results file changed after the page was written: the checker finds it; rewriting the page follows it."""
     page = _written(clone)
     block = RESULTS_BLOCKS.get(RESULTS_BLOCKS.names()[0])
-    table = pd.read_csv(clone / block.file)
+    table = pd.read_csv(clone / block.files[0])
     table.loc[table["method"] == "shc", "tie_aware_mAP@ALL"] += 0.1
-    table.to_csv(clone / block.file, index=False)
+    table.to_csv(clone / block.files[0], index=False)
     assert "false-sentence" in {p.kind for p in markdown_problems(page)}
     assert markdown_problems(_written(clone)) == []
 
 
 @pytest.mark.parametrize("change, message", [
     ({"file": "runs/standard/results.csv"}, "not a committed results file"),
+    ({"file": ("results/x.csv", "runs/y.csv")}, "'runs/y.csv' is not a committed results file"),
     ({"bits": (24,)}, "code lengths"),
     ({"methods": ()}, "at least one method"),
     ({"methods": ("shcc",)}, "unknown method 'shcc'"),

@@ -59,9 +59,10 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--write-csv", nargs="?", const="", default=None, metavar="PATH",
                         help="also write the grid's results file (every run's config and measures; default "
                              "results/<preset>.csv), from which --from-csv rebuilds the tables without the runs")
-    parser.add_argument("--from-csv", metavar="PATH", default=None,
+    parser.add_argument("--from-csv", nargs="+", metavar="PATH", default=None,
                         help="read the runs' numbers from a results file (--write-csv) instead of the run folders: the "
-                             "tables and paired comparisons only")
+                             "tables and paired comparisons only; several files read as one (each cell: the one row "
+                             "at its settings)")
     parser.add_argument("--bits", nargs="+", type=positive_int, metavar="Q", help="code lengths (default: the grid's)")
     parser.add_argument("--seeds", nargs="+", type=non_negative_int, metavar="SEED", help="seeds (default: the grid's)")
     args = parser.parse_args(argv)
@@ -114,7 +115,7 @@ def _main(argv: Sequence[str] | None) -> int:
             written = write_results(configs, target)
             print(f"wrote {written} ({len(configs)} runs; not their classifier-code baseline, which is not computed "
                   f"yet: `python -m shc.pipeline --preset {args.preset}` computes it, then write the file again)\n")
-    source = f"`{args.from_csv}`" if args.from_csv else f"`{run_dir}`"
+    source = " and ".join(f"`{path}`" for path in args.from_csv) if args.from_csv else f"`{run_dir}`"
     protocol = ""
     if unseen:
         held = dict(preset.config["dataset_options"])["unseen_classes"]

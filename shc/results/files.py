@@ -76,31 +76,44 @@ def write_results(configs: Iterable[RunConfig], path: str | Path, classifier_cod
     return write_text(path, buffer.getvalue())
 
 
-def read_classifier_codes(path: str | Path, configs: Sequence[RunConfig], rules: Sequence[str]) -> pd.DataFrame:
-    """The classifier-code rows of the results file ``path`` for ``configs`` and ``rules``, in
+def read_classifier_codes(paths: str | Path | Sequence[str | Path], configs: Sequence[RunConfig],
+                          rules: Sequence[str]) -> pd.DataFrame:
+    """The classifier-code rows of the results file ``paths`` (one or several, as :func:`read_results`) for ``configs`` and ``rules``, in
     :func:`~shc.results.reading.classifier_code_rows`' order and columns; a ValueError names the rows the file lacks
     (an empty frame when it holds none of them: a file written without them)."""
     from shc.stages import ClassifierCodes
 
     wanted = [(config, rule) for config in configs for rule in rules if ClassifierCodes(config, rule).applies()]
     labels = [f"{config.method} ({rule} classifier codes)" for config, rule in wanted]
-    return read_results(path, [config for config, _ in wanted], labels=labels, optional=True)
+    return read_results(paths, [config for config, _ in wanted], labels=labels, optional=True)
 
 
-def read_results(path: str | Path, configs: Sequence[RunConfig], labels: Sequence[str] | None = None,
-                 optional: bool = False) -> pd.DataFrame:
-    """The rows of the results file ``path`` for the runs of ``configs``, in their order, as :func:`result_rows` gives
-    them; a ValueError names the cells the file lacks or holds with other settings. ``labels`` (one per config)
-    replace the runs' labels (the classifier-code rows'); ``optional``: a file with none of the rows gives an empty
-    frame instead of an error."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"results file {path} does not exist; write it from the runs with `python -m shc.results "
-                                "--preset <preset> --write-csv`.")
-    table = pd.read_csv(path, keep_default_na=True)
+def read_results(paths: str | Path | Sequence[str | Path], configs: Sequence[RunConfig],
+                 labels: Sequence[str] | None = None, optional: bool = False) -> pd.DataFrame:
+    """The rows of the results file ``paths`` (one path, or several read as one file) for the runs of ``configs``, in
+    their order, as :func:`result_rows` gives them; a ValueError names the cells the files lack, hold with other
+    settings, or hold twice. ``labels`` (one per config) replace the runs' labels (the classifier-code rows');
+    ``optional``: files with none of the rows give an empty frame instead of an error.
+
+    Several files hold one grid whose cells were written at different times (say LTH rerun at its converged budget,
+    on another lent GPU, beside a grid whose run folders are gone): each cell is the one row at its config's
+    settings, so a file's row trained with other settings (LTH's earlier epochs) is passed over where another file
+    holds the cell at the config's settings, and two rows at those settings are refused."""
+    paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(path) for path in paths]
+    if not paths:
+        raise ValueError("read_results needs at least one results file; name one (results/*.csv).")
+    for path in paths:
+        if not path.is_file():
+            raise FileNotFoundError(f"results file {path} does not exist; write it from the runs with `python -m "
+                                    "shc.results --preset <preset> --write-csv`.")
+    tables = [pd.read_csv(path, keep_default_na=True) for path in paths]
+    table = pd.concat(tables, ignore_index=True)
+    origin = [str(path) for path, part in zip(paths, tables) for _ in range(len(part))]
     table["similarity"] = table["similarity"].astype(object).where(table["similarity"].notna(), None)
     key = ["dataset", "method", "label", "bits", "seed"]
-    index = {tuple(row[k] for k in key): position for position, row in table.iterrows()}
+    index: dict[tuple, list[int]] = {}
+    for position, row in table.iterrows():
+        index.setdefault(tuple(row[k] for k in key), []).append(position)
     rows, problems = [], []
     labels = list(labels) if labels is not None else [None] * len(configs)
     if len(labels) != len(configs):
@@ -109,18 +122,23 @@ def read_results(path: str | Path, configs: Sequence[RunConfig], labels: Sequenc
         return pd.DataFrame(columns=IDENTITY_COLUMNS)
     for config, label in zip(configs, labels):
         identity = {**_identity(config), **({"label": label} if label else {})}
-        position = index.get(tuple(identity[k] for k in key))
-        if position is None:
-            problems.append(f"{identity['label']} {config.bits} bits seed {config.seed}: missing")
-            continue
-        row = table.loc[position]
-        different = [name for name, value in _settings(config).items()
-                     if not _same(row[name], value)]
-        if different:
-            problems.append(f"{identity['label']} {config.bits} bits seed {config.seed}: other {', '.join(different)}")
-        rows.append(row)
+        cell = f"{identity['label']} {config.bits} bits seed {config.seed}"
+        positions = index.get(tuple(identity[k] for k in key), [])
+        different = {position: [name for name, value in _settings(config).items()
+                                if not _same(table.loc[position, name], value)] for position in positions}
+        matching = [position for position in positions if not different[position]]
+        if not positions:
+            problems.append(f"{cell}: missing")
+        elif not matching:
+            problems.append(f"{cell}: other {', '.join(different[positions[-1]])}")
+        elif len(matching) > 1:
+            problems.append(f"{cell}: {len(matching)} rows at its settings "
+                            f"({', '.join(dict.fromkeys(origin[position] for position in matching))})")
+        else:
+            rows.append(table.loc[matching[0]])
     if problems:
-        raise ValueError(f"results file {path} does not hold the grid asked for ({'; '.join(problems[:5])}"
+        named = paths[0] if len(paths) == 1 else f"files {', '.join(map(str, paths))}"
+        raise ValueError(f"results file {named} does not hold the grid asked for ({'; '.join(problems[:5])}"
                          f"{'; ...' if len(problems) > 5 else ''}); rewrite it from the runs with `python -m shc.results "
                          "--preset <preset> --write-csv`.")
     frame = pd.DataFrame(rows).reset_index(drop=True)
