@@ -42,8 +42,9 @@ class ResultsBlock:
         The block's heading.
     preset : str
         The preset whose grid the file holds (``shc.presets.PRESETS``).
-    file : str
-        The results file, relative to the repository root (``results/*.csv``).
+    file : str or tuple of str
+        The results file, relative to the repository root (``results/*.csv``); several are read as one
+        (``--from-csv`` with each: a grid whose cells were written at different times).
     bits : tuple of int
         The code lengths shown (each must be complete in the file for ``methods``).
     methods : tuple of str
@@ -61,7 +62,7 @@ class ResultsBlock:
 
     title: str
     preset: str
-    file: str
+    file: str | tuple[str, ...]
     bits: tuple[int, ...]
     methods: tuple[str, ...]
     about: str
@@ -76,9 +77,10 @@ class ResultsBlock:
         preset = get_preset(self.preset)
         for method in self.methods:
             METHODS.get(method)  # an unknown name raises, with the closest known ones
-        if not self.file.startswith("results/") or not self.file.endswith(".csv"):
-            raise ValueError(f"results block {self.title!r}: file {self.file!r} is not a committed results file; name "
-                             "one under results/ ending in .csv.")
+        for file in self.files:
+            if not file.startswith("results/") or not file.endswith(".csv"):
+                raise ValueError(f"results block {self.title!r}: file {file!r} is not a committed results file; name "
+                                 "one under results/ ending in .csv.")
         if self.reference is not None and self.reference not in self.methods:
             raise ValueError(f"results block {self.title!r}: reference {self.reference!r} is not one of its methods "
                              f"({', '.join(self.methods)}); add it to methods.")
@@ -90,9 +92,14 @@ class ResultsBlock:
                              f"{self.preset!r}'s grid ({list(preset.bits)}); got bits {list(self.bits)}.")
 
     @property
+    def files(self) -> tuple[str, ...]:
+        """The block's results files, in ``--from-csv``'s order."""
+        return (self.file,) if isinstance(self.file, str) else tuple(self.file)
+
+    @property
     def argv(self) -> list[str]:
         """The ``python -m shc.results`` arguments that print the block."""
-        return ["--preset", self.preset, "--from-csv", self.file, "--bits", *map(str, self.bits),
+        return ["--preset", self.preset, "--from-csv", *self.files, "--bits", *map(str, self.bits),
                 "--methods", *self.methods, *(["--seeds", *map(str, self.seeds)] if self.seeds else []),
                 *(["--metrics", *self.metrics] if self.metrics else []),
                 *(["--reference", self.reference] if self.reference else []), "--markdown"]
@@ -110,32 +117,32 @@ RESULTS_BLOCKS: Registry[ResultsBlock] = Registry("results block")
 
 _STANDARD_ABOUT = ("fashion-composite (100 classes, each an ordered pair of Fashion-MNIST items) on `composite_cnn_mlp`, "
                    "the backbone that can reach any center (issue 35); budgets by the validation doubling rule "
-                   "(docs/standard.md); trained on a lent H200 (docs/gpu.md). LTH is left out: its grid cells trained "
-                   "for 160 epochs, and the doubling rule read afterwards asks for 320. The classifier-code baseline is not in its "
-                   "file: the stage-1 classifiers' weights of those runs stayed on the lent machine.")
-_STANDARD_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash")
-"""The `standard` grid's methods in its results blocks: the preset's six and GreedyHash (LTH: its own block at 32 bits,
-in the 64-bit block)."""
+                   "(docs/standard.md); trained on a lent H200 (docs/gpu.md, section 5). LTH's cells of that grid "
+                   "trained for 160 epochs, and the doubling rule read afterwards asks for 320: its 320-epoch runs "
+                   "trained on the H200 of a later session (docs/gpu.md, section 7) and are in a second file, which "
+                   "the command reads with the first (each cell: the one row at the preset's settings, so the "
+                   "160-epoch rows are passed over). That session's H200 reproduced one CSQ cell of the grid to the "
+                   "last digit; the grid's runs predate the device record, hence \"not recorded\". The classifier-code "
+                   "baseline is not in the files: the stage-1 classifiers' weights of those runs stayed on the lent "
+                   "machine.")
+_STANDARD_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash", "lth")
+"""The `standard` grid's methods in its results blocks: the preset's six, GreedyHash and LTH."""
 RESULTS_BLOCKS.register("standard-16", ResultsBlock(
-    title="`standard` at 16 bits", preset="standard", file="results/standard-h200-16bit.csv", bits=(16,),
+    title="`standard` at 16 bits", preset="standard",
+    file=("results/standard-h200-16bit.csv", "results/standard-h200-16bit-lth.csv"), bits=(16,),
     methods=_STANDARD_METHODS, about=_STANDARD_ABOUT))
 RESULTS_BLOCKS.register("standard-32", ResultsBlock(
     title="`standard` at 32 bits", preset="standard", file="results/standard-h100-32bit.csv", bits=(32,),
     methods=_STANDARD_METHODS,
     about="The grid of the block above at 32 bits, every method with 3 seeds, trained on a lent H100 (docs/gpu.md, "
           "section 6) from this project's CPU stage 1. Random, CSQ, CRH and GreedyHash give the H200's numbers to the "
-          "last digit; SHC and shc-ls read another stage 1 (docs/gpu.md). The classifier-code baseline was computed on "
-          "this CPU from the same stage 1. LTH, at its 320 epochs, finished for 2 seeds only: the next block."))
-RESULTS_BLOCKS.register("standard-32-lth", ResultsBlock(
-    title="LTH at its converged budget on `standard`, 32 bits", preset="standard",
-    file="results/standard-h100-32bit-lth.csv", bits=(32,), methods=("shc", "lth"), seeds=(0, 1),
-    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
-    about="LTH at 320 epochs (the validation doubling rule's budget, docs/standard.md) beside SHC, on the H100 with "
-          "the grid above: seeds 0 and 1, the third did not finish inside the lent time (docs/gpu.md, section 6). A "
-          "paired interval over 2 seeds has one degree of freedom."))
+          "last digit; SHC and shc-ls read another stage 1 (docs/gpu.md). LTH's third seed did not finish inside that "
+          "lent time; it trained on an H200 a session later (docs/gpu.md, section 7), which reproduced LTH's first "
+          "seed of the H100 bit for bit (every code). The classifier-code baseline was computed on this CPU from the "
+          "same stage 1."))
 RESULTS_BLOCKS.register("standard-64", ResultsBlock(
     title="`standard` at 64 bits", preset="standard", file="results/standard-cpu-64bit.csv", bits=(64,),
-    methods=(*_STANDARD_METHODS, "lth"),
+    methods=_STANDARD_METHODS,
     about="The `standard` grid above at 64 bits, the same preset and backbone, trained on this project's 2-core "
           "CPU (the 16-bit grid ran on a lent H200 and the 32-bit one on a lent H100: other machines, other "
           "floating-point results). LTH at its 320 epochs ran on the same CPU a session later (2026-11-27), so "
@@ -191,12 +198,14 @@ _UNSEEN_METRICS = ("tie_aware_mAP@ALL", "train_center_hit_rate", "seen@seen_tie_
 """The tables of an unseen-protocol block: all queries, reachability, and the three pairings."""
 RESULTS_BLOCKS.register("standard-unseen-16", ResultsBlock(
     title="`standard-unseen` at 16 bits: classes never seen in training", preset="standard-unseen",
-    file="results/standard-unseen-16bit.csv", bits=(16,),
-    methods=("random", "csq", "mds", "shc", "shc-ls", "crh", "scrh", "greedyhash"),
-    metrics=_UNSEEN_METRICS,
+    file=("results/standard-unseen-16bit.csv", "results/standard-unseen-16bit-lth.csv"), bits=(16,),
+    methods=_GRID_METHODS, metrics=_UNSEEN_METRICS,
     about="`standard` with a seeded quarter of its classes held out of every training stage (issue 37, "
           "docs/unseen.md): seen@seen, unseen@unseen and unseen@all as DSH_Analysis defines them "
-          "(docs/evaluation.md); each method at its `standard` budget; trained on this project's 2-core CPU."))
+          "(docs/evaluation.md); each method at its `standard` budget; trained on a 2-core CPU. LTH, at its 320 "
+          "epochs, trained on a lent H200 (docs/gpu.md, section 7; second file): its cells come from another "
+          "device than the others', so the paired differences with LTH compare seeds of the same splits and initial "
+          "weights, not bit-reproducible pairs."))
 RESULTS_BLOCKS.register("standard-unseen-32-64", ResultsBlock(
     title="`standard-unseen` at 32 and 64 bits, LTH included", preset="standard-unseen",
     file="results/standard-unseen-32-64bit.csv", bits=(32, 64), methods=_GRID_METHODS, metrics=_UNSEEN_METRICS,
@@ -216,13 +225,15 @@ RESULTS_BLOCKS.register("standard-pretrained-unseen", ResultsBlock(
 
 def printed_lines(argv: Sequence[str], root: str | Path) -> list[str]:
     """What ``python -m shc.results argv`` prints when run in the repository ``root``, as lines (a relative
-    ``--from-csv`` file is read from ``root`` and named as given)."""
+    ``--from-csv`` file, each of several, is read from ``root`` and named as given)."""
     from shc.results.cli import main as results_main
 
     root, argv = Path(root).resolve(), list(argv)
-    position = argv.index("--from-csv") + 1 if "--from-csv" in argv else None
-    if position is not None and position < len(argv) and not Path(argv[position]).is_absolute():
-        argv[position] = str(root / argv[position])
+    position = argv.index("--from-csv") + 1 if "--from-csv" in argv else len(argv)
+    while position < len(argv) and not argv[position].startswith("--"):  # the option's files, up to the next option
+        if not Path(argv[position]).is_absolute():
+            argv[position] = str(root / argv[position])
+        position += 1
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         status = results_main(argv)
