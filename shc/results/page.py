@@ -148,14 +148,16 @@ RESULTS_BLOCKS.register("standard-64", ResultsBlock(
           "floating-point results). LTH at its 320 epochs ran on the same CPU a session later (2026-11-27), so "
           "this grid is complete. The stage-1 classifiers of these runs are here, so the file holds the "
           "classifier-code baseline too."))
+_SCRH = ("SCRH (CRH started at shc-ls's semantic centers, reassigned with the S-fit in its cost; "
+         "docs/baselines.md)")
+"""What SCRH is, in the words every SCRH block's sentence uses."""
 RESULTS_BLOCKS.register("standard-scrh", ResultsBlock(
     title="SCRH against CRH on `standard`, this CPU", preset="standard", file="results/standard-cpu-scrh.csv",
     bits=(16, 32, 64), methods=("crh", "shc-ls", "scrh"), metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
     reference="scrh",
-    about="Issue 37's question in the `standard` regime: SCRH (CRH started at shc-ls's semantic centers, reassigned with "
-          "the S-fit in its cost; docs/baselines.md) beside CRH and shc-ls, every run on this project's 2-core CPU "
-          "(2026-11-27; CRH and shc-ls at 64 bits are the runs of the 64-bit block above). An earlier 16-bit grid of "
-          "the same three-way question on another machine's stage 1 is in docs/unseen.md."))
+    about=f"Issue 37's question in the `standard` regime: {_SCRH} beside CRH and shc-ls, every run on this "
+          "project's 2-core CPU (2026-11-27; CRH and shc-ls at 64 bits are the runs of the 64-bit block above). An "
+          "earlier 16-bit grid of the same three-way question on another machine's stage 1 is in docs/unseen.md."))
 RESULTS_BLOCKS.register("standard-scrh-late", ResultsBlock(
     title="scrh-late on `standard`: the first reassignment after epoch 40", preset="standard",
     file="results/standard-cpu-scrh.csv", bits=(16, 32, 64), methods=("crh", "shc-ls", "scrh", "scrh-late"),
@@ -178,9 +180,8 @@ RESULTS_BLOCKS.register("standard-pretrained-scrh", ResultsBlock(
     title="SCRH against every method on `standard-pretrained`", preset="standard-pretrained",
     file="results/standard-pretrained.csv", bits=(16, 32, 64), methods=_GRID_METHODS,
     metrics=("tie_aware_mAP@ALL",), reference="scrh",
-    about="Issue 37's question in the pretrained regime: does SCRH (CRH started at shc-ls's semantic centers, "
-          "reassigned with the S-fit in its cost; docs/baselines.md) beat CRH? The runs above and SCRH's (at CRH's "
-          "budget, from the same stage-0 backbone), compared with SCRH."))
+    about=f"Issue 37's question in the pretrained regime: does {_SCRH} beat CRH? The runs above and SCRH's "
+          "(at CRH's budget, from the same stage-0 backbone), compared with SCRH."))
 RESULTS_BLOCKS.register("standard-modes", ResultsBlock(
     title="`standard-modes` at 16, 32 and 64 bits", preset="standard-modes", file="results/standard-modes.csv",
     bits=(16, 32, 64), methods=tuple(method for method in _GRID_METHODS if method != "scrh"),
@@ -190,9 +191,28 @@ RESULTS_BLOCKS.register("standard-modes", ResultsBlock(
 RESULTS_BLOCKS.register("standard-modes-scrh", ResultsBlock(
     title="SCRH against every method on `standard-modes`", preset="standard-modes", file="results/standard-modes.csv",
     bits=(16, 32), methods=_GRID_METHODS, metrics=("tie_aware_mAP@ALL",), reference="scrh",
-    about="Issue 37's question on the non-compositional testbed: does SCRH (CRH started at shc-ls's semantic centers, "
-          "reassigned with the S-fit in its cost; docs/baselines.md) beat CRH? The runs above at 16 and 32 bits and SCRH's "
-          "(at CRH's budget; not run at 64 bits), compared with SCRH."))
+    about=f"Issue 37's question on the non-compositional testbed: does {_SCRH} beat CRH? The runs above at 16 "
+          "and 32 bits and SCRH's (at CRH's budget; not run at 64 bits), compared with SCRH."))
+_FINE_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "scrh", "scrh-late", "greedyhash", "lth")
+"""The methods of the `standard-fine` results file: its preset's eight, SCRH and scrh-late."""
+RESULTS_BLOCKS.register("standard-fine-16", ResultsBlock(
+    title="`standard-fine` at 16 bits: 333 classes", preset="standard-fine", file="results/standard-fine-16bit.csv",
+    bits=(16,), methods=tuple(method for method in _FINE_METHODS if not method.startswith("scrh")),
+    about="The many-class testbed (issue 20): 333 three-item Fashion-MNIST composites, so C > 2q at every length, on "
+          "`composite3_cnn_mlp`, the backbone that can reach any center (issue 35); budgets by its validation doubling "
+          "rule (120 epochs, LTH 240: docs/standard-fine.md); trained on this project's 2-core CPU (2026-11-27). "
+          "32 and 64 bits are not run yet."))
+RESULTS_BLOCKS.register("standard-fine-16-scrh", ResultsBlock(
+    title="SCRH and scrh-late against CRH on `standard-fine`, 16 bits", preset="standard-fine",
+    file="results/standard-fine-16bit.csv", bits=(16,), methods=("crh", "shc-ls", "scrh", "scrh-late"),
+    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"), reference="scrh",
+    about=f"Issue 37's question where the paper claims most: {_SCRH} and scrh-late (its first reassignment after "
+          "epoch 40) at CRH's budget, beside the grid's CRH and shc-ls runs, compared with SCRH."))
+RESULTS_BLOCKS.register("standard-fine-16-scrh-late", ResultsBlock(
+    title="scrh-late against CRH on `standard-fine`, 16 bits", preset="standard-fine",
+    file="results/standard-fine-16bit.csv", bits=(16,), methods=("crh", "shc-ls", "scrh", "scrh-late"),
+    metrics=("tie_aware_mAP@ALL",), reference="scrh-late",
+    about="The runs of the block above, compared with scrh-late."))
 _UNSEEN_METRICS = ("tie_aware_mAP@ALL", "train_center_hit_rate", "seen@seen_tie_aware_mAP@ALL",
                    "unseen@unseen_tie_aware_mAP@ALL", "unseen@all_tie_aware_mAP@ALL")
 """The tables of an unseen-protocol block: all queries, reachability, and the three pairings."""
