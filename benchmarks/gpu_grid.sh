@@ -1,5 +1,6 @@
 #!/bin/bash
-# A preset's grid on a lent GPU within one device call (docs/gpu.md, section 5).
+# A preset's grid, or a few cells of several presets, on a lent GPU within one device call (docs/gpu.md, sections 5
+# and 7).
 #
 #   bash benchmarks/gpu_grid.sh prepare   # here: Fashion-MNIST and the cached stages 0-2 of runs/$PRESET into .gpu-cache/
 #   bash benchmarks/gpu_grid.sh run       # on the device (carry .gpu-cache): the gpu tests, then the grid until DEADLINE
@@ -15,7 +16,8 @@
 # `python -m shc.results --run-dir ...`, or write a results file with `--write-csv`.
 # CELLS (for `cells`): "preset:bits:seeds:methods;..." (e.g. "standard:16:0 1 2:lth;standard-unseen:16:0:lth"),
 # each entry one pipeline into .gpu-cache/runs/<preset>, all started at once (each with as many jobs as its runs)
-# and stopped at DEADLINE (DEVICE: cuda; cpu for a dry run here); gpu-runs.tgz then holds every preset named. `prepare` copies one PRESET: run it per preset.
+# and stopped at DEADLINE (DEVICE: cuda; cpu for a dry run here). It leaves env.txt, gpu_tests.log,
+# cells-<i>-<preset>-<bits>.log and gpu-runs.tgz (every preset named). `prepare` copies one PRESET: run it per preset.
 set -u
 PRESET=${PRESET:-standard}; BITS=${BITS:-"16 32 64"}; SEEDS=${SEEDS:-"0 1 2"}; JOBS=${JOBS:-12}
 CACHE=.gpu-cache
@@ -60,7 +62,8 @@ cells)
             --run-dir "$CACHE/runs/$preset" > "$OUT/cells-$i-$preset-$bits.log" 2>&1 &
     done
     wait
-    tar czf "$OUT/gpu-runs.tgz" --exclude='*.pt' --exclude='.lock' -C "$CACHE/runs" $(printf '%s\n' "${presets[@]}" | sort -u)
+    tar czf "$OUT/gpu-runs.tgz" --exclude='*.pt' --exclude='.lock' -C "$CACHE/runs" \
+        $(printf '%s\n' "${presets[@]}" | sort -u)
     ls -la "$OUT" ;;
 *)
     echo "usage: bash benchmarks/gpu_grid.sh prepare|run|cells (settings: see the top of this file)" >&2; exit 2 ;;
