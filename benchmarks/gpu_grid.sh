@@ -47,13 +47,13 @@ run)
     tar czf "$OUT/gpu-runs.tgz" --exclude='*.pt' --exclude='.lock' -C "$CACHE/runs" "$PRESET"
     ls -la "$OUT" ;;
 cells)
+    IFS=';' read -ra entries <<< "${CELLS:?CELLS is empty: give preset:bits:seeds:methods entries, ;-separated}"
     export PYTHONPATH=$PWD SHC_DATA_ROOT=$PWD/$CACHE/data PYTHONUNBUFFERED=1
     OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
     { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; git log -1 --format=%H
       python3 -c "import sys, torch; print(sys.version, torch.__version__, torch.version.cuda)"; } > "$OUT/env.txt" 2>&1
     python3 -m pytest tests/test_gpu.py -m gpu -v -p no:cacheprovider > "$OUT/gpu_tests.log" 2>&1 &
     presets=(); i=0
-    IFS=';' read -ra entries <<< "${CELLS:?CELLS is empty: give preset:bits:seeds:methods entries, ;-separated}"
     for entry in "${entries[@]}"; do
         IFS=':' read -r preset bits seeds methods <<< "$entry"
         runs=$(( $(wc -w <<< "$seeds") * $(wc -w <<< "$methods") )); i=$((i + 1)); presets+=("$preset")
