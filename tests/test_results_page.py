@@ -101,7 +101,8 @@ def test_the_page_follows_its_results_file(clone):
     ({"methods": ()}, "at least one method"),
     ({"methods": ("shcc",)}, "unknown method 'shcc'"),
     ({"reference": "crh"}, "reference 'crh' is not one of its methods"),
-    ({"seeds": (0, 7)}, r"seeds \[0, 7\] are not all seeds"),
+    ({"seeds": (0, -1)}, r"seeds \[0, -1\] are not distinct non-negative integers"),
+    ({"seeds": (3, 3)}, r"seeds \[3, 3\] are not distinct"),
 ])
 def test_a_block_outside_its_grid_is_refused(change, message):
     fields = {"title": "t", "preset": "standard", "file": "results/x.csv", "bits": (16,), "methods": ("shc",),

@@ -57,7 +57,8 @@ class ResultsBlock:
         The method every other is compared with (``--reference``; one of ``methods``); None: the command's default
         (SHC).
     seeds : tuple of int
-        The seeds shown (``--seeds``; a subset of the preset's); empty: the preset's, all of which the file must hold.
+        The seeds shown (``--seeds``): some of the preset's, or those of a replication beyond them (new stage 1s,
+        splits and networks), which the file must hold; empty: the preset's, all of which the file must hold.
     """
 
     title: str
@@ -84,9 +85,11 @@ class ResultsBlock:
         if self.reference is not None and self.reference not in self.methods:
             raise ValueError(f"results block {self.title!r}: reference {self.reference!r} is not one of its methods "
                              f"({', '.join(self.methods)}); add it to methods.")
-        if set(self.seeds) - set(preset.seeds):
-            raise ValueError(f"results block {self.title!r}: seeds {list(self.seeds)} are not all seeds of preset "
-                             f"{self.preset!r}'s grid ({list(preset.seeds)}); name some of those, or none for all.")
+        if any(isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 for seed in self.seeds) or len(
+                set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"results block {self.title!r}: seeds {list(self.seeds)} are not distinct non-negative "
+                             f"integers; name some of preset {self.preset!r}'s ({list(preset.seeds)}), or seeds of a "
+                             "replication beyond them, or none for the preset's.")
         if not self.methods or not self.bits or set(self.bits) - set(preset.bits):
             raise ValueError(f"results block {self.title!r}: name at least one method, and code lengths of preset "
                              f"{self.preset!r}'s grid ({list(preset.bits)}); got bits {list(self.bits)}.")
@@ -200,7 +203,7 @@ RESULTS_BLOCKS.register("standard-fine-16", ResultsBlock(
     bits=(16,), methods=tuple(method for method in _FINE_METHODS if not method.startswith("scrh")),
     about="The many-class testbed (issue 20): 333 three-item Fashion-MNIST composites, so C > 2q at every length, on "
           "`composite3_cnn_mlp`, the backbone that can reach any center (issue 35); budgets by its validation doubling "
-          "rule (120 epochs; LTH 240, where it reaches its class codes: docs/standard-fine.md); trained on this "
+          "rule (120 epochs; LTH 480: docs/standard-fine.md); trained on this "
           "project's 2-core CPU (2026-11-27). 32 and 64 bits are not run yet."))
 RESULTS_BLOCKS.register("standard-fine-16-scrh", ResultsBlock(
     title="SCRH and scrh-late against CRH on `standard-fine`, 16 bits", preset="standard-fine",
