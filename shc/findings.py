@@ -424,15 +424,11 @@ FINDINGS: Registry[Finding] = Registry("finding")
 
 
 def _upper_pairs(S: Any, pairs: Any, source: str = "data-dependent S") -> list[str]:
-    """:func:`pair_findings` on a heatmap's data file (:func:`shc.plots.matrix_frame` rows: the triangle or the
-    whole matrix of ``source``) instead of the matrix."""
-    rows = S[S["source"] == source]
-    matrix = rows.pivot(index="row", columns="column", values="value")
-    names = list(dict.fromkeys([*rows["row"], *rows["column"]]))
-    matrix = matrix.reindex(index=names, columns=names)
-    full = matrix.to_numpy(dtype=float)
-    full = np.where(np.isnan(full), full.T, full)
-    return pair_findings(full, pairs)
+    """:func:`pair_findings` on a heatmap's data file (:func:`shc.plots.matrix_frame`: the triangle or the whole
+    matrix of ``source``) instead of the matrix."""
+    from shc.plots.style import matrix_from_frame
+
+    return pair_findings(matrix_from_frame(S, source)[0], pairs)
 
 
 def _centers(rows: Any, reference: str | Sequence[str] = "shc", baseline: str = "mds", bits: int | None = None,

@@ -812,19 +812,37 @@ def test_matrix_frame_keeps_the_upper_triangle_of_symmetric_matrices_and_everyth
     symmetric = np.array([[1.0, 0.2, -0.3], [0.2, 1.0, 0.5], [-0.3, 0.5, 1.0]])
     skew = symmetric + np.triu(np.ones((3, 3)), 1)  # not symmetric
     frame = plots.matrix_frame({"S": symmetric, "A": skew}, ["a", "b", "c"], coarse_labels=[0, 0, 1])
+    assert list(frame.columns) == ["source", "row", "row_coarse", "a", "b", "c"]
     s_rows = frame[frame.source == "S"]
-    assert len(s_rows) == 6 and len(frame[frame.source == "A"]) == 9  # C (C + 1) / 2 and C^2
-    # every entry of S is recoverable from its triangle: rebuild the matrix by mirroring
-    index = {"a": 0, "b": 1, "c": 2}
-    rebuilt = np.zeros((3, 3))
-    for row in s_rows.itertuples():
-        i, j = index[row.row], index[row.column]
-        assert i <= j and (row.row_coarse, row.column_coarse) == ([0, 0, 1][i], [0, 0, 1][j])
-        rebuilt[i, j] = rebuilt[j, i] = row.value
-    np.testing.assert_array_equal(rebuilt, symmetric)
-    assert len(plots.matrix_frame(symmetric, triangle=False)) == 9
+    assert s_rows["row"].tolist() == ["a", "b", "c"] and s_rows["row_coarse"].tolist() == [0, 0, 1]
+    # S: its upper triangle and diagonal (C (C + 1) / 2 cells), the cells below empty; A: every cell
+    assert s_rows[["a", "b", "c"]].notna().to_numpy().sum() == 6
+    assert np.isnan(s_rows.loc[s_rows.row == "c", "a"].item()) and s_rows.loc[s_rows.row == "a", "c"].item() == -0.3
+    np.testing.assert_array_equal(frame[frame.source == "A"][["a", "b", "c"]].to_numpy(), skew)
+    # every entry is recoverable: the triangle mirrored, the whole matrix as it is, from the written file too
+    for source, matrix in (("S", symmetric), ("A", skew)):
+        rebuilt, names = plots.matrix_from_frame(frame, source)
+        np.testing.assert_array_equal(rebuilt, matrix)
+        assert names == ["a", "b", "c"]
+    assert plots.matrix_frame(symmetric, triangle=False)[["0", "1", "2"]].notna().to_numpy().all()
     with pytest.raises(ValueError, match="not symmetric"):
         plots.matrix_frame(skew, triangle=True)
+    with pytest.raises(ValueError, match="must be distinct"):
+        plots.matrix_frame(symmetric, ["a", "a", "c"])
+    with pytest.raises(ValueError, match="no matrix 'B'"):
+        plots.matrix_from_frame(frame, "B")
+
+
+def test_a_matrix_frame_file_gives_back_its_matrix_with_class_names_that_look_like_numbers(tmp_path):
+    """Class names such as "00" head the columns of the file; read back, the matrix and the names are the same."""
+    import pandas as pd
+
+    S = np.array([[1.0, 0.25, 0.5], [0.25, 1.0, -0.125], [0.5, -0.125, 1.0]])
+    path = plots.save_table(plots.matrix_frame({"S": S}, ["00", "01", "10"]), tmp_path / "heatmap")
+    read = pd.read_csv(path, dtype={"row": str})
+    rebuilt, names = plots.matrix_from_frame(read, "S")
+    assert names == ["00", "01", "10"]
+    np.testing.assert_array_equal(rebuilt, S)
 
 
 def test_similarity_by_group_frame_is_the_histograms_the_figure_draws():

@@ -480,7 +480,8 @@ def distance_frame(centers_by_method: Mapping[str, np.ndarray]):
 
 
 def gram_frames(similarity, centers_by_method: Mapping[str, np.ndarray], names=None):
-    """Tidy rows of S and of every H H^T / q (what :func:`plot_similarity_vs_gram` draws)."""
+    """S and every H H^T / q as :func:`shc.plots.matrix_frame` writes them (what :func:`plot_similarity_vs_gram`
+    draws)."""
     from shc.plots.style import matrix_frame
 
     matrices = {"S": _as_similarity(similarity)}
