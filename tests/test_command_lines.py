@@ -134,3 +134,6 @@ def test_results_extended_prints_the_ablation_and_baseline_tables_of_the_stored_
     assert "1 code lengths x 1 seeds; 2 epochs" in capsys.readouterr().out
     assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--bits", "32"]) == 2
     assert "--bits [32] is not in preset 'tiny'" in capsys.readouterr().err
+    # a seed beyond the grid reads a replication's runs: none here, so the missing run is named with its command
+    assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--seeds", "7"]) == 2
+    assert "stage3 of (mds, 16 bits, seed 7, digits-composite) has not been computed" in capsys.readouterr().err

@@ -161,6 +161,13 @@ RESULTS_BLOCKS.register("standard-scrh", ResultsBlock(
     about=f"Issue 37's question in the `standard` regime: {_SCRH} beside CRH and shc-ls, every run on this "
           "project's 2-core CPU (2026-11-27; CRH and shc-ls at 64 bits are the runs of the 64-bit block above). An "
           "earlier 16-bit grid of the same three-way question on another machine's stage 1 is in docs/unseen.md."))
+RESULTS_BLOCKS.register("standard-scrh-seeds345", ResultsBlock(
+    title="SCRH against CRH on `standard`, three new seeds", preset="standard",
+    file="results/standard-cpu-scrh-seeds345.csv", bits=(16,), methods=("crh", "scrh"), seeds=(3, 4, 5),
+    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"), reference="scrh",
+    about=f"The replication of the block above's 16-bit question: {_SCRH} against CRH on seeds 3, 4 and 5 (new "
+          "stage-1 classifiers, so new S and semantic starts, new splits and networks), at 80 epochs on this "
+          "project's 2-core CPU (2026-11-27)."))
 RESULTS_BLOCKS.register("standard-scrh-late", ResultsBlock(
     title="scrh-late on `standard`: the first reassignment after epoch 40", preset="standard",
     file="results/standard-cpu-scrh.csv", bits=(16, 32, 64), methods=("crh", "shc-ls", "scrh", "scrh-late"),
