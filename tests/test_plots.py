@@ -488,6 +488,34 @@ def test_a_gzipped_table_is_the_same_bytes_wherever_and_whenever_it_is_written(t
     pd.testing.assert_frame_equal(pd.read_csv(first), frame)
 
 
+def test_a_table_of_many_cells_but_few_rows_is_gzipped_too(tmp_path):
+    """A C x C matrix in matrix_frame's form has only C rows: past GZIP_CELLS cells it is compressed like a long table,
+    and the figure's alt text names the file it is written to."""
+    import matplotlib.pyplot as plt
+
+    small = pd.DataFrame(np.ones((10, 10)), columns=[f"c{i}" for i in range(10)])
+    wide = pd.DataFrame(np.ones((10, plots.style.GZIP_CELLS // 10 + 1)))
+    assert plots.save_table(small, tmp_path / "small").name == "small.csv"
+    assert len(wide) < plots.style.GZIP_ROWS and plots.save_table(wide, tmp_path / "wide").name == "wide.csv.gz"
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    paths = plots.save_figure(fig, tmp_path / "figures" / "heatmap", data=wide)
+    plt.close(fig)
+    assert paths[-1].name == "heatmap.csv.gz" and fig._shc_alt.endswith("figures/heatmap.csv.gz.")
+
+
+def test_a_heatmaps_data_keeps_three_significant_digits_unless_asked_for_more(tmp_path):
+    """matrix_frame marks its table for MATRIX_DIGITS (a colour scale shows steps of about 0.008); an explicit
+    ``digits`` wins (01's heatmap keeps 8 for its similar-pairs finding)."""
+    S = np.array([[1.0, 0.123456], [0.123456, 1.0]])
+    fig = plots.plot_similarity_heatmap(S, ["a", "b"], cluster=False)
+    rounded = plots.save_figure(fig, tmp_path / "figures" / "s", data=plots.matrix_frame({"S": S}, ["a", "b"]))[-1]
+    assert rounded.read_text().splitlines() == ["source,row,a,b", "S,a,1,0.123", "S,b,,1"]
+    exact = plots.save_figure(fig, tmp_path / "figures" / "t", data=plots.matrix_frame({"S": S}, ["a", "b"]),
+                              digits=plots.TABLE_DIGITS)[-1]
+    assert exact.read_text().splitlines()[1] == "S,a,1,0.123456"
+
+
 def test_figure_data_keeps_four_significant_digits_tables_eight_and_a_finding_asks_for_more():
     """Issue 38 (light to keep): a figure's data is rounded to what a plot can show (4 significant digits), a table
     keeps 8; ``digits`` chooses, e.g. for the figure data a computed finding reads."""

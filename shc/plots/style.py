@@ -301,12 +301,16 @@ def method_color(name: str) -> str:
 #: Significant digits of a figure's data (:func:`save_figure`): a plot shows at most 3-4, and the rounded numbers
 #: compress better (issue 38: the committed reports' weight). Tables keep :data:`TABLE_DIGITS`.
 FIGURE_DIGITS = 4
+#: Significant digits of a heatmap's data (:func:`matrix_frame`, which marks its table so): a colour scale shows about
+#: 256 levels over [-1, 1], steps of 0.008, so 3 digits (steps of 0.001 or finer) keep more than it shows; at C = 333
+#: they make a matrix about a quarter lighter than 4 (issue 38: each preset's reports within 4 MB).
+MATRIX_DIGITS = 3
 #: Significant digits of a saved table's floats (:func:`save_table`): relative error below 1e-8.
 TABLE_DIGITS = 8
 
 
 def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
-                data_file: str | os.PathLike | None = None, digits: int = FIGURE_DIGITS) -> list[Path]:
+                data_file: str | os.PathLike | None = None, digits: int | None = None) -> list[Path]:
     """Save ``fig`` as ``<path_stem>.png`` (a palette PNG, :func:`compact_png`) and ``<path_stem>.svg``
     (atomically), and its data as ``.csv``.
 
@@ -320,17 +324,18 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
     data : pandas.DataFrame, optional
         A tidy long-format table of exactly what the figure plots (e.g. :func:`curve_frame`), written
         next to the pictures as ``<path_stem>.csv`` so a script can load the numbers; tables of more than
-        :data:`GZIP_ROWS` rows (the long form of C x C matrices) as ``<path_stem>.csv.gz``
+        :data:`GZIP_ROWS` rows or :data:`GZIP_CELLS` cells (C x C matrices) as ``<path_stem>.csv.gz``
         (``pandas.read_csv`` reads both).
     data_file : path, optional
         Instead of ``data``: a table already saved (:func:`save_table`) that holds exactly what the figure plots,
         e.g. a page's ``tables/training_history.csv.gz``. Nothing more is written (a figure's data is stored once,
         issue 38); the alt text names that file, relative to the page (the folder above ``figures/``).
-    digits : int
-        Significant digits of the floats of ``data`` (default :data:`FIGURE_DIGITS`, 4: more than a figure can show,
-        and about a quarter less to store than :func:`save_table`'s 8). Pass 8 where a computed finding reads the file and
-        must tell values apart at that precision (01's similar-pairs finding counts ties of S from its heatmap's
-        data).
+    digits : int, optional
+        Significant digits of the floats of ``data`` (default: the table's own ``attrs["digits"]``, which
+        :func:`matrix_frame` sets to :data:`MATRIX_DIGITS`, else :data:`FIGURE_DIGITS`, 4: more than a figure can
+        show, and about a quarter less to store than :func:`save_table`'s 8). Pass 8 where a computed finding reads
+        the file and must tell values apart at that precision (01's similar-pairs finding counts ties of S from its
+        heatmap's data).
 
     The PNG is also kept on the figure: shown in IPython while unchanged, it displays as exactly that file
     (:func:`install_alt_text_formatter`), so a report page links the file instead of carrying a second copy.
@@ -343,7 +348,8 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
     if not isinstance(fig, Figure):
         raise TypeError(f"save_figure expects a matplotlib Figure, got {type(fig).__name__}.")
     stem = _strip_suffix(Path(path_stem), (".png", ".svg", ".csv"))
-    _positive_digits(digits)
+    if digits is not None:
+        _positive_digits(digits)
     if data is not None:
         _require_frame(data, "save_figure's data")
         if data.empty:
@@ -357,7 +363,7 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
     fig._shc_alt = None
     description = figure_alt_text(fig)
     if data is not None:
-        data_name = f" The plotted numbers are in figures/{stem.name}.csv{'.gz' if len(data) > GZIP_ROWS else ''}."
+        data_name = f" The plotted numbers are in figures/{stem.name}.csv{'.gz' if compressed(data) else ''}."
     elif data_file is not None:
         data_name = (" The plotted numbers are in "
                      f"{Path(os.path.relpath(Path(data_file).absolute(), stem.parent.parent.absolute())).as_posix()}.")
@@ -375,7 +381,9 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
     paths.insert(0, write_bytes(stem.with_name(f"{stem.name}.png"), fig._shc_png))
     paths.append(svg)
     if data is not None:
-        paths.append(save_table(data, stem, compress=len(data) > GZIP_ROWS, digits=digits))
+        if digits is None:
+            digits = int(data.attrs.get("digits", FIGURE_DIGITS))
+        paths.append(save_table(data, stem, compress=compressed(data), digits=digits))
     return paths
 
 
@@ -390,6 +398,15 @@ def _savefig_dpi(fig: Figure) -> float:
 #: preset's committed reports within their budget, shc.reports.check (the standard preset's training histories are
 #: 4,320 rows).
 GZIP_ROWS = 1_000
+#: ... or with more cells than this: a C x C matrix in :func:`matrix_frame`'s form has only C rows (333 at
+#: standard-fine, 0.81 MB as plain text, 0.26 MB gzipped).
+GZIP_CELLS = 10_000
+
+
+def compressed(table) -> bool:
+    """Whether :func:`save_table` writes ``table`` gzip-compressed by default: more than :data:`GZIP_ROWS` rows or
+    :data:`GZIP_CELLS` cells."""
+    return len(table) > GZIP_ROWS or table.size > GZIP_CELLS
 
 
 def _require_frame(table, name: str) -> None:
@@ -402,7 +419,8 @@ def _require_frame(table, name: str) -> None:
 def save_table(table, path_stem: str | os.PathLike, compress: bool | None = None, digits: int = TABLE_DIGITS) -> Path:
     """Save a pandas DataFrame as ``<path_stem>.csv`` (``.csv.gz`` with ``compress``; atomically); return the path.
 
-    ``compress=None`` (default) compresses tables of more than :data:`GZIP_ROWS` rows.
+    ``compress=None`` (default) compresses tables of more than :data:`GZIP_ROWS` rows or :data:`GZIP_CELLS` cells
+    (:func:`compressed`).
 
     The index is written only when it carries information: a named index, or labels that are not integers (an
     unnamed integer index only numbers the rows, e.g. those a filter kept). Floats keep ``digits`` significant
@@ -414,7 +432,7 @@ def save_table(table, path_stem: str | os.PathLike, compress: bool | None = None
     _require_frame(table, "save_table's table")
     stem = _strip_suffix(Path(path_stem), (".csv",))
     if compress is None:
-        compress = len(table) > GZIP_ROWS
+        compress = compressed(table)
     path = stem.with_name(f"{stem.name}.csv.gz" if compress else f"{stem.name}.csv")
     text = table.to_csv(index=_informative_index(table.index), float_format=f"%.{_positive_digits(digits)}g")
     data = text.encode("utf-8")
@@ -519,7 +537,9 @@ def matrix_frame(matrices, names=None, coarse_labels=None, triangle: bool | None
         if coarse_labels is not None:
             front["row_coarse"] = np.asarray(coarse_labels)
         frames.append(pd.concat([pd.DataFrame(front), frame], axis=1))
-    return pd.concat(frames, ignore_index=True)
+    table = pd.concat(frames, ignore_index=True)
+    table.attrs["digits"] = MATRIX_DIGITS  # what save_figure keeps of a heatmap's data by default
+    return table
 
 
 def matrix_from_frame(frame, source: str) -> tuple[np.ndarray, list[str]]:
