@@ -871,6 +871,13 @@ def test_a_matrix_frame_file_gives_back_its_matrix_with_class_names_that_look_li
     rebuilt, names = plots.matrix_from_frame(read, "S")
     assert names == ["00", "01", "10"]
     np.testing.assert_array_equal(rebuilt, S)
+    # the long form that report sets built before the matrix form committed (its upper triangle) reads the same
+    i, j = np.triu_indices(3)
+    labels = np.array(["00", "01", "10"])
+    long = pd.DataFrame({"source": "S", "row": labels[i], "column": labels[j], "value": S[i, j]})
+    rebuilt, names = plots.matrix_from_frame(long, "S")
+    assert names == ["00", "01", "10"]
+    np.testing.assert_array_equal(rebuilt, S)
 
 
 def test_similarity_by_group_frame_is_the_histograms_the_figure_draws():

@@ -543,10 +543,19 @@ def matrix_frame(matrices, names=None, coarse_labels=None, triangle: bool | None
 
 
 def matrix_from_frame(frame, source: str) -> tuple[np.ndarray, list[str]]:
-    """The (C, C) matrix ``source`` of a :func:`matrix_frame` table, its triangle mirrored, and its class names."""
+    """The (C, C) matrix ``source`` of a :func:`matrix_frame` table, its triangle mirrored, and its class names.
+
+    Also reads the long ``source, row, column, value`` rows that report sets built before 2026-11-27 committed.
+    """
     rows = frame[frame["source"] == source]
     if rows.empty:
         raise ValueError(f"no matrix {source!r} in this table; it holds {sorted(set(frame['source']))}.")
-    names = [str(name) for name in rows["row"]]
-    full = rows[names].to_numpy(dtype=float)
+    if {"column", "value"} <= set(rows.columns):  # the long form
+        names = [str(name) for name in dict.fromkeys([*rows["row"], *rows["column"]])]
+        wide = rows.assign(row=rows["row"].astype(str), column=rows["column"].astype(str)).pivot(
+            index="row", columns="column", values="value").reindex(index=names, columns=names)
+        full = wide.to_numpy(dtype=float)
+    else:
+        names = [str(name) for name in rows["row"]]
+        full = rows[names].to_numpy(dtype=float)
     return np.where(np.isnan(full), full.T, full), names
