@@ -211,8 +211,8 @@ RESULTS_BLOCKS.register("standard-fine-16", ResultsBlock(
     about="The many-class testbed (issue 20): 333 three-item Fashion-MNIST composites, so C > 2q at every length, on "
           "`composite3_cnn_mlp`, the backbone that can reach any center (issue 35); budgets by its validation doubling "
           "rule (120 epochs; LTH 480: docs/standard-fine.md); trained on this "
-          "project's 2-core CPU (2026-11-27). 32 bits: the next block, part of the grid so far; 64 bits are not run "
-          "yet."))
+          "project's 2-core CPU (2026-11-27). 32 bits: the block `standard-fine` at 32 bits, part of the grid so "
+          "far; 64 bits are not run yet."))
 RESULTS_BLOCKS.register("standard-fine-16-scrh", ResultsBlock(
     title="SCRH and scrh-late against CRH on `standard-fine`, 16 bits", preset="standard-fine",
     file="results/standard-fine-16bit.csv", bits=(16,), methods=("crh", "shc-ls", "scrh", "scrh-late"),
