@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                      "shc.executors",
                      "shc.progress", "shc._download", "shc.offline", "shc.cli_common", "shc.devices",
                      "shc.provenance")),
-    ("compiled kernels", ("shc._popcount", "shc.retrieval._kernels", "shc.centers._kernels")),
+    ("compiled kernels", ("shc._jit", "shc._popcount", "shc.retrieval._kernels", "shc.centers._kernels")),
     ("data", ("shc.data.*",)),
     ("stage 1: similarity", ("shc.similarity",)),
     ("stage 2: distances", ("shc.centers.distance",)),

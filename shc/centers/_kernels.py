@@ -14,6 +14,7 @@ import math
 import numba
 import numpy as np
 
+from shc._jit import cached_njit  # numba.njit(cache=True) whose cache saves may fail (full disk)
 from shc._popcount import popcount as _popcount  # the package's one popcount (its cache note)
 
 _U64 = numba.uint64
@@ -32,7 +33,7 @@ def _pack(H: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.packbits(bits, axis=1, bitorder="little").view(np.uint64))
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _packed_min(packed):
     """Minimum pairwise distance of packed codes: O(C^2 q / 64) popcounts, no C x C matrix."""
     C, words = packed.shape
@@ -49,7 +50,7 @@ def _packed_min(packed):
 # --------------------------------------------------------------------------------------------
 # The local search's moves (shc.centers.search): exact Delta L, flips, descent, annealing
 # --------------------------------------------------------------------------------------------
-@numba.njit(cache=True)
+@cached_njit()
 def _move_delta(H, S, PT, Q, i, k):
     """Exact change of L when bit k of h_i flips (module docstring)."""
     C, q = H.shape
@@ -61,7 +62,7 @@ def _move_delta(H, S, PT, Q, i, k):
     return 8.0 / q * H[i, k] * a + 8.0 * (C - 1) / (q * q)
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _pair_contribution(H, V, i, j, sign):
     """Add (sign=+1) or remove (sign=-1) the pair (i, j) at distance d from the blocked-move counts V."""
     for m in range(H.shape[1]):
@@ -70,7 +71,7 @@ def _pair_contribution(H, V, i, j, sign):
             V[j, m] += sign
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _flip(H, packed, S, PT, Q, V, i, k, d, entering):
     """Apply the flip of bit k of h_i to every part of the state: O(C q / 64) for the distances by
     popcount, O(C) for PT, O(q) for Q and O(q) per pair that leaves or enters distance d."""
@@ -103,7 +104,7 @@ def _flip(H, packed, S, PT, Q, V, i, k, d, entering):
         _pair_contribution(H, V, i, entering[t], 1)
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _best_single(H, S, PT, Q, V, i):
     """The best feasible single flip of center i: (delta, k), k = -1 when none improves."""
     best, best_k = -1e-9, -1
@@ -115,7 +116,7 @@ def _best_single(H, S, PT, Q, V, i):
     return best, best_k
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _descend(H, packed, S, PT, Q, V, d, L, order, pairs=False):
     """Best-improvement descent per center until a full sweep finds no improving feasible move: single
     flips, or with ``pairs`` single and double flips (:func:`_best_move`; the result is then a local
@@ -148,7 +149,7 @@ def _descend(H, packed, S, PT, Q, V, d, L, order, pairs=False):
     return L, moves
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _uphill_scale(H, S, PT, Q, V):
     """Median positive change over the feasible moves (the temperature unit of the annealing)."""
     C, q = H.shape
@@ -164,7 +165,7 @@ def _uphill_scale(H, S, PT, Q, V):
     return np.median(values[:n]) if n > 0 else 1e-3
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _anneal(H, packed, S, PT, Q, V, d, L, t_start, t_end, moves, blocks, seed):
     """Simulated annealing over feasible single flips (random proposals, Metropolis acceptance, geometric
     cooling from t_start to t_end). Returns the best H seen at the end of a block, its L, and L and
@@ -195,7 +196,7 @@ def _anneal(H, packed, S, PT, Q, V, d, L, t_start, t_end, moves, blocks, seed):
     return best_H, best_L, trace, d_trace
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _pair_delta(H, Q, single, i, k, m):
     """Exact change of L when bits k and m (k != m) of h_i flip together: the two single changes plus
     their interaction ``(16 / q^2) (h_ik h_im Q_km - 1)`` (flipping k moves A_im by
@@ -204,7 +205,7 @@ def _pair_delta(H, Q, single, i, k, m):
     return single[k] + single[m] + 16.0 / (q * q) * (H[i, k] * H[i, m] * Q[k, m] - 1.0)
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _best_move(H, packed, S, PT, Q, V, i, d, single, blocked, diff):
     """The best feasible single or double flip of center i: (delta, k, m), m = -1 for a single flip.
 
@@ -246,7 +247,7 @@ def _best_move(H, packed, S, PT, Q, V, i, d, single, blocked, diff):
 # --------------------------------------------------------------------------------------------
 # The spectral start's repair to distance d
 # --------------------------------------------------------------------------------------------
-@numba.njit(cache=True)
+@cached_njit()
 def _repair(H, D, d, seed, max_steps):
     """Raise every distance to >= d: on the center with the largest shortfall ``sum_j max(d - D_ij, 0)``,
     the flip that most lowers the total shortfall (a random flip when none does); True on success."""
@@ -290,7 +291,7 @@ def _repair(H, D, d, seed, max_steps):
 # --------------------------------------------------------------------------------------------
 # Very large C: the greedy Gilbert-Varshamov code
 # --------------------------------------------------------------------------------------------
-@numba.njit(cache=True)
+@cached_njit()
 def _greedy_packed(num_codes, words, last_mask, d, seed, max_tries):
     """Random candidates, each kept iff its distance to every kept code is >= d (packed uint64 words)."""
     np.random.seed(seed)

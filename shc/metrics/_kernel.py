@@ -50,9 +50,10 @@ def _compiled_average_precision() -> Any:
 
 
 def _build_kernel(numba: Any) -> Any:
+    from shc._jit import cached_njit  # numba.njit(cache=True) whose cache saves may fail (full disk)
     from shc._popcount import popcount  # one compiled popcount for the package, below metrics and retrieval
 
-    @numba.njit(parallel=True, cache=True)
+    @cached_njit(parallel=True)
     def average_precision(query_codes, db_codes, query_labels, db_labels, cuts):
         n_queries, n_words = query_codes.shape
         n_db = db_codes.shape[0]

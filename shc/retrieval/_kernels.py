@@ -11,6 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from shc._jit import cached_njit  # numba.njit(cache=True) whose cache saves may fail (full disk)
 from shc._popcount import popcount  # inlined (shc._popcount: its cache note)
 
 u64 = numba.uint64
@@ -29,7 +30,7 @@ def _distance(a, b, n_words):
     return d
 
 
-@numba.njit(parallel=True, cache=True)
+@cached_njit(parallel=True)
 def distance_histograms(database, queries):
     """``(Q, 64 w + 1)`` int64: for each query, how many database codes lie at each Hamming distance.
 
@@ -67,7 +68,7 @@ def distance_histograms(database, queries):
     return hist
 
 
-@numba.njit(parallel=True, cache=True)
+@cached_njit(parallel=True)
 def place(database, queries, cutoff, take_at_cutoff, starts, out_rows, out_distances):
     """Second pass of the counting selection: write each selected row at its final position.
 
@@ -168,7 +169,7 @@ def _hits(query, flat, c0, n_words, bound):
     return hits
 
 
-@numba.njit(parallel=True, cache=True)
+@cached_njit(parallel=True)
 def topk_select(database, queries, k, out_rows, out_distances):
     """Exact top-k of every query, sorted by (distance, row), in one pass over the database (``k <= n_db``).
 
@@ -247,7 +248,7 @@ def _substring(code, start, length):
     return np.int64(value & u64((1 << length) - 1))
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def substring_values(codes, start, length):
     """``(n,)`` int64 values of bits ``[start, start + length)`` of every code (the hash-table keys)."""
     out = np.empty(codes.shape[0], np.int64)
@@ -256,7 +257,7 @@ def substring_values(codes, start, length):
     return out
 
 
-@numba.njit(cache=True)
+@cached_njit()
 def _kth_distance(hist, k):
     """Smallest distance d with at least k items at distance <= d (len(hist) - 1 if there is none)."""
     total = 0
@@ -283,7 +284,7 @@ def _next_within(flat, query, n_words, start, end, threshold):
     return end, np.int64(0)
 
 
-@numba.njit(parallel=True, cache=True)
+@cached_njit(parallel=True)
 def mih_search(queries, k, table_codes, table_rows, offsets, sub_start, sub_length, out_rows, out_distances):
     """Exact top-k by multi-index hashing; rows sorted by (distance, row), ``k <= n_db``.
 
