@@ -504,6 +504,34 @@ def test_a_table_of_many_cells_but_few_rows_is_gzipped_too(tmp_path):
     assert paths[-1].name == "heatmap.csv.gz" and fig._shc_alt.endswith("figures/heatmap.csv.gz.")
 
 
+def test_the_gram_figures_data_holds_s_and_the_centers_and_gives_back_each_gram_exactly(tmp_path):
+    """gram_frames stores each method's centers (q characters a class), not its (C, C) Gram: read back from the
+    saved file, gram_from_frame rebuilds H H^T / q exactly (against the brute-force dot products) and S keeps
+    its rounded entries."""
+    import matplotlib.pyplot as plt
+
+    centers = {"shc": _random_centers(6, 8, seed=1), "csq": _random_centers(6, 8, seed=2)}
+    similarity = np.eye(6)
+    similarity[0, 5] = similarity[5, 0] = 0.25
+    names = [f"class {i}" for i in range(6)]
+    fig = plots.plot_similarity_vs_gram(similarity, centers)
+    path = plots.save_figure(fig, tmp_path / "figures" / "gram",
+                             data=plots.gram_frames(similarity, centers, names))[-1]
+    plt.close(fig)
+    read = pd.read_csv(path)
+    assert list(read["source"]) == ["S"] * 6 + ["shc"] * 6 + ["csq"] * 6  # C lines a method, not C x C cells
+    for method, codes in centers.items():
+        gram, rows = plots.gram_from_frame(read, method)
+        brute = np.array([[sum(a * b for a, b in zip(codes[i], codes[j])) / 8 for j in range(6)] for i in range(6)])
+        assert rows == names and np.array_equal(gram, brute)
+    rebuilt, rows = plots.matrix_from_frame(read, "S")
+    assert rows == names and np.array_equal(rebuilt, similarity)
+    with pytest.raises(ValueError, match=r"no centers 'mds' .* \['csq', 'shc'\]"):
+        plots.gram_from_frame(read, "mds")
+    with pytest.raises(ValueError, match="rename it"):
+        plots.gram_frames(similarity, centers, [*names[:5], "code"])
+
+
 def test_a_heatmaps_data_keeps_three_significant_digits_unless_asked_for_more(tmp_path):
     """matrix_frame marks its table for MATRIX_DIGITS (a colour scale shows steps of about 0.008); an explicit
     ``digits`` wins (01's heatmap keeps 8 for its similar-pairs finding)."""

@@ -480,14 +480,43 @@ def distance_frame(centers_by_method: Mapping[str, np.ndarray]):
 
 
 def gram_frames(similarity, centers_by_method: Mapping[str, np.ndarray], names=None):
-    """S and every H H^T / q as :func:`shc.plots.matrix_frame` writes them (what :func:`plot_similarity_vs_gram`
-    draws)."""
+    """What :func:`plot_similarity_vs_gram` draws, in a form light enough to commit: S as
+    :func:`shc.plots.matrix_frame` writes it (``source`` "S"), then each method's centers, a line a class
+    (``source`` the method, ``row`` the class, ``code`` its q bits as ``+``/``-``), from which
+    :func:`gram_from_frame` rebuilds the method's H H^T / q exactly. A class's code is q characters instead of C
+    numbers: with `standard-fine`'s S (C = 333) and five 32-bit center sets the gzipped file is 120 KB, against
+    293 KB with the Gram matrices written out (S alone: 98 KB; issue 38)."""
+    import pandas as pd
+
     from shc.plots.style import matrix_frame
 
-    matrices = {"S": _as_similarity(similarity)}
+    table = matrix_frame({"S": _as_similarity(similarity)}, names)
+    labels = list(table["row"])
+    if "code" in labels:
+        raise ValueError("a class named 'code' would head the column of the centers' codes; rename it.")
+    frames = [table]
     for method, centers in _centers_mapping(centers_by_method).items():
-        matrices[method] = centers @ centers.T / centers.shape[1]
-    return matrix_frame(matrices, names)
+        if method == "S":
+            raise ValueError("'S' names the similarity matrix of this table; give the centers another name.")
+        characters = np.ascontiguousarray(np.where(centers > 0, ord("+"), ord("-")).astype(np.uint8))
+        codes = characters.view(f"S{centers.shape[1]}").ravel().astype(str)  # one string a row, no Python loop
+        frames.append(pd.DataFrame({"source": method, "row": labels, "code": codes}))
+    gram = pd.concat(frames, ignore_index=True)
+    gram.attrs["digits"] = table.attrs["digits"]
+    return gram
+
+
+def gram_from_frame(frame, method: str) -> tuple[np.ndarray, list[str]]:
+    """The (C, C) matrix H H^T / q of ``method``'s centers in a :func:`gram_frames` table, and its class names."""
+    rows = frame[frame["source"] == method]
+    if rows.empty or "code" not in rows or rows["code"].isna().any():
+        held = sorted(set(frame.loc[frame["code"].notna(), "source"])) if "code" in frame else []
+        raise ValueError(f"no centers {method!r} in this table; it holds the centers of {held}.")
+    codes = rows["code"].astype(str)
+    bits = len(codes.iloc[0])
+    characters = np.frombuffer("".join(codes).encode("ascii"), dtype=np.uint8).reshape(len(codes), bits)
+    centers = np.where(characters == ord("+"), 1, -1)
+    return centers @ centers.T / bits, [str(name) for name in rows["row"]]
 
 
 def gv_bound_frame(num_classes_list: Sequence[int], bits_list: Sequence[int]):
