@@ -231,8 +231,8 @@ RESULTS_BLOCKS.register("standard-fine-32", ResultsBlock(
     about="The 16-bit block's testbed, backbone and budgets at 32 bits, trained from nothing on a 2-core CPU "
           "(2026-11-27; a new machine, so nothing of the 16-bit runs was reused): the issue's headline methods "
           "(SHC, shc-ls, CRH) and GreedyHash (first file), then random, CSQ and MDS in the next session on the same "
-          "machine, ending 2026-11-28 (second file). LTH (480 epochs) at 32 bits is not run yet, so the best of these baselines need "
-          "not be the grid's."))
+          "machine, ending 2026-11-28 (second file). LTH (480 epochs) at 32 bits is not run yet, so the best of "
+          "these baselines need not be the grid's."))
 _UNSEEN_METRICS = ("tie_aware_mAP@ALL", "train_center_hit_rate", "seen@seen_tie_aware_mAP@ALL",
                    "unseen@unseen_tie_aware_mAP@ALL", "unseen@all_tie_aware_mAP@ALL")
 """The tables of an unseen-protocol block: all queries, reachability, and the three pairings."""
