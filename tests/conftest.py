@@ -1,8 +1,8 @@
 """Test-session set-up shared by every file.
 
-pytest runs one worker process per core (``-n auto`` in pyproject's ``addopts``, pytest-xdist). Each worker's torch
-would otherwise start one thread per core too, so two workers on two cores would run four busy threads; here each
-worker takes its share of the cores. Tests that plan threads themselves (``--jobs``, the executors) set their own.
+The README's test command runs one worker process per core (``-n auto --dist loadfile``, pytest-xdist). Each
+worker's torch would otherwise start one thread per core too, so two workers on two cores would run four busy
+threads; here each worker takes its share of the cores. Tests that plan threads themselves (``--jobs``, the executors) set their own.
 """
 
 from __future__ import annotations
