@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -126,9 +127,22 @@ def _tiny_report(output: Path, *extra: str) -> list[str]:
     return ["--preset", "tiny", "--only", "00", "--output", str(output), "--runs", str(output / "runs"), *extra]
 
 
-def test_a_failing_rerun_keeps_the_last_good_report_and_names_the_failure(tmp_path):
-    output = tmp_path / "reports"
+@pytest.fixture(scope="module")
+def good_report(tmp_path_factory) -> Path:
+    """One finished tiny page 00 (with its runs), built once: each test below breaks a copy of it."""
+    output = tmp_path_factory.mktemp("good") / "reports"
     assert reports.main(_tiny_report(output)) == 0
+    return output
+
+
+def _copy_of(good_report: Path, tmp_path: Path) -> Path:
+    output = tmp_path / "reports"
+    shutil.copytree(good_report, output)
+    return output
+
+
+def test_a_failing_rerun_keeps_the_last_good_report_and_names_the_failure(good_report, tmp_path):
+    output = _copy_of(good_report, tmp_path)
     folder = output / "tiny" / "00_center_geometry"
     good_html = (folder / "00_center_geometry-report.html").read_text()
     good_summary = json.loads((folder / "summary.json").read_text())
@@ -141,9 +155,8 @@ def test_a_failing_rerun_keeps_the_last_good_report_and_names_the_failure(tmp_pa
     assert not [p for p in folder.parent.iterdir() if ".building" in p.name]
 
 
-def test_an_interrupted_report_leaves_the_old_one_whole(tmp_path):
-    output = tmp_path / "reports"
-    assert reports.main(_tiny_report(output)) == 0
+def test_an_interrupted_report_leaves_the_old_one_whole(good_report, tmp_path):
+    output = _copy_of(good_report, tmp_path)
     folder = output / "tiny" / "00_center_geometry"
     before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     env = {**os.environ, "PYTHONPATH": str(REPO)}
