@@ -27,7 +27,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from shc._compat import torchvision
 from shc.registry import Registry
 
 __all__ = [
@@ -136,9 +135,17 @@ def _read_state_dict(path: str | os.PathLike) -> Mapping[str, torch.Tensor]:
     return state
 
 
+def _torchvision():
+    """torchvision, imported (and repaired, :mod:`shc._compat`) on first use: only the ResNet backbones need it,
+    and its import costs about 2 s of every process start (its ops pull in torch._dynamo)."""
+    from shc._compat import torchvision
+
+    return torchvision
+
+
 def _imagenet_weights_url(name: str) -> str:
     """URL of torchvision's ImageNet weights (IMAGENET1K_V1) for ResNet ``name``."""
-    return getattr(torchvision.models, _RESNETS[name].weights_enum).IMAGENET1K_V1.url
+    return getattr(_torchvision().models, _RESNETS[name].weights_enum).IMAGENET1K_V1.url
 
 
 def _download_imagenet_weights(name: str) -> Mapping[str, torch.Tensor]:
@@ -239,7 +246,7 @@ def build_backbone(
 
 
 def _resnet(name: str, pretrained: bool, weights: str | os.PathLike | None, in_channels: int) -> tuple[nn.Module, int]:
-    backbone = getattr(torchvision.models, name)(weights=None)
+    backbone = getattr(_torchvision().models, name)(weights=None)
     if pretrained:
         state = _read_state_dict(weights) if weights is not None else _download_imagenet_weights(name)
         _load_weights(backbone, state, optional_prefixes=("fc.",))

@@ -350,3 +350,16 @@ def test_no_module_of_shc_is_longer_than_a_sitting():
     long = {name: lines for name, (path, _) in module_files(PACKAGE).items()
             if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
     assert not long, f"modules over {MAX_MODULE_LINES} lines; split them by job: {long}"
+
+
+def test_the_reading_and_running_modules_start_without_torchvision():
+    """Only the ResNet backbones need torchvision, and its import (its ops pull in torch._dynamo) costs about 2 s
+    of every notebook kernel and command: shc.models imports it on first use."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from shc import pipeline, plots, presets, reports, results, models; "
+             "assert 'torchvision' not in sys.modules, 'torchvision was imported'; "
+             "models.build_backbone('resnet18', in_channels=3); assert 'torchvision' in sys.modules")
+    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
