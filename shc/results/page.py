@@ -233,6 +233,19 @@ RESULTS_BLOCKS.register("standard-fine-32", ResultsBlock(
           "(SHC, shc-ls, CRH) and GreedyHash (first file), then random, CSQ and MDS in the next session on the same "
           "machine, ending 2026-11-28 (second file). LTH (480 epochs) at 32 bits is not run yet, so the best of "
           "these baselines need not be the grid's."))
+RESULTS_BLOCKS.register("standard-fine-32-scrh", ResultsBlock(
+    title="SCRH and scrh-late against CRH on `standard-fine`, 32 bits", preset="standard-fine",
+    file=("results/standard-fine-32bit.csv", "results/standard-fine-32bit-scrh.csv"), bits=(32,),
+    methods=("crh", "shc-ls", "scrh", "scrh-late"), metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
+    reference="scrh",
+    about="The 16-bit question at 32 bits: SCRH and scrh-late at CRH's budget (second file, 2026-11-28, the same "
+          "2-core CPU and run folders as the block above), beside that block's CRH and shc-ls runs (first file), "
+          "compared with SCRH."))
+RESULTS_BLOCKS.register("standard-fine-32-scrh-late", ResultsBlock(
+    title="scrh-late against CRH on `standard-fine`, 32 bits", preset="standard-fine",
+    file=("results/standard-fine-32bit.csv", "results/standard-fine-32bit-scrh.csv"), bits=(32,),
+    methods=("crh", "shc-ls", "scrh", "scrh-late"), metrics=("tie_aware_mAP@ALL",), reference="scrh-late",
+    about="The runs of the block above, compared with scrh-late."))
 _UNSEEN_METRICS = ("tie_aware_mAP@ALL", "train_center_hit_rate", "seen@seen_tie_aware_mAP@ALL",
                    "unseen@unseen_tie_aware_mAP@ALL", "unseen@all_tie_aware_mAP@ALL")
 """The tables of an unseen-protocol block: all queries, reachability, and the three pairings."""
