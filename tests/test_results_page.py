@@ -10,18 +10,17 @@ import pandas as pd
 import pytest
 
 from shc.reports.check_markdown import markdown_problems
-from shc.results.page import OUTPUT_END, OUTPUT_START, RESULTS_BLOCKS, ResultsBlock, main, results_page
+from shc.results.page import OUTPUT_END, OUTPUT_START, RESULTS_BLOCKS, ResultsBlock, main
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture()
-def clone(tmp_path: Path) -> Path:
+def _layout(root: Path) -> Path:
     """A copy of the repository's layout: pyproject.toml marks the root, results/ beside docs/."""
-    (tmp_path / "pyproject.toml").write_text("")
-    shutil.copytree(ROOT / "results", tmp_path / "results")
-    (tmp_path / "docs").mkdir()
-    return tmp_path
+    (root / "pyproject.toml").write_text("")
+    shutil.copytree(ROOT / "results", root / "results")
+    (root / "docs").mkdir()
+    return root
 
 
 def _written(clone: Path) -> Path:
@@ -29,41 +28,54 @@ def _written(clone: Path) -> Path:
     return clone / "docs" / "results.md"
 
 
-def test_the_committed_page_is_what_the_command_writes_today():
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> Path:
+    """The page the command writes in a copy of the layout, once for the module (every block's command runs)."""
+    return _written(_layout(tmp_path_factory.mktemp("layout")))
+
+
+@pytest.fixture()
+def clone(written: Path, tmp_path: Path) -> Path:
+    """A copy of that layout and its written page, for a test to change."""
+    shutil.copytree(written.parents[1], tmp_path / "layout")
+    return tmp_path / "layout"
+
+
+def test_the_committed_page_is_what_the_command_writes_today(written):
     """Up to the date the commands read their files on, docs/results.md is the command's output."""
     committed = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     from shc.results.page import comparable
 
-    today = results_page(ROOT)
+    today = written.read_text(encoding="utf-8")
     assert [comparable(line) for line in committed.splitlines()] == [comparable(line) for line in today.splitlines()]
 
 
 @pytest.mark.parametrize("name", RESULTS_BLOCKS.names())
-def test_every_block_is_one_command_and_its_marked_output(name, clone):
+def test_every_block_is_one_command_and_its_marked_output(name, written):
     block = RESULTS_BLOCKS.get(name)
-    text = _written(clone).read_text(encoding="utf-8")
+    text = written.read_text(encoding="utf-8")
     section = text.split(f"## {block.title}\n", 1)[1].split("\n## ", 1)[0]
     assert block.command in section and section.count(OUTPUT_START) == 1 and section.count(OUTPUT_END) == 1
     output = section.split(OUTPUT_START, 1)[1].split(OUTPUT_END, 1)[0]
     # the output is the command's: its header names the file, every method has a row in the first table
     named = " and ".join(f"`{file}`" for file in block.files)  # several files: read as one, named in order
-    assert f"read from {named} on " in output and str(clone) not in output
+    assert f"read from {named} on " in output and str(written.parents[1]) not in output
     first_table = output[output.index("\n| method |"):].split("\n\n", 1)[0]  # the first table, whatever precedes it
     assert all(f"| {method} |" in first_table for method in block.methods)
 
 
-def test_the_contents_link_each_block_by_its_heading():
+def test_the_contents_link_each_block_by_its_heading(written):
     from shc.results.page import anchor
 
     assert anchor("`standard-unseen` at 16 bits: classes never seen in training") == (
         "standard-unseen-at-16-bits-classes-never-seen-in-training")
-    text = results_page(ROOT)
+    text = written.read_text(encoding="utf-8")
     for _, block in RESULTS_BLOCKS.items():
         assert f"- [{block.title}](#{anchor(block.title)})" in text and f"\n## {block.title}\n" in text
 
 
 def test_a_fresh_page_has_no_problems_and_a_changed_date_is_not_one(clone):
-    page = _written(clone)
+    page = clone / "docs" / "results.md"
     assert markdown_problems(page) == []
     text = page.read_text(encoding="utf-8")
     page.write_text(text.replace(" on 20", " on 19", 1), encoding="utf-8")  # written on another day
@@ -71,7 +83,7 @@ def test_a_fresh_page_has_no_problems_and_a_changed_date_is_not_one(clone):
 
 
 def test_an_edited_number_a_dropped_line_and_an_added_line_are_false_sentences(clone):
-    page = _written(clone)
+    page = clone / "docs" / "results.md"
     text = page.read_text(encoding="utf-8")
     row = next(line for line in text.splitlines() if line.startswith("| shc |"))
     edited = row.replace("0.", "0.9", 1)
@@ -85,7 +97,7 @@ def test_an_edited_number_a_dropped_line_and_an_added_line_are_false_sentences(c
 
 def test_the_page_follows_its_results_file(clone):
     """A results file changed after the page was written: the checker finds it; rewriting the page follows it."""
-    page = _written(clone)
+    page = clone / "docs" / "results.md"
     block = RESULTS_BLOCKS.get(RESULTS_BLOCKS.names()[0])
     table = pd.read_csv(clone / block.files[0])
     table.loc[table["method"] == "shc", "tie_aware_mAP@ALL"] += 0.1
