@@ -211,8 +211,7 @@ RESULTS_BLOCKS.register("standard-fine-16", ResultsBlock(
     about="The many-class testbed (issue 20): 333 three-item Fashion-MNIST composites, so C > 2q at every length, on "
           "`composite3_cnn_mlp`, the backbone that can reach any center (issue 35); budgets by its validation doubling "
           "rule (120 epochs; LTH 480: docs/standard-fine.md); trained on this "
-          "project's 2-core CPU (2026-11-27). 32 bits: the block `standard-fine` at 32 bits, part of the grid so "
-          "far; 64 bits are not run yet."))
+          "project's 2-core CPU (2026-11-27). 32 bits: the next block; 64 bits are not run yet."))
 RESULTS_BLOCKS.register("standard-fine-16-scrh", ResultsBlock(
     title="SCRH and scrh-late against CRH on `standard-fine`, 16 bits", preset="standard-fine",
     file="results/standard-fine-16bit.csv", bits=(16,), methods=("crh", "shc-ls", "scrh", "scrh-late"),
@@ -225,14 +224,15 @@ RESULTS_BLOCKS.register("standard-fine-16-scrh-late", ResultsBlock(
     metrics=("tie_aware_mAP@ALL",), reference="scrh-late",
     about="The runs of the block above, compared with scrh-late."))
 RESULTS_BLOCKS.register("standard-fine-32", ResultsBlock(
-    title="`standard-fine` at 32 bits: 333 classes, part of the grid", preset="standard-fine",
-    file=("results/standard-fine-32bit.csv", "results/standard-fine-32bit-fixed.csv"), bits=(32,),
-    methods=("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash"),
+    title="`standard-fine` at 32 bits: 333 classes", preset="standard-fine",
+    file=("results/standard-fine-32bit.csv", "results/standard-fine-32bit-fixed.csv",
+          "results/standard-fine-32bit-lth.csv"), bits=(32,),
+    methods=tuple(method for method in _FINE_METHODS if not method.startswith("scrh")),
     about="The 16-bit block's testbed, backbone and budgets at 32 bits, trained from nothing on a 2-core CPU "
-          "(2026-11-27; a new machine, so nothing of the 16-bit runs was reused): the issue's headline methods "
-          "(SHC, shc-ls, CRH) and GreedyHash (first file), then random, CSQ and MDS in the next session on the same "
-          "machine, ending 2026-11-28 (second file). LTH (480 epochs) at 32 bits is not run yet, so the best of "
-          "these baselines need not be the grid's."))
+          "(a new machine, so nothing of the 16-bit runs was reused), in three parts on the same machine: the "
+          "issue's headline methods (SHC, shc-ls, CRH) and GreedyHash (first file, 2026-11-27), random, CSQ and MDS "
+          "(second file, ending 2026-11-28), and LTH at its 480 epochs (third file, 2026-11-28, resumed from its "
+          "checkpoints across three sessions)."))
 RESULTS_BLOCKS.register("standard-fine-32-scrh", ResultsBlock(
     title="SCRH and scrh-late against CRH on `standard-fine`, 32 bits", preset="standard-fine",
     file=("results/standard-fine-32bit.csv", "results/standard-fine-32bit-scrh.csv"), bits=(32,),
