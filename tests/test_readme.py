@@ -18,6 +18,14 @@ def _headline_commands(readme: str, marker: str = "**The headline:") -> list[lis
     return [command[3:] for command in commands]  # the arguments after `python -m shc.results`
 
 
+def test_the_readme_is_a_front_page():
+    """Issue 38: at most 250 lines, and set-up, tests, main job and the headline come before the long tables."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250, "README.md grew past 250 lines: move detail to docs/ and link it"
+    positions = [readme.index(heading) for heading in ("## Set-up", "## Tests", "## Main job", "**The headline:")]
+    assert positions == sorted(positions)
+
+
 def test_the_readme_headline_rows_are_what_its_commands_print(capsys):
     from shc.results import main
 
