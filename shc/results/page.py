@@ -246,6 +246,13 @@ RESULTS_BLOCKS.register("standard-fine-32-scrh-late", ResultsBlock(
     file=("results/standard-fine-32bit.csv", "results/standard-fine-32bit-scrh.csv"), bits=(32,),
     methods=("crh", "shc-ls", "scrh", "scrh-late"), metrics=("tie_aware_mAP@ALL",), reference="scrh-late",
     about="The runs of the block above, compared with scrh-late."))
+RESULTS_BLOCKS.register("standard-fine-32-scrh-seeds345", ResultsBlock(
+    title="SCRH against CRH on `standard-fine`, 32 bits, three new seeds", preset="standard-fine",
+    file="results/standard-fine-32bit-scrh-seeds345.csv", bits=(32,), methods=("crh", "scrh"), seeds=(3, 4, 5),
+    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"), reference="scrh",
+    about=f"The re-test of the 32-bit lead of {_SCRH} over CRH two blocks up, on seeds 3, 4 and 5 (new stage-1 "
+          "classifiers, so new S and semantic starts, new splits and networks), at CRH's 120 epochs on the same "
+          "2-core CPU (2026-11-28)."))
 _UNSEEN_METRICS = ("tie_aware_mAP@ALL", "train_center_hit_rate", "seen@seen_tie_aware_mAP@ALL",
                    "unseen@unseen_tie_aware_mAP@ALL", "unseen@all_tie_aware_mAP@ALL")
 """The tables of an unseen-protocol block: all queries, reachability, and the three pairings."""
