@@ -12,7 +12,10 @@ the query set).
 Run: ``python benchmarks/reachability.py --preset standard --backbones composite_cnn composite_cnn_mlp
 --methods random csq mds shc shc-ls greedyhash [--bits 16] [--seed 0] [--run-dir runs/reachability] [--jobs auto]``;
 ``--centers-only`` trains no hashing network and prints the additive check of the center methods alone (the S of
-SHC and shc-ls from the first backbone's stage-1 classifier).
+SHC and shc-ls from the first backbone's stage-1 classifier). ``--by-distance`` trains nothing either: it reads the
+preset's finished runs (its own backbone, ``--seeds``) and prints *which* classes each network missed, grouped by
+how far each class's target lies from the nearest other target (:func:`shc.reachability.class_hit_rates`,
+:func:`shc.reachability.nearest_target_distance`): are the misses where the targets crowd?
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import numpy as np
 
 from shc.pipeline import run_grid, stage_directories
 from shc.presets import get_preset
-from shc.reachability import additive_fit, center_hit_rate
+from shc.reachability import additive_fit, center_hit_rate, class_hit_rates, nearest_target_distance
 from shc.results import load_metrics
 from shc.runs import RunConfig, load_data
 
@@ -96,6 +99,31 @@ def additive_rows(configs: list[RunConfig]) -> list[dict[str, Any]]:
     return rows
 
 
+def distance_rows(configs: list[RunConfig]) -> list[dict[str, Any]]:
+    """Per finished run and per nearest-target distance: its classes' training center hit rates (the run's
+    ``codes.npz``: training codes and the targets it trained towards); a last row per run covers every class."""
+    rows = []
+    for config in configs:
+        path = stage_directories(config)["stage3"] / "codes.npz"
+        if not path.exists():
+            raise SystemExit(f"{path} does not exist: train the run first (python -m shc.pipeline --preset ... "
+                             f"--methods {config.method} --bits {config.bits} --seeds {config.seed} --run-dir ...).")
+        with np.load(path) as codes:
+            if "target_codes" not in codes.files:
+                raise SystemExit(f"{path} holds no targets (a run from before issue 35); delete its folder and rerun.")
+            targets, train, labels = codes["target_codes"], codes["train_codes"], codes["train_labels"]
+        rates, nearest = class_hit_rates(train, labels, targets), nearest_target_distance(targets)
+        ones = np.sum(targets > 0, axis=1)
+        groups = [(f"{d}", nearest == d) for d in np.unique(nearest)] + [("all", np.ones_like(nearest, bool))]
+        for name, chosen in groups:
+            lowest = np.flatnonzero(chosen)[np.argmin(rates[chosen])]
+            rows.append({"method": config.method, "seed": config.seed, "nearest target at": name,
+                         "classes": int(chosen.sum()), "mean class hit": f"{np.mean(rates[chosen]):.3f}",
+                         "lowest class hit (+1 bits of its target)":
+                             f"{rates[lowest]:.3f} ({ones[lowest]}/{config.bits})"})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="standard")
@@ -103,15 +131,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", nargs="+", default=["random", "csq", "mds", "shc", "shc-ls", "greedyhash"])
     parser.add_argument("--bits", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", help="--by-distance only: the seeds to read (default --seed)")
     parser.add_argument("--run-dir", default="runs/reachability")
     parser.add_argument("--jobs", default="auto")
     parser.add_argument("--centers-only", action="store_true",
                         help="train nothing: only the additive-bits check of each center method's centers")
+    parser.add_argument("--by-distance", action="store_true",
+                        help="train nothing: each finished run's class hit rates by the distance to the nearest target")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from run import print_table
 
     preset = get_preset(args.preset)
+    if args.by_distance:
+        configs = preset.configs(methods=args.methods, bits=[args.bits], seeds=args.seeds or [args.seed],
+                                 run_dir=args.run_dir)
+        print_table(f"training center hit rate per class at {args.bits} bits (preset {args.preset!r}, its own backbone), "
+                    "by the Hamming distance from each class's target to the nearest other target; mean class hit: "
+                    "the mean over those classes", distance_rows(configs))
+        return 0
     configs = [config for backbone in args.backbones
                for config in preset.configs(methods=args.methods, bits=[args.bits], seeds=[args.seed],
                                             run_dir=args.run_dir, backbone=backbone)]

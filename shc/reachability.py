@@ -30,8 +30,8 @@ import numpy as np
 
 from shc.validation import class_labels, sign_codes
 
-__all__ = ["REACHABILITY_KEYS", "REACHED", "additive_bits", "additive_fit", "center_hit_rate", "majority_codes",
-           "reachability"]
+__all__ = ["REACHABILITY_KEYS", "REACHED", "additive_bits", "additive_fit", "center_hit_rate", "class_hit_rates",
+           "majority_codes", "nearest_target_distance", "reachability"]
 
 #: The numbers :func:`reachability` returns, per split (``metrics.json`` prefixes them ``train_`` / ``query_``).
 REACHABILITY_KEYS = ("center_hit_rate", "center_bit_error", "majority_bit_error")
@@ -65,8 +65,8 @@ def _distances(codes: np.ndarray, targets: np.ndarray) -> np.ndarray:
     return (codes.shape[1] - codes.astype(np.int32) @ targets.astype(np.int32).T) // 2
 
 
-def center_hit_rate(codes: Any, labels: Any, targets: Any) -> float:
-    """Share of images whose nearest target is their own class's, ties counted fractionally (module docstring)."""
+def _hits(codes: Any, labels: Any, targets: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    """Each image's hit (1, 1/k in a tie of k, or 0), its class, and the number of classes."""
     targets = sign_codes(targets, "targets")
     codes, labels = _check(codes, labels, len(targets))
     if codes.shape[1] != targets.shape[1]:
@@ -75,7 +75,35 @@ def center_hit_rate(codes: Any, labels: Any, targets: Any) -> float:
     nearest = distances.min(axis=1)
     own = distances[np.arange(len(labels)), labels]
     tied = (distances == nearest[:, None]).sum(axis=1)
-    return float(np.mean(np.where(own == nearest, 1.0 / tied, 0.0)))
+    return np.where(own == nearest, 1.0 / tied, 0.0), labels, len(targets)
+
+
+def center_hit_rate(codes: Any, labels: Any, targets: Any) -> float:
+    """Share of images whose nearest target is their own class's, ties counted fractionally (module docstring)."""
+    hits, _, _ = _hits(codes, labels, targets)
+    return float(np.mean(hits))
+
+
+def class_hit_rates(codes: Any, labels: Any, targets: Any) -> np.ndarray:
+    """The center hit rate of each class's images, (C,) float; NaN for a class with no image.
+
+    Where :func:`center_hit_rate` says *whether* a network reached its targets, this says *which* classes it
+    missed (their mean, weighted by each class's image count, is the overall hit rate)."""
+    hits, labels, num_classes = _hits(codes, labels, targets)
+    counts = np.bincount(labels, minlength=num_classes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.bincount(labels, weights=hits, minlength=num_classes) / counts
+
+
+def nearest_target_distance(targets: Any) -> np.ndarray:
+    """Each target's Hamming distance to the nearest *other* target, (C,) int: how crowded its neighbourhood is
+    (the minimum over classes is the code's d_min)."""
+    targets = sign_codes(targets, "targets")
+    if len(targets) < 2:
+        raise ValueError(f"{len(targets)} target given; the distance to the nearest other needs at least 2.")
+    distances = _distances(targets, targets)
+    np.fill_diagonal(distances, targets.shape[1] + 1)
+    return distances.min(axis=1)
 
 
 def reachability(codes: Any, labels: Any, targets: Any, majority: Any) -> dict[str, float]:

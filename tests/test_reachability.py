@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from shc.evaluation import evaluate_codes, reachability_scores
-from shc.reachability import REACHABILITY_KEYS, center_hit_rate, majority_codes, reachability
+from shc.reachability import (REACHABILITY_KEYS, center_hit_rate, class_hit_rates, majority_codes,
+                              nearest_target_distance, reachability)
 
 
 def test_hit_rate_bit_errors_and_majority_by_hand():
@@ -42,6 +43,31 @@ def test_hit_rate_equals_a_brute_force_loop_with_fractional_ties():
         best = min(distances)
         expected.append(1 / distances.count(best) if distances[label] == best else 0.0)
     assert center_hit_rate(codes, labels, targets) == pytest.approx(np.mean(expected))
+
+
+def test_class_hit_rates_by_hand_and_their_weighted_mean_is_the_hit_rate():
+    targets = np.array([[1, 1, 1, 1], [-1, -1, -1, -1], [1, 1, -1, -1]])
+    codes = np.array([[1, 1, 1, 1], [-1, 1, 1, 1], [1, 1, -1, 1], [1, 1, -1, -1], [-1, -1, -1, 1]])
+    labels = np.array([0, 0, 0, 1, 1])  # the hand example above: class 0 hits 1, 1, 1/2; class 1 hits 0, 1
+    rates = class_hit_rates(codes, labels, targets)
+    np.testing.assert_allclose(rates[:2], [2.5 / 3, 0.5])
+    assert np.isnan(rates[2])  # class 2 has no image
+    rng = np.random.default_rng(5)
+    targets, codes, labels = rng.choice([-1, 1], (6, 8)), rng.choice([-1, 1], (400, 8)), rng.integers(0, 6, 400)
+    rates, counts = class_hit_rates(codes, labels, targets), np.bincount(labels, minlength=6)
+    assert np.sum(rates * counts) / counts.sum() == pytest.approx(center_hit_rate(codes, labels, targets))
+
+
+def test_nearest_target_distance_by_hand_and_by_brute_force():
+    targets = np.array([[1, 1, 1, 1], [-1, -1, -1, -1], [1, 1, -1, -1], [1, 1, 1, -1]])
+    # distances: 0-1 4, 0-2 2, 0-3 1, 1-2 2, 1-3 3, 2-3 1
+    np.testing.assert_array_equal(nearest_target_distance(targets), [1, 2, 1, 1])
+    rng = np.random.default_rng(6)
+    targets = rng.choice([-1, 1], (9, 12))
+    brute = [min(int(np.sum(targets[i] != targets[j])) for j in range(9) if j != i) for i in range(9)]
+    np.testing.assert_array_equal(nearest_target_distance(targets), brute)
+    with pytest.raises(ValueError, match="at least 2"):
+        nearest_target_distance(targets[:1])
 
 
 def test_codes_on_their_targets_hit_and_additive_codes_cannot_reach_xor_targets():
