@@ -125,8 +125,11 @@ def test_offline_json_holds_the_centers_as_packed_bits_and_s_in_percent(small_gr
         bits = np.unpackbits(packed.reshape(C, -1), axis=1)[:, :q]
         np.testing.assert_array_equal(np.where(bits == 1, 1, -1), view.centers)
         assert data["views"][f"{C}/{q}/{method}"]["summary"]["d_min"] == centers.center_quality(view.centers)["d_min"]
-    S = np.frombuffer(base64.b64decode(data["similarities"]["20"]["S"]), dtype=np.int8).reshape(20, 20) / 100
-    np.testing.assert_allclose(S, _tens_digit_S(20), atol=0.005)
+    upper = np.frombuffer(base64.b64decode(data["similarities"]["20"]["S"]), dtype=np.int8) / 100
+    assert upper.size == 20 * 21 // 2  # the upper triangle with the diagonal: S is symmetric
+    S = np.zeros((20, 20))
+    S[np.triu_indices(20)] = upper
+    np.testing.assert_allclose(np.triu(S) + np.triu(S, 1).T, _tens_digit_S(20), atol=0.005)
     page = explore.offline_view(small_grid)._repr_html_()
     assert len(page) < 100_000 and "http" not in page.replace("http://www.w3.org/2000/svg", "")
 
@@ -196,6 +199,7 @@ def test_offline_view_changes_with_its_controls_in_headless_chromium_without_net
     function shown() { return Array.from(document.querySelectorAll('.shc-explorer-summary td')).map(function (td) {
       return td.textContent; }).join('|') + ' #' + document.querySelectorAll('.shc-explorer-nearest tr').length
       + ' ' + (document.querySelector('.shc-explorer-nearest td:nth-child(2)') || {}).textContent
+      + ' S=' + (document.querySelector('.shc-explorer-nearest td:nth-child(4)') || {}).textContent
       + ' @' + document.querySelector('.shc-explorer-note').textContent
       + ' @' + document.querySelectorAll('.shc-explorer-histogram text').length; }
     function pick(cls, value) { var s = document.querySelector('select.' + cls); s.value = value;
@@ -227,7 +231,7 @@ def test_offline_view_changes_with_its_controls_in_headless_chromium_without_net
     assert int(lines[0].split(" @")[2]) >= 5  # x ticks, y ticks and the two axis titles
     assert "colour scale from -1" in dom
     nearest = explore.nearest_centers(second, "13")
-    assert lines[2].split(" @")[0].endswith(" " + nearest["class"].iloc[0])
+    assert lines[2].split(" @")[0].endswith(f" {nearest['class'].iloc[0]} S={nearest['S'].iloc[0]:.2f}")
     assert browser_problems(page, dom) == []  # what a reader sees: no raw TeX, no repr, no dead link
 
 

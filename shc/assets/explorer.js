@@ -1,5 +1,6 @@
 // shc offline center explorer (shc.explore.offline_view): draws the views of a precomputed grid from the JSON
-// next to it. Centers come as packed bits (numpy.packbits, rows of q bits), S as int8 percent. No network.
+// next to it. Centers come as packed bits (numpy.packbits, rows of q bits), S as int8 percent of its upper
+// triangle (diagonal included, row by row). No network.
 (function () {
   var root = document.currentScript ? document.currentScript.parentNode : null;
   if (!root) { return; }
@@ -15,9 +16,10 @@
     }
     return H;
   }
-  function similarity(b64, C) {
-    var raw = new Int8Array(bytes(b64).buffer), S = [];
-    for (var i = 0; i < C; i++) { S.push(Array.prototype.slice.call(raw, i * C, (i + 1) * C).map(function (v) { return v / 100; })); }
+  function similarity(b64, C) {  // the upper triangle, diagonal included, row by row; S is symmetric
+    var raw = new Int8Array(bytes(b64).buffer), S = [], k = 0, i, j;
+    for (i = 0; i < C; i++) { S.push(new Array(C)); }
+    for (i = 0; i < C; i++) { for (j = i; j < C; j++) { S[i][j] = S[j][i] = raw[k++] / 100; } }
     return S;
   }
   function el(tag, attrs, text) {
