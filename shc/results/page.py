@@ -160,7 +160,8 @@ RESULTS_BLOCKS.register("standard-scrh", ResultsBlock(
     reference="scrh",
     about=f"Issue 37's question in the `standard` regime: {_SCRH} beside CRH and shc-ls, every run on this "
           "project's 2-core CPU (2026-11-27; CRH and shc-ls at 64 bits are the runs of the 64-bit block above). An "
-          "earlier 16-bit grid of the same three-way question on another machine's stage 1 is in docs/unseen.md."))
+          "earlier 16-bit grid of SCRH against CRH, with the ablation scrh-start, on another machine's stage 1 is in "
+          "docs/unseen.md."))
 RESULTS_BLOCKS.register("standard-scrh-seeds345", ResultsBlock(
     title="SCRH against CRH on `standard`, three new seeds", preset="standard",
     file="results/standard-cpu-scrh-seeds345.csv", bits=(16,), methods=("crh", "scrh"), seeds=(3, 4, 5),
@@ -211,7 +212,8 @@ RESULTS_BLOCKS.register("standard-fine-16", ResultsBlock(
     about="The many-class testbed (issue 20): 333 three-item Fashion-MNIST composites, so C > 2q at every length, on "
           "`composite3_cnn_mlp`, the backbone that can reach any center (issue 35); budgets by its validation doubling "
           "rule (120 epochs; LTH 480: docs/standard-fine.md); trained on this "
-          "project's 2-core CPU (2026-11-27). 32 bits: the next block; 64 bits are not run yet."))
+          "project's 2-core CPU (2026-11-27). 32 bits: the block `standard-fine` at 32 bits below; 64 bits: "
+          "CRH and SCRH only so far (the last `standard-fine` block)."))
 RESULTS_BLOCKS.register("standard-fine-16-scrh", ResultsBlock(
     title="SCRH and scrh-late against CRH on `standard-fine`, 16 bits", preset="standard-fine",
     file="results/standard-fine-16bit.csv", bits=(16,), methods=("crh", "shc-ls", "scrh", "scrh-late"),
@@ -253,6 +255,13 @@ RESULTS_BLOCKS.register("standard-fine-32-scrh-seeds345", ResultsBlock(
     about=f"The re-test of the 32-bit lead of {_SCRH} over CRH two blocks up, on seeds 3, 4 and 5 (new stage-1 "
           "classifiers, so new S and semantic starts, new splits and networks), at CRH's 120 epochs on the same "
           "2-core CPU (2026-11-28)."))
+RESULTS_BLOCKS.register("standard-fine-64-scrh", ResultsBlock(
+    title="SCRH against CRH on `standard-fine`, 64 bits", preset="standard-fine",
+    file="results/standard-fine-64bit-scrh.csv", bits=(64,), methods=("crh", "scrh"),
+    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"), reference="scrh",
+    about=f"Issue 37's question at the third length: {_SCRH} and CRH at CRH's 120 epochs, the first two methods of "
+          "the 64-bit grid, trained on the same 2-core CPU as the 32-bit blocks (2026-11-28); the rest of the 64-bit "
+          "grid is not run yet, so no best baseline is shown."))
 _UNSEEN_METRICS = ("tie_aware_mAP@ALL", "train_center_hit_rate", "seen@seen_tie_aware_mAP@ALL",
                    "unseen@unseen_tie_aware_mAP@ALL", "unseen@all_tie_aware_mAP@ALL")
 """The tables of an unseen-protocol block: all queries, reachability, and the three pairings."""
