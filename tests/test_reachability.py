@@ -184,3 +184,16 @@ def test_every_run_records_reachability_against_its_own_targets(tmp_path, method
             assert metrics[f"{split}_{key}"] == pytest.approx(value)
     assert json.loads((folders["stage3"] / "metrics.json").read_text())["train_center_hit_rate"] == pytest.approx(
         metrics["train_center_hit_rate"])
+    if "target_codes" in codes:  # benchmarks/reachability.py --by-distance reads the same run: its classes and rates
+        import sys
+        from pathlib import Path
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+        from reachability import distance_rows
+
+        rows = distance_rows([config])
+        assert sum(row["classes"] for row in rows[:-1]) == rows[-1]["classes"] == 20
+        # every class has 6 training images, so the mean of the class rates is the run's training hit rate
+        assert float(rows[-1]["mean class hit"]) == pytest.approx(metrics["train_center_hit_rate"], abs=5e-4)
+        nearest = nearest_target_distance(expected_targets)
+        assert [row["nearest target at"] for row in rows[:-1]] == [str(d) for d in np.unique(nearest)]
