@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import errno
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -364,11 +363,18 @@ def test_generate_centers_names_a_bad_seed(seed):
 # --------------------------------------------------------------------------------------------
 # A full disk in the middle of a write
 # --------------------------------------------------------------------------------------------
-def _limited(limit: int) -> Callable[[], None]:
-    def apply() -> None:  # in the child: writes past ``limit`` bytes fail with EFBIG (Python ignores SIGXFSZ)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+_FULL_DISK = ("import resource, runpy, sys; limit = int(sys.argv.pop(1)); "
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)); "
+              "runpy.run_module('shc', run_name='__main__', alter_sys=True)")
 
-    return apply
+
+def _shc_on_a_full_disk(limit: int, argv: list[str]) -> list[str]:
+    """``python -m shc *argv`` in a child whose writes past ``limit`` bytes fail with EFBIG (Python ignores SIGXFSZ).
+
+    The child sets the limit itself rather than through ``preexec_fn``: a ``preexec_fn`` forces a plain fork of the
+    test worker, whose fork handlers (gRPC's, once a Milvus test of the same worker has loaded it) then write to the
+    child's stderr before it starts, an extra line this test would read as the command's."""
+    return [sys.executable, "-c", _FULL_DISK, str(limit), *argv]
 
 
 def test_a_kernel_whose_disk_cache_cannot_be_saved_still_runs(monkeypatch):
@@ -409,8 +415,8 @@ def test_a_full_disk_mid_write_keeps_the_previous_file_whole(world, command, kep
     # an empty numba cache: the command compiles its kernels and numba's cache saves fail too, as on a full disk
     # (with a warm cache the test would depend on which test ran first)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
-    result = subprocess.run([sys.executable, "-m", "shc", *argv], capture_output=True, text=True,
-                            preexec_fn=_limited(1024), env=env, cwd=world["good"])
+    result = subprocess.run(_shc_on_a_full_disk(1024, argv), capture_output=True, text=True, env=env,
+                            cwd=world["good"])
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2, result.stderr
     assert len(lines) == 1 and str(target) in lines[0] and "write elsewhere" in lines[0], result.stderr
@@ -496,9 +502,9 @@ def test_a_full_disk_mid_npy_export_keeps_the_previous_set_whole(tmp_path):
     before = {path.name: path.read_bytes() for path in tmp_path.glob("x.*")}
     assert sorted(before) == ["x.ids.npy", "x.json", "x.npy"]
     # codes (2000 x 2 bytes) fit under the limit, ids (2000 x 8 bytes) do not
-    result = subprocess.run([sys.executable, "-m", "shc", "export", str(tmp_path / "new.shcidx"), "--to", "npy",
-                             "--out", str(tmp_path / "x.npy")], capture_output=True, text=True,
-                            preexec_fn=_limited(8000), env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    result = subprocess.run(_shc_on_a_full_disk(8000, ["export", str(tmp_path / "new.shcidx"), "--to", "npy",
+                                                     "--out", str(tmp_path / "x.npy")]),
+                            capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2 and len(lines) == 1 and "write elsewhere" in lines[0], result.stderr
     assert {path.name: path.read_bytes() for path in tmp_path.glob("x.*")} == before
