@@ -136,7 +136,8 @@ def test_classifier_codes_by_hand():
 def tiny_unseen(tmp_path_factory):
     from shc.pipeline import preset, run_classifier_codes, run_grid
 
-    configs = preset("tiny-unseen", run_dir=str(tmp_path_factory.mktemp("unseen")))
+    # RUNS/PRESET, where python -m shc.reports reads a preset's runs (the report test below reads them there)
+    configs = preset("tiny-unseen", run_dir=str(tmp_path_factory.mktemp("unseen") / "tiny-unseen"))
     return configs, run_grid(configs, progress=False), run_classifier_codes(configs)
 
 
@@ -254,3 +255,47 @@ def test_a_pairing_reads_as_its_name_in_sentences():
     assert metric_name("tie_aware_mAP@ALL") == "tie-aware mAP@ALL" and metric_name("mAP@ALL") == "mAP@ALL"
     assert _metric_title("unseen@unseen_tie_aware_mAP@100") == (
         "mAP@100, tie-aware, unseen@unseen: queries of unseen classes against the database images of unseen classes")
+
+
+def test_the_04_and_06_pages_show_the_three_pairings_of_the_stored_codes(tiny_unseen, tmp_path):
+    """Notebooks 04 and 06 under the protocol: each cell of their pairing table is the tie-aware mAP of the run's
+    stored codes on the declared query and database subsets, rebuilt here from the labels alone; the checker finds
+    nothing on either page."""
+    import csv
+    from pathlib import Path
+
+    from shc import reports
+    from shc.metrics import mean_average_precision
+    from shc.pipeline import preset
+    from shc.reports.check import check_report_folder
+    from shc.stages import Hashing
+
+    configs = tiny_unseen[0]
+    results = reports.run_reports("tiny-unseen", only=["04_retrieval", "06_baselines"], output_root=tmp_path,
+                                  run_root=Path(configs[0].run_dir).parent, progress=False,
+                                  log=lambda _: None)
+    assert [result.status for result in results] == ["ok", "ok"], [result.error for result in results]
+    subsets = {"seen@seen": (False, False), "unseen@unseen": (True, True), "unseen@all": (True, None)}
+    pages = {"04_retrieval": ({"mds", "shc"}, {None: "mAP@ALL", 100: "mAP@100"}),
+             "06_baselines": ({"dpsh", "greedyhash", "orthohash", "shc"}, {None: "mAP@ALL"})}
+    for stem, (methods, metrics) in pages.items():
+        with open(tmp_path / "tiny-unseen" / stem / "tables" / "unseen_pairings.csv", newline="") as handle:
+            cells = {(row[0], row[1]): float(row[2]) for row in csv.reader(handle) if "@" in row[0]}
+        assert {method for _, method in cells} == methods
+        shown_metrics = {f"{pairing} {name} (tie-aware)" for pairing in subsets for name in metrics.values()}
+        assert {label for label, _ in cells} == shown_metrics
+        for config in preset("tiny-unseen", methods=sorted(methods), run_dir=configs[0].run_dir):
+            codes = Hashing(config).codes()
+            seen = int(codes["seen_classes"])
+            query_unseen, db_unseen = codes["query_labels"] >= seen, codes["database_labels"] >= seen
+            for pairing, (query_side, db_side) in subsets.items():
+                queries = query_unseen == query_side
+                database = np.ones_like(db_unseen) if db_side is None else db_unseen == db_side
+                for topk, name in metrics.items():
+                    expected = mean_average_precision(codes["query_codes"][queries], codes["query_labels"][queries],
+                                                      codes["database_codes"][database],
+                                                      codes["database_labels"][database], topk, tie_aware=True)
+                    shown = cells[(f"{pairing} {name} (tie-aware)", config.method)]
+                    assert shown == pytest.approx(expected, abs=5e-5), (stem, config.method, pairing, name)
+    problems = check_report_folder(tmp_path / "tiny-unseen")
+    assert problems == [], "\n".join(map(str, problems))
