@@ -254,3 +254,25 @@ def test_several_results_files_read_as_one_taking_each_cell_at_its_settings(tmp_
         read_results([both, second], configs)
     with pytest.raises(ValueError, match=r"files .*first\.csv, .*second\.csv does not hold"):
         read_results([first, second], preset("tiny", run_dir=str(tmp_path / "runs"), seeds=[1]))
+
+
+def test_hashing_epochs_reads_the_runs_of_another_budget_on_the_presets_stage_1(tmp_path, capsys):
+    """`--hashing-epochs E` reads the runs a validation budget check trained (the hashing network at E epochs, the
+    preset's stage-1 classifier, as `benchmarks/standard_convergence.py` trains them): their own mAP, a header that
+    says E, and the preset's own budget, never trained here, named as missing rather than read."""
+    from shc.pipeline import preset, run_grid
+    from shc.results import load_metrics
+    from shc.results.cli import main
+
+    run_dir = tmp_path / "runs"
+    base = preset("tiny", methods=["shc"], run_dir=str(run_dir))
+    budget = base[0].epochs + 1
+    longer = [config.replace(epochs=budget) for config in base]  # stage 1 stays at the preset's classifier_epochs
+    run_grid(longer, progress=False)
+    argv = ["--preset", "tiny", "--methods", "shc", "--run-dir", str(run_dir), "--metrics", "tie_aware_mAP@ALL"]
+    assert main([*argv, "--hashing-epochs", str(budget)]) == 0
+    out = capsys.readouterr().out
+    assert f"{budget} epochs" in out.splitlines()[0]
+    assert f"({load_metrics(longer[0])['tie_aware_mAP@ALL']:.3f}, 1 seed)" in out
+    assert main(argv) != 0  # the preset's budget: no such run
+    assert "python -m shc.pipeline" in capsys.readouterr().err

@@ -67,6 +67,10 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--seeds", nargs="+", type=non_negative_int, metavar="SEED",
                         help="seeds (default: the grid's); seeds beyond it read a replication's runs (new stage 1s, "
                              "splits and networks: python -m shc.pipeline --seeds)")
+    parser.add_argument("--hashing-epochs", type=positive_int, metavar="E",
+                        help="read the runs whose hashing network trained E epochs, every method (stage 1 as in the "
+                             "preset), e.g. those of `benchmarks/standard_convergence.py --epochs E` (default: the "
+                             "preset's budgets)")
     args = parser.parse_args(argv)
     preset = get_preset(args.preset)
     unseen = bool(dict(preset.config.get("dataset_options", {})).get("unseen_classes"))
@@ -80,6 +84,8 @@ def _main(argv: Sequence[str] | None) -> int:
         raise ValueError(f"--bits {unknown} is not in preset {args.preset!r}'s grid ({list(preset.bits)}); choose from "
                          "it.")
     grid = {"bits": args.bits, "seeds": args.seeds, "run_dir": run_dir}
+    if args.hashing_epochs is not None:  # the hashing budget only: the stage-1 classifier stays the preset's
+        grid.update(epochs=args.hashing_epochs, classifier_epochs=preset.base().classifier_epochs)
     configs = preset.configs(methods=args.methods, **grid)
     order = list(dict.fromkeys(c.method for c in configs))
     if args.reference is not None and args.reference not in order:  # never drop the comparisons silently
@@ -90,7 +96,9 @@ def _main(argv: Sequence[str] | None) -> int:
         from shc.stages import paired_seeds
 
         other_configs = get_preset(args.versus).configs(
-            methods=order, **{**grid, "run_dir": args.versus_run_dir or f"runs/{args.versus}"})
+            methods=order, **{**grid, "run_dir": args.versus_run_dir or f"runs/{args.versus}",
+                               **({"classifier_epochs": get_preset(args.versus).base().classifier_epochs}
+                                  if args.hashing_epochs is not None else {})})
         seeds = paired_seeds(other_configs, configs, f"--versus {args.versus}", f"--preset {args.preset}")
     if args.headline and (args.versus or args.paper or args.extended):
         raise ValueError("--headline prints the headline table alone; --versus, --paper and --extended print more "
