@@ -115,6 +115,8 @@ def test_the_page_follows_its_results_file(clone):
     ({"reference": "crh"}, "reference 'crh' is not one of its methods"),
     ({"seeds": (0, -1)}, r"seeds \[0, -1\] are not distinct non-negative integers"),
     ({"seeds": (3, 3)}, r"seeds \[3, 3\] are not distinct"),
+    ({"hashing_epochs": 0}, "hashing_epochs 0 is not a positive integer"),
+    ({"hashing_epochs": "40"}, "hashing_epochs '40' is not a positive integer"),
 ])
 def test_a_block_outside_its_grid_is_refused(change, message):
     fields = {"title": "t", "preset": "standard", "file": "results/x.csv", "bits": (16,), "methods": ("shc",),

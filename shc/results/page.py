@@ -59,6 +59,9 @@ class ResultsBlock:
     seeds : tuple of int
         The seeds shown (``--seeds``): some of the preset's, or those of a replication beyond them (new stage 1s,
         splits and networks), which the file must hold; empty: the preset's, all of which the file must hold.
+    hashing_epochs : int or None
+        The hashing network's budget of every run shown (``--hashing-epochs``): runs trained at another budget than
+        the preset's, e.g. the one a validation budget check picked; None: the preset's budgets.
     """
 
     title: str
@@ -70,6 +73,7 @@ class ResultsBlock:
     metrics: tuple[str, ...] = ()
     reference: str | None = None
     seeds: tuple[int, ...] = ()
+    hashing_epochs: int | None = None
 
     def __post_init__(self) -> None:
         from shc.methods import METHODS
@@ -90,6 +94,10 @@ class ResultsBlock:
             raise ValueError(f"results block {self.title!r}: seeds {list(self.seeds)} are not distinct non-negative "
                              f"integers; name some of preset {self.preset!r}'s ({list(preset.seeds)}), or seeds of a "
                              "replication beyond them, or none for the preset's.")
+        if self.hashing_epochs is not None and (isinstance(self.hashing_epochs, bool)
+                                                or not isinstance(self.hashing_epochs, int) or self.hashing_epochs < 1):
+            raise ValueError(f"results block {self.title!r}: hashing_epochs {self.hashing_epochs!r} is not a positive "
+                             "integer; give the epochs its runs' hashing networks trained, or None for the preset's.")
         if not self.methods or not self.bits or set(self.bits) - set(preset.bits):
             raise ValueError(f"results block {self.title!r}: name at least one method, and code lengths of preset "
                              f"{self.preset!r}'s grid ({list(preset.bits)}); got bits {list(self.bits)}.")
@@ -104,6 +112,7 @@ class ResultsBlock:
         """The ``python -m shc.results`` arguments that print the block."""
         return ["--preset", self.preset, "--from-csv", *self.files, "--bits", *map(str, self.bits),
                 "--methods", *self.methods, *(["--seeds", *map(str, self.seeds)] if self.seeds else []),
+                *(["--hashing-epochs", str(self.hashing_epochs)] if self.hashing_epochs is not None else []),
                 *(["--metrics", *self.metrics] if self.metrics else []),
                 *(["--reference", self.reference] if self.reference else []), "--markdown"]
 
@@ -290,6 +299,15 @@ RESULTS_BLOCKS.register("standard-pretrained-unseen", ResultsBlock(
           "stage 0's single items stay outside every query): every method of the regime, LTH included (160 epochs, "
           "its budget there), and SCRH; trained on this project's 2-core CPU with `--jobs auto`, one length at a time "
           "(docs/unseen.md)."))
+RESULTS_BLOCKS.register("standard-pretrained-unseen-64-40epochs", ResultsBlock(
+    title="SCRH against CRH under the pretrained protocol, 64 bits, at 40 epochs", preset="standard-pretrained-unseen",
+    file="results/standard-pretrained-unseen-64bit-40epochs.csv", bits=(64,), methods=("crh", "scrh"),
+    metrics=_UNSEEN_METRICS, reference="scrh", hashing_epochs=40,
+    about=f"In the block above CRH and SCRH were selected early at 64 bits, before their networks reached their "
+          "codes; the validation doubling rule read for the two under the protocol (docs/unseen.md) gives them 40 "
+          f"epochs, where they do. {_SCRH} against CRH at that budget, trained on a new 2-core CPU machine "
+          "(2026-11-28) from a new stage 0 and stage 1 of the same seeds, with the classifier-code baseline of "
+          "that stage 1 (SCRH's centers are semantic ones; CRH has none)."))
 
 
 def printed_lines(argv: Sequence[str], root: str | Path) -> list[str]:
