@@ -56,7 +56,8 @@ def test_the_readme_held_out_class_quotes_are_what_their_commands_print(capsys):
     assert [argv[argv.index("--preset") + 1] for argv in commands] == ["standard-unseen", "standard-pretrained-unseen"]
     assert all("--from-csv" in argv for argv in commands)
     section = readme.split(marker, 1)[1].split("\n\n**", 1)[0]
-    quoted = [line[2:] for line in section.splitlines() if line.startswith("> ") and len(line) > 2]
+    listed = section.split("(verbatim):\n\n", 1)[1].split("\n\n", 1)[0]  # the list after the introducer
+    quoted = [line[2:] for line in listed.splitlines() if line.startswith("- ")]
     assert len(quoted) == 2 * len(commands)
     printed = []
     for argv in commands:
