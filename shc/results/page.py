@@ -264,14 +264,15 @@ RESULTS_BLOCKS.register("standard-fine-32-scrh-seeds345", ResultsBlock(
           "classifiers, so new S and semantic starts, new splits and networks), at CRH's 120 epochs on the same "
           "2-core CPU (2026-11-28)."))
 RESULTS_BLOCKS.register("standard-fine-64", ResultsBlock(
-    title="`standard-fine` at 64 bits: 333 classes, all but LTH", preset="standard-fine",
-    file=("results/standard-fine-64bit.csv", "results/standard-fine-64bit-scrh.csv"), bits=(64,),
-    methods=tuple(method for method in _FINE_METHODS if not method.startswith("scrh") and method != "lth"),
+    title="`standard-fine` at 64 bits: 333 classes", preset="standard-fine",
+    file=("results/standard-fine-64bit.csv", "results/standard-fine-64bit-scrh.csv",
+          "results/standard-fine-64bit-lth.csv"), bits=(64,),
+    methods=tuple(method for method in _FINE_METHODS if not method.startswith("scrh")),
     about="The 16- and 32-bit blocks' testbed, backbone and budgets at 64 bits. Random, CSQ, MDS, SHC, shc-ls and "
           "GreedyHash (first file) trained on a new 2-core CPU machine (2026-11-28, stage 1 computed again for the "
           "same seeds); CRH (second file) on the machine of the 32-bit blocks, a session earlier: the same seeds, "
           "splits and initial weights, another CPU's arithmetic (docs/standard-fine.md measures what that moves). "
-          "LTH (480 epochs) is not run at 64 bits yet, so the best baseline is among the others."))
+          "LTH (480 epochs, third file) on the new machine, its seed 2 a session later."))
 RESULTS_BLOCKS.register("standard-fine-64-scrh", ResultsBlock(
     title="SCRH against CRH on `standard-fine`, 64 bits", preset="standard-fine",
     file="results/standard-fine-64bit-scrh.csv", bits=(64,), methods=("crh", "scrh"),
