@@ -302,8 +302,7 @@ RESULTS_BLOCKS.register("standard-unseen-32-64", ResultsBlock(
 RESULTS_BLOCKS.register("standard-pretrained-unseen", ResultsBlock(
     title="`standard-pretrained-unseen`: held-out classes, pretrained", preset="standard-pretrained-unseen",
     file="results/standard-pretrained-unseen.csv", bits=(16, 32, 64), methods=_GRID_METHODS,
-    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate", "seen@seen_tie_aware_mAP@ALL",
-             "unseen@unseen_tie_aware_mAP@ALL", "unseen@all_tie_aware_mAP@ALL"),
+    metrics=_UNSEEN_METRICS,
     about="`standard-pretrained` under the same protocol (25 of the 100 classes held out of every training stage; "
           "stage 0's single items stay outside every query): every method of the regime, LTH included (160 epochs, "
           "its budget there), and SCRH; trained on this project's 2-core CPU with `--jobs auto`, one length at a time "
@@ -311,8 +310,7 @@ RESULTS_BLOCKS.register("standard-pretrained-unseen", ResultsBlock(
 RESULTS_BLOCKS.register("standard-pretrained-unseen-rerun", ResultsBlock(
     title="`standard-pretrained-unseen` again, on a second machine", preset="standard-pretrained-unseen",
     file="results/standard-pretrained-unseen-rerun.csv", bits=(16, 32, 64), methods=_GRID_METHODS,
-    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate", "seen@seen_tie_aware_mAP@ALL",
-             "unseen@unseen_tie_aware_mAP@ALL", "unseen@all_tie_aware_mAP@ALL"),
+    metrics=_UNSEEN_METRICS,
     about="The block above trained again from nothing (stage 0, stage 1, stage 2, every hashing run) by the same "
           "commands on another 2-core CPU (an AMD EPYC with native bf16, 2026-11-28): the same seeds, splits and "
           "initial weights, another CPU's arithmetic. These are the runs the committed report set "
