@@ -276,3 +276,67 @@ def test_hashing_epochs_reads_the_runs_of_another_budget_on_the_presets_stage_1(
     assert f"({load_metrics(longer[0])['tie_aware_mAP@ALL']:.3f}, 1 seed)" in out
     assert main(argv) != 0  # the preset's budget: no such run
     assert "python -m shc.pipeline" in capsys.readouterr().err
+
+
+# Two trainings of one grid (say on two machines): shc above p, below q and tied with r in the first; in the second
+# p moves to a tie (shc - p per seed: +0.01, -0.01, +0.01) and q to below shc (a verdict to the other side).
+FIRST = _rows({"shc": [0.50, 0.52, 0.51], "p": [0.40, 0.41, 0.39], "q": [0.60, 0.62, 0.61], "r": [0.50, 0.53, 0.49]})
+SECOND = _rows({"shc": [0.50, 0.52, 0.51], "p": [0.49, 0.53, 0.50], "q": [0.40, 0.41, 0.39], "r": [0.50, 0.53, 0.49]})
+
+
+def test_run_differences_pair_the_runs_and_put_the_largest_first():
+    from shc.results.statistics import run_differences
+
+    runs = run_differences(FIRST, SECOND, METRIC)
+    assert len(runs) == 12
+    top = runs.iloc[0]
+    assert (top["method"], top["seed"]) == ("q", 2) and top["difference"] == pytest.approx(0.39 - 0.61)
+    # |b - a|: p 0.09, 0.12, 0.11; q 0.20, 0.21, 0.22; shc and r 0 -> 0.95 over 12 runs
+    assert runs["difference"].abs().mean() == pytest.approx(0.95 / 12)
+    assert list(runs["difference"].abs()) == sorted(runs["difference"].abs(), reverse=True)
+    assert run_differences(FIRST, _rows({"shc": [0.5]}, bits=32), METRIC).empty  # no run in common
+
+
+def test_verdict_changes_say_which_verdicts_of_the_reference_moved_and_which_reversed():
+    from shc.results.statistics import verdict_changes
+
+    changes = verdict_changes(FIRST, SECOND, METRIC, reference="shc").set_index("method")
+    assert list(changes.index) == ["p", "q", "r"]  # the grid's order, the reference left out
+    assert tuple(changes.loc["p", ["verdict a", "verdict b", "moved", "reversed"]]) == ("above", "ties", True, False)
+    assert tuple(changes.loc["q", ["verdict a", "verdict b", "moved", "reversed"]]) == ("below", "above", True, True)
+    assert tuple(changes.loc["r", ["verdict a", "verdict b", "moved", "reversed"]]) == ("ties", "ties", False, False)
+    one_seed = verdict_changes(FIRST[FIRST["seed"] == 0], SECOND[SECOND["seed"] == 0], METRIC, "shc")
+    assert set(one_seed["verdict a"]) == {"untested"} and not one_seed["moved"].any()
+
+
+def test_versus_csv_compares_a_grid_with_its_rerun_from_two_results_files(tmp_path, capsys):
+    """Issue 38: the differences between a grid and its rerun on another machine are printed by a command from the
+    two committed results files (no run folders), not merged by hand: run by run and verdict by verdict."""
+    from shc.pipeline import preset
+    from shc.results.cli import main
+    from shc.results.files import _settings
+    from shc.results.reading import _identity
+
+    configs = preset("tiny", seeds=[0, 1, 2], run_dir=str(tmp_path / "runs"))
+    methods = list(dict.fromkeys(config.method for config in configs))
+    assert "shc" in methods and len(methods) >= 2, "the tiny grid needs shc and another method for this test"
+    other = next(method for method in methods if method != "shc")
+    values = {"first": {"shc": [0.50, 0.52, 0.51], other: [0.40, 0.41, 0.39]},
+              "second": {"shc": [0.50, 0.52, 0.51], other: [0.49, 0.53, 0.50]}}
+    for name, table in values.items():
+        pd.DataFrame([{**_identity(config), **_settings(config), METRIC: table.get(config.method, [0.3] * 3)[config.seed],
+                       "selected_epoch": 1 + config.seed} for config in configs]).to_csv(tmp_path / f"{name}.csv",
+                                                                                         index=False)
+    argv = ["--preset", "tiny", "--seeds", "0", "1", "2", "--run-dir", str(tmp_path / "runs"), "--metrics", METRIC,
+            "--from-csv", str(tmp_path / "second.csv"), "--versus-csv", str(tmp_path / "first.csv")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "### second against first (mAP@ALL, tie-aware)" in out
+    assert "(the same preset and settings on both sides)" in out
+    assert (f"- tie-aware mAP@ALL, run by run ({len(configs)} runs in both: the same method, code length and seed), second minus first: "
+            f"|difference| {0.32 / len(configs):.3f} on the mean, 0.120 at most ({other} 16 bits seed 1: 0.410 -> "
+            "0.530, selected at epoch 2 and 2).") in out
+    assert (f"- tie-aware mAP@ALL, the verdicts of shc against each other method (paired 95% intervals over seeds), first -> second: 1 of "
+            f"{len(methods) - 1} moved, none to the other side: at 16 bits {other} (above -> ties).") in out
+    assert main(argv[:-2] + ["--versus-csv", str(tmp_path / "missing.csv")]) == 2
+    assert "results file" in capsys.readouterr().err

@@ -56,6 +56,10 @@ def _main(argv: Sequence[str] | None) -> int:
                              "standard-pretrained against standard): the paired change of each method and both "
                              "rankings")
     parser.add_argument("--versus-run-dir", default=None, help="artifact root of --versus (default: runs/<PRESET>)")
+    parser.add_argument("--versus-csv", nargs="+", metavar="PATH", default=None,
+                        help="read the other side of --versus from results files (--write-csv) instead of run "
+                             "folders; without --versus, this preset's grid from these files: the same grid trained "
+                             "again (say on another machine) against this one, run by run and verdict by verdict")
     parser.add_argument("--write-csv", nargs="?", const="", default=None, metavar="PATH",
                         help="also write the grid's results file (every run's config and measures; default "
                              "results/<preset>.csv), from which --from-csv rebuilds the tables without the runs")
@@ -92,20 +96,26 @@ def _main(argv: Sequence[str] | None) -> int:
         raise ValueError(f"--reference {args.reference!r} is not a method of this grid ({', '.join(order)}); "
                          "choose one of them, or add it to --methods.")
     reference = args.reference or "shc"
-    if args.versus:  # checked before anything is read: the comparison claims the same splits, paired by seed
+    versus = args.versus or (args.preset if args.versus_csv else None)
+    if versus:  # checked before anything is read: the comparison claims the same splits, paired by seed
         from shc.stages import paired_seeds
 
-        other_configs = get_preset(args.versus).configs(
-            methods=order, **{**grid, "run_dir": args.versus_run_dir or f"runs/{args.versus}",
-                               **({"classifier_epochs": get_preset(args.versus).base().classifier_epochs}
+        other_configs = get_preset(versus).configs(
+            methods=order, **{**grid, "run_dir": args.versus_run_dir or f"runs/{versus}",
+                               **({"classifier_epochs": get_preset(versus).base().classifier_epochs}
                                   if args.hashing_epochs is not None else {})})
-        seeds = paired_seeds(other_configs, configs, f"--versus {args.versus}", f"--preset {args.preset}")
-    if args.headline and (args.versus or args.paper or args.extended):
+        if versus == args.preset:  # one grid's settings on both sides (a rerun): the same splits at every seed
+            seeds, checked = sorted({c.seed for c in configs}), "the same preset and settings on both sides"
+        else:
+            seeds, checked = paired_seeds(other_configs, configs, f"--versus {versus}", f"--preset {args.preset}"), None
+    if args.headline and (versus or args.paper or args.extended):
         raise ValueError("--headline prints the headline table alone; --versus, --paper and --extended print more "
                          "tables: drop them, or drop --headline.")
-    if args.from_csv and (args.versus or args.paper or args.extended or args.write_csv is not None):
-        raise ValueError("--from-csv prints the tables and paired comparisons of a results file; --versus, --paper, "
-                         "--extended and --write-csv read run folders: drop them, or drop --from-csv.")
+    if args.from_csv and ((versus and not args.versus_csv) or args.paper or args.extended
+                          or args.write_csv is not None):
+        raise ValueError("--from-csv prints the tables and paired comparisons of a results file; --versus (without "
+                         "--versus-csv), --paper, --extended and --write-csv read run folders: drop them, or drop "
+                         "--from-csv.")
     if args.from_csv:
         from shc.results.files import read_results
 
@@ -200,6 +210,20 @@ def _main(argv: Sequence[str] | None) -> int:
             _print_comparisons(extra_rows, reference, labels)
     if args.paper:
         _print_paper_comparison(preset, grid, args.methods)
-    if args.versus:  # every method of this grid, read from the other preset's runs (they must exist)
-        _print_regimes(result_rows(other_configs), rows[rows["method"].isin(order)], args.versus, args.preset, seeds)
+    if versus:  # every method of this grid, read from the other side's runs or results files (they must exist)
+        from pathlib import Path
+
+        from shc.results.files import read_results
+
+        other = read_results(args.versus_csv, other_configs) if args.versus_csv else result_rows(other_configs)
+        names = ["+".join(Path(path).stem for path in paths) if paths else name
+                 for paths, name in ((args.versus_csv, versus), (args.from_csv, args.preset))]
+        if names[0] == names[1]:  # the same name on both sides: say which files
+            names = [" and ".join(paths) if paths else name
+                     for paths, name in ((args.versus_csv, versus), (args.from_csv, run_dir))]
+        this = rows[rows["method"].isin(order)]
+        for metric in [PRIMARY_METRIC, *[f"{pairing}_{PRIMARY_METRIC}" for pairing in PAIRINGS[1:]]]:
+            if metric in other and metric in this and other[metric].notna().any() and this[metric].notna().any():
+                _print_regimes(other, this, *names, seeds, metric,
+                               reference if reference in order else None, checked)
     return 0

@@ -1,8 +1,9 @@
 """Results files: one compact CSV per preset with every run's configuration and measures (issue 38), as timm keeps
 its results CSVs. ``python -m shc.results --preset NAME --write-csv`` writes ``results/NAME.csv`` from the run
 folders; ``--from-csv results/NAME.csv`` prints the same method tables and paired comparisons from the file alone, so
-the README's numbers can be rebuilt from a clone without the run folders (``--versus``, ``--paper`` and ``--extended``
-still read run folders).
+the README's numbers can be rebuilt from a clone without the run folders (``--paper`` and ``--extended`` still read
+run folders, and ``--versus`` does unless ``--versus-csv`` names the other side's results files: a grid against its
+rerun on another machine is two committed files).
 
 A row is a run: the columns of :func:`~shc.results.reading.result_rows` (identity, mAP in both rankings,
 reachability, the unseen-class pairings, selected epoch, seconds) plus the configuration fields that tell runs

@@ -2,8 +2,8 @@
 
 :func:`budget_phrase` (the training budgets of a grid in words), the metric titles, and the sections of computed
 prose: the paired comparisons with a reference method (:func:`shc.findings.retrieval_findings`), the paper's
-Table 4 differences beside ours (``--paper``) and two presets side by side with their rankings (``--versus``).
-"""
+Table 4 differences beside ours (``--paper``) and two grids side by side with their rankings, their run-by-run
+differences and the verdicts that moved between them (``--versus``, ``--versus-csv``)."""
 
 from __future__ import annotations
 
@@ -102,14 +102,20 @@ def _print_paper_comparison(preset, grid: Mapping[str, Any], methods: Sequence[s
     print()
 
 
-def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name_b: str, seeds: Sequence[int]
-                   ) -> None:
-    """The --versus section; ``seeds``: those :func:`shc.stages.paired_seeds` checked (same dataset and splits)."""
-    metric = PRIMARY_METRIC
+def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name_b: str, seeds: Sequence[int],
+                   metric: str = PRIMARY_METRIC, reference: str | None = None, checked: str | None = None) -> None:
+    """The --versus section for ``metric``: both grids side by side with the paired change and both rankings, then
+    (with ``reference``) the run-by-run differences and which verdicts of ``reference`` moved between them.
+    ``seeds``: the seeds paired; ``checked``: how they were found to share splits (default: what
+    :func:`shc.stages.paired_seeds` checks, dataset, options and data fingerprint)."""
+    from shc.results.statistics import run_differences, verdict_changes
+    from shc.stats import metric_name
+
     frame = regime_rows(rows_a, rows_b, metric)
+    checked = checked or "checked: dataset, options and data fingerprint"
     print(f"### {name_b} against {name_a} ({_metric_title(metric)})\n\nSame methods, code lengths and dataset, the "
-          f"same splits at each of seeds {', '.join(map(str, seeds))} (checked: dataset, options and data "
-          f"fingerprint); the change is {name_b} minus {name_a}, paired by seed, with its 95% t-interval. "
+          f"same splits at each of seeds {', '.join(map(str, seeds))} ({checked}); the change is {name_b} minus "
+          f"{name_a}, paired by seed, with its 95% t-interval. "
           "Rankings run from the best mean down: `>` where the paired interval of two neighbours lies above 0, `≈` where it holds 0.\n")
     print(f"| bits | method | {name_a} | {name_b} | change | rank {name_a} | rank {name_b} |")
     print("|---|---|---|---|---|---|---|")
@@ -123,6 +129,32 @@ def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name
         common = set(frame.loc[frame["bits"] == bits, "method"])
         for name, rows in ((name_a, rows_a), (name_b, rows_b)):
             print(f"- {bits} bits, {name}: {ranking_line(rows[rows['method'].isin(common)], metric, bits)}")
+    print()
+    if reference is None:
+        return
+    runs = run_differences(rows_a, rows_b, metric)
+    top = runs.iloc[0]
+    epochs = (f", selected at epoch {int(top['selected_epoch a'])} and {int(top['selected_epoch b'])}"
+              if "selected_epoch a" in runs and pd.notna(top["selected_epoch a"]) and pd.notna(top["selected_epoch b"])
+              else "")
+    named = metric_name(metric)
+    print(f"- {named}, run by run ({len(runs)} runs in both: the same method, code length and seed), {name_b} minus "
+          f"{name_a}: "
+          f"|difference| {runs['difference'].abs().mean():.3f} on the mean, {abs(top['difference']):.3f} at most "
+          f"({top['method']} {top['bits']} bits seed {top['seed']}: {top[f'{metric} a']:.3f} -> "
+          f"{top[f'{metric} b']:.3f}{epochs}).")
+    changes = verdict_changes(rows_a, rows_b, metric, reference)
+    if changes.empty:  # the reference alone, or no length where both grids hold it beside another method
+        print()
+        return
+    moved, reversed_ = changes[changes["moved"]], int(changes["reversed"].sum())
+    where = "; ".join(f"at {bits} bits " + ", ".join(f"{row['method']} ({row['verdict a']} -> {row['verdict b']})"
+                                                     for row in cell.to_dict("records"))
+                      for bits, cell in moved.groupby("bits", sort=True))
+    print(f"- {named}, the verdicts of {reference} against each other method (paired 95% intervals over seeds), "
+          f"{name_a} -> "
+          f"{name_b}: " + (f"{len(moved)} of {len(changes)} moved, {reversed_ or 'none'} to the other side: {where}."
+                           if len(moved) else f"none of the {len(changes)} moved."))
     print()
 
 

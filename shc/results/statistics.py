@@ -1,7 +1,9 @@
 """Statistics over seeds of :func:`~shc.results.reading.result_rows`: paired comparisons of methods and presets.
 
 :func:`ranking_line` orders the methods at one code length, joined by ``>`` or ``≈`` after the paired 95% interval
-of each neighbour pair; :func:`regime_rows` sets two presets' runs side by side, paired by seed (``--versus``);
+of each neighbour pair; :func:`regime_rows` sets two presets' runs side by side, paired by seed (``--versus``),
+:func:`run_differences` pairs them run by run and :func:`verdict_changes` says which verdicts of a reference method
+moved between them (``--versus-csv``: the same grid trained twice, say on two machines);
 :func:`headline_rows` is the README's headline (``--headline``): SHC, shc-ls, CRH and the best baseline per length, and
 :func:`verdict_sentence` the reference against every other method in one computed sentence per length.
 The statistics themselves are :mod:`shc.stats`.
@@ -59,6 +61,43 @@ def regime_rows(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = PRIMAR
     for side in ("a", "b"):
         frame[f"rank {side}"] = frame.groupby("bits")[f"mean {side}"].rank(ascending=False, method="min").astype(int)
     return frame.sort_values(["bits", "rank b"], kind="stable").reset_index(drop=True)
+
+
+def run_differences(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = PRIMARY_METRIC) -> pd.DataFrame:
+    """Two grids run by run: for each (method, code length, seed) both hold, ``metric`` in each and the difference
+    ``b - a``, largest ``|b - a|`` first (ties kept in method, length and seed order); with each side's selected epoch
+    where the rows record it (``selected_epoch``). What ``--versus-csv`` summarises as the mean and the largest
+    difference; an empty frame when the grids share no run."""
+    keys = ["method", "bits", "seed"]
+    extra = [column for column in ("selected_epoch",) if column in rows_a and column in rows_b]
+    merged = rows_a[[*keys, metric, *extra]].merge(rows_b[[*keys, metric, *extra]], on=keys, suffixes=(" a", " b"))
+    merged = merged.dropna(subset=[f"{metric} a", f"{metric} b"])
+    merged["difference"] = merged[f"{metric} b"] - merged[f"{metric} a"]
+    merged = merged.sort_values(keys, kind="stable")
+    return merged.iloc[(-merged["difference"].abs()).argsort(kind="stable")].reset_index(drop=True)
+
+
+def verdict_changes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = PRIMARY_METRIC,
+                    reference: str = "shc", confidence: float = 0.95) -> pd.DataFrame:
+    """The verdicts of ``reference`` against every other method in two grids of the same methods: per code length
+    and method that both grids hold with the reference, the paired interval's verdict in each ("above", "below",
+    "ties"; "untested" under two paired seeds), whether it ``moved`` and whether it ``reversed`` (above in one, below
+    in the other). Which of a grid's findings held when it was trained again (``--versus-csv``)."""
+    from shc.stats import paired_by_seed, summary_frame
+
+    sides = [summary_frame(rows, [metric], method="method") for rows in (rows_a, rows_b)]
+    cells = [{(int(bits), name) for bits, name in zip(summary["bits"], summary["method"])} for summary, _ in sides]
+    common = cells[0] & cells[1]
+    order = list(dict.fromkeys(rows_a["method"]))  # the grid's method order at each length
+    out = []
+    for bits, name in sorted(common, key=lambda cell: (cell[0], order.index(cell[1]))):
+        if name == reference or (bits, reference) not in common:
+            continue
+        verdicts = [_HEADLINE_VERDICTS.get(paired_by_seed(per_seed, metric, bits, reference, name, confidence).verdict,
+                                           "untested") for _, per_seed in sides]
+        out.append({"bits": bits, "method": name, "verdict a": verdicts[0], "verdict b": verdicts[1],
+                    "moved": verdicts[0] != verdicts[1], "reversed": {*verdicts} == {"above", "below"}})
+    return pd.DataFrame(out, columns=["bits", "method", "verdict a", "verdict b", "moved", "reversed"])
 
 
 #: What the headline says of a method against the reference, from the paired interval's verdict.
