@@ -278,6 +278,39 @@ def test_hashing_epochs_reads_the_runs_of_another_budget_on_the_presets_stage_1(
     assert "python -m shc.pipeline" in capsys.readouterr().err
 
 
+def test_hashing_epochs_per_method_reads_one_methods_longer_runs_beside_the_grid(tmp_path, capsys):
+    """`--hashing-epochs METHOD=E` (issue 35: LTH's next doubling step beside the grid's other methods): that
+    method's cells are read at E, every other at its preset budget, and the header says so; malformed items, a
+    method outside the grid and a budget given twice are refused with the fix."""
+    from shc.pipeline import preset
+    from shc.results.cli import hashing_budgets, main
+    from shc.results.files import _settings
+    from shc.results.reading import _identity
+
+    assert hashing_budgets(["lth=960"]) == (None, {"lth": 960})
+    assert hashing_budgets(["40", "lth=960"]) == (40, {"lth": 960})
+    for items, message in ((["lth=0"], "neither E nor METHOD=E"), (["=960"], "neither E nor METHOD=E"),
+                           (["lth"], "neither E nor METHOD=E"), (["40", "80"], "budget twice"),
+                           (["lth=1", "lth=2"], "lth's budget twice")):
+        with pytest.raises(ValueError, match=message):
+            hashing_budgets(items)
+    configs = preset("tiny", run_dir=str(tmp_path / "runs"))
+    methods = list(dict.fromkeys(config.method for config in configs))
+    assert "shc" in methods and len(methods) >= 2, "the tiny grid needs shc and another method for this test"
+    longer = configs[0].epochs * 2
+    stored = [config.replace(epochs=longer) if config.method == "shc" else config for config in configs]
+    csv = tmp_path / "mixed.csv"
+    pd.DataFrame([{**_identity(config), **_settings(config), METRIC: 0.25 if config.method == "shc" else 0.5}
+                  for config in stored]).to_csv(csv, index=False)
+    argv = ["--preset", "tiny", "--run-dir", str(tmp_path / "runs"), "--metrics", METRIC, "--from-csv", str(csv)]
+    assert main([*argv, "--hashing-epochs", f"shc={longer}"]) == 0
+    out = capsys.readouterr().out
+    assert f", {longer} for shc)" in out.splitlines()[0] and "0.25" in out
+    assert main(argv) == 2 and "other epochs" in capsys.readouterr().err  # the preset's budget: not in the file
+    assert main([*argv, "--hashing-epochs", "nosuch=3"]) == 2
+    assert "--hashing-epochs names nosuch, not a method of this grid" in capsys.readouterr().err
+
+
 # Two trainings of one grid (say on two machines): shc above p, below q and tied with r in the first; in the second
 # p moves to a tie (shc - p per seed: +0.01, -0.01, +0.01) and q to below shc (a verdict to the other side).
 FIRST = _rows({"shc": [0.50, 0.52, 0.51], "p": [0.40, 0.41, 0.39], "q": [0.60, 0.62, 0.61], "r": [0.50, 0.53, 0.49]})

@@ -21,6 +21,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_cli(_main, argv)
 
 
+def hashing_budgets(items: Sequence[str]) -> tuple[int | None, dict[str, int]]:
+    """``--hashing-epochs`` read: ``E`` (every method's hashing budget) and ``METHOD=E`` items (that method's), e.g.
+    ``["lth=960"]`` -> ``(None, {"lth": 960})``; a ValueError names a malformed item, a second ``E`` or a method
+    named twice."""
+    every, budgets = None, {}
+    for item in items:
+        name, _, value = item.rpartition("=")
+        if not value.isdigit() or int(value) < 1 or (item.count("=") and not name):
+            raise ValueError(f"--hashing-epochs {item!r} is neither E nor METHOD=E with E a positive integer; "
+                             "write, e.g., --hashing-epochs 960 or --hashing-epochs lth=960.")
+        if not name:
+            if every is not None:
+                raise ValueError(f"--hashing-epochs gives every method's budget twice ({every} and {value}); give one.")
+            every = int(value)
+        elif name in budgets:
+            raise ValueError(f"--hashing-epochs gives {name}'s budget twice; give one.")
+        else:
+            budgets[name] = int(value)
+    return every, budgets
+
+
 def _main(argv: Sequence[str] | None) -> int:
     import argparse
     import datetime
@@ -71,10 +92,11 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--seeds", nargs="+", type=non_negative_int, metavar="SEED",
                         help="seeds (default: the grid's); seeds beyond it read a replication's runs (new stage 1s, "
                              "splits and networks: python -m shc.pipeline --seeds)")
-    parser.add_argument("--hashing-epochs", type=positive_int, metavar="E",
+    parser.add_argument("--hashing-epochs", nargs="+", metavar="E|METHOD=E",
                         help="read the runs whose hashing network trained E epochs, every method (stage 1 as in the "
-                             "preset), e.g. those of `benchmarks/standard_convergence.py --epochs E` (default: the "
-                             "preset's budgets)")
+                             "preset), e.g. those of `benchmarks/standard_convergence.py --epochs E`; METHOD=E reads "
+                             "that method's runs at E and the others' at their budgets (e.g. lth=960 beside the grid) "
+                             "(default: the preset's budgets)")
     args = parser.parse_args(argv)
     preset = get_preset(args.preset)
     unseen = bool(dict(preset.config.get("dataset_options", {})).get("unseen_classes"))
@@ -88,10 +110,17 @@ def _main(argv: Sequence[str] | None) -> int:
         raise ValueError(f"--bits {unknown} is not in preset {args.preset!r}'s grid ({list(preset.bits)}); choose from "
                          "it.")
     grid = {"bits": args.bits, "seeds": args.seeds, "run_dir": run_dir}
-    if args.hashing_epochs is not None:  # the hashing budget only: the stage-1 classifier stays the preset's
-        grid.update(epochs=args.hashing_epochs, classifier_epochs=preset.base().classifier_epochs)
+    every, budgets = hashing_budgets(args.hashing_epochs or ())
+    if every is not None:  # the hashing budget only: the stage-1 classifier stays the preset's
+        grid.update(epochs=every, classifier_epochs=preset.base().classifier_epochs)
     configs = preset.configs(methods=args.methods, **grid)
     order = list(dict.fromkeys(c.method for c in configs))
+    unknown = sorted(set(budgets) - set(order))
+    if unknown:
+        raise ValueError(f"--hashing-epochs names {', '.join(unknown)}, not a method of this grid ({', '.join(order)}); "
+                         "name one of them, or add it to --methods.")
+    configs = [config.replace(epochs=budgets[config.method]) if config.method in budgets else config
+               for config in configs]
     if args.reference is not None and args.reference not in order:  # never drop the comparisons silently
         raise ValueError(f"--reference {args.reference!r} is not a method of this grid ({', '.join(order)}); "
                          "choose one of them, or add it to --methods.")
@@ -100,10 +129,11 @@ def _main(argv: Sequence[str] | None) -> int:
     if versus:  # checked before anything is read: the comparison claims the same splits, paired by seed
         from shc.stages import paired_seeds
 
-        other_configs = get_preset(versus).configs(
+        other_configs = [config.replace(epochs=budgets[config.method]) if config.method in budgets else config
+                         for config in get_preset(versus).configs(
             methods=order, **{**grid, "run_dir": args.versus_run_dir or f"runs/{versus}",
                                **({"classifier_epochs": get_preset(versus).base().classifier_epochs}
-                                  if args.hashing_epochs is not None else {})})
+                                  if every is not None else {})})]
         if versus == args.preset:  # one grid's settings on both sides (a rerun): the same splits at every seed
             seeds, checked = sorted({c.seed for c in configs}), "the same preset and settings on both sides"
         else:
