@@ -117,9 +117,20 @@ def test_the_page_follows_its_results_file(clone):
     ({"seeds": (3, 3)}, r"seeds \[3, 3\] are not distinct"),
     ({"hashing_epochs": 0}, "hashing_epochs 0 is not a positive integer"),
     ({"hashing_epochs": "40"}, "hashing_epochs '40' is not a positive integer"),
+    ({"hashing_epochs": ("lth=960",)}, r"must name methods of the block \(shc\) as METHOD=E"),
+    ({"hashing_epochs": ("40",)}, "must name methods of the block"),
+    ({"hashing_epochs": ("shc=0",)}, "neither E nor METHOD=E"),
 ])
 def test_a_block_outside_its_grid_is_refused(change, message):
     fields = {"title": "t", "preset": "standard", "file": "results/x.csv", "bits": (16,), "methods": ("shc",),
               "about": "a"}
     with pytest.raises(ValueError, match=message):
         ResultsBlock(**{**fields, **change})
+
+
+def test_a_block_reads_one_method_at_another_budget_through_the_command():
+    fields = {"title": "t", "preset": "standard", "file": "results/x.csv", "bits": (16,), "about": "a"}
+    block = ResultsBlock(**fields, methods=("shc", "lth"), hashing_epochs=("lth=640",))
+    assert block.argv[block.argv.index("--hashing-epochs") + 1:][:2] == ["lth=640", "--markdown"]
+    every = ResultsBlock(**fields, methods=("shc",), hashing_epochs=40).argv
+    assert every[every.index("--hashing-epochs") + 1] == "40"

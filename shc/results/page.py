@@ -59,9 +59,10 @@ class ResultsBlock:
     seeds : tuple of int
         The seeds shown (``--seeds``): some of the preset's, or those of a replication beyond them (new stage 1s,
         splits and networks), which the file must hold; empty: the preset's, all of which the file must hold.
-    hashing_epochs : int or None
+    hashing_epochs : int, tuple of str, or None
         The hashing network's budget of every run shown (``--hashing-epochs``): runs trained at another budget than
-        the preset's, e.g. the one a validation budget check picked; None: the preset's budgets.
+        the preset's, e.g. the one a validation budget check picked; ``("lth=960",)``: that method's runs at that
+        budget, the others' at the preset's; None: the preset's budgets.
     """
 
     title: str
@@ -73,7 +74,7 @@ class ResultsBlock:
     metrics: tuple[str, ...] = ()
     reference: str | None = None
     seeds: tuple[int, ...] = ()
-    hashing_epochs: int | None = None
+    hashing_epochs: int | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         from shc.methods import METHODS
@@ -94,8 +95,19 @@ class ResultsBlock:
             raise ValueError(f"results block {self.title!r}: seeds {list(self.seeds)} are not distinct non-negative "
                              f"integers; name some of preset {self.preset!r}'s ({list(preset.seeds)}), or seeds of a "
                              "replication beyond them, or none for the preset's.")
-        if self.hashing_epochs is not None and (isinstance(self.hashing_epochs, bool)
-                                                or not isinstance(self.hashing_epochs, int) or self.hashing_epochs < 1):
+        if isinstance(self.hashing_epochs, tuple):  # METHOD=E items: each a method of the block
+            from shc.results.cli import hashing_budgets
+
+            try:
+                every, budgets = hashing_budgets(self.hashing_epochs)
+            except ValueError as error:
+                raise ValueError(f"results block {self.title!r}: {error}") from None
+            if every is not None or not budgets or set(budgets) - set(self.methods):
+                raise ValueError(f"results block {self.title!r}: hashing_epochs {self.hashing_epochs!r} must name "
+                                 f"methods of the block ({', '.join(self.methods)}) as METHOD=E; an int gives every "
+                                 "method's budget.")
+        elif self.hashing_epochs is not None and (isinstance(self.hashing_epochs, bool)
+                                                  or not isinstance(self.hashing_epochs, int) or self.hashing_epochs < 1):
             raise ValueError(f"results block {self.title!r}: hashing_epochs {self.hashing_epochs!r} is not a positive "
                              "integer; give the epochs its runs' hashing networks trained, or None for the preset's.")
         if not self.methods or not self.bits or set(self.bits) - set(preset.bits):
@@ -112,7 +124,8 @@ class ResultsBlock:
         """The ``python -m shc.results`` arguments that print the block."""
         return ["--preset", self.preset, "--from-csv", *self.files, "--bits", *map(str, self.bits),
                 "--methods", *self.methods, *(["--seeds", *map(str, self.seeds)] if self.seeds else []),
-                *(["--hashing-epochs", str(self.hashing_epochs)] if self.hashing_epochs is not None else []),
+                *(["--hashing-epochs", *(self.hashing_epochs if isinstance(self.hashing_epochs, tuple)
+                                         else (str(self.hashing_epochs),))] if self.hashing_epochs is not None else []),
                 *(["--metrics", *self.metrics] if self.metrics else []),
                 *(["--reference", self.reference] if self.reference else []), "--markdown"]
 
