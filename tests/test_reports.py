@@ -606,30 +606,11 @@ def _committed_folders() -> list[Path]:
     return sorted(p for p in _REPORTS.iterdir() if (p / "index.html").is_file()) if _REPORTS.is_dir() else []
 
 
-def _skip_if_built_before_the_checker(folder: Path) -> None:
-    """Report folders built before run.json recorded what its paths are relative to (shc.reports.execute) predate
-    the checker's fixes: they are checked once regenerated, not before."""
-    records = list(folder.rglob("run.json"))
-    if not records or any("paths_relative_to" not in json.loads(r.read_text(encoding="utf-8")) for r in records):
-        pytest.skip(f"reports/{folder.name} was built before the report checker; regenerate it with "
-                    f"python -m shc.reports --preset {folder.name}")
-
-
-#: What the report sets built before issue 38 (they carry their own ``_assets/``) still hold, as the issue found them:
-#: 06's typed "same epochs" and page 00's digits prose on a fashion page. Only their regeneration removes them, and it
-#: waits for their grids on the new backbones (issue 35); any other problem fails them as it fails every set.
-_LEGACY_DEFECTS = {"typed-budget", "foreign-prose", "duplicate-data"}
-
-
 @pytest.mark.parametrize("folder", _committed_folders(), ids=lambda p: p.name)
 def test_every_committed_report_folder_passes_the_checker(folder):
     from shc.reports.check import check_report_folder
 
-    _skip_if_built_before_the_checker(folder)
-    problems = check_report_folder(folder)
-    if (folder / "_assets").is_dir():  # built before issue 38: the known defects are listed in docs/reports.md
-        problems = [problem for problem in problems if problem.kind not in _LEGACY_DEFECTS]
-    assert [str(problem) for problem in problems] == []
+    assert [str(problem) for problem in check_report_folder(folder)] == []  # every set, no kind let through
 
 
 @pytest.mark.browser
@@ -637,7 +618,6 @@ def test_every_committed_report_folder_passes_the_checker(folder):
 def test_every_committed_reading_page_shows_no_problem_in_headless_chromium(folder):
     from shc.reports.browser import check_folder_in_browser, find_chromium
 
-    _skip_if_built_before_the_checker(folder)
     if find_chromium() is None:
         pytest.skip("chromium is not installed (Debian: apt-get install chromium); the browser check needs it")
     assert [str(problem) for problem in check_folder_in_browser([folder])] == []
