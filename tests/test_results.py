@@ -252,7 +252,7 @@ def test_several_results_files_read_as_one_taking_each_cell_at_its_settings(tmp_
         read_results(first, configs)
     with pytest.raises(ValueError, match=rf"{label}: 2 rows at its settings \({both}, {second}\)"):
         read_results([both, second], configs)
-    with pytest.raises(ValueError, match=r"files .*first\.csv, .*second\.csv does not hold"):
+    with pytest.raises(ValueError, match=r"files .*first\.csv, .*second\.csv do not hold"):
         read_results([first, second], preset("tiny", run_dir=str(tmp_path / "runs"), seeds=[1]))
 
 
@@ -366,10 +366,19 @@ def test_versus_csv_compares_a_grid_with_its_rerun_from_two_results_files(tmp_pa
     out = capsys.readouterr().out
     assert "### second against first (mAP@ALL, tie-aware)" in out
     assert "(the same preset and settings on both sides)" in out
-    assert (f"- tie-aware mAP@ALL, run by run ({len(configs)} runs in both: the same method, code length and seed), second minus first: "
-            f"|difference| {0.32 / len(configs):.3f} on the mean, 0.120 at most ({other} 16 bits seed 1: 0.410 -> "
-            "0.530, selected at epoch 2 and 2).") in out
+    assert (f"- tie-aware mAP@ALL, run by run ({len(configs)} runs in both: the same method, code length and seed), "
+            f"first -> second: |difference| {0.32 / len(configs):.3f} on the mean, 0.120 at most ({other} 16 bits seed "
+            "1: 0.410 -> 0.530, selected at epoch 2 -> 2).") in out
     assert (f"- tie-aware mAP@ALL, the verdicts of shc against each other method (paired 95% intervals over seeds), first -> second: 1 of "
             f"{len(methods) - 1} moved, none to the other side: at 16 bits {other} (above -> ties).") in out
     assert main(argv[:-2] + ["--versus-csv", str(tmp_path / "missing.csv")]) == 2
-    assert "results file" in capsys.readouterr().err
+    captured = capsys.readouterr()  # refused before this side's tables are printed
+    assert "missing.csv does not exist" in captured.err and captured.out == ""
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    assert main(argv[:-2] + ["--versus-csv", str(tmp_path / "other.csv")]) == 2
+    assert "other.csv is not a results file: it lacks the columns dataset, method" in capsys.readouterr().err
+    (tmp_path / "empty.csv").write_text("")
+    assert main(argv[:-2] + ["--versus-csv", str(tmp_path / "empty.csv")]) == 2
+    assert "empty.csv is not a results file" in capsys.readouterr().err
+    assert main([*argv, "--versus-run-dir", str(tmp_path)]) == 2
+    assert "give one of them" in capsys.readouterr().err

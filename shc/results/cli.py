@@ -95,8 +95,8 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--hashing-epochs", nargs="+", metavar="E|METHOD=E",
                         help="read the runs whose hashing network trained E epochs, every method (stage 1 as in the "
                              "preset), e.g. those of `benchmarks/standard_convergence.py --epochs E`; METHOD=E reads "
-                             "that method's runs at E and the others' at their budgets (e.g. lth=960 beside the grid) "
-                             "(default: the preset's budgets)")
+                             "that method's runs at E and the others' at their budgets (e.g. lth=960 beside the grid); "
+                             "both apply to both sides of --versus (default: the preset's budgets)")
     args = parser.parse_args(argv)
     preset = get_preset(args.preset)
     unseen = bool(dict(preset.config.get("dataset_options", {})).get("unseen_classes"))
@@ -117,8 +117,13 @@ def _main(argv: Sequence[str] | None) -> int:
     order = list(dict.fromkeys(c.method for c in configs))
     unknown = sorted(set(budgets) - set(order))
     if unknown:
+        from shc.methods import METHODS
+
+        known = [name for name in unknown if name in METHODS.names()]
         raise ValueError(f"--hashing-epochs names {', '.join(unknown)}, not a method of this grid ({', '.join(order)}); "
-                         "name one of them, or add it to --methods.")
+                         + ("name one of them, or add it to --methods." if known == unknown else
+                            f"{', '.join(sorted(set(unknown) - set(known)))} is no registered method: name one of the "
+                            "grid's."))
     configs = [config.replace(epochs=budgets[config.method]) if config.method in budgets else config
                for config in configs]
     if args.reference is not None and args.reference not in order:  # never drop the comparisons silently
@@ -139,8 +144,11 @@ def _main(argv: Sequence[str] | None) -> int:
         else:
             seeds, checked = paired_seeds(other_configs, configs, f"--versus {versus}", f"--preset {args.preset}"), None
     if args.headline and (versus or args.paper or args.extended):
-        raise ValueError("--headline prints the headline table alone; --versus, --paper and --extended print more "
-                         "tables: drop them, or drop --headline.")
+        raise ValueError("--headline prints the headline table alone; --versus, --versus-csv, --paper and --extended "
+                         "print more tables: drop them, or drop --headline.")
+    if args.versus_csv and args.versus_run_dir:
+        raise ValueError("--versus-run-dir names the other side's run folders and --versus-csv its results files: "
+                         "give one of them.")
     if args.from_csv and ((versus and not args.versus_csv) or args.paper or args.extended
                           or args.write_csv is not None):
         raise ValueError("--from-csv prints the tables and paired comparisons of a results file; --versus (without "
@@ -152,6 +160,10 @@ def _main(argv: Sequence[str] | None) -> int:
         rows = read_results(args.from_csv, configs)
     else:
         rows = result_rows(configs)
+    if versus:  # every method of this grid, from the other side's runs or results files (checked before printing)
+        from shc.results.files import read_results
+
+        other = read_results(args.versus_csv, other_configs) if args.versus_csv else result_rows(other_configs)
     if args.write_csv is not None:
         from shc.results.files import write_results
         from shc.runs import MissingRunError
@@ -240,12 +252,9 @@ def _main(argv: Sequence[str] | None) -> int:
             _print_comparisons(extra_rows, reference, labels)
     if args.paper:
         _print_paper_comparison(preset, grid, args.methods)
-    if versus:  # every method of this grid, read from the other side's runs or results files (they must exist)
+    if versus:  # the other side, read above
         from pathlib import Path
 
-        from shc.results.files import read_results
-
-        other = read_results(args.versus_csv, other_configs) if args.versus_csv else result_rows(other_configs)
         names = ["+".join(Path(path).stem for path in paths) if paths else name
                  for paths, name in ((args.versus_csv, versus), (args.from_csv, args.preset))]
         if names[0] == names[1]:  # the same name on both sides: say which files

@@ -105,9 +105,10 @@ def read_results(paths: str | Path | Sequence[str | Path], configs: Sequence[Run
         raise ValueError("read_results needs at least one results file; name one (results/*.csv).")
     for path in paths:
         if not path.is_file():
-            raise FileNotFoundError(f"results file {path} does not exist; write it from the runs with `python -m "
-                                    "shc.results --preset <preset> --write-csv`.")
-    tables = [pd.read_csv(path, keep_default_na=True) for path in paths]
+            raise FileNotFoundError(f"results file {path} {'is a folder' if path.is_dir() else 'does not exist'}; name "
+                                    "a file under results/, or write one from the runs with `python -m shc.results "
+                                    "--preset NAME --write-csv PATH`.")
+    tables = [_read_table(path) for path in paths]
     table = pd.concat(tables, ignore_index=True)
     origin = [str(path) for path, part in zip(paths, tables) for _ in range(len(part))]
     table["similarity"] = table["similarity"].astype(object).where(table["similarity"].notna(), None)
@@ -131,19 +132,42 @@ def read_results(paths: str | Path | Sequence[str | Path], configs: Sequence[Run
         if not positions:
             problems.append(f"{cell}: missing")
         elif not matching:
-            problems.append(f"{cell}: other {', '.join(different[positions[-1]])}")
+            stored = table.loc[positions[-1]]
+            problems.append(f"{cell}: other " + ", ".join(
+                f"{name} (asked {_settings(config)[name]}, file {stored[name]})" for name in different[positions[-1]]))
         elif len(matching) > 1:
             problems.append(f"{cell}: {len(matching)} rows at its settings "
                             f"({', '.join(dict.fromkeys(origin[position] for position in matching))})")
         else:
             rows.append(table.loc[matching[0]])
     if problems:
-        named = paths[0] if len(paths) == 1 else f"files {', '.join(map(str, paths))}"
-        raise ValueError(f"results file {named} does not hold the grid asked for ({'; '.join(problems[:5])}"
-                         f"{'; ...' if len(problems) > 5 else ''}); rewrite it from the runs with `python -m shc.results "
-                         "--preset <preset> --write-csv`.")
+        named = f"results file {paths[0]}" if len(paths) == 1 else f"results files {', '.join(map(str, paths))}"
+        raise ValueError(f"{named} {'does' if len(paths) == 1 else 'do'} not hold the grid asked for "
+                         f"({'; '.join(problems[:5])}{'; ...' if len(problems) > 5 else ''}); name the file of this "
+                         "preset, code lengths and budgets (results/*.csv), or narrow --bits, --seeds, --methods or "
+                         "--hashing-epochs to what it holds; if its runs changed, rewrite it with `python -m shc.results "
+                         "--preset NAME --write-csv PATH`.")
     frame = pd.DataFrame(rows).reset_index(drop=True)
     return frame[IDENTITY_COLUMNS + [column for column in frame.columns if column not in IDENTITY_COLUMNS]]
+
+
+#: The columns without which a CSV is not a results file (:func:`write_results` writes them all).
+_REQUIRED = ("dataset", "method", "similarity", "label", "bits", "seed", *CONFIG_COLUMNS)
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    """A results file's rows; a ValueError naming the file when it is empty or lacks a results file's columns."""
+    try:
+        table = pd.read_csv(path, keep_default_na=True)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path} is not a results file ({error}); name one that `python -m shc.results --write-csv` "
+                         "wrote (results/*.csv).") from None
+    missing = [column for column in _REQUIRED if column not in table.columns]
+    if missing:
+        raise ValueError(f"{path} is not a results file: it lacks the columns {', '.join(missing[:6])}"
+                         f"{', ...' if len(missing) > 6 else ''}; name one that `python -m shc.results --write-csv` "
+                         "wrote (results/*.csv).")
+    return table
 
 
 def _same(stored: Any, value: Any) -> bool:

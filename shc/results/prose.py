@@ -134,12 +134,12 @@ def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name
         return
     runs = run_differences(rows_a, rows_b, metric)
     top = runs.iloc[0]
-    epochs = (f", selected at epoch {int(top['selected_epoch a'])} and {int(top['selected_epoch b'])}"
+    epochs = (f", selected at epoch {int(top['selected_epoch a'])} -> {int(top['selected_epoch b'])}"
               if "selected_epoch a" in runs and pd.notna(top["selected_epoch a"]) and pd.notna(top["selected_epoch b"])
               else "")
     named = metric_name(metric)
-    print(f"- {named}, run by run ({len(runs)} runs in both: the same method, code length and seed), {name_b} minus "
-          f"{name_a}: "
+    print(f"- {named}, run by run ({len(runs)} runs in both: the same method, code length and seed), {name_a} -> "
+          f"{name_b}: "
           f"|difference| {runs['difference'].abs().mean():.3f} on the mean, {abs(top['difference']):.3f} at most "
           f"({top['method']} {top['bits']} bits seed {top['seed']}: {top[f'{metric} a']:.3f} -> "
           f"{top[f'{metric} b']:.3f}{epochs}).")
