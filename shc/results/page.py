@@ -285,7 +285,8 @@ RESULTS_BLOCKS.register("standard-fine-64", ResultsBlock(
           "GreedyHash (first file) trained on a new 2-core CPU machine (2026-11-28, stage 1 computed again for the "
           "same seeds); CRH (second file) on the machine of the 32-bit blocks, a session earlier: the same seeds, "
           "splits and initial weights, another CPU's arithmetic (docs/standard-fine.md measures what that moves). "
-          "LTH (480 epochs, third file) on the new machine, its seed 2 a session later."))
+          "LTH (480 epochs, third file) on the new machine, its seed 2 a session later; its 480 -> 960 step refused "
+          "480 at 64 bits, and the next block reads LTH at 960."))
 RESULTS_BLOCKS.register("standard-fine-64-lth960", ResultsBlock(
     title="`standard-fine` at 64 bits with LTH at 960 epochs", preset="standard-fine",
     file=("results/standard-fine-64bit.csv", "results/standard-fine-64bit-scrh.csv",
