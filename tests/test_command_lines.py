@@ -131,7 +131,7 @@ def test_results_extended_prints_the_ablation_and_baseline_tables_of_the_stored_
     assert "| ours: tiny (tie-aware) | digits-composite | 16 | 0.5000 | mds | +0.200 | +0.250 | +0.200 |" in out
     # --bits / --seeds restrict the grid (a part of a grid that is still running can be read); outside it: refused
     assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--bits", "16", "--seeds", "0"]) == 0
-    assert "1 code lengths x 1 seeds; 2 epochs" in capsys.readouterr().out
+    assert "runs: 2 methods x 1 code length x 1 seed; 2 epochs" in capsys.readouterr().out
     assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--bits", "32"]) == 2
     assert "--bits [32] is not in preset 'tiny'" in capsys.readouterr().err
     # a seed beyond the grid reads a replication's runs: none here, so the missing run is named with its command

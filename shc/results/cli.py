@@ -21,6 +21,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_cli(_main, argv)
 
 
+def _counted(count: int, noun: str) -> str:
+    """``1 seed``, ``3 seeds``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def hashing_budgets(items: Sequence[str]) -> tuple[int | None, dict[str, int]]:
     """``--hashing-epochs`` read: ``E`` (every method's hashing budget) and ``METHOD=E`` items (that method's), e.g.
     ``["lth=960"]`` -> ``(None, {"lth": 960})``; a ValueError names a malformed item, a second ``E`` or a method
@@ -188,8 +193,8 @@ def _main(argv: Sequence[str] | None) -> int:
     command = " ".join(["python -m shc.results", *(sys.argv[1:] if argv is None else argv)])
     epochs = {method: sorted({c.epochs for c in configs if c.method == method}) for method in order}
     print(f"Results of preset `{args.preset}` ({preset.datasets[0]}; {len(configs)} runs: "
-          f"{len(order)} methods x {len({c.bits for c in configs})} code lengths x {len({c.seed for c in configs})} "
-          f"seeds; {budget_phrase(epochs)}), "
+          f"{_counted(len(order), 'method')} x {_counted(len({c.bits for c in configs}), 'code length')} x "
+          f"{_counted(len({c.seed for c in configs}), 'seed')}; {budget_phrase(epochs)}), "
           f"read from {source} on {stamp} by `{command}`. "
           "Cells are mean ± std over seeds of the query-set mAP of the model selected on the validation split. "
           "*Tie-aware* is the expectation over random orders within Hamming-distance ties (primary: it does not "
