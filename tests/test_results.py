@@ -366,6 +366,7 @@ def test_versus_csv_compares_a_grid_with_its_rerun_from_two_results_files(tmp_pa
     out = capsys.readouterr().out
     assert "### second against first (mAP@ALL, tie-aware)" in out
     assert "(the same preset and settings on both sides)" in out
+    assert f"(read from second: `{tmp_path / 'second.csv'}`; first: `{tmp_path / 'first.csv'}`)" in out
     assert (f"- tie-aware mAP@ALL, run by run ({len(configs)} runs in both: the same method, code length and seed), "
             f"first -> second: |difference| {0.32 / len(configs):.3f} on the mean, 0.120 at most ({other} 16 bits seed "
             "1: 0.410 -> 0.530, selected at epoch 2 -> 2).") in out
@@ -382,3 +383,5 @@ def test_versus_csv_compares_a_grid_with_its_rerun_from_two_results_files(tmp_pa
     assert "empty.csv is not a results file" in capsys.readouterr().err
     assert main([*argv, "--versus-run-dir", str(tmp_path)]) == 2
     assert "give one of them" in capsys.readouterr().err
+    assert main(argv[:-2] + ["--versus-csv", str(tmp_path / "second.csv")]) == 2
+    assert "names the same results files as --from-csv" in capsys.readouterr().err

@@ -151,6 +151,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.headline and (versus or args.paper or args.extended):
         raise ValueError("--headline prints the headline table alone; --versus, --versus-csv, --paper and --extended "
                          "print more tables: drop them, or drop --headline.")
+    if args.versus_csv and sorted(map(str, args.versus_csv)) == sorted(map(str, args.from_csv or ())):
+        raise ValueError("--versus-csv names the same results files as --from-csv: both sides would be one grid; name "
+                         "the other grid's files.")
     if args.versus_csv and args.versus_run_dir:
         raise ValueError("--versus-run-dir names the other side's run folders and --versus-csv its results files: "
                          "give one of them.")
@@ -265,9 +268,12 @@ def _main(argv: Sequence[str] | None) -> int:
         if names[0] == names[1]:  # the same name on both sides: say which files
             names = [" and ".join(paths) if paths else name
                      for paths, name in ((args.versus_csv, versus), (args.from_csv, run_dir))]
+        origins = [f"{name}: {' and '.join(f'`{path}`' for path in paths) if paths else f'`{folder}`'}"
+                   for name, paths, folder in ((names[1], args.from_csv, run_dir),
+                                               (names[0], args.versus_csv, args.versus_run_dir or f"runs/{versus}"))]
         this = rows[rows["method"].isin(order)]
         for metric in [PRIMARY_METRIC, *[f"{pairing}_{PRIMARY_METRIC}" for pairing in PAIRINGS[1:]]]:
             if metric in other and metric in this and other[metric].notna().any() and this[metric].notna().any():
                 _print_regimes(other, this, *names, seeds, metric,
-                               reference if reference in order else None, checked)
+                               reference if reference in order else None, checked, "; ".join(origins))
     return 0

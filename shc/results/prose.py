@@ -103,11 +103,13 @@ def _print_paper_comparison(preset, grid: Mapping[str, Any], methods: Sequence[s
 
 
 def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name_b: str, seeds: Sequence[int],
-                   metric: str = PRIMARY_METRIC, reference: str | None = None, checked: str | None = None) -> None:
+                   metric: str = PRIMARY_METRIC, reference: str | None = None, checked: str | None = None,
+                   origins: str | None = None) -> None:
     """The --versus section for ``metric``: both grids side by side with the paired change and both rankings, then
     (with ``reference``) the run-by-run differences and which verdicts of ``reference`` moved between them.
     ``seeds``: the seeds paired; ``checked``: how they were found to share splits (default: what
-    :func:`shc.stages.paired_seeds` checks, dataset, options and data fingerprint)."""
+    :func:`shc.stages.paired_seeds` checks, dataset, options and data fingerprint); ``origins``: where each side was
+    read, in words (``"rerun: `results/a.csv`; committed: `results/b.csv`"``)."""
     from shc.results.statistics import run_differences, verdict_changes
     from shc.stats import metric_name
 
@@ -115,7 +117,7 @@ def _print_regimes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, name_a: str, name
     checked = checked or "checked: dataset, options and data fingerprint"
     print(f"### {name_b} against {name_a} ({_metric_title(metric)})\n\nSame methods, code lengths and dataset, the "
           f"same splits at each of seeds {', '.join(map(str, seeds))} ({checked}); the change is {name_b} minus "
-          f"{name_a}, paired by seed, with its 95% t-interval. "
+          f"{name_a}, paired by seed, with its 95% t-interval{f' (read from {origins})' if origins else ''}. "
           "Rankings run from the best mean down: `>` where the paired interval of two neighbours lies above 0, `≈` where it holds 0.\n")
     print(f"| bits | method | {name_a} | {name_b} | change | rank {name_a} | rank {name_b} |")
     print("|---|---|---|---|---|---|---|")
