@@ -47,6 +47,12 @@ def hashing_budgets(items: Sequence[str]) -> tuple[int | None, dict[str, int]]:
     return every, budgets
 
 
+def _with_budgets(configs: Sequence, budgets: dict[str, int]) -> list:
+    """``configs`` with the hashing epochs of each method that ``budgets`` names (``--hashing-epochs METHOD=E``)."""
+    return [config.replace(epochs=budgets[config.method]) if config.method in budgets else config
+            for config in configs]
+
+
 def _main(argv: Sequence[str] | None) -> int:
     import argparse
     import datetime
@@ -129,8 +135,7 @@ def _main(argv: Sequence[str] | None) -> int:
                          + ("name one of them, or add it to --methods." if known == unknown else
                             f"{', '.join(sorted(set(unknown) - set(known)))} is no registered method: name one of the "
                             "grid's."))
-    configs = [config.replace(epochs=budgets[config.method]) if config.method in budgets else config
-               for config in configs]
+    configs = _with_budgets(configs, budgets)
     if args.reference is not None and args.reference not in order:  # never drop the comparisons silently
         raise ValueError(f"--reference {args.reference!r} is not a method of this grid ({', '.join(order)}); "
                          "choose one of them, or add it to --methods.")
@@ -139,11 +144,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if versus:  # checked before anything is read: the comparison claims the same splits, paired by seed
         from shc.stages import paired_seeds
 
-        other_configs = [config.replace(epochs=budgets[config.method]) if config.method in budgets else config
-                         for config in get_preset(versus).configs(
+        other_configs = _with_budgets(get_preset(versus).configs(
             methods=order, **{**grid, "run_dir": args.versus_run_dir or f"runs/{versus}",
                                **({"classifier_epochs": get_preset(versus).base().classifier_epochs}
-                                  if every is not None else {})})]
+                                  if every is not None else {})}), budgets)
         if versus == args.preset:  # one grid's settings on both sides (a rerun): the same splits at every seed
             seeds, checked = sorted({c.seed for c in configs}), "the same preset and settings on both sides"
         else:
