@@ -26,10 +26,10 @@ from shc.registry import Registry
 from shc.stats import compare_sentence, format_value, metric_name, paired_by_seed, summary_frame, what_this_shows
 
 __all__ = ["FINDINGS", "FINDINGS_FILE", "Finding", "ablation_findings", "backbone_phrase", "best_methods",
-           "center_findings", "convergence_findings", "derive", "findings_html", "geometry_findings",
-           "hadamard_findings", "pair_findings", "precision_at_k_findings", "reachability_findings",
-           "record_distance_finding", "retrieval_findings", "same_run_findings", "same_run_rows", "show",
-           "similarity_findings"]
+           "center_findings", "convergence_findings", "derive", "device_findings", "findings_html",
+           "geometry_findings", "hadamard_findings", "pair_findings", "precision_at_k_findings",
+           "reachability_findings", "record_distance_finding", "retrieval_findings", "same_run_findings",
+           "same_run_rows", "show", "similarity_findings"]
 
 #: The range of stage-1 test accuracies in the paper's Table 2 (NABirds-B 48.44 %, Stanford Cars-A 73.49 %).
 PAPER_ACCURACY = (0.4844, 0.7349)
@@ -41,6 +41,16 @@ def retrieval_findings(runs: Any, metric: str = PRIMARY_METRIC, reference: str |
     (paired by seed). ``runs`` is :func:`shc.results.result_rows`."""
     summary, per_seed = summary_frame(runs, [metric], method=method)
     return what_this_shows(summary, per_seed, metric, reference=reference)
+
+
+def device_findings(runs: Any) -> list[str]:
+    """Where the runs trained (:func:`shc.results.device_phrase`, plain text): one device, which device each code
+    length trained on, or a warning naming the devices of a mixed grid; no sentence for runs from before devices
+    were recorded. ``runs`` is :func:`shc.results.result_rows`."""
+    from shc.results import device_phrase
+
+    sentence = device_phrase(runs, markdown=False)
+    return [sentence] if sentence else []
 
 
 def reachability_findings(runs: Any) -> list[str]:
@@ -447,6 +457,7 @@ def _record_distance(history: Any, targets: Mapping[Any, int]) -> list[str]:
 
 for _name, _function, _tables in (
         ("retrieval", retrieval_findings, {"runs": 0}),
+        ("devices", device_findings, {"runs": 0}),
         ("reachability", reachability_findings, {"runs": 0}),
         ("convergence", convergence_findings, {"runs": 0, "history": 0}),
         ("similarity", similarity_findings, {"accuracy": 0, "correlations": 1, "agreement": 1}),

@@ -29,6 +29,16 @@ def test_retrieval_sentences_follow_the_numbers():
     assert by_index[1].startswith("mAP@ALL, shc")
 
 
+def test_device_findings_say_where_the_runs_trained():
+    one = _runs([0.50, 0.52, 0.55], [0.40, 0.41, 0.45]).assign(device="cpu")
+    assert findings.device_findings(one) == ["Every run trained on cpu."]
+    assert findings.device_findings(_runs([0.5], [0.4])) == []  # runs from before devices were recorded
+    two = pd.concat([one, _runs([0.60, 0.62, 0.65], [0.50, 0.51, 0.55], bits=64).assign(device="cuda (NVIDIA H200)")])
+    (sentence,) = findings.device_findings(two)
+    assert sentence.startswith("These runs trained on more than one device, one per code length: 16 bits on cpu, "
+                               "64 bits on cuda (NVIDIA H200).") and "**" not in sentence  # plain: the page escapes it
+
+
 def test_reachability_sentences_name_the_networks_that_missed_their_targets():
     runs = _runs([0.95, 0.93, 0.97], [0.30, 0.35, 0.32], metric="train_center_hit_rate")
     missed = findings.reachability_findings(runs)

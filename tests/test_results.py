@@ -68,6 +68,28 @@ def test_device_phrase_names_one_device_and_warns_on_a_mix():
     assert "not recorded (1 runs)" in device_phrase(rows("cpu", None))
 
 
+def test_device_phrase_names_the_device_of_each_code_length_when_every_length_trained_on_one():
+    import pandas as pd
+
+    from shc.results import device_phrase
+
+    h200 = "cuda (NVIDIA H200)"
+    by_length = pd.DataFrame({"method": ["x", "y"] * 3, "bits": [16, 16, 64, 64, 32, 32],
+                              "device": ["cpu", "cpu", h200, h200, "cpu", "cpu"]})
+    phrase = device_phrase(by_length)
+    assert phrase.startswith("**These runs trained on more than one device, one per code length**: "
+                             "16 and 32 bits on cpu, 64 bits on cuda (NVIDIA H200). ")
+    assert "within one device's runs" in phrase
+    assert device_phrase(by_length, markdown=False).startswith("These runs trained on more than one device, one per")
+    # one length split between two devices: the counting warning, not the per-length one
+    split = by_length.assign(device=["cpu", h200, h200, h200, "cpu", "cpu"])
+    assert device_phrase(split).endswith("compare methods within one device's runs.")
+    assert "cpu (3 runs), cuda (NVIDIA H200) (3 runs)" in device_phrase(split)
+    # a length whose run did not record its device is not claimed for one device
+    unrecorded = by_length.assign(device=["cpu", None, h200, h200, "cpu", "cpu"])
+    assert "one per code length" not in device_phrase(unrecorded)
+
+
 def test_headline_rows_give_each_method_its_paired_verdict_against_shc_and_the_best_baseline():
     import pandas as pd
 
