@@ -201,6 +201,10 @@ RESULTS_BLOCKS.register("standard-scrh-late", ResultsBlock(
 _GRID_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "scrh", "greedyhash", "lth")
 """The methods of the CPU grids (standard-pretrained, standard-modes, the unseen protocol at 32 and 64 bits): their
 presets' eight and SCRH beside them."""
+_UNSEEN_REPORT_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "dpsh", "dtsh", "hashnet", "greedyhash",
+                          "idhn", "lth", "orthohash")
+"""The methods of the `standard-unseen` report set's pages (03, 04 and 06): the center methods, shc-ls, CRH and the
+nine baselines."""
 RESULTS_BLOCKS.register("standard-pretrained", ResultsBlock(
     title="`standard-pretrained` at 16, 32 and 64 bits", preset="standard-pretrained",
     file="results/standard-pretrained.csv", bits=(16, 32, 64),
@@ -324,6 +328,16 @@ RESULTS_BLOCKS.register("standard-unseen-32-64", ResultsBlock(
     about="The protocol of the block above at 32 and 64 bits, every method with LTH at its 320 epochs, trained on this "
           "project's 2-core CPU in one session (2026-11-27), on another machine than the 16-bit grid, whose stage 1 "
           "it computed again (docs/unseen.md)."))
+RESULTS_BLOCKS.register("standard-unseen-rerun", ResultsBlock(
+    title="`standard-unseen` again: the report set's grid", preset="standard-unseen",
+    file="results/standard-unseen-rerun.csv", bits=(16, 32, 64), methods=_UNSEEN_REPORT_METHODS,
+    metrics=_UNSEEN_METRICS,
+    about="The from-scratch protocol of the two blocks above trained again from nothing (stage 1, stage 2, every "
+          "hashing run) for its report set `reports/standard-unseen/`: the methods of pages 03, 04 and 06 (the "
+          "center methods, shc-ls, CRH and the nine baselines; no SCRH, which no page reads), each at its `standard` "
+          "budget, 3 seeds. 16 and 32 bits trained on this project's 2-core CPU (an AMD EPYC) and 64 bits on a lent "
+          "H200 at the same time, from the same stages 1 and 2 (docs/gpu.md, section 8): the comparisons at one "
+          "length are within one device's runs. docs/unseen.md compares its verdicts with the blocks above."))
 RESULTS_BLOCKS.register("standard-pretrained-unseen", ResultsBlock(
     title="`standard-pretrained-unseen`: held-out classes, pretrained", preset="standard-pretrained-unseen",
     file="results/standard-pretrained-unseen.csv", bits=(16, 32, 64), methods=_GRID_METHODS,
