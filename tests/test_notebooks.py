@@ -313,6 +313,17 @@ def test_retrieval_table_cells_are_mean_and_sample_std_over_seeds():
     assert list(table.cells.columns) == [("d", "16 bits"), ("d", "32 bits")]
 
 
+def test_retrieval_table_cells_never_show_a_signed_zero():
+    # mean of (-0.00007, 0.00003, 0.0) is -0.0000133...: four places would print "-0.0000" (the report checker's
+    # signed-zero); the cell keeps two significant digits of the mean instead, the std at four places
+    table = results.retrieval_table(_rows({("a", 16): [-0.00007, 0.00003, 0.0], ("b", 16): [0.5, 0.5, 0.5],
+                                           ("c", 16): [0.00002, 0.00002, 0.00002]}))
+    assert table.cells.loc["a", ("d", "16 bits")] == "-0.000013 ± 0.0001"
+    assert table.cells.loc["b", ("d", "16 bits")] == "0.5000 ± 0.0000"  # an ordinary mean keeps its four places
+    assert table.cells.loc["c", ("d", "16 bits")] == "0.000020 ± 0.0000"
+    assert table.rank[("d", "16 bits")].tolist() == [2.0, 1.0, 2.0]  # ranked on the shown four places: a ties c
+
+
 def test_retrieval_table_ranks_dense_on_shown_values_and_marks_best_and_second():
     rows = _rows({("a", 16): [0.80001], ("b", 16): [0.8], ("c", 16): [0.7], ("d", 16): [0.6]})
     table = results.retrieval_table(rows, order=["d", "c", "b", "a"])
