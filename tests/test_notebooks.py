@@ -322,6 +322,9 @@ def test_retrieval_table_cells_never_show_a_signed_zero():
     assert table.cells.loc["b", ("d", "16 bits")] == "0.5000 ± 0.0000"  # an ordinary mean keeps its four places
     assert table.cells.loc["c", ("d", "16 bits")] == "0.000020 ± 0.0000"
     assert table.rank[("d", "16 bits")].tolist() == [2.0, 1.0, 2.0]  # ranked on the shown four places: a ties c
+    # an exact negative zero (pandas' mean of -0.0s) prints without its sign
+    zero = results.retrieval_table(_rows({("a", 16): [-0.0, -0.0]}))
+    assert zero.cells.loc["a", ("d", "16 bits")] == "0.0000 ± 0.0000"
 
 
 def test_retrieval_table_ranks_dense_on_shown_values_and_marks_best_and_second():

@@ -80,6 +80,8 @@ def test_device_phrase_names_the_device_of_each_code_length_when_every_length_tr
     assert phrase.startswith("**These runs trained on more than one device, one per code length**: "
                              "16 and 32 bits on cpu, 64 bits on cuda (NVIDIA H200). ")
     assert "within one device's runs" in phrase
+    three = pd.DataFrame({"method": ["x"] * 4, "bits": [16, 32, 64, 128], "device": ["cpu", "cpu", "cpu", h200]})
+    assert ": 16, 32 and 64 bits on cpu, 128 bits on cuda (NVIDIA H200). " in device_phrase(three)
     assert device_phrase(by_length, markdown=False).startswith("These runs trained on more than one device, one per")
     # one length split between two devices: the counting warning, not the per-length one
     split = by_length.assign(device=["cpu", h200, h200, h200, "cpu", "cpu"])

@@ -53,15 +53,21 @@ def device_phrase(rows: pd.DataFrame, markdown: bool = True) -> str:
         lengths = {}  # device -> its code lengths, in the order of the lengths
         for bits, device in rows.groupby("bits")["device"].first().sort_index().items():
             lengths.setdefault(device, []).append(f"{int(bits)}")
-        parts = [f"{' and '.join(bits)} bits on {device}" for device, bits in lengths.items()]
+        parts = [f"{_and(bits)} bits on {device}" for device, bits in lengths.items()]
         return (f"{bold}These runs trained on more than one device, one per code length{bold}: " + ", ".join(parts)
                 + ". Runs are not bit-identical across devices (docs/gpu.md): the comparisons of methods at one code "
-                  "length are within one device's runs; a change from one length to another also crosses devices.")
+                  "length are within one device's runs; a change between lengths of different devices also crosses "
+                  "devices, and so do training times.")
     parts = [f"{device} ({count} runs)" for device, count in counts.items()]
     if len(recorded) < len(rows):
         parts.append(f"not recorded ({len(rows) - len(recorded)} runs)")
     return (f"{bold}These runs trained on more than one device{bold}: " + ", ".join(parts) + ". Runs are not "
             "bit-identical across devices (docs/gpu.md): compare methods within one device's runs.")
+
+
+def _and(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _metric_title(metric: str) -> str:

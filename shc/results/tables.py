@@ -134,7 +134,7 @@ def _value_digits(value: str, mean: float, std: float, count: int, digits: int) 
 def _sign_places(mean: float, places: int) -> int:
     """Decimals that show ``mean``'s sign: ``places``, or, where a non-zero mean would print as ``-0.0000`` or
     ``0.0000``, enough for two significant digits (``-0.000031``; as ``shc.stats.signed_interval`` prints a
-    difference), so a cell never shows a signed zero."""
+    difference), so a cell never shows a signed zero (an exact ``-0.0`` mean is printed as ``0.0`` by its caller)."""
     if mean == 0 or not math.isfinite(mean) or round(mean, places) != 0:
         return places
     return max(places, 1 - math.floor(math.log10(abs(mean))))
@@ -160,7 +160,7 @@ def _ranked_table(frame, values: Sequence[str], index: Sequence[str], columns: S
     places = [_value_digits(v, m, s, n, digits)
               for v, m, s, n in zip(stats["metric"], stats["mean"], stats["std"], stats["count"])]  # fmt: skip
     stats["shown"] = [round(float(m), p) for m, p in zip(stats["mean"], places)]
-    stats["cell"] = [f"{m:.{_sign_places(m, p)}f}" + (f" ± {s:.{p}f}" if n > 1 else "")
+    stats["cell"] = [f"{m + 0.0:.{_sign_places(m, p)}f}" + (f" ± {s:.{p}f}" if n > 1 else "")  # + 0.0: no -0.0
                      for m, s, n, p in zip(stats["mean"], stats["std"], stats["count"], places)]  # fmt: skip
     sign = np.where(stats["metric"].isin(_LOWER_IS_BETTER), 1.0, -1.0)
     competitors = [stats[key] for key in group_keys if key != row]
