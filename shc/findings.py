@@ -26,7 +26,7 @@ from shc.registry import Registry
 from shc.stats import compare_sentence, format_value, metric_name, paired_by_seed, summary_frame, what_this_shows
 
 __all__ = ["FINDINGS", "FINDINGS_FILE", "Finding", "ablation_findings", "backbone_phrase", "best_methods",
-           "center_findings", "convergence_findings", "derive", "device_findings", "findings_html",
+           "center_findings", "convergence_findings", "derive", "device_findings", "device_phrase", "findings_html",
            "geometry_findings", "hadamard_findings", "pair_findings", "precision_at_k_findings",
            "reachability_findings", "record_distance_finding", "retrieval_findings", "same_run_findings",
            "same_run_rows", "show", "similarity_findings"]
@@ -43,12 +43,49 @@ def retrieval_findings(runs: Any, metric: str = PRIMARY_METRIC, reference: str |
     return what_this_shows(summary, per_seed, metric, reference=reference)
 
 
-def device_findings(runs: Any) -> list[str]:
-    """Where the runs trained (:func:`shc.results.device_phrase`, plain text): one device, which device each code
-    length trained on, or a warning naming the devices of a mixed grid; no sentence for runs from before devices
-    were recorded. ``runs`` is :func:`shc.results.result_rows`."""
-    from shc.results import device_phrase
+def device_phrase(rows: Any, markdown: bool = True) -> str:
+    """Where a grid's runs trained, from their ``device`` column (:func:`shc.results.reading.result_rows`): one
+    sentence naming the device when they share one; a warning naming each device and its run count when they do not
+    (a run without the record counts as "not recorded"), since runs are not bit-identical across devices
+    (docs/gpu.md); "" when no run records it (runs older than the record). When every run records its device and
+    each code length (``bits``) trained on one, the warning names the device of each length instead: the comparisons
+    of methods at one length are then within one device's runs. ``markdown=False``: without the bold markers (for a
+    page's findings, which are plain text)."""
+    import pandas as pd
 
+    devices = rows["device"] if "device" in rows else pd.Series([None] * len(rows), dtype=object)
+    recorded = devices.dropna()
+    if recorded.empty:
+        return ""
+    counts = recorded.value_counts().sort_index()
+    if len(counts) == 1 and len(recorded) == len(rows):
+        return f"Every run trained on {counts.index[0]}."
+    bold = "**" if markdown else ""
+    if len(recorded) == len(rows) and "bits" in rows and (rows.groupby("bits")["device"].nunique() == 1).all():
+        lengths = {}  # device -> its code lengths, in the order of the lengths
+        for bits, device in rows.groupby("bits")["device"].first().sort_index().items():
+            lengths.setdefault(device, []).append(f"{int(bits)}")
+        parts = [f"{_and(bits)} bits on {device}" for device, bits in lengths.items()]
+        return (f"{bold}These runs trained on more than one device, one per code length{bold}: " + ", ".join(parts)
+                + ". Runs are not bit-identical across devices (docs/gpu.md): the comparisons of methods at one code "
+                  "length are within one device's runs; a change between lengths of different devices also crosses "
+                  "devices, and so do training times.")
+    parts = [f"{device} ({count} runs)" for device, count in counts.items()]
+    if len(recorded) < len(rows):
+        parts.append(f"not recorded ({len(rows) - len(recorded)} runs)")
+    return (f"{bold}These runs trained on more than one device{bold}: " + ", ".join(parts) + ". Runs are not "
+            "bit-identical across devices (docs/gpu.md): compare methods within one device's runs.")
+
+
+def _and(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def device_findings(runs: Any) -> list[str]:
+    """Where the runs trained (:func:`device_phrase`, plain text): one device, which device each code length trained
+    on, or a warning naming the devices of a mixed grid; no sentence for runs from before devices were recorded.
+    ``runs`` is :func:`shc.results.result_rows`."""
     sentence = device_phrase(runs, markdown=False)
     return [sentence] if sentence else []
 

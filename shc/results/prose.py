@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from shc.evaluation import PRIMARY_METRIC
+from shc.findings import device_phrase  # computed prose shared with the pages (shc.findings: the lower layer)
 from shc.results.reading import REACH_KEYS, finished_configs, result_rows
 from shc.results.statistics import ranking_line, regime_rows
 
@@ -31,43 +32,6 @@ def budget_phrase(epochs: Mapping[str, Sequence[int]]) -> str:
             grouped.setdefault(budget, []).append(method)
     return ", ".join([f"{'/'.join(map(str, usual))} epochs",
                       *(f"{'/'.join(map(str, e))} for {', '.join(methods)}" for e, methods in grouped.items())])
-
-
-def device_phrase(rows: pd.DataFrame, markdown: bool = True) -> str:
-    """Where a grid's runs trained, from their ``device`` column (:func:`shc.results.reading.result_rows`): one
-    sentence naming the device when they share one; a warning naming each device and its run count when they do not
-    (a run without the record counts as "not recorded"), since runs are not bit-identical across devices
-    (docs/gpu.md); "" when no run records it (runs older than the record). When every run records its device and
-    each code length (``bits``) trained on one, the warning names the device of each length instead: the comparisons
-    of methods at one length are then within one device's runs. ``markdown=False``: without the bold markers (for a
-    page's findings, which are plain text)."""
-    devices = rows["device"] if "device" in rows else pd.Series([None] * len(rows), dtype=object)
-    recorded = devices.dropna()
-    if recorded.empty:
-        return ""
-    counts = recorded.value_counts().sort_index()
-    if len(counts) == 1 and len(recorded) == len(rows):
-        return f"Every run trained on {counts.index[0]}."
-    bold = "**" if markdown else ""
-    if len(recorded) == len(rows) and "bits" in rows and (rows.groupby("bits")["device"].nunique() == 1).all():
-        lengths = {}  # device -> its code lengths, in the order of the lengths
-        for bits, device in rows.groupby("bits")["device"].first().sort_index().items():
-            lengths.setdefault(device, []).append(f"{int(bits)}")
-        parts = [f"{_and(bits)} bits on {device}" for device, bits in lengths.items()]
-        return (f"{bold}These runs trained on more than one device, one per code length{bold}: " + ", ".join(parts)
-                + ". Runs are not bit-identical across devices (docs/gpu.md): the comparisons of methods at one code "
-                  "length are within one device's runs; a change between lengths of different devices also crosses "
-                  "devices, and so do training times.")
-    parts = [f"{device} ({count} runs)" for device, count in counts.items()]
-    if len(recorded) < len(rows):
-        parts.append(f"not recorded ({len(rows) - len(recorded)} runs)")
-    return (f"{bold}These runs trained on more than one device{bold}: " + ", ".join(parts) + ". Runs are not "
-            "bit-identical across devices (docs/gpu.md): compare methods within one device's runs.")
-
-
-def _and(items: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _metric_title(metric: str) -> str:
