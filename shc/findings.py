@@ -26,10 +26,10 @@ from shc.registry import Registry
 from shc.stats import compare_sentence, format_value, metric_name, paired_by_seed, summary_frame, what_this_shows
 
 __all__ = ["FINDINGS", "FINDINGS_FILE", "Finding", "ablation_findings", "backbone_phrase", "best_methods",
-           "center_findings", "convergence_findings", "derive", "device_findings", "device_phrase", "findings_html",
-           "geometry_findings", "hadamard_findings", "pair_findings", "precision_at_k_findings",
-           "reachability_findings", "record_distance_finding", "retrieval_findings", "same_run_findings",
-           "same_run_rows", "show", "similarity_findings"]
+           "best_methods_label", "center_findings", "convergence_findings", "derive", "device_findings",
+           "device_phrase", "findings_html", "geometry_findings", "hadamard_findings", "pair_findings",
+           "precision_at_k_findings", "reachability_findings", "record_distance_finding", "retrieval_findings",
+           "same_run_findings", "same_run_rows", "show", "similarity_findings"]
 
 #: The range of stage-1 test accuracies in the paper's Table 2 (NABirds-B 48.44 %, Stanford Cars-A 73.49 %).
 PAPER_ACCURACY = (0.4844, 0.7349)
@@ -358,6 +358,23 @@ def best_methods(runs: Any, metric: str, bits: int, method: str = "label", confi
     tied = [other for other in names[1:]
             if paired_by_seed(per_seed, metric, bits, top, other, confidence).verdict == "not distinguishable"]
     return [top, *tied]
+
+
+def best_methods_label(runs: Any, metric: str, bits: int, method: str = "label") -> str:
+    """:func:`best_methods` as a report index shows it: the one best method, or the tied ones "(not distinguishable)",
+    naming those whose network did not reach its targets on the training set (mean center hit rate below
+    :data:`shc.reachability.REACHED`), since their place in a ranking measures what the network could fit."""
+    from shc.reachability import REACHED
+
+    best = best_methods(runs, metric, bits, method=method)
+    label = best[0] if len(best) == 1 else f"{', '.join(best)} (not distinguishable)"
+    key = "train_center_hit_rate"
+    if key in runs and best:
+        at = runs[runs["bits"] == bits].groupby(method)[key].mean()
+        short = [name for name in best if name in at and at[name] < REACHED]
+        if short:
+            label += f"; below the training hit rate of {REACHED:g}: {', '.join(short)}"
+    return label
 
 
 def record_distance_finding(history: Any, targets: Mapping[int, int]) -> str:

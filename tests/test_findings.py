@@ -39,6 +39,18 @@ def test_device_findings_say_where_the_runs_trained():
                                "64 bits on cuda (NVIDIA H200).") and "**" not in sentence  # plain: the page escapes it
 
 
+def test_best_methods_label_names_tied_leaders_that_did_not_reach_their_targets():
+    runs = _runs([0.50, 0.52, 0.55], [0.40, 0.41, 0.45])
+    assert findings.best_methods_label(runs, "tie_aware_mAP@ALL", 16) == "shc"  # no reachability column: no remark
+    tied = _runs([0.50, 0.40, 0.55], [0.45, 0.50, 0.47])  # paired interval holds 0: both lead
+    hits = {"shc": 0.95, "mds": 0.60}
+    tied["train_center_hit_rate"] = tied["label"].map(hits)
+    assert findings.best_methods_label(tied, "tie_aware_mAP@ALL", 16) == (
+        "shc, mds (not distinguishable); below the training hit rate of 0.9: mds")
+    tied["train_center_hit_rate"] = 0.95
+    assert findings.best_methods_label(tied, "tie_aware_mAP@ALL", 16) == "shc, mds (not distinguishable)"
+
+
 def test_reachability_sentences_name_the_networks_that_missed_their_targets():
     runs = _runs([0.95, 0.93, 0.97], [0.30, 0.35, 0.32], metric="train_center_hit_rate")
     missed = findings.reachability_findings(runs)

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import math
-
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
