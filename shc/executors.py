@@ -189,6 +189,29 @@ class _Ray:
             raise
 
 
+RAY_GCS_PORT_WAIT_S = 120
+"""Seconds a local Ray node's driver waits for its GCS server to bind a port (Ray's own default is 30 s).
+
+On a loaded 2-core machine the GCS server has been seen to take longer than 30 s, and ``ray.init`` then fails
+with "Timed out waiting for file .../gcs_server_port_..." although nothing is wrong; ``RAY_gcs_server_port_wait_time_s``
+in the environment still wins."""
+
+
+def start_local_ray(ray: Any, **options: Any) -> None:
+    """Start a local Ray node (``ray.init`` with ``options``, no dashboard, no worker logs in this process),
+    waiting :data:`RAY_GCS_PORT_WAIT_S` for its GCS server unless the environment sets that wait itself; the
+    environment is restored afterwards."""
+    name = "RAY_gcs_server_port_wait_time_s"
+    preset = os.environ.get(name)
+    if preset is None:
+        os.environ[name] = str(RAY_GCS_PORT_WAIT_S)
+    try:
+        ray.init(include_dashboard=False, log_to_driver=False, **options)
+    finally:
+        if preset is None:
+            os.environ.pop(name, None)
+
+
 @contextlib.contextmanager
 def ray_executor(address: str | None = None, num_cpus: float = 1, num_gpus: float = 0, **_: Any) -> Iterator[_Ray]:
     """Tasks on a Ray cluster: ``address`` (``HOST:6379``, ``ray://HOST:10001`` or ``auto``) joins a running
@@ -201,8 +224,10 @@ def ray_executor(address: str | None = None, num_cpus: float = 1, num_gpus: floa
     _check_resources(num_cpus, num_gpus)
     started = not ray.is_initialized()
     if started:
-        local = {} if address else {"include_dashboard": False}  # options Ray refuses when joining a cluster
-        ray.init(address=address, log_to_driver=False, **local)
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            start_local_ray(ray)
     try:
         yield _Ray(ray, num_cpus, num_gpus)
     finally:

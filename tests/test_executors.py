@@ -6,11 +6,12 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from shc.executors import EXECUTORS, open_executor
+from shc.executors import EXECUTORS, RAY_GCS_PORT_WAIT_S, open_executor, start_local_ray
 from shc.pipeline import GridFailures, RunConfig, run_grid, stage_directories
 
 OPTIONS = {"num_classes": 8, "train_per_class": 8, "val_per_class": 2, "query_per_class": 2, "database_per_class": 4}
@@ -72,7 +73,7 @@ def _two_worker_cluster(engine: str, env: dict[str, str] | None = None):
     import ray
 
     try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        start_local_ray(ray, num_cpus=2)
     except Exception as error:  # noqa: BLE001 - the node itself did not start: nothing of shc ran yet
         if "timed out during startup" not in str(error):
             raise
@@ -109,6 +110,30 @@ def test_executors_are_a_registry_with_clear_errors():
     if importlib.util.find_spec("ray") is not None:
         with pytest.raises(ValueError, match="num_cpus must be positive"), open_executor("ray", num_cpus=0):
             pass
+
+
+def test_a_local_ray_node_waits_longer_for_its_gcs_server_unless_told_and_leaves_the_environment_as_it_was(
+        monkeypatch):
+    name = "RAY_gcs_server_port_wait_time_s"
+    seen = []
+
+    class FakeRay:  # records what ray.init would have read from the environment
+        @staticmethod
+        def init(**options):
+            seen.append((os.environ.get(name), options))
+            if options.get("fail"):
+                raise RuntimeError("Timed out waiting for file")
+
+    monkeypatch.delenv(name, raising=False)
+    start_local_ray(FakeRay, num_cpus=2)
+    assert seen[-1] == (str(RAY_GCS_PORT_WAIT_S), {"include_dashboard": False, "log_to_driver": False, "num_cpus": 2})
+    assert name not in os.environ and RAY_GCS_PORT_WAIT_S > 30  # Ray's own default is 30 s
+    with pytest.raises(RuntimeError, match="Timed out"):
+        start_local_ray(FakeRay, fail=True)
+    assert name not in os.environ  # restored on failure too
+    monkeypatch.setenv(name, "7")  # the user's own setting wins and stays
+    start_local_ray(FakeRay)
+    assert seen[-1][0] == "7" and os.environ[name] == "7"
 
 
 def test_the_local_pool_reports_a_failing_call_and_goes_on():
