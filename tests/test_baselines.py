@@ -533,3 +533,59 @@ def test_short_training_beats_random_codes(name, tmp_path):
     # Tie-aware mAP (independent of the database order). DTSH's 8-epoch codes tie a lot: 0.20 against chance 0.12
     # (1.7x); with ties by index on the old class-sorted database it had looked like more than 2x.
     assert trained > 1.5 * chance, (name, trained, chance)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# benchmarks/lr_on_validation.py: a learning rate per method, chosen on the validation split (issue 35)
+# ------------------------------------------------------------------------------------------------------------
+def _lr_tool(monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import lr_on_validation
+
+    return lr_on_validation
+
+
+def test_the_learning_rate_is_chosen_on_validation_mAP_and_its_fit_is_named(monkeypatch):
+    tool = _lr_tool(monkeypatch)
+    # (validation mAP, training hit rate) per learning rate: the best validation mAP wins, whatever its fit
+    assert tool.choose_lr({3e-3: (0.10, 0.20), 1e-3: (0.30, 0.95), 3e-4: (0.25, 0.99)}) == (1e-3, True)
+    assert tool.choose_lr({3e-3: (0.40, 0.30), 1e-3: (0.30, 0.95)}) == (3e-3, False)
+    assert tool.choose_lr({1e-3: (0.30, 0.90), 1e-4: (0.30, 0.10)}) == (1e-3, True)  # a tie: the larger rate
+
+
+def test_each_method_keeps_its_presets_epochs_and_takes_the_tested_learning_rate(monkeypatch):
+    from shc.presets import PRESETS
+
+    tool = _lr_tool(monkeypatch)
+    base, _ = tool.base_config({"run_dir": "unused"}, "standard")
+    configs = tool.lr_configs(base, ["dpsh", "idhn"], [1e-3, 1e-4], 16, 2)
+    own = PRESETS.get("standard").method_config
+    assert {key: (config.epochs, config.lr, config.seed) for key, config in configs.items()} == {
+        ("dpsh", 1e-3): (base.epochs, 1e-3, 2), ("dpsh", 1e-4): (base.epochs, 1e-4, 2),
+        ("idhn", 1e-3): (own["idhn"]["epochs"], 1e-3, 2), ("idhn", 1e-4): (own["idhn"]["epochs"], 1e-4, 2)}
+    assert own["idhn"]["epochs"] != base.epochs  # so the line above tells the method's budget from the default
+    with pytest.raises(ValueError, match="positive learning rates"):
+        tool.lr_configs(base, ["dpsh"], [0.0], 16, 0)
+
+
+def test_the_tool_trains_each_rate_and_reports_the_validation_numbers_of_its_runs(monkeypatch, tmp_path, capsys):
+    from shc.pipeline import preset
+    from shc.results import load_metrics
+
+    tool = _lr_tool(monkeypatch)
+    run_dir = tmp_path / "runs"
+    assert tool.main(["--preset", "tiny", "--methods", "dpsh", "--lrs", "0.01", "0.0001", "--run-dir",
+                      str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("dpsh"))
+    config = preset("tiny", methods=["dpsh"], run_dir=str(run_dir))[0]
+    values = {}
+    for lr in (0.01, 0.0001):  # the runs' own metrics, read back from their folders
+        metrics = load_metrics(config.replace(lr=lr))
+        values[lr] = metrics["val_tie_aware_mAP@ALL"]
+        assert f"{values[lr]:.3f}, {metrics['train_center_hit_rate']:.3f}" in row
+    assert f" {max(values, key=lambda lr: (values[lr], lr)):g} " in row
+    table = out.split("## learning rate on validation", 1)[1]
+    assert "validation tie-aware mAP@ALL" in table and "query" not in table  # no query number is printed
