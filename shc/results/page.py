@@ -173,6 +173,21 @@ RESULTS_BLOCKS.register("standard-64", ResultsBlock(
           "floating-point results). LTH at its 320 epochs ran on the same CPU a session later (2026-11-27), so "
           "this grid is complete. The stage-1 classifiers of these runs are here, so the file holds the "
           "classifier-code baseline too."))
+_REPORT_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "dpsh", "dtsh", "hashnet", "greedyhash",
+                   "idhn", "lth", "orthohash")
+"""The methods of a report set's pages 03, 04 and 06 (`standard`, `standard-unseen`): the center methods, shc-ls,
+CRH and the nine baselines."""
+RESULTS_BLOCKS.register("standard-report-16", ResultsBlock(
+    title="`standard` again at 16 bits: the report set's grid", preset="standard",
+    file="results/standard-report-16bit.csv", bits=(16,), methods=(*_REPORT_METHODS, "distance", "semantic"),
+    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
+    about="The 16-bit grid trained again from nothing (stage 1, stage 2, every hashing run) in one run folder for "
+          "the report set `reports/standard/`: the methods of pages 03, 04 and 06 (the center methods, shc-ls, CRH "
+          "and the nine baselines) and page 05's two ablations of the paper's Table 7 (`distance`, \"d only\": MDS's "
+          "centers with SHC's loss; `semantic`, \"S only\": centers from the S fit alone, without the distance "
+          "constraint), each at its `standard` budget, 3 seeds, on this project's "
+          "2-core CPU (an AMD EPYC, 2026-11-28). The block `standard` at 16 bits above trained "
+          "on a lent H200 from another stage 1; docs/standard.md compares the two grids' verdicts."))
 _SCRH = ("SCRH (CRH started at shc-ls's semantic centers, reassigned with the S-fit in its cost; "
          "docs/baselines.md)")
 """What SCRH is, in the words every SCRH block's sentence uses."""
@@ -201,10 +216,6 @@ RESULTS_BLOCKS.register("standard-scrh-late", ResultsBlock(
 _GRID_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "scrh", "greedyhash", "lth")
 """The methods of the CPU grids (standard-pretrained, standard-modes, the unseen protocol at 32 and 64 bits): their
 presets' eight and SCRH beside them."""
-_UNSEEN_REPORT_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "dpsh", "dtsh", "hashnet", "greedyhash",
-                          "idhn", "lth", "orthohash")
-"""The methods of the `standard-unseen` report set's pages (03, 04 and 06): the center methods, shc-ls, CRH and the
-nine baselines."""
 RESULTS_BLOCKS.register("standard-pretrained", ResultsBlock(
     title="`standard-pretrained` at 16, 32 and 64 bits", preset="standard-pretrained",
     file="results/standard-pretrained.csv", bits=(16, 32, 64),
@@ -330,7 +341,7 @@ RESULTS_BLOCKS.register("standard-unseen-32-64", ResultsBlock(
           "it computed again (docs/unseen.md)."))
 RESULTS_BLOCKS.register("standard-unseen-rerun", ResultsBlock(
     title="`standard-unseen` again: the report set's grid", preset="standard-unseen",
-    file="results/standard-unseen-rerun.csv", bits=(16, 32, 64), methods=_UNSEEN_REPORT_METHODS,
+    file="results/standard-unseen-rerun.csv", bits=(16, 32, 64), methods=_REPORT_METHODS,
     metrics=_UNSEEN_METRICS,
     about="The from-scratch protocol of the two blocks above trained again from nothing (stage 1, stage 2, every "
           "hashing run) for its report set `reports/standard-unseen/`: the methods of pages 03, 04 and 06 (the "
