@@ -33,7 +33,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from standard_convergence import RULE_METRIC, _parse_set, _rule_metrics, base_config  # noqa: E402
+from standard_convergence import (  # noqa: E402
+    RULE_METRIC, _parse_set, _rule_metrics, add_run_arguments, base_config)
 
 from shc.pipeline import RunConfig, run_grid  # noqa: E402
 from shc.presets import PRESETS  # noqa: E402
@@ -87,13 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--methods", nargs="+", default=["dpsh", "hashnet", "dtsh", "idhn"])
     parser.add_argument("--lrs", nargs="+", type=float, default=[3e-3, 1e-3, 3e-4, 1e-4])
-    parser.add_argument("--bits", type=int, default=16)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--preset", default="standard", help="the preset whose configuration is tested")
-    parser.add_argument("--run-dir", default=None, help="default runs/<preset>-lr")
-    parser.add_argument("--jobs", type=int, default=1, help="hashing runs trained at once (shc.pipeline --jobs)")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON",
-                        help="override a RunConfig field (repeatable)")
+    add_run_arguments(parser, "lr")
     args = parser.parse_args(argv)
     from run import print_table
 

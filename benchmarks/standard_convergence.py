@@ -85,6 +85,18 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
     return overrides
 
 
+def add_run_arguments(parser: argparse.ArgumentParser, run_dir_suffix: str) -> None:
+    """The options every validation check of a preset takes (this script's and ``lr_on_validation.py``'s): code
+    length, seed, preset, run folder (default ``runs/<preset>-<run_dir_suffix>``), jobs and RunConfig overrides."""
+    parser.add_argument("--bits", type=int, default=16)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--preset", default="standard", help="the preset whose configuration is tested")
+    parser.add_argument("--run-dir", default=None, help=f"default runs/<preset>-{run_dir_suffix}")
+    parser.add_argument("--jobs", type=int, default=1, help="hashing runs trained at once (shc.pipeline --jobs)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON",
+                        help="override a RunConfig field (repeatable)")
+
+
 def convergence_rows(base: RunConfig, methods: list[str], epochs: int, bits: int, seed: int,
                      tolerance: float = TOLERANCE, jobs: int = 1, preset_name: str = "standard") -> list[dict[str, Any]]:
     """One row per method: mAPs at ``epochs`` and ``2 * epochs``, the change of mAP@ALL, converged or not.
@@ -159,16 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, help="E (default: the configuration's epochs)")
     parser.add_argument("--methods", nargs="+",
                         default=[m for m in ("random", "csq", "mds", "shc", "shc-ls") if m in available_methods()])
-    parser.add_argument("--bits", type=int, default=16)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", type=int, nargs="+",
                         help="several seeds: each seed's table, then the mean change over the seeds with its paired "
                              "95%% interval (the doubling rule on the seed mean)")
-    parser.add_argument("--preset", default="standard", help="the preset whose configuration is tested")
-    parser.add_argument("--run-dir", default=None, help="default runs/<preset>-convergence")
-    parser.add_argument("--jobs", type=int, default=1, help="hashing runs trained at once (shc.pipeline --jobs)")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON",
-                        help="override a RunConfig field (repeatable)")
+    add_run_arguments(parser, "convergence")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from run import print_table
