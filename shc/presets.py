@@ -259,10 +259,11 @@ PRESETS.register("standard", Preset(
     # at 80 and DTSH at 160, but only OrthoHash fits (training hit rate 0.98; the others 0.16-0.30, not raised by twice
     # the epochs); IDHN falls from 160 to 320 (0.080 -> 0.045). No budget fixes a loss that does not fit, so they keep
     # the budgets measured on composite_cnn below. Nor does a learning rate (benchmarks/lr_on_validation.py, 1e-4 to
-    # 3e-3, and 1e-5 for HashNet and IDHN: training hit rate at most 0.41); HashNet and IDHN are best on validation at 1e-4 (there the rule passes
-    # HashNet at 80 and refuses IDHN's 160), not adopted: the grids holding them would train again (docs/standard.md). At 64 bits (2026-11-27, seed 0, 80 -> 160) shc-ls and GreedyHash
-    # pass; random, CSQ, SHC and CRH fall by 0.030-0.047 (they overfit), so they keep 80, their better budget on
-    # validation (docs/standard.md).
+    # 3e-3, and 1e-5 for HashNet and IDHN: training hit rate at most 0.41); HashNet and IDHN are best on validation at
+    # 1e-4 (there the rule passes HashNet at 80 and refuses IDHN's 160 and 320), not adopted: the grids holding them
+    # would train again (docs/standard.md). At 64 bits (2026-11-27, seed 0, 80 -> 160) shc-ls and GreedyHash pass;
+    # random, CSQ, SHC and CRH fall by 0.030-0.047 (they overfit), so they keep 80, their better budget on validation
+    # (docs/standard.md).
     # The doubling rule on the tie-aware mAP@ALL (docs/standard.md, 2026-11-24): 80 -> 160 epochs moved MDS by
     # 0.022, DTSH by 0.033 and IDHN by 0.029 (at 16 bits, seed 0), so these three train for 160. 160 -> 320 moved
     # DTSH by 0.003 and IDHN by 0.017 (converged) but MDS by +0.025 (16 bits, every seed), 320 -> 640 by -0.052,
