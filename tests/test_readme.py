@@ -24,6 +24,9 @@ def test_the_readme_is_a_front_page():
     assert len(readme.splitlines()) <= 250, "README.md grew past 250 lines: move detail to docs/ and link it"
     positions = [readme.index(heading) for heading in ("## Set-up", "## Tests", "## Main job", "**The headline:")]
     assert positions == sorted(positions)
+    headline_line = readme[:positions[-1]].count("\n") + 1
+    assert headline_line <= 80, (f"the headline starts on line {headline_line}: a newcomer should meet it within the "
+                                 "first screenful; move detail above it to docs/ (docs/presets.md holds the presets)")
 
 
 def test_the_readme_headline_rows_are_what_its_commands_print(capsys):
