@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shc.reports.check_markdown import markdown_problems
+from shc.reports.check_markdown import heading_anchors, link_problems, markdown_problems
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = ("python -m shc.results --preset standard --from-csv results/standard-h200-16bit.csv --bits 16 --headline "
@@ -141,3 +141,34 @@ def test_the_results_sections_typed_numbers_fail_the_readme(tmp_path):
     line = typed.splitlines().index("LTH moves by 0.028.") + 1
     assert [(p.kind, p.detail.split(" into")[0]) for p in markdown_problems(path)] == [
         ("typed-number", f"line {line} types 0.028")]
+
+
+@pytest.mark.parametrize("document", ["README.md", *sorted(path.relative_to(ROOT).as_posix()
+                                                           for path in (ROOT / "docs").glob("*.md"))])
+def test_every_committed_document_links_files_and_headings_that_are_there(document):
+    assert [str(problem) for problem in link_problems(ROOT / document)] == []
+
+
+def test_heading_anchors_follow_githubs_rule():
+    text = ("# Top\n\n## The non-compositional testbed: `standard-modes` (issue 35)\n\n"
+            "## 5. The standard grid, on an H200 (2026-11-26)\n\n### A [linked](x.md) *title*\n\n"
+            "## Again\n\n## Again\n\n```text\n## convergence at 16 bits, seed 0\n```\n")
+    assert heading_anchors(text) == {"top", "the-non-compositional-testbed-standard-modes-issue-35",
+                                     "5-the-standard-grid-on-an-h200-2026-11-26", "a-linked-title", "again",
+                                     "again-1"}
+
+
+def test_a_missing_file_or_heading_is_a_dead_link(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "other.md").write_text("# Other\n\n## A section\n")
+    document = tmp_path / "README.md"
+    document.write_text("# Front\n\n## Here\n\n"
+                        "Fine: [a](docs/other.md), [b](docs/other.md#a-section), [c](#here), [web](https://x.org/a#b).\n"
+                        "Code is not read: `[d](gone.md)`.\n\n```text\n[e](gone.md)\n```\n\n"
+                        "Dead: [f](docs/gone.md), [g](docs/other.md#no-such-section), [h](#nowhere), ![i](pic.png).\n")
+    problems = link_problems(document)
+    assert [problem.kind for problem in problems] == ["dead-link"] * 4
+    assert [str(problem).split(" links ")[1].split(",")[0] for problem in problems] == [
+        "docs/gone.md", "docs/other.md#no-such-section", "#nowhere", "pic.png"]
+    assert all(problem.kind == "dead-link" for problem in markdown_problems(document))
+    assert len(markdown_problems(document)) == 4

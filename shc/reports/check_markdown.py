@@ -17,6 +17,10 @@ command again and compares, for each block:
   skips it, and refuses the comment (``record-misused``) on a block it can check (every command on ``--from-csv``)
   or without a reason.
 
+Every relative link ``[text](target)`` outside code must reach a file of the clone, and its ``#anchor`` (in a Markdown
+target, or the document itself) a heading of that file, by GitHub's rule for heading anchors (:func:`heading_anchors`):
+``dead-link`` otherwise.
+
 In the document's ``## Results`` section (the README's), prose may not type a measured number: a decimal with two
 or more places outside a quoted table, quotation, list of verbatim output, code span or block is ``typed-number``
 (state it through a quoted command's output, or point to the page that prints it).
@@ -33,7 +37,7 @@ from pathlib import Path
 
 from shc.reports.problem import Problem
 
-__all__ = ["markdown_problems", "quoted_outputs", "typed_numbers"]
+__all__ = ["heading_anchors", "link_problems", "markdown_problems", "quoted_outputs", "typed_numbers"]
 
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _HEADING = re.compile(r"^#{1,6}\s")
@@ -205,6 +209,71 @@ def typed_numbers(text: str, heading: str = "Results") -> list[tuple[int, str]]:
     return found
 
 
+_LINK = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)\)")
+
+
+def _prose_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of the lines outside fenced code blocks, code spans removed."""
+    found, in_code = [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        if _FENCE.match(line.strip()) or line.strip().startswith("```"):
+            in_code = not in_code
+            continue
+        if not in_code:
+            found.append((number, re.sub(r"`[^`]*`", lambda span: span.group(0).replace("(", "").replace(")", ""),
+                                         line)))
+    return found
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives the headings of a Markdown document (outside fenced code): the heading's text without
+    its Markdown (code-span backticks, link targets, emphasis), lower-cased, every character but letters, digits,
+    ``_``, ``-`` and spaces dropped, spaces turned into ``-``; a repeated anchor gets ``-1``, ``-2``, ... ."""
+    anchors, seen, in_code = set(), {}, False
+    for line in text.splitlines():
+        if line.strip().startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code or not _HEADING.match(line):
+            continue
+        title = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", line.lstrip("#").strip())
+        slug = re.sub(r"[^\w\- ]", "", title.replace("`", "").lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+        seen[slug] = count + 1
+    return anchors
+
+
+def link_problems(path: str | os.PathLike, name: str | None = None) -> list[Problem]:
+    """``dead-link`` for each relative link of a Markdown document whose file is not there, or whose ``#anchor`` is no
+    heading of its Markdown target (module docstring). Web links (``http:``, ``https:``, ``mailto:``) are not
+    followed: this runs offline."""
+    path = Path(path)
+    name = name or str(path)
+    text = path.read_text(encoding="utf-8")
+    anchors: dict[Path, set[str]] = {}
+    problems = []
+    for number, line in _prose_lines(text):
+        for match in _LINK.finditer(line):
+            target = match.group(1)
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                continue
+            file_part, _, anchor = target.partition("#")
+            resolved = (path.parent / file_part).resolve() if file_part else path.resolve()
+            if not resolved.exists():
+                problems.append(Problem(name, "dead-link", f"line {number} links {target}, and {file_part} is not "
+                                                           "there: fix the path (relative to this document)"))
+                continue
+            if anchor and resolved.suffix == ".md":
+                if resolved not in anchors:
+                    anchors[resolved] = heading_anchors(resolved.read_text(encoding="utf-8"))
+                if anchor not in anchors[resolved]:
+                    problems.append(Problem(name, "dead-link", f"line {number} links {target}, and "
+                                                               f"{resolved.name} has no heading with the anchor "
+                                                               f"#{anchor}: link one of its headings"))
+    return problems
+
+
 def markdown_problems(path: str | os.PathLike) -> list[Problem]:
     """Every quoted output of a Markdown document that its commands no longer print (module docstring)."""
     name = str(path)  # as the caller named it (README.md, docs/results.md)
@@ -249,6 +318,7 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
         for item in verbatim:
             if item not in said:
                 problems.append(Problem(name, "false-sentence", f"{where} do not print {item!r}"))
+    problems += link_problems(path, name)
     for number, value in typed_numbers(path.read_text(encoding="utf-8")):
         problems.append(Problem(name, "typed-number", f"line {number} types {value} into the results section: quote "
                                                       "the command that prints it, or link the page that does"))
