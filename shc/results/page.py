@@ -188,6 +188,13 @@ RESULTS_BLOCKS.register("standard-report-16", ResultsBlock(
           "constraint), each at its `standard` budget, 3 seeds, on this project's "
           "2-core CPU (an AMD EPYC, 2026-11-28). The block `standard` at 16 bits above trained "
           "on a lent H200 from another stage 1; docs/standard.md compares the two grids' verdicts."))
+RESULTS_BLOCKS.register("standard-report-32", ResultsBlock(
+    title="`standard` again at 32 bits: the report set's grid", preset="standard",
+    file="results/standard-report-32bit.csv", bits=(32,), methods=(*_REPORT_METHODS, "distance", "semantic"),
+    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
+    about="The block above at 32 bits: the same 15 methods, budgets and run folder, on the same stage 1 and CPU "
+          "(2026-11-29). The block `standard` at 32 bits above trained on a lent H100 from another stage 1; "
+          "docs/standard.md compares the two grids' verdicts."))
 _SCRH = ("SCRH (CRH started at shc-ls's semantic centers, reassigned with the S-fit in its cost; "
          "docs/baselines.md)")
 """What SCRH is, in the words every SCRH block's sentence uses."""
