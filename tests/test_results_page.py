@@ -16,10 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _layout(root: Path) -> Path:
-    """A copy of the repository's layout: pyproject.toml marks the root, results/ beside docs/."""
+    """A copy of the repository's layout: pyproject.toml marks the root, results/ beside docs/ (the other pages of
+    docs/ too, which the page links)."""
     (root / "pyproject.toml").write_text("")
     shutil.copytree(ROOT / "results", root / "results")
-    (root / "docs").mkdir()
+    shutil.copytree(ROOT / "docs", root / "docs", ignore=shutil.ignore_patterns("results.md"))
     return root
 
 
