@@ -115,13 +115,16 @@ def our_differences(rows: pd.DataFrame, metric: str, source: str, baselines: Seq
 
 def comparison_markdown(frames: Sequence[pd.DataFrame], digits: int = 3) -> str:
     """The paper's and our differences as one Markdown table (intervals in brackets where there are seeds)."""
-    def cell(row: pd.Series, name: str) -> str:
+    from shc.stats import signed_interval, signed_number
+
+    def cell(row: pd.Series, name: str) -> str:  # enough decimals to show each number's sign (no "+0.000")
         value = row.get(name, np.nan)
         if not np.isfinite(value):
             return "-"
         low, high = row.get(f"{name} low", np.nan), row.get(f"{name} high", np.nan)
-        text = f"{value:+.{digits}f}"
-        return text + (f" [{low:+.{digits}f}, {high:+.{digits}f}]" if np.isfinite(low) and np.isfinite(high) else "")
+        if np.isfinite(low) and np.isfinite(high):
+            return signed_interval(value, low, high, digits)
+        return signed_number(value, digits)
 
     lines = ["| source | dataset | bits | SHC | best baseline | SHC − best | SHC − CSQ | SHC − MDS |",
              "|---|---|---|---|---|---|---|---|"]

@@ -39,6 +39,7 @@ __all__ = [
     "what_this_shows",
     "what_this_shows_markdown",
     "signed_interval",
+    "signed_number",
 ]
 
 MINUS = "\u2212"  # typographic minus for "a − b"
@@ -223,6 +224,12 @@ def _decimals(values: Sequence[float], digits: int) -> int:
     if not small:
         return digits
     return max(digits, 1 - math.floor(math.log10(min(small))))
+
+
+def signed_number(value: float, digits: int = 3) -> str:
+    """``+0.041``, with more decimals where ``digits`` would print a non-zero value as 0 (``-0.00032``, never
+    ``-0.000``); an exact zero prints as ``0``."""
+    return _signed(value, digits)
 
 
 def signed_interval(mean: float, low: float, high: float, digits: int = 3) -> str:

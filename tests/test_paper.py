@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shc.paper import PAPER_RESULTS, extract_tables, load_paper_results, our_differences, paper_differences
+from shc.paper import PAPER_RESULTS, comparison_markdown, extract_tables, load_paper_results, our_differences, paper_differences
 
 PAPER_TEX = Path(__file__).resolve().parents[2] / "shared" / "paper" / "shc-paper.tex"
 
@@ -49,6 +49,19 @@ def test_our_differences_are_paired_over_seeds():
     assert got["shc - best"] == pytest.approx(diff.mean())
     assert (got["shc - best low"], got["shc - best high"]) == pytest.approx((diff.mean() - half, diff.mean() + half))
     assert got["shc - csq"] == pytest.approx(np.mean(np.subtract(values["shc"], values["csq"])))
+
+
+def test_the_comparison_table_shows_the_sign_of_a_small_difference():
+    """A difference under 0.0005 printed with 3 decimals read "+0.000 [-0.004, +0.005]" on page 06 (the checker's
+    signed-zero): each cell keeps enough decimals to show its sign, and a paper cell (no interval) too."""
+    frame = pd.DataFrame([{"source": "ours", "dataset": "d", "bits": 32, "shc": 0.6626, "best baseline": "orthohash",
+                           "shc - best": 0.00031, "shc - best low": -0.0043, "shc - best high": 0.0049,
+                           "shc - csq": -0.0002, "shc - mds": 0.022, "shc - mds low": -0.017,
+                           "shc - mds high": 0.061}])
+    row = comparison_markdown([frame]).splitlines()[-1]
+    assert row == ("| ours | d | 32 | 0.6626 | orthohash | +0.00031 [-0.00430, +0.00490] | -0.00020 | "
+                   "+0.022 [-0.017, +0.061] |")
+    assert "0.000 " not in row and "0.000]" not in row
 
 
 def test_asset_is_packaged():
