@@ -295,6 +295,21 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
     sentence += f", {margin:.{digits}f} {side} {second['method']} ({_mean_with_spread(second, digits)})"
     if per_seed is not None:
         interval = paired_by_seed(per_seed, metric, bits, best["method"], second["method"], confidence)
+        tied = [row for _, row in rows.iloc[1:].iterrows()  # every method the interval cannot tell from the best
+                if paired_by_seed(per_seed, metric, bits, best["method"], row["method"], confidence).verdict
+                == "not distinguishable"]
+        if len(tied) > 1 or (tied and tied[0]["method"] != second["method"]):  # no single best: name the group
+            group = [best, *tied]
+            names = ", ".join(row["method"] for row in group[:-1]) + f" and {group[-1]['method']}"
+            values = ", ".join(f"{row['method']} {_mean_with_spread(row, digits)}" for row in group)
+            intervals = []
+            for row in tied:
+                each = paired_by_seed(per_seed, metric, bits, best["method"], row["method"], confidence)
+                intervals.append(f"{row['method']} "
+                                 f"{signed_interval(each.mean, each.low, each.high, digits).split(' ', 1)[1]}")
+            return (f"At {bits} bits, {names}, not distinguishable, have the {better} {metric_name(metric)}: "
+                    f"{values}; the paired {interval.confidence:.0%} interval over {interval.n} seeds of "
+                    f"{best['method']} minus each of the others holds 0 ({', '.join(intervals)}).")
         if interval.verdict == "not distinguishable":  # no single best: name both
             return (f"At {bits} bits, {best['method']} and {second['method']}, not distinguishable, have the "
                     f"{better} {metric_name(metric)}: {best['method']} {_mean_with_spread(best, digits)}, "

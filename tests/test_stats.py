@@ -115,6 +115,23 @@ def test_format_value_and_summary_table_show_no_reprs():
         stats.summary_table(summary, fmt="latex")
 
 
+def test_a_tie_of_three_at_the_top_names_all_three():
+    """Page 04 at 32 bits named shc-ls and crh as the tied best while shc - shc-ls also held 0 (an audit): the sentence
+    names every method the paired interval cannot tell from the best, as best_methods does."""
+    values = {"a": [0.62, 0.61, 0.63], "b": [0.60, 0.62, 0.61], "c": [0.58, 0.62, 0.60], "d": [0.50, 0.51, 0.50]}
+    rows = pd.DataFrame([{"dataset": "x", "method": m, "label": m, "bits": 32, "seed": s, "mAP@ALL": v}
+                         for m, vs in values.items() for s, v in enumerate(vs)])
+    summary, per_seed = stats.summary_frame(rows, ["mAP@ALL"])
+    for other in ("b", "c"):
+        assert stats.paired_by_seed(per_seed, "mAP@ALL", 32, "a", other).verdict == "not distinguishable"
+    assert stats.paired_by_seed(per_seed, "mAP@ALL", 32, "a", "d").verdict == "higher"
+    sentence = stats.ranking_sentence(summary, "mAP@ALL", 32, per_seed=per_seed)
+    assert sentence.startswith("At 32 bits, a, b and c, not distinguishable, have the highest mAP@ALL: a 0.620")
+    b = stats.paired_by_seed(per_seed, "mAP@ALL", 32, "a", "b")
+    assert f"(b {stats.signed_interval(b.mean, b.low, b.high).split(' ', 1)[1]}, c [" in sentence
+    assert " d " not in sentence
+
+
 def test_paired_by_seed_pairs_only_shared_seeds():
     rows = _rows([0.6, 0.7, 0.8], [0.5, 0.5])  # mds lacks seed 2
     _, per_seed = stats.summary_frame(rows, ["mAP@ALL"])
