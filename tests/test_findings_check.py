@@ -226,3 +226,27 @@ def test_the_centers_finding_reads_page_00s_one_set_quality_table_by_hand(tmp_pa
     assert shown[0] == "d_min >= the Gilbert-Varshamov d in every run for: mds, shc; not for: random."
     assert table.is_file() and len(shown) == 2  # shc against mds from one seed: no interval, said so
     assert "from one seed" in shown[1]
+
+
+def test_refresh_rewrites_only_findings_whose_wording_changed_and_says_so(tmp_path):
+    """A page built before a wording correction (here: its sentence edited back to an older form) fails the checker;
+    refresh_findings derives it again from the same published table, marks the list with the date and commit, and
+    leaves a page that already says what its data gives byte for byte as it was."""
+    from shc.reports.refresh import refresh_findings
+
+    folder, page, shown = _page_folder(tmp_path, _runs(0.05))
+    built = page.read_text()
+    assert refresh_findings(folder, stamp="2026-11-29 by shc at abc1234") == []
+    assert page.read_text() == built  # true already: untouched
+    assert "shc is higher" in built
+    page.write_text(built.replace("shc is higher", "shc is better", 1))
+    assert [p.kind for p in check_report_folder(folder)] == ["false-sentence"]
+    assert refresh_findings(folder, stamp="2026-11-29 by shc at abc1234") == ["04_x/04_x-report.html"]
+    refreshed = page.read_text()
+    assert check_report_folder(folder) == []
+    assert 'data-refreshed="2026-11-29 by shc at abc1234"' in refreshed and "shc is higher" in refreshed
+    assert "derived again from this page's tables on 2026-11-29 by shc at abc1234" in refreshed
+    assert refresh_findings(folder, stamp="2030-01-01 by shc at fffffff") == []  # idempotent: the first stamp stays
+    assert page.read_text() == refreshed
+    with pytest.raises(FileNotFoundError, match="report folder"):
+        refresh_findings(tmp_path / "nowhere")

@@ -1,0 +1,106 @@
+"""Re-derive the *What this shows* sentences of published pages after their wording changed (issue 38).
+
+A page's findings are computed from the tables it publishes (:func:`shc.findings.show` records which), and the
+checker (:mod:`shc.reports.check`) re-derives them with today's code: when a finding's wording is corrected, every
+page built before says what the code no longer derives, though its tables are the same. A page whose runs are still
+on the machine is rebuilt (``python -m shc.reports``); one whose runs are gone keeps its tables and figures, and
+:func:`refresh_findings` rewrites only its findings lists from those tables. The page then says so under each
+list it changed: the date and the commit of the code that derived the new sentences (``data-refreshed`` and a
+visible note), since the rest of the page was built by an earlier commit (its index names that one).
+
+``python -m shc.reports.refresh reports/NAME...`` runs it on committed preset folders.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+__all__ = ["refresh_findings", "refresh_note"]
+
+_BLOCK = re.compile(r'<ul class="shc-findings" data-finding="(?P<key>[^"]*)"(?: data-refreshed="[^"]*")?>'
+                    r'(?P<items>.*?)</ul>(?:<p class="shc-refreshed">.*?</p>)?', re.DOTALL)
+
+
+def refresh_note(stamp: str) -> str:
+    """The line a refreshed findings list carries under it."""
+    return (f'<p class="shc-refreshed"><em>These sentences were derived again from this page\'s tables on {stamp}, '
+            "after a correction of their wording; the rest of the page is as built.</em></p>")
+
+
+def _stamp(folder: Path) -> str:
+    from shc.provenance import git_state
+
+    state = git_state(None, exclude=["reports"])  # the code's commit; the pages being refreshed do not count
+    commit = (state["commit"] or "")[:7] or "an unknown commit"
+    dirty = " with uncommitted changes" if state["dirty"] else ""
+    return f"{datetime.now(timezone.utc):%Y-%m-%d} by shc at {commit}{dirty}"
+
+
+def refresh_findings(folder: str | os.PathLike, stamp: str | None = None) -> list[str]:
+    """Rewrite each findings list of the pages in the preset folder ``folder`` whose sentences differ from what its
+    record (``findings.json``) and published tables derive today; return the changed pages (relative paths).
+
+    ``stamp`` ("<date> by shc at <commit>") defaults to today and the repository's commit. A list that already says
+    what its data gives is left as it is; a finding that cannot be derived raises (the checker names it).
+    """
+    from shc._io import write_text
+    from shc.findings import FINDINGS_FILE, derive, findings_html
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a report folder; give a preset's folder, e.g. reports/quick.")
+    changed = []
+    for record_file in sorted(folder.glob(f"*/{FINDINGS_FILE}")):
+        page_dir = record_file.parent
+        records = {record["key"]: record for record in json.loads(record_file.read_text(encoding="utf-8"))["findings"]}
+        for page in sorted(page_dir.glob("*-report.html")):
+            text = page.read_text(encoding="utf-8")
+
+            def replaced(match: re.Match) -> str:
+                key = html.unescape(match["key"])
+                record = records.get(key)
+                if record is None:
+                    return match[0]
+                derived = derive(record["finding"], page_dir, record.get("tables") or {}, record.get("options") or {})
+                shown = [" ".join(html.unescape(re.sub(r"<[^>]+>", "", item)).split())
+                         for item in re.findall(r"<li>(.*?)</li>", match["items"], re.DOTALL)]
+                if shown == [" ".join(sentence.split()) for sentence in derived]:
+                    return match[0]  # what the checker reads is what its data gives: as built (or refreshed before)
+                nonlocal stamp
+                stamp = stamp or _stamp(folder)
+                fresh = findings_html(key, derived).replace(
+                    '">', f'" data-refreshed="{html.escape(stamp)}">', 1)
+                return fresh + refresh_note(html.escape(stamp))
+
+            new = _BLOCK.sub(replaced, text)
+            if new != text:
+                write_text(page, new)
+                changed.append(page.relative_to(folder).as_posix())
+    return changed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m shc.reports.refresh FOLDER...``: rewrite the findings lists whose wording changed; print the
+    pages."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m shc.reports.refresh", description=main.__doc__.split(";")[0])
+    parser.add_argument("folders", nargs="+", help="preset report folders, e.g. reports/standard-fine")
+    args = parser.parse_args(argv)
+    for folder in args.folders:
+        pages = refresh_findings(folder)
+        for page in pages:
+            print(f"{folder}/{page}: findings derived again")
+        print(f"{folder}: {len(pages)} page(s) refreshed", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
