@@ -298,7 +298,8 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
         tied = [row for _, row in rows.iloc[1:].iterrows()  # every method the interval cannot tell from the best
                 if paired_by_seed(per_seed, metric, bits, best["method"], row["method"], confidence).verdict
                 == "not distinguishable"]
-        if len(tied) > 1 or (tied and tied[0]["method"] != second["method"]):  # no single best: name the group
+        runner_up_tied = interval.verdict == "not distinguishable"
+        if runner_up_tied and len(tied) > 1:  # no single best: name the whole group
             group = [best, *tied]
             names = ", ".join(row["method"] for row in group[:-1]) + f" and {group[-1]['method']}"
             values = ", ".join(f"{row['method']} {_mean_with_spread(row, digits)}" for row in group)
@@ -322,6 +323,14 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
             sentence += (f"; the paired {interval.confidence:.0%} interval of the difference, "
                          f"{signed_interval(interval.mean, interval.low, interval.high, digits).split(' ', 1)[1]}, "
                          "excludes 0")
+            if tied:  # a method further down whose paired interval holds 0 (its seeds differ more): say so
+                each = [paired_by_seed(per_seed, metric, bits, best["method"], row["method"], confidence)
+                        for row in tied]
+                named = [f"{row['method']} "
+                         f"({signed_interval(i.mean, i.low, i.high, digits).split(' ', 1)[1]})"
+                         for row, i in zip(tied, each)]
+                sentence += (f", but the paired intervals cannot tell {best['method']} from "
+                             + (named[0] if len(named) == 1 else ", ".join(named[:-1]) + " or " + named[-1]))
     return sentence + "."
 
 

@@ -132,6 +132,22 @@ def test_a_tie_of_three_at_the_top_names_all_three():
     assert " d " not in sentence
 
 
+def test_a_runner_up_below_the_best_with_a_noisier_method_that_ties_it_names_both():
+    """standard-fine at 32 bits: CRH is above MDS (the interval excludes 0) while shc-ls and LTH, lower but noisier,
+    tie CRH; the sentence keeps the runner-up's verdict and names the tied ones, not a group that skips MDS."""
+    values = {"a": [0.66, 0.65, 0.66], "b": [0.645, 0.64, 0.65], "c": [0.66, 0.61, 0.62]}
+    rows = pd.DataFrame([{"dataset": "x", "method": m, "label": m, "bits": 32, "seed": s, "mAP@ALL": v}
+                         for m, vs in values.items() for s, v in enumerate(vs)])
+    summary, per_seed = stats.summary_frame(rows, ["mAP@ALL"])
+    assert stats.paired_by_seed(per_seed, "mAP@ALL", 32, "a", "b").verdict == "higher"
+    c = stats.paired_by_seed(per_seed, "mAP@ALL", 32, "a", "c")
+    assert c.verdict == "not distinguishable"
+    sentence = stats.ranking_sentence(summary, "mAP@ALL", 32, per_seed=per_seed)
+    assert sentence.startswith("At 32 bits, a has the highest mAP@ALL") and "above b" in sentence
+    assert sentence.endswith(f"excludes 0, but the paired intervals cannot tell a from c "
+                             f"({stats.signed_interval(c.mean, c.low, c.high).split(' ', 1)[1]}).")
+
+
 def test_paired_by_seed_pairs_only_shared_seeds():
     rows = _rows([0.6, 0.7, 0.8], [0.5, 0.5])  # mds lacks seed 2
     _, per_seed = stats.summary_frame(rows, ["mAP@ALL"])

@@ -177,24 +177,28 @@ _REPORT_METHODS = ("random", "csq", "mds", "shc", "shc-ls", "crh", "dpsh", "dtsh
                    "idhn", "lth", "orthohash")
 """The methods of a report set's pages 03, 04 and 06 (`standard`, `standard-unseen`): the center methods, shc-ls,
 CRH and the nine baselines."""
-RESULTS_BLOCKS.register("standard-report-16", ResultsBlock(
-    title="`standard` again at 16 bits: the report set's grid", preset="standard",
-    file="results/standard-report-16bit.csv", bits=(16,), methods=(*_REPORT_METHODS, "distance", "semantic"),
-    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
-    about="The 16-bit grid trained again from nothing (stage 1, stage 2, every hashing run) in one run folder for "
-          "the report set `reports/standard/`: the methods of pages 03, 04 and 06 (the center methods, shc-ls, CRH "
-          "and the nine baselines) and page 05's two ablations of the paper's Table 7 (`distance`, \"d only\": MDS's "
-          "centers with SHC's loss; `semantic`, \"S only\": centers from the S fit alone, without the distance "
-          "constraint), each at its `standard` budget, 3 seeds, on this project's "
-          "2-core CPU (an AMD EPYC, 2026-11-28). The block `standard` at 16 bits above trained "
-          "on a lent H200 from another stage 1; docs/standard.md compares the two grids' verdicts."))
-RESULTS_BLOCKS.register("standard-report-32", ResultsBlock(
-    title="`standard` again at 32 bits: the report set's grid", preset="standard",
-    file="results/standard-report-32bit.csv", bits=(32,), methods=(*_REPORT_METHODS, "distance", "semantic"),
-    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
-    about="The block above at 32 bits: the same 15 methods, budgets and run folder, on the same stage 1 and CPU "
-          "(2026-11-29). The block `standard` at 32 bits above trained on a lent H100 from another stage 1; "
-          "docs/standard.md compares the two grids' verdicts."))
+
+
+def _report_grid(bits: int, about: str) -> ResultsBlock:
+    """A block of the `standard` report set's grid at one code length: pages 03-06's 15 methods, one results file."""
+    return ResultsBlock(title=f"`standard` again at {bits} bits: the report set's grid", preset="standard",
+                        file=f"results/standard-report-{bits}bit.csv", bits=(bits,),
+                        methods=(*_REPORT_METHODS, "distance", "semantic"),
+                        metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"), about=about)
+
+
+RESULTS_BLOCKS.register("standard-report-16", _report_grid(16, (
+    "The 16-bit grid trained again from nothing (stage 1, stage 2, every hashing run) in one run folder for "
+    "the report set `reports/standard/`: the methods of pages 03, 04 and 06 (the center methods, shc-ls, CRH "
+    "and the nine baselines) and page 05's two ablations of the paper's Table 7 (`distance`, \"d only\": MDS's "
+    "centers with SHC's loss; `semantic`, \"S only\": centers from the S fit alone, without the distance "
+    "constraint), each at its `standard` budget, 3 seeds, on this project's "
+    "2-core CPU (an AMD EPYC, 2026-11-28). The block `standard` at 16 bits above trained "
+    "on a lent H200 from another stage 1; docs/standard.md compares the two grids' verdicts.")))
+RESULTS_BLOCKS.register("standard-report-32", _report_grid(32, (
+    "The block above at 32 bits: the same 15 methods, budgets and run folder, on the same stage 1 and CPU "
+    "(2026-11-29). The block `standard` at 32 bits above trained on a lent H100 from another stage 1; "
+    "docs/standard.md compares the two grids' verdicts.")))
 _SCRH = ("SCRH (CRH started at shc-ls's semantic centers, reassigned with the S-fit in its cost; "
          "docs/baselines.md)")
 """What SCRH is, in the words every SCRH block's sentence uses."""
