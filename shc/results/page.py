@@ -199,6 +199,10 @@ RESULTS_BLOCKS.register("standard-report-32", _report_grid(32, (
     "The block above at 32 bits: the same 15 methods, budgets and run folder, on the same stage 1 and CPU "
     "(2026-11-29). The block `standard` at 32 bits above trained on a lent H100 from another stage 1; "
     "docs/standard.md compares the two grids' verdicts.")))
+RESULTS_BLOCKS.register("standard-report-64", _report_grid(64, (
+    "The block above at 64 bits: the same 15 methods, budgets, run folder, stage 1 and CPU (2026-11-29). The block "
+    "`standard` at 64 bits above trained on a CPU too, from another stage 1; docs/standard.md compares the two "
+    "grids' verdicts.")))
 _SCRH = ("SCRH (CRH started at shc-ls's semantic centers, reassigned with the S-fit in its cost; "
          "docs/baselines.md)")
 """What SCRH is, in the words every SCRH block's sentence uses."""
