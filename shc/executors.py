@@ -189,24 +189,33 @@ class _Ray:
             raise
 
 
-RAY_GCS_PORT_WAIT_S = 120
+RAY_GCS_PORT_WAIT_S = 60
 """Seconds a local Ray node's driver waits for its GCS server to bind a port (Ray's own default is 30 s).
 
-On a loaded 2-core machine the GCS server has been seen to take longer than 30 s, and ``ray.init`` then fails
-with "Timed out waiting for file .../gcs_server_port_..." although nothing is wrong; ``RAY_gcs_server_port_wait_time_s``
-in the environment still wins."""
+On a loaded 2-core machine ``ray.init`` has failed with "Timed out waiting for file .../gcs_server_port_..." after
+30 s, and once after 120 s with no GCS log written at all: the server had not started, not started late. So the
+wait is 60 s and :func:`start_local_ray` starts the node once more after such a timeout;
+``RAY_gcs_server_port_wait_time_s`` in the environment still wins."""
 
 
 def start_local_ray(ray: Any, **options: Any) -> None:
     """Start a local Ray node (``ray.init`` with ``options``, no dashboard, no worker logs in this process),
-    waiting :data:`RAY_GCS_PORT_WAIT_S` for its GCS server unless the environment sets that wait itself; the
-    environment is restored afterwards."""
+    waiting :data:`RAY_GCS_PORT_WAIT_S` for its GCS server unless the environment sets that wait itself, and once
+    more after a timeout waiting for the GCS server's port (a second timeout raises); the environment is restored
+    afterwards."""
     name = "RAY_gcs_server_port_wait_time_s"
     preset = os.environ.get(name)
     if preset is None:
         os.environ[name] = str(RAY_GCS_PORT_WAIT_S)
     try:
-        ray.init(include_dashboard=False, log_to_driver=False, **options)
+        for attempt in (1, 2):
+            try:
+                ray.init(include_dashboard=False, log_to_driver=False, **options)
+                return
+            except RuntimeError as error:  # a GCS server that never wrote its port: start the node once more
+                if attempt == 2 or "gcs_server_port" not in str(error):
+                    raise
+                ray.shutdown()
     finally:
         if preset is None:
             os.environ.pop(name, None)

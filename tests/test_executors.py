@@ -136,6 +136,46 @@ def test_a_local_ray_node_waits_longer_for_its_gcs_server_unless_told_and_leaves
     assert seen[-1][0] == "7" and os.environ[name] == "7"
 
 
+def test_a_local_ray_node_whose_gcs_server_never_wrote_its_port_is_started_once_more():
+    """CI, 2026-11-29: ray.init timed out after 120 s waiting for the GCS server's port file, with no GCS log written;
+    the node alone started at once. One more start after ray.shutdown(); a second such timeout, or another error,
+    raises."""
+    calls = []
+
+    class FlakyRay:
+        failures = 1
+
+        @classmethod
+        def init(cls, **options):
+            calls.append("init")
+            if cls.failures:
+                cls.failures -= 1
+                raise RuntimeError("Timed out waiting for file /tmp/ray/session_x/gcs_server_port_604f")
+
+        @staticmethod
+        def shutdown():
+            calls.append("shutdown")
+
+    start_local_ray(FlakyRay, num_cpus=2)
+    assert calls == ["init", "shutdown", "init"]
+    calls.clear()
+    FlakyRay.failures = 2
+    with pytest.raises(RuntimeError, match="gcs_server_port"):
+        start_local_ray(FlakyRay)
+    assert calls == ["init", "shutdown", "init"]
+    calls.clear()
+
+    class BrokenRay(FlakyRay):
+        @classmethod
+        def init(cls, **options):
+            calls.append("init")
+            raise RuntimeError("timed out during startup")
+
+    with pytest.raises(RuntimeError, match="during startup"):
+        start_local_ray(BrokenRay)
+    assert calls == ["init"]
+
+
 def test_the_local_pool_reports_a_failing_call_and_goes_on():
     with open_executor("local", jobs=2, threads=1) as pool:
         outcomes = sorted(pool.map(int, ["1", "x", "3"]), key=lambda outcome: outcome[0])
