@@ -295,22 +295,20 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
     sentence += f", {margin:.{digits}f} {side} {second['method']} ({_mean_with_spread(second, digits)})"
     if per_seed is not None:
         interval = paired_by_seed(per_seed, metric, bits, best["method"], second["method"], confidence)
-        tied = [row for _, row in rows.iloc[1:].iterrows()  # every method the interval cannot tell from the best
-                if paired_by_seed(per_seed, metric, bits, best["method"], row["method"], confidence).verdict
-                == "not distinguishable"]
-        runner_up_tied = interval.verdict == "not distinguishable"
-        if runner_up_tied and len(tied) > 1:  # no single best: name the whole group
-            group = [best, *tied]
+        tied = []  # (row, interval) of every method the paired interval cannot tell from the best
+        for _, row in rows.iloc[1:].iterrows():
+            each = paired_by_seed(per_seed, metric, bits, best["method"], row["method"], confidence)
+            if each.verdict == "not distinguishable":
+                tied.append((row, each))
+        named = [f"{row['method']} {signed_interval(each.mean, each.low, each.high, digits).split(' ', 1)[1]}"
+                 for row, each in tied]
+        if interval.verdict == "not distinguishable" and len(tied) > 1:  # no single best: name the whole group
+            group = [best, *(row for row, _ in tied)]
             names = ", ".join(row["method"] for row in group[:-1]) + f" and {group[-1]['method']}"
             values = ", ".join(f"{row['method']} {_mean_with_spread(row, digits)}" for row in group)
-            intervals = []
-            for row in tied:
-                each = paired_by_seed(per_seed, metric, bits, best["method"], row["method"], confidence)
-                intervals.append(f"{row['method']} "
-                                 f"{signed_interval(each.mean, each.low, each.high, digits).split(' ', 1)[1]}")
             return (f"At {bits} bits, {names}, not distinguishable, have the {better} {metric_name(metric)}: "
                     f"{values}; the paired {interval.confidence:.0%} interval over {interval.n} seeds of "
-                    f"{best['method']} minus each of the others holds 0 ({', '.join(intervals)}).")
+                    f"{best['method']} minus each of the others holds 0 ({', '.join(named)}).")
         if interval.verdict == "not distinguishable":  # no single best: name both
             return (f"At {bits} bits, {best['method']} and {second['method']}, not distinguishable, have the "
                     f"{better} {metric_name(metric)}: {best['method']} {_mean_with_spread(best, digits)}, "
@@ -324,13 +322,9 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
                          f"{signed_interval(interval.mean, interval.low, interval.high, digits).split(' ', 1)[1]}, "
                          "excludes 0")
             if tied:  # a method further down whose paired interval holds 0 (its seeds differ more): say so
-                each = [paired_by_seed(per_seed, metric, bits, best["method"], row["method"], confidence)
-                        for row in tied]
-                named = [f"{row['method']} "
-                         f"({signed_interval(i.mean, i.low, i.high, digits).split(' ', 1)[1]})"
-                         for row, i in zip(tied, each)]
+                shown = [f"{row['method']} ({text.split(' ', 1)[1]})" for (row, _), text in zip(tied, named)]
                 sentence += (f", but the paired intervals cannot tell {best['method']} from "
-                             + (named[0] if len(named) == 1 else ", ".join(named[:-1]) + " or " + named[-1]))
+                             + (shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]))
     return sentence + "."
 
 

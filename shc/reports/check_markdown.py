@@ -213,10 +213,11 @@ _LINK = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)\)")
 
 
 def _prose_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, line) of the lines outside fenced code blocks, code spans removed."""
+    """(line number, line) of the lines outside fenced code blocks, with the parentheses inside code spans dropped (so
+    a span such as `` `[x](y)` `` is not read as a link)."""
     found, in_code = [], False
     for number, line in enumerate(text.splitlines(), 1):
-        if _FENCE.match(line.strip()) or line.strip().startswith("```"):
+        if line.strip().startswith("```"):
             in_code = not in_code
             continue
         if not in_code:
@@ -229,12 +230,9 @@ def heading_anchors(text: str) -> set[str]:
     """The anchors GitHub gives the headings of a Markdown document (outside fenced code): the heading's text without
     its Markdown (code-span backticks, link targets, emphasis), lower-cased, every character but letters, digits,
     ``_``, ``-`` and spaces dropped, spaces turned into ``-``; a repeated anchor gets ``-1``, ``-2``, ... ."""
-    anchors, seen, in_code = set(), {}, False
-    for line in text.splitlines():
-        if line.strip().startswith("```"):
-            in_code = not in_code
-            continue
-        if in_code or not _HEADING.match(line):
+    anchors, seen = set(), {}
+    for _, line in _prose_lines(text):
+        if not _HEADING.match(line):
             continue
         title = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", line.lstrip("#").strip())
         slug = re.sub(r"[^\w\- ]", "", title.replace("`", "").lower()).replace(" ", "-")
