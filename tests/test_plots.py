@@ -695,6 +695,26 @@ def test_alt_text_counts_the_panels_drawn_and_reads_tex_as_text():
     assert plots.plain_text(r"costs \$5") == "costs $5"  # an escaped dollar is a dollar
 
 
+def test_alt_text_names_the_lines_of_a_legend_beside_the_panels():
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2)
+    for bits in (16, 32, 64):
+        for ax in axes:
+            ax.plot([0, 1], [0, bits], label=f"{bits} bits")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels)  # one legend for both panels: each panel holds every length
+    text = plots.figure_alt_text(fig)
+    plt.close(fig)
+    assert text.endswith("Lines in every panel: 16 bits, 32 bits, 64 bits")
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], label="shc")
+    assert "Lines" not in plots.figure_alt_text(fig)  # no figure legend, no sentence
+    fig.legend()
+    assert plots.figure_alt_text(fig).endswith("Lines in the panel: shc")
+    plt.close(fig)
+
+
 def _png(pixels: np.ndarray, dpi: int = 150) -> bytes:
     import io
 

@@ -136,7 +136,8 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
     """A description of ``fig`` for readers who cannot see it (an image's alt text), from its own text.
 
     The text :func:`save_figure` stored (:func:`figure_alt_text` of the figure plus the name of its data file)
-    when there is one; otherwise the suptitle, then per panel its title, "y against x" and the legend entries.
+    when there is one; otherwise the suptitle, then per panel its title, "y against x" and the legend entries,
+    then the entries of a legend beside the panels (a figure legend: what every panel draws).
     """
     stored = getattr(fig, "_shc_alt", None)
     if stored:
@@ -164,6 +165,10 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
     if panels:  # the count is of the panels drawn, not of their distinct descriptions
         unique = list(dict.fromkeys(panels))
         parts.append(f"{count} panels: " + " | ".join(unique) if count > 1 else unique[0])
+    shared = [plain_text(text.get_text()) for legend in fig.legends for text in legend.get_texts() if text.get_text()]
+    if shared:  # a legend beside the panels (``fig.legend``): its lines are in every panel, e.g. one per code length
+        scope = "in every panel" if count > 1 else "in the panel"
+        parts.append(f"Lines {scope}: " + ", ".join(shared[:12]) + (", ..." if len(shared) > 12 else ""))
     text = ". ".join(parts) or "A figure of this report"
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
