@@ -524,15 +524,20 @@ def test_the_report_checker_finds_nothing_in_the_tiny_reports(batch):
 def test_every_csv_is_linked_from_its_page_and_the_index_and_every_table_is_in_the_bundle(batch):
     import zipfile
 
+    from shc.reports.bundle import main as bundle_main
+
     preset_dir = batch["preset_dir"]
     index = (preset_dir / "index.html").read_text(encoding="utf-8")
+    assert not (preset_dir / reports.BUNDLE_FILE).exists()  # a batch without --bundle writes none (issue 38) ...
+    assert reports.BUNDLE_FILE not in index
+    assert bundle_main([str(preset_dir)]) == 0  # ... one is written on request, for a folder already built
     with zipfile.ZipFile(preset_dir / reports.BUNDLE_FILE) as archive:
         bundled = set(archive.namelist())
     for stem in NOTEBOOKS:
         folder = _report(batch, stem)
         page = (folder / f"{stem}-report.html").read_text(encoding="utf-8")
         page_links = set(re.findall(r'href="([^"]+)"', page))
-        assert {"../index.html", "run.json", f"../{reports.BUNDLE_FILE}"} <= page_links, stem
+        assert {"../index.html", "run.json"} <= page_links and f"../{reports.BUNDLE_FILE}" not in page_links, stem
         record = json.loads((folder / "run.json").read_text())
         csvs = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.name.endswith((".csv", ".csv.gz")))
         assert csvs and sorted(record["files"]["tables"] + record["files"]["figure_data"]) == csvs, stem
@@ -544,6 +549,14 @@ def test_every_csv_is_linked_from_its_page_and_the_index_and_every_table_is_in_t
         assert f"tiny/{stem}/run.json" in bundled
         assert not any(os.path.isabs(str(value)) for value in record["parameters"].values()), record["parameters"]
         assert {"notebook", "html"} <= set(record["local_files"]) and "notebook" not in record["files"]
+    # the next batch into the folder without --bundle removes the zip, which would describe the pages before it
+    log: list[str] = []
+    results = reports.run_reports("tiny", only=list(NOTEBOOKS), output_root=preset_dir.parent,
+                                  run_root=batch["run_dir"].parent, skip_existing=True, compute=False, log=log.append)
+    assert [result.status for result in results] == ["skipped"] * len(NOTEBOOKS), log
+    assert not (preset_dir / reports.BUNDLE_FILE).exists()
+    with pytest.raises(FileNotFoundError, match="not a built report folder"):
+        bundle_main([str(batch["run_dir"])])
 
 
 def test_smoke_pages_say_so_and_evidence_presets_do_not(batch):

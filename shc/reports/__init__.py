@@ -25,9 +25,9 @@ Layout::
     reports/<preset>/<notebook-stem>[/<variant>]/
         <stem>.ipynb  <stem>.html  <stem>-report.html  run.json  summary.json
         figures/*.png, *.svg, *.csv  tables/*.csv
-    reports/<preset>/bundle.zip        every table CSV, run.json and summary.json of the preset
+    reports/<preset>/bundle.zip        every table CSV, run.json and summary.json (only with --bundle)
 
-Only the reading pages, the index, the PNGs, CSVs, records and the bundle are committed
+Only the reading pages, the index, the PNGs, CSVs and records are committed (a bundle is written on request)
 (:func:`shc.reports.check.is_published`, mirroring ``.gitignore``); ``python -m shc.reports.check reports/<preset>``
 checks a folder as a reader gets it (:mod:`shc.reports.check`).
 

@@ -1,5 +1,11 @@
 """``reports/<preset>/bundle.zip``: every table and record of a preset's reports, for download.
 
+Written on request (``python -m shc.reports --preset P --bundle``, or ``python -m shc.reports.bundle reports/P`` for a
+folder already built), and not for the committed report sets: it is a second copy of every table, and a committed one
+doubled the tables' weight in the repository's history at every regeneration (issue 38: 0.09-0.22 MB a preset). A
+build without ``--bundle`` removes the zip of an earlier build, which would describe other pages; the reading pages do
+not link it, the index does when it is there.
+
 The figure data (``figures/*.csv.gz``, the numbers each figure draws) stay beside their figures, linked from their
 page and the index, and are not repeated in the bundle: at 333 classes they weigh 23 MB, and a second copy would
 push a preset's committed reports past 20 MB."""
@@ -41,3 +47,21 @@ def write_bundle(preset_dir: str | os.PathLike) -> Path:
                 info.external_attr = 0o644 << 16
                 archive.writestr(info, (preset_dir / name).read_bytes())
     return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m shc.reports.bundle FOLDER...``: write ``bundle.zip`` in each built preset folder."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m shc.reports.bundle", description=main.__doc__)
+    parser.add_argument("folders", nargs="+", metavar="FOLDER", help="a built preset folder, e.g. reports/standard")
+    for folder in parser.parse_args(argv).folders:
+        if not (Path(folder) / "index.html").is_file():
+            raise FileNotFoundError(f"{folder} is not a built report folder (no index.html); build it with "
+                                    "python -m shc.reports --preset NAME, or pass reports/NAME.")
+        print(write_bundle(folder))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from shc.offline import drop_unused_assets
-from shc.reports.execute import ReportResult, describe_error, execute_report, output_lock
+from shc.reports.execute import BUNDLE_FILE, ReportResult, describe_error, execute_report, output_lock
 from shc.reports.bundle import write_bundle
 from shc.reports.index import write_index
 from shc.reports.notebooks import check_notebook, strip_notebook
@@ -93,13 +93,15 @@ def run_reports(
     log: Callable[[str], None] = print,
     grid_jobs: int | str = 1,
     grid_options: Mapping[str, Any] | None = None,
+    bundle: bool = False,
 ) -> list[ReportResult]:
     """Compute the runs of a preset's notebooks, execute every report (one after the other), write the index.
 
     A failing notebook is logged and recorded; the others still run. See :func:`plan_jobs` and
     :func:`execute_report` for the arguments; ``compute=False`` skips the computing step (the notebooks
-    then fail clearly on a missing run), ``grid_jobs`` runs train at once while computing. Returns one result per job, in order, and ends with a summary
-    table (notebook, status, time, report path).
+    then fail clearly on a missing run), ``grid_jobs`` runs train at once while computing, ``bundle`` also writes
+    ``<preset>/bundle.zip`` (:func:`shc.reports.bundle.write_bundle`; without it a zip of an earlier build is removed).
+    Returns one result per job, in order, and ends with a summary table (notebook, status, time, report path).
     """
     jobs = plan_jobs(preset, only=only, overrides=overrides, notebooks_dir=notebooks_dir, table=table)
     preset_dir = Path(output_root) / preset
@@ -117,7 +119,10 @@ def run_reports(
             results.append(result)
             log(f"{prefix}: {_describe(result)}")
             write_index(preset_dir)  # keep the index current, so it is useful while a long batch runs
-        write_bundle(preset_dir)  # every CSV and record of the preset, linked from the index and every page
+        if bundle:  # every CSV and record of the preset in one zip, linked from the index
+            write_bundle(preset_dir)
+        else:  # a zip of an earlier build would describe other pages; ask for a new one with --bundle
+            (preset_dir / BUNDLE_FILE).unlink(missing_ok=True)
         index = write_index(preset_dir)
         drop_unused_assets(preset_dir)
     elapsed = time.perf_counter() - total_started
@@ -183,6 +188,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="build into the repository's own report folder from a checkout with uncommitted changes "
                              "(refused otherwise: a committed report set comes from one clean commit; the index "
                              "then says the pages were built from a dirty tree)")
+    parser.add_argument("--bundle", action="store_true",
+                        help="also write PRESET/bundle.zip, every table and record of the preset in one file (not for "
+                             "the committed sets: a second copy of the tables doubles their weight in the repository's "
+                             "history; without this flag a bundle of an earlier build is removed)")
     parser.add_argument("--list", action="store_true", help="print the planned reports and runs, and exit")
     parser.add_argument("--strip-notebooks", action="store_true", help="clear outputs of the notebooks and exit")
     parser.add_argument("--check-notebooks", action="store_true", help="check the notebooks are clean and exit")
@@ -293,6 +302,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         compute=not arguments.no_compute,
         grid_jobs=arguments.jobs,
         grid_options=executor_options(arguments),
+        bundle=arguments.bundle,
         provenance=provenance(command=["python", "-m", "shc.reports", *(argv or sys.argv[1:])],
                               preset=arguments.preset, overrides=overrides, exclude=[exclude] if exclude else ()),
     )
