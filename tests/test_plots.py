@@ -530,6 +530,18 @@ def test_the_gram_figures_data_holds_s_and_the_centers_and_gives_back_each_gram_
         plots.gram_from_frame(read, "mds")
     with pytest.raises(ValueError, match="rename it"):
         plots.gram_frames(similarity, centers, [*names[:5], "code"])
+    # a page that saved S already stores the centers only and names S's file: S once, every Gram still exact
+    s_file = plots.save_table(plots.matrix_frame({"S": similarity}, names), tmp_path / "figures" / "s")
+    fig = plots.plot_similarity_vs_gram(similarity, centers)
+    path = plots.save_figure(fig, tmp_path / "figures" / "gram_only",
+                             data=plots.gram_frames(similarity, centers, names, include_similarity=False),
+                             data_file=s_file)[-1]
+    plt.close(fig)
+    assert fig._shc_alt.endswith("figures/gram_only.csv and figures/s.csv.")
+    codes_only = pd.read_csv(path)
+    assert list(codes_only["source"]) == ["shc"] * 6 + ["csq"] * 6 and "S" not in set(codes_only["source"])
+    assert all(np.array_equal(plots.gram_from_frame(codes_only, m)[0], plots.gram_from_frame(read, m)[0])
+               for m in centers)
 
 
 def test_a_heatmaps_data_keeps_three_significant_digits_unless_asked_for_more(tmp_path):
@@ -671,8 +683,9 @@ def test_a_figure_whose_data_is_a_saved_table_names_it_and_writes_no_copy(tmp_pa
     assert [path.name for path in written] == ["loss.png", "loss.svg"]
     assert sorted(path.name for path in (tmp_path / "figures").iterdir()) == ["loss.png", "loss.svg"]
     assert plots.figure_alt_text(fig).endswith("The plotted numbers are in tables/history.csv.")
-    with pytest.raises(ValueError, match="not both"):
-        plots.save_figure(fig, tmp_path / "figures" / "loss", data=pd.DataFrame({"k": [0]}), data_file=table)
+    both = plots.save_figure(fig, tmp_path / "figures" / "loss", data=pd.DataFrame({"k": [0]}), data_file=table)
+    assert both[-1].name == "loss.csv"  # rows the saved table lacks, written beside it; the alt text names both
+    assert plots.figure_alt_text(fig).endswith("The plotted numbers are in figures/loss.csv and tables/history.csv.")
     with pytest.raises(FileNotFoundError, match="save the table first"):
         plots.save_figure(fig, tmp_path / "figures" / "loss", data_file=tmp_path / "tables" / "missing.csv")
 

@@ -675,3 +675,40 @@ def test_a_table_wider_than_the_page_scrolls_instead_of_losing_its_last_columns(
     scroll, client, overflow, inside = re.search(r'data-measured="([^"]+)"', rendered_dom(page)).group(1).split()
     # wider than the page, the table scrolls sideways inside it: every column can be reached
     assert int(scroll) > int(client) and overflow == "auto" and inside == "true"
+
+
+def test_report_weight_counts_the_second_copies_the_cuts_leave_out(tmp_path):
+    """benchmarks/report_weight.py: the bundle's bytes, the S rows of 01's sources data (the heatmap holds S) and the
+    size of 00's S file (the Gram data repeated it), from a preset folder's committed files."""
+    import gzip
+    import importlib.util
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    script = Path(reports.__file__).resolve().parents[2] / "benchmarks" / "report_weight.py"
+    spec = importlib.util.spec_from_file_location("report_weight", script)
+    weight = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(weight)
+    folder = tmp_path / "reports" / "p"
+    (folder / "01_similarity" / "figures").mkdir(parents=True)
+    (folder / "00_center_geometry" / "figures").mkdir(parents=True)
+    (folder / "index.html").write_text("<html></html>", encoding="utf-8")
+    (folder / "bundle.zip").write_bytes(b"z" * 1234)
+    (folder / "00_center_geometry" / "figures" / "similarity.csv.gz").write_bytes(b"s" * 567)
+    rng = np.random.default_rng(0)
+    rows = pd.DataFrame({"source": ["data-dependent S"] * 50 + ["text S"] * 50, "row": [f"c{i}" for i in range(100)],
+                         "a": rng.random(100).round(3), "b": rng.random(100).round(3)})
+    sources = folder / "01_similarity" / "figures" / "similarity_sources.csv.gz"
+    sources.write_bytes(gzip.compress(rows.to_csv(index=False).encode(), mtime=0))
+    cuts = weight.preset_cuts(folder)
+    rest = len(gzip.compress(rows[rows["source"] == "text S"].to_csv(index=False).encode(), mtime=0))
+    assert cuts["bundle.zip"] == 1234 and cuts["S in 00 Gram data"] == 567
+    assert cuts["S in 01 sources"] == sources.stat().st_size - rest > 0
+    assert cuts["cut (MiB)"] == round((1234 + 567 + cuts["S in 01 sources"]) / 2**20, 3)
+    (folder / "bundle.zip").unlink()  # a folder built since: nothing left to cut there
+    assert weight.preset_cuts(folder)["bundle.zip"] == 0
+    done = subprocess.run([sys.executable, str(script), "--reports", str(tmp_path / "reports"), "--presets", "p", "q"],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "no built report folder for ['q']" in done.stderr

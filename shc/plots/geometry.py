@@ -479,13 +479,17 @@ def distance_frame(centers_by_method: Mapping[str, np.ndarray]):
     return pd.concat(frames, ignore_index=True)
 
 
-def gram_frames(similarity, centers_by_method: Mapping[str, np.ndarray], names=None):
+def gram_frames(similarity, centers_by_method: Mapping[str, np.ndarray], names=None, *,
+                include_similarity: bool = True):
     """What :func:`plot_similarity_vs_gram` draws, in a form light enough to commit: S as
     :func:`shc.plots.matrix_frame` writes it (``source`` "S"), then each method's centers, a line a class
     (``source`` the method, ``row`` the class, ``code`` its q bits as ``+``/``-``), from which
     :func:`gram_from_frame` rebuilds the method's H H^T / q exactly. A class's code is q characters instead of C
     numbers: with `standard-fine`'s S (C = 333) and five 32-bit center sets the gzipped file is about 120 KB, against
-    about 295 KB with the Gram matrices written out (S alone: about 99 KB; issue 38)."""
+    about 295 KB with the Gram matrices written out (S alone: about 99 KB; issue 38).
+
+    ``include_similarity=False`` leaves S out (the centers only), for a page that saved S already: pass that file
+    as :func:`shc.plots.save_figure`'s ``data_file`` beside this table, so S is stored once (issue 38)."""
     import pandas as pd
 
     from shc.plots.style import matrix_frame
@@ -494,7 +498,7 @@ def gram_frames(similarity, centers_by_method: Mapping[str, np.ndarray], names=N
     labels = list(table["row"])
     if "code" in labels:
         raise ValueError("a class named 'code' would head the column of the centers' codes; rename it.")
-    frames = [table]
+    frames = [table] if include_similarity else []
     for method, centers in _centers_mapping(centers_by_method).items():
         if method == "S":
             raise ValueError("'S' names the similarity matrix of this table; give the centers another name.")

@@ -315,7 +315,8 @@ TABLE_DIGITS = 8
 
 
 def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
-                data_file: str | os.PathLike | None = None, digits: int | None = None) -> list[Path]:
+                data_file: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+                digits: int | None = None) -> list[Path]:
     """Save ``fig`` as ``<path_stem>.png`` (a palette PNG, :func:`compact_png`) and ``<path_stem>.svg``
     (atomically), and its data as ``.csv``.
 
@@ -331,10 +332,12 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
         next to the pictures as ``<path_stem>.csv`` so a script can load the numbers; tables of more than
         :data:`GZIP_ROWS` rows or :data:`GZIP_CELLS` cells (C x C matrices) as ``<path_stem>.csv.gz``
         (``pandas.read_csv`` reads both).
-    data_file : path, optional
-        Instead of ``data``: a table already saved (:func:`save_table`) that holds exactly what the figure plots,
-        e.g. a page's ``tables/training_history.csv.gz``. Nothing more is written (a figure's data is stored once,
-        issue 38); the alt text names that file, relative to the page (the folder above ``figures/``).
+    data_file : path or sequence of paths, optional
+        Tables already saved (:func:`save_table`, or another figure's data) that hold what the figure plots, e.g. a
+        page's ``tables/training_history.csv.gz``: they are not written again (a figure's data is stored once, issue
+        38); the alt text names them, relative to the page (the folder above ``figures/``). With ``data`` too, the
+        figure's numbers are ``data`` and these files together, e.g. the centers of ``similarity_vs_gram`` beside the
+        page's S (:func:`shc.plots.gram_frames` with ``include_similarity=False``).
     digits : int, optional
         Significant digits of the floats of ``data`` (default: the table's own ``attrs["digits"]``, which
         :func:`matrix_frame` sets to :data:`MATRIX_DIGITS`, else :data:`FIGURE_DIGITS`, 4: more than a figure can
@@ -359,21 +362,15 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
         _require_frame(data, "save_figure's data")
         if data.empty:
             raise ValueError("save_figure's data is empty; pass the rows the figure plots (or data=None).")
-    if data_file is not None:
-        if data is not None:
-            raise ValueError("pass data (rows to save beside the figure) or data_file (a table already saved), "
-                             "not both.")
-        if not Path(data_file).is_file():
-            raise FileNotFoundError(f"data_file {data_file} does not exist; save the table first (save_table).")
+    saved = [] if data_file is None else [data_file] if isinstance(data_file, (str, os.PathLike)) else list(data_file)
+    for path in saved:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"data_file {path} does not exist; save the table first (save_table).")
     fig._shc_alt = None
     description = figure_alt_text(fig)
-    if data is not None:
-        data_name = f" The plotted numbers are in figures/{stem.name}.csv{'.gz' if compressed(data) else ''}."
-    elif data_file is not None:
-        data_name = (" The plotted numbers are in "
-                     f"{Path(os.path.relpath(Path(data_file).absolute(), stem.parent.parent.absolute())).as_posix()}.")
-    else:
-        data_name = ""
+    names = [f"figures/{stem.name}.csv{'.gz' if compressed(data) else ''}"] if data is not None else []
+    names += [Path(os.path.relpath(Path(path).absolute(), stem.parent.parent.absolute())).as_posix() for path in saved]
+    data_name = f" The plotted numbers are in {' and '.join(names)}." if names else ""
     fig._shc_alt = description.rstrip(".") + "." + data_name
     paths = []
     svg = stem.with_name(f"{stem.name}.svg")
