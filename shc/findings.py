@@ -23,13 +23,17 @@ import numpy as np
 
 from shc.evaluation import PRIMARY_METRIC
 from shc.registry import Registry
-from shc.stats import compare_sentence, format_value, metric_name, paired_by_seed, summary_frame, what_this_shows
+from shc.stats import (ONE_SEED_ADVICE, compare_sentence, format_value, metric_name, paired_by_seed, summary_frame,
+                       what_this_shows)
 
 __all__ = ["FINDINGS", "FINDINGS_FILE", "Finding", "ablation_findings", "backbone_phrase", "best_methods",
            "best_methods_label", "center_findings", "convergence_findings", "derive", "device_findings",
            "device_phrase", "findings_html", "geometry_findings", "hadamard_findings", "pair_findings",
            "precision_at_k_findings", "reachability_findings", "record_distance_finding", "retrieval_findings",
-           "same_run_findings", "same_run_rows", "show", "similarity_findings"]
+           "same_run_findings", "same_run_rows", "show", "sign_findings", "similarity_findings"]
+
+#: Notebook 00 draws one center set per method on purpose; its one-seed comparison says where the seeds are.
+ONE_SET_ADVICE = "this page draws one center set per method; notebook 02 compares the methods over several seeds"
 
 #: The range of stage-1 test accuracies in the paper's Table 2 (NABirds-B 48.44 %, Stanford Cars-A 73.49 %).
 PAPER_ACCURACY = (0.4844, 0.7349)
@@ -235,13 +239,15 @@ def similarity_findings(accuracy: Any, correlations: Any, agreement: Any | None)
     return sentences
 
 
-def center_findings(rows: Any, reference: str | Sequence[str] = "shc", baseline: str = "mds") -> list[str]:
+def center_findings(rows: Any, reference: str | Sequence[str] = "shc", baseline: str = "mds",
+                    one_seed: str = ONE_SEED_ADVICE) -> list[str]:
     """Stage 2 (notebook 02's rows, :func:`shc.results.center_rows`): which methods keep the GV distance, and
-    S_loss of ``reference`` (one method or several, in turn) against ``baseline`` per code length, paired by seed."""
+    S_loss of ``reference`` (one method or several, in turn) against ``baseline`` per code length, paired by seed
+    (``one_seed``: the advice of a comparison with one seed, :func:`shc.stats.compare_sentence`)."""
     if not isinstance(reference, str):
-        sentences = center_findings(rows, reference[0], baseline) if reference else []
+        sentences = center_findings(rows, reference[0], baseline, one_seed) if reference else []
         return sentences + [sentence for other in reference[1:]
-                            for sentence in center_findings(rows, other, baseline)[1:]]
+                            for sentence in center_findings(rows, other, baseline, one_seed)[1:]]
     sentences = []
     keeps = rows.assign(keeps=rows["d_min"] >= rows["gv_distance"]).groupby("label")["keeps"].all()
     kept = [name for name, ok in keeps.items() if ok]
@@ -255,7 +261,8 @@ def center_findings(rows: Any, reference: str | Sequence[str] = "shc", baseline:
             interval = paired_by_seed(per_seed, "s_loss", int(bits), reference, baseline)
             mean_b = float(summary[(summary["bits"] == bits) & (summary["method"] == baseline)]["mean"].iloc[0])
             ratio = 1 + interval.mean / mean_b if mean_b else float("nan")
-            sentence = compare_sentence(reference, baseline, interval, "S_loss", int(bits)).rstrip(".")
+            sentence = compare_sentence(reference, baseline, interval, "S_loss", int(bits),
+                                        one_seed=one_seed).rstrip(".")
             sentences.append(f"{sentence}; {reference}'s S_loss is {ratio:.2f}x of {baseline}'s (lower is better).")
     return sentences
 
@@ -320,7 +327,8 @@ def hadamard_findings(table: Any, bits: int) -> list[str]:
     for classes, row in table.iterrows():
         d_min, bound = int(row["d_min of CSQ centers"]), int(row["GV distance d"])
         place = "above" if d_min > bound else "at" if d_min == bound else "below"
-        regime = "Hadamard rows only" if classes <= 2 * bits else f"{classes - 2 * bits} random row(s) beyond 2q"
+        regime = ("Hadamard rows only" if classes <= bits else "Hadamard rows and their negations"
+                  if classes <= 2 * bits else f"{classes - 2 * bits} random row(s) beyond 2q")
         sentences.append(f"C = {classes} ({regime}): CSQ's d_min is {d_min}, {place} the bound d = {bound}.")
     return sentences
 
@@ -342,6 +350,21 @@ def pair_findings(S: Any, pairs: Any) -> list[str]:
         same = int(pairs["same_coarse"].sum())
         sentences.append(f"{same} of the {len(pairs)} pairs shown share a coarse class.")
     return sentences
+
+
+def sign_findings(S: Any, source: str = "data-dependent S") -> list[str]:
+    """How much of a stage-1 ``S`` is negative off the diagonal (notebook 01's heatmap): each row is centred on its
+    mean before symmetrising (Eq. 8-10), and a class's few confusable classes pull that mean up, so a row is
+    mostly negative; the share over all off-diagonal entries and its range over the rows."""
+    matrix = np.asarray(S, dtype=float)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] < 2:
+        raise ValueError(f"S must be a square matrix of at least 2 classes, got shape {matrix.shape}.")
+    off = ~np.eye(len(matrix), dtype=bool)
+    negative = (matrix < 0) & off
+    per_row = negative.sum(axis=1)
+    share = negative.sum() / off.sum()
+    return [f"{share:.0%} of the off-diagonal entries of the {source} are negative (per class: {per_row.min()} to "
+            f"{per_row.max()} of its {len(matrix) - 1} others)."]
 
 
 def precision_at_k_findings(frame: Any, bits: int, method: str = "method") -> list[str]:
@@ -516,12 +539,20 @@ def _upper_pairs(S: Any, pairs: Any, source: str = "data-dependent S") -> list[s
     return pair_findings(matrix_from_frame(S, source)[0], pairs)
 
 
+def _signs(S: Any, source: str = "data-dependent S") -> list[str]:
+    """:func:`sign_findings` on a heatmap's data file (:func:`shc.plots.matrix_frame`)."""
+    from shc.plots.style import matrix_from_frame
+
+    return sign_findings(matrix_from_frame(S, source)[0], source)
+
+
 def _centers(rows: Any, reference: str | Sequence[str] = "shc", baseline: str = "mds", bits: int | None = None,
              seed: int | None = None) -> list[str]:
     """:func:`center_findings` on notebook 02's run rows, or on notebook 00's one-set quality table (indexed by
     ``method``, with a ``GV distance d`` column) at code length ``bits`` and ``seed``."""
     if "label" not in rows:
         rows = rows.rename(columns={"method": "label", "GV distance d": "gv_distance"}).assign(bits=bits, seed=seed)
+        return center_findings(rows, reference, baseline, one_seed=ONE_SET_ADVICE)
     return center_findings(rows, reference, baseline)
 
 
@@ -541,6 +572,7 @@ for _name, _function, _tables in (
         ("same-run", same_run_findings, {"rows": 0}),
         ("hadamard", hadamard_findings, {"table": 1}),
         ("similar-pairs", _upper_pairs, {"S": 0, "pairs": 0}),
+        ("similarity-signs", _signs, {"S": 0}),
         ("precision-at-k", precision_at_k_findings, {"frame": 0}),
         ("record-distance", _record_distance, {"history": 0}),
         ("tradeoff", tradeoff_findings, {"tradeoff": 0}),

@@ -232,6 +232,10 @@ def signed_number(value: float, digits: int = 3) -> str:
     return _signed(value, digits)
 
 
+#: What a one-seed comparison advises by default (:func:`compare_sentence`).
+ONE_SEED_ADVICE = "run two or more seeds to test it"
+
+
 def signed_interval(mean: float, low: float, high: float, digits: int = 3) -> str:
     """``+0.041 [+0.012, +0.070]``, all three with one number of decimals, enough to show each one's sign."""
     places = _decimals([mean, low, high], digits)
@@ -239,11 +243,13 @@ def signed_interval(mean: float, low: float, high: float, digits: int = 3) -> st
 
 
 def compare_sentence(name_a: str, name_b: str, interval: PairedInterval, metric: str, bits: int | None = None,
-                     digits: int = 3) -> str:  # fmt: skip
+                     digits: int = 3, one_seed: str = ONE_SEED_ADVICE) -> str:  # fmt: skip
     """Word a paired comparison: the mean difference, its interval and "higher"/"lower"/"not distinguishable".
 
     Example: ``"mAP@ALL, shc − mds at 16 bits: +0.041 [+0.012, +0.070] (95% t-interval over 3 seeds):
     higher."`` The verdict is about ``name_a`` relative to ``name_b`` and follows only from the interval.
+    ``one_seed``: what the sentence advises when only one seed has both runs (a page that draws one set on
+    purpose says where the comparison over seeds is).
     """
     if not isinstance(interval, PairedInterval):
         raise TypeError("interval must be a PairedInterval (paired_interval or paired_by_seed).")
@@ -253,7 +259,7 @@ def compare_sentence(name_a: str, name_b: str, interval: PairedInterval, metric:
         return f"{head}: no seed has both runs, so they cannot be compared."
     if not interval.defined:
         return (f"{head}: {_signed(interval.mean, digits)} from one seed; a difference from one seed has no "
-                "interval and cannot be told apart from seed noise (run two or more seeds to test it).")  # fmt: skip
+                f"interval and cannot be told apart from seed noise ({one_seed}).")  # fmt: skip
     level = f"{interval.confidence:.0%} t-interval over {interval.n} seeds"
     verdict = {"higher": f"{name_a} is higher", "lower": f"{name_a} is lower",
                "not distinguishable": "not distinguishable here"}[interval.verdict]  # fmt: skip
@@ -312,9 +318,9 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
         if interval.verdict == "not distinguishable":  # no single best: name both
             return (f"At {bits} bits, {best['method']} and {second['method']}, not distinguishable, have the "
                     f"{better} {metric_name(metric)}: {best['method']} {_mean_with_spread(best, digits)}, "
-                    f"{second['method']} {_mean_with_spread(second, digits)}; the {margin:.{digits}f} between them "
-                    f"is inside the paired {interval.confidence:.0%} interval over {interval.n} seeds, "
-                    f"{signed_interval(interval.mean, interval.low, interval.high, digits).split(' ', 1)[1]}.")
+                    f"{second['method']} {_mean_with_spread(second, digits)}; the paired {interval.confidence:.0%} "
+                    f"interval over {interval.n} seeds of their difference, "
+                    f"{signed_interval(interval.mean, interval.low, interval.high, digits).split(' ', 1)[1]}, holds 0.")
         elif interval.verdict == "undetermined":
             sentence += "; with fewer than two paired seeds the margin is not tested"
         else:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shc import findings
+from shc import findings, plots
 
 
 def _runs(shc, mds, bits=16, metric="tie_aware_mAP@ALL"):
@@ -147,7 +147,21 @@ def test_hadamard_sentences_place_d_min_against_the_bound():
                          index=pd.Index([32, 64, 65], name="C"))
     sentences = findings.hadamard_findings(table, bits=32)
     assert sentences[0] == "C = 32 (Hadamard rows only): CSQ's d_min is 16, above the bound d = 12."
+    assert sentences[1] == "C = 64 (Hadamard rows and their negations): CSQ's d_min is 16, above the bound d = 11."
     assert sentences[2] == "C = 65 (1 random row(s) beyond 2q): CSQ's d_min is 10, below the bound d = 11."
+
+
+def test_sign_sentence_counts_the_negative_off_diagonal_entries_by_hand(tmp_path):
+    """Of the six off-diagonal entries four are negative (the diagonal's 1s do not count); row 2 has both of its
+    others negative, rows 0 and 1 one each. Read back from a heatmap's data file the same way."""
+    S = np.array([[1.0, 0.5, -0.2], [0.5, 1.0, -0.4], [-0.2, -0.4, 1.0]])
+    expected = ["67% of the off-diagonal entries of the data-dependent S are negative (per class: 1 to 2 of its 2 "
+                "others)."]
+    assert findings.sign_findings(S) == expected
+    saved = plots.save_table(plots.matrix_frame({"data-dependent S": S}, ["a", "b", "c"]), tmp_path / "p" / "figures" / "s")
+    assert findings.derive("similarity-signs", tmp_path / "p", {"S": "figures/s.csv"}, {}) == expected
+    with pytest.raises(ValueError, match="square matrix"):
+        findings.sign_findings(np.ones((2, 3)))
 
 
 def test_pair_sentences_count_the_ties_the_table_cuts():

@@ -125,7 +125,7 @@ def test_show_reads_the_saved_file_not_the_frame_in_memory_and_restarts_the_reco
     table = plots.save_table(pd.DataFrame({"C": [32, 40], "d_min of CSQ centers": [16, 2], "GV distance d": [4, 5]})
                              .set_index("C"), page_dir / "tables" / "hadamard")
     first = findings.show("hadamard", table=table, bits=16).data
-    assert "C = 32 (Hadamard rows only): CSQ&#x27;s d_min is 16, above the bound d = 4." in first
+    assert "C = 32 (Hadamard rows and their negations): CSQ&#x27;s d_min is 16, above the bound d = 4." in first
     assert "C = 40 (8 random row(s) beyond 2q): CSQ&#x27;s d_min is 2, below the bound d = 5." in first
     findings.show("hadamard", table=table, bits=16)
     findings.show("hadamard", table=table, bits=20)
@@ -225,7 +225,10 @@ def test_the_centers_finding_reads_page_00s_one_set_quality_table_by_hand(tmp_pa
     shown = findings.derive("centers", tmp_path / "p", {"rows": "tables/center_quality.csv"}, {"bits": 16, "seed": 0})
     assert shown[0] == "d_min >= the Gilbert-Varshamov d in every run for: mds, shc; not for: random."
     assert table.is_file() and len(shown) == 2  # shc against mds from one seed: no interval, said so
-    assert "from one seed" in shown[1]
+    assert shown[1] == ("S_loss, shc \u2212 mds at 16 bits: -0.020 from one seed; a difference from one seed has no "
+                        "interval and cannot be told apart from seed noise (this page draws one center set per method; "
+                        "notebook 02 compares the methods over several seeds); shc's S_loss is 0.67x of mds's (lower "
+                        "is better).")
 
 
 def test_refresh_rewrites_only_findings_whose_wording_changed_and_says_so(tmp_path):

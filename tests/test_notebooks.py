@@ -264,6 +264,10 @@ def test_top_results_are_the_hamming_nearest_with_correct_flags(batch):
     data = pipeline.load_data(config)
     np.testing.assert_array_equal(examples.result_images[1][0], data.database.raw_image(examples.result_indices[1, 0]))
     assert examples.query_titles[0] == data.class_names[codes["query_labels"][examples.query_indices[0]]]
+    frame = examples.frame()  # the figure's data: one row a result, with its query's class (the panel title)
+    assert len(frame) == 4 * 6 and frame["rank"].tolist()[:6] == [1, 2, 3, 4, 5, 6]
+    assert frame["query_class"].tolist()[::6] == [data.class_names[c] for c in expected_classes]
+    assert frame["correct"].tolist() == examples.correct.reshape(-1).tolist()
 
 
 def test_curves_by_method_stack_the_stored_curves(batch):
@@ -323,7 +327,9 @@ def test_retrieval_table_cells_never_show_a_signed_zero():
     assert table.cells.loc["a", ("d", "16 bits")] == "-0.000013 ± 0.0001"
     assert table.cells.loc["b", ("d", "16 bits")] == "0.5000 ± 0.0000"  # an ordinary mean keeps its four places
     assert table.cells.loc["c", ("d", "16 bits")] == "0.000020 ± 0.0000"
-    assert table.rank[("d", "16 bits")].tolist() == [2.0, 1.0, 2.0]  # ranked on the shown four places: a ties c
+    # ranked on the values as shown, with each cell's own decimals: -0.000013 and 0.000020 look different, so they
+    # do not share a rank (an audit found two bold times shown as 0.00030 and 0.00034, ranked at three places)
+    assert table.rank[("d", "16 bits")].tolist() == [3.0, 1.0, 2.0]
     # an exact negative zero (pandas' mean of -0.0s) prints without its sign
     zero = results.retrieval_table(_rows({("a", 16): [-0.0, -0.0]}))
     assert zero.cells.loc["a", ("d", "16 bits")] == "0.0000 ± 0.0000"
@@ -350,6 +356,17 @@ def test_retrieval_table_lower_is_better_for_times_and_stacks_metrics():
     assert results.value_name("tie_aware_mAP@100") == "mAP@100 (tie-aware)"
     assert table.rank.iloc[:, 0].tolist() == [2.0, 1.0, 1.0, 2.0]
     assert table.cells.index.names == ["metric", "method"]
+
+
+def test_retrieval_table_leaves_the_selected_epoch_unranked():
+    """The selected epoch describes a run, it does not grade it: no bold best, no underlined second."""
+    rows = [{"dataset": "d", "label": m, "bits": 16, "seed": 0, "mAP@ALL": v, "selected_epoch": e}
+            for m, v, e in (("a", 0.5, 8), ("b", 0.6, 7))]  # fmt: skip
+    table = results.retrieval_table(rows, ["mAP@ALL", "selected_epoch"])
+    assert table.rank.iloc[:2, 0].tolist() == [2.0, 1.0] and table.rank.iloc[2:, 0].isna().all()
+    assert table.cells.iloc[2:, 0].tolist() == ["8", "7"]
+    html = table.to_html()
+    assert html.count("font-weight: bold") == 1 and html.count("text-decoration: underline") == 1
 
 
 def test_retrieval_table_rejects_rows_without_the_columns():

@@ -708,6 +708,22 @@ def test_alt_text_counts_the_panels_drawn_and_reads_tex_as_text():
     assert plots.plain_text(r"costs \$5") == "costs $5"  # an escaped dollar is a dollar
 
 
+def test_alt_text_names_panels_by_their_left_aligned_titles():
+    """Page 00's center pictures name each panel by a left title ("mds centers"); an audit found the alt text of
+    four panels describing three, nameless (two identical descriptions merged)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2)
+    for ax, method in zip(axes, ("random", "shc")):
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+        ax.set_title(f"{method} centers", loc="left")
+    axes[1].set_title("d = 4", loc="right")
+    text = plots.figure_alt_text(fig)
+    plt.close(fig)
+    assert text == "2 panels: random centers; y against x | shc centers d = 4; y against x"
+
+
 def test_alt_text_names_the_lines_of_a_legend_beside_the_panels():
     import matplotlib.pyplot as plt
 

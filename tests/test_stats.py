@@ -132,6 +132,21 @@ def test_a_tie_of_three_at_the_top_names_all_three():
     assert " d " not in sentence
 
 
+def test_a_tie_of_two_at_the_top_says_their_paired_interval_holds_0():
+    """A mean difference always lies inside its own interval; what ties two methods is an interval that holds 0 (an
+    audit of the quick pages). Paired differences a - b by seed: +0.02, -0.01, +0.02 (mean +0.01)."""
+    values = {"a": [0.62, 0.61, 0.63], "b": [0.60, 0.62, 0.61], "d": [0.50, 0.51, 0.50]}
+    rows = pd.DataFrame([{"dataset": "x", "method": m, "label": m, "bits": 32, "seed": s, "mAP@ALL": v}
+                         for m, vs in values.items() for s, v in enumerate(vs)])
+    summary, per_seed = stats.summary_frame(rows, ["mAP@ALL"])
+    interval = stats.paired_by_seed(per_seed, "mAP@ALL", 32, "a", "b")
+    assert interval.low < 0 < interval.high and interval.mean == pytest.approx(0.01)
+    bounds = stats.signed_interval(interval.mean, interval.low, interval.high).split(" ", 1)[1]
+    sentence = stats.ranking_sentence(summary, "mAP@ALL", 32, per_seed=per_seed)
+    assert sentence.startswith("At 32 bits, a and b, not distinguishable, have the highest mAP@ALL: a 0.620")
+    assert sentence.endswith(f"; the paired 95% interval over 3 seeds of their difference, {bounds}, holds 0.")
+
+
 def test_a_runner_up_below_the_best_with_a_noisier_method_that_ties_it_names_both():
     """standard-fine at 32 bits: CRH is above MDS (the interval excludes 0) while shc-ls and LTH, lower but noisier,
     tie CRH; the sentence keeps the runner-up's verdict and names the tied ones, not a group that skips MDS."""

@@ -159,8 +159,8 @@ def _mean_and_spread(frame, x: str, y: str):
 def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group: str = "label") -> Figure:
     """The paper's convergence figure: training loss and validation mAP against the epoch, per code length.
 
-    The loss of each run is drawn relative to its first epoch's (losses of different methods are on scales up to
-    100x apart, so shapes compare and none flattens the others).
+    The loss of each run is drawn relative to its first epoch's (losses of different methods are on different
+    scales, CRH's cross-entropy far above CSQ's BCE, so shapes compare and none flattens the others).
 
     One row of panels per code length (column ``bits``), one panel for the loss and one per metric, one
     line per ``group`` value (method); several runs of a group (seeds) are drawn as their mean with a

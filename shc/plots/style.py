@@ -137,7 +137,8 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
 
     The text :func:`save_figure` stored (:func:`figure_alt_text` of the figure plus the name of its data file)
     when there is one; otherwise the suptitle, then per panel its title, "y against x" and the legend entries,
-    then the entries of a legend beside the panels (a figure legend: what every panel draws).
+    then the entries of a legend beside the panels (a figure legend: what every panel draws). A panel's title is
+    all of its titles (left, centre, right: ``set_title(..., loc="left")`` is a panel's name in several figures).
     """
     stored = getattr(fig, "_shc_alt", None)
     if stored:
@@ -151,7 +152,9 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
         if not axes.get_visible() or _is_colorbar(axes):
             continue
         count += 1
-        title, x, y = (plain_text(text) for text in (axes.get_title(), axes.get_xlabel(), axes.get_ylabel()))
+        title = " ".join(plain_text(axes.get_title(loc)) for loc in ("left", "center", "right")
+                         if axes.get_title(loc))  # a panel's name is often its left-aligned title
+        x, y = (plain_text(text) for text in (axes.get_xlabel(), axes.get_ylabel()))
         words = [title] if title else []
         if x and y:
             words.append(f"{y} against {x}")

@@ -60,13 +60,15 @@ class ExampleQueries:
         return float(self.correct.mean())
 
     def frame(self):
-        """Tidy ``query, rank, result, distance, correct`` rows: what the example figure shows."""
+        """Tidy ``query, query_class, rank, result, distance, correct`` rows: what the example figure shows (the
+        query's class is its panel title; "query" for multi-label data)."""
         import pandas as pd
 
         n, k = self.result_indices.shape
-        return pd.DataFrame({"query": np.repeat(self.query_indices, k), "rank": np.tile(np.arange(1, k + 1), n),
-                             "result": self.result_indices.reshape(-1), "distance": self.distances.reshape(-1),
-                             "correct": self.correct.reshape(-1)})
+        return pd.DataFrame({"query": np.repeat(self.query_indices, k),
+                             "query_class": np.repeat(np.asarray(self.query_titles, dtype=object), k),
+                             "rank": np.tile(np.arange(1, k + 1), n), "result": self.result_indices.reshape(-1),
+                             "distance": self.distances.reshape(-1), "correct": self.correct.reshape(-1)})
 
 
 def _spread_queries(labels: np.ndarray, n_queries: int) -> np.ndarray:

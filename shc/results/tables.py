@@ -53,6 +53,8 @@ def classifier_table(configs: Iterable[RunConfig]) -> pd.DataFrame:
 _LOWER_IS_BETTER = frozenset({"s_loss", "seconds", "train_seconds", "num_at_d_min",
                               *(key for key in REACH_KEYS if key.endswith("bit_error"))})
 _INTEGER_VALUES = frozenset({"d_min", "gv_distance", "num_at_d_min", "selected_epoch"})
+#: Values that describe a run rather than grade it: shown without a rank (no bold best, no underlined second).
+_UNRANKED = frozenset({"selected_epoch"})
 _VALUE_DIGITS = {"d_min": 1, "gv_distance": 1, "num_at_d_min": 1, "mean_distance": 2, "seconds": 3,
                  "train_seconds": 1, "selected_epoch": 1}
 _VALUE_NAMES = {**{key: f"{key.removeprefix('tie_aware_')} (tie-aware)" for key in TIE_AWARE_MAP_KEYS},
@@ -86,7 +88,9 @@ class RankedTable:
         The numbers behind the cells (std NaN for a single seed).
     rank : pandas.DataFrame
         Dense rank within the column and metric (1 = best: highest, or lowest for S_loss and times),
-        computed on the means as displayed, so equal-looking cells share a rank; NaN for empty cells.
+        computed on the means as displayed (with the cell's own decimals), so equal-looking cells share a rank
+        and different-looking ones do not; NaN for empty cells and for values that describe a run rather than
+        grade it (the selected epoch).
     """
 
     cells: pd.DataFrame
@@ -158,12 +162,13 @@ def _ranked_table(frame, values: Sequence[str], index: Sequence[str], columns: S
     stats = stats[stats["count"] > 0]
     places = [_value_digits(v, m, s, n, digits)
               for v, m, s, n in zip(stats["metric"], stats["mean"], stats["std"], stats["count"])]  # fmt: skip
-    stats["shown"] = [round(float(m), p) for m, p in zip(stats["mean"], places)]
+    stats["shown"] = [round(float(m), _sign_places(m, p)) for m, p in zip(stats["mean"], places)]  # as printed
     stats["cell"] = [f"{m + 0.0:.{_sign_places(m, p)}f}" + (f" ± {s:.{p}f}" if n > 1 else "")  # + 0.0: no -0.0
                      for m, s, n, p in zip(stats["mean"], stats["std"], stats["count"], places)]  # fmt: skip
     sign = np.where(stats["metric"].isin(_LOWER_IS_BETTER), 1.0, -1.0)
     competitors = [stats[key] for key in group_keys if key != row]
     stats["rank"] = (stats["shown"] * sign).groupby(competitors, dropna=False).rank(method="dense")
+    stats.loc[stats["metric"].isin(_UNRANKED), "rank"] = np.nan
 
     positions = {key: {v: i for i, v in enumerate(dict.fromkeys(stats[key]))} for key in group_keys}
     positions["metric"] = {v: i for i, v in enumerate(values)}
