@@ -253,3 +253,26 @@ def test_refresh_rewrites_only_findings_whose_wording_changed_and_says_so(tmp_pa
     assert page.read_text() == refreshed
     with pytest.raises(FileNotFoundError, match="report folder"):
         refresh_findings(tmp_path / "nowhere")
+
+
+def test_refresh_makes_the_index_name_the_pages_whose_findings_came_later(tmp_path):
+    """An audit: the index said every page came from one clean commit while four pages' findings lists had been
+    derived again by a later one. The index now names them under its commit sentence, once however often it runs,
+    and drops the line when no page carries a refreshed list."""
+    from shc.reports.refresh import note_refreshed_pages_in_index, refresh_findings
+
+    folder, page, _ = _page_folder(tmp_path, _runs(0.05))
+    index = folder / "index.html"
+    index.write_text('<p class="muted">Every page was built from one clean commit, <code>abc</code>.</p>\n<table></table>')
+    built = page.read_text()
+    assert not note_refreshed_pages_in_index(folder) and "shc-refreshed-index" not in index.read_text()
+    page.write_text(built.replace("shc is higher", "shc is better", 1))
+    refresh_findings(folder, stamp="2026-11-29 by shc at abc1234")
+    lines = index.read_text().splitlines()
+    assert lines[0].endswith("<code>abc</code>.</p>")
+    assert lines[1] == ('<p class="muted shc-refreshed-index">The findings lists of 1 page(s) (04_x) were derived again '
+                        "from their tables after the build (2026-11-29 by shc at abc1234), after a correction of their "
+                        "wording; each page says so under those lists, and the rest of every page is as built.</p>")
+    assert not note_refreshed_pages_in_index(folder)  # idempotent
+    page.write_text(built)  # a rebuilt page: nothing refreshed any more
+    assert note_refreshed_pages_in_index(folder) and "shc-refreshed-index" not in index.read_text()

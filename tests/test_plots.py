@@ -708,6 +708,16 @@ def test_alt_text_counts_the_panels_drawn_and_reads_tex_as_text():
     assert plots.plain_text(r"costs \$5") == "costs $5"  # an escaped dollar is a dollar
 
 
+def test_plot_curves_titles_its_legend_by_what_the_lines_are():
+    """Page 02's shc-ls record draws one line per code length: its legend said "method" (an audit)."""
+    fig = plots.plot_curves([0, 1], {"16 bits": [0.2, 0.1], "32 bits": [0.1, 0.05]}, xlabel="record", ylabel="S_loss",
+                            legend_title="code length")
+    assert fig.legends[0].get_title().get_text() == "code length"
+    assert [text.get_text() for text in fig.legends[0].get_texts()] == ["16 bits", "32 bits"]
+    default = plots.plot_curves([0, 1], {"shc": [0.2, 0.1]}, xlabel="K", ylabel="precision")
+    assert default.legends[0].get_title().get_text() == "method"
+
+
 def test_alt_text_names_panels_by_their_left_aligned_titles():
     """Page 00's center pictures name each panel by a left title ("mds centers"); an audit found the alt text of
     four panels describing three, nameless (two identical descriptions merged)."""

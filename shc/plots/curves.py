@@ -18,6 +18,7 @@ def plot_curves(
     xlabel: str,
     ylabel: str,
     title: str | None = None,
+    legend_title: str = "method",
 ) -> Figure:
     """Line per method on a shared x axis (e.g. precision@K or recall@K against K).
 
@@ -30,6 +31,8 @@ def plot_curves(
     xlabel, ylabel : str
         Axis labels; include units (e.g. "K (retrieved items)").
     title : str, optional
+    legend_title : str
+        What the lines are (``"method"``; ``"code length"`` when they are one method's lengths).
     """
     x_values = np.asarray(x, dtype=np.float64)
     if x_values.ndim != 1 or x_values.size == 0:
@@ -54,7 +57,7 @@ def plot_curves(
     axes.set_ylabel(ylabel)
     if title:
         axes.set_title(title)
-    _legend_outside(fig, axes, title="method")
+    _legend_outside(fig, axes, title=legend_title)
     return fig
 
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["refresh_findings", "refresh_note"]
+__all__ = ["note_refreshed_pages_in_index", "refresh_findings", "refresh_note"]
 
 _BLOCK = re.compile(r'<ul class="shc-findings" data-finding="(?P<key>[^"]*)"(?: data-refreshed="[^"]*")?>'
                     r'(?P<items>.*?)</ul>(?:<p class="shc-refreshed">.*?</p>)?', re.DOTALL)
@@ -83,7 +83,49 @@ def refresh_findings(folder: str | os.PathLike, stamp: str | None = None) -> lis
             if new != text:
                 write_text(page, new)
                 changed.append(page.relative_to(folder).as_posix())
+    note_refreshed_pages_in_index(folder)
     return changed
+
+
+_INDEX_NOTE = re.compile(r'\n?<p class="muted shc-refreshed-index">.*?</p>', re.DOTALL)
+_STAMP = re.compile(r'data-refreshed="([^"]*)"')
+
+
+def note_refreshed_pages_in_index(folder: str | os.PathLike) -> bool:
+    """Make the preset's index say which of its pages carry findings lists derived again after the build (an audit:
+    the index said "built from one clean commit" while four pages' lists came from a later one). The line goes under
+    the index's commit sentence and names the pages and the stamps; an index without such pages loses the line.
+    Returns whether the index changed."""
+    from shc._io import write_text
+
+    from .index import INDEX_FILE
+
+    folder = Path(folder)
+    index = folder / INDEX_FILE
+    if not index.is_file():
+        return False
+    pages, stamps = [], set()
+    for page in sorted(folder.glob("*/*-report.html")) + sorted(folder.glob("*/*/*-report.html")):
+        found = set(_STAMP.findall(page.read_text(encoding="utf-8")))
+        if found:
+            pages.append(page.parent.relative_to(folder).as_posix())
+            stamps |= found
+    text = index.read_text(encoding="utf-8")
+    new = _INDEX_NOTE.sub("", text)
+    if pages:
+        line = (f'<p class="muted shc-refreshed-index">The findings lists of {len(pages)} page(s) '
+                f"({html.escape(', '.join(pages))}) were derived again from their tables after the build "
+                f"({html.escape('; '.join(sorted(html.unescape(stamp) for stamp in stamps)))}), after a correction of "
+                "their wording; each page says so under those lists, and the rest of every page is as built.</p>")
+        commit = re.search(r'<p class="muted">[^<]*(?:<code>[^<]*</code>[^<]*)*commit[^\n]*?</p>', new)
+        if commit is None:  # an index of an older layout: the line goes before its table
+            new = new.replace("<table>", line + "\n<table>", 1)
+        else:
+            new = new[:commit.end()] + "\n" + line + new[commit.end():]
+    if new == text:
+        return False
+    write_text(index, new)
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
