@@ -354,7 +354,7 @@ def pair_findings(S: Any, pairs: Any) -> list[str]:
 
 def sign_findings(S: Any, source: str = "data-dependent S") -> list[str]:
     """How much of a stage-1 ``S`` is negative off the diagonal (notebook 01's heatmap): each row is centred on its
-    mean before symmetrising (Eq. 8-10), and a class's few confusable classes pull that mean up, so a row is
+    mean before symmetrising (Eq. 8-9), and a class's few confusable classes pull that mean up, so a row can be
     mostly negative; the share over all off-diagonal entries and its range over the rows."""
     matrix = np.asarray(S, dtype=float)
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] < 2:
