@@ -223,6 +223,49 @@ def test_similarity_order_puts_each_block_together():
     assert len(runs) == 3  # every block is one contiguous run
 
 
+def _checkerboard_runs(fig, axes_index: int = 0) -> int:
+    """Colour runs along the middle pixel row of one heatmap panel of ``fig`` as saved (red and blue halves of the
+    diverging map): a checkerboard S shows one run per class when every cell has its own pixels."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")  # the style's savefig dpi, as save_figure writes it
+    pixels = np.asarray(Image.open(buffer).convert("RGB")).astype(int)
+    box = fig.axes[axes_index].get_window_extent()
+    scale = pixels.shape[1] / fig.bbox.width  # saved pixels per display pixel
+    row = pixels[pixels.shape[0] - int((box.y0 + box.height / 2) * scale)]
+    inside = row[int(box.x0 * scale) - 3:int(box.x1 * scale) + 4]  # the panel and a few pixels of margin
+    sign = np.sign(inside[:, 0] - inside[:, 2])  # red (S = 1) against blue (S = -1)
+    sign = sign[sign != 0]  # the grey frame and the white margin have neither
+    return int((np.diff(sign) != 0).sum()) + 1
+
+
+@pytest.mark.parametrize("num_classes", [40, 333])
+def test_heatmaps_give_every_class_its_own_pixels(num_classes):
+    # a checkerboard S alternates +1 / -1 along every row: averaged (antialiased) or dropped (downsampled) cells
+    # would merge runs, so the runs counted on the saved PNG equal the classes only when each has its own pixels
+    index = np.arange(num_classes)
+    similarity = np.where((index[:, None] + index[None, :]) % 2 == 0, 1.0, -1.0)
+    centers = np.where(np.random.default_rng(0).random((num_classes, 16)) < 0.5, -1, 1)
+    for fig in (plots.plot_similarity_heatmap(similarity, cluster=False),
+                plots.plot_similarity_vs_gram(similarity, {"shc": centers, "csq": centers},
+                                              order=np.arange(num_classes))):
+        assert all(image.get_interpolation() == "nearest" for ax in fig.axes for image in ax.images)
+        assert _checkerboard_runs(fig) == num_classes
+
+
+def test_a_heatmap_too_large_for_its_widest_figure_is_drawn_antialiased():
+    from shc.plots import geometry
+
+    num_classes = 4000  # more classes than 24 inches of panels hold pixels at the saved dpi
+    fig = plots.plot_similarity_vs_gram(np.eye(num_classes), {"a": np.ones((num_classes, 8))},
+                                        order=np.arange(num_classes))
+    assert fig.get_size_inches()[0] <= geometry._MAX_HEATMAP_WIDTH + 1e-9
+    assert {image.get_interpolation() for ax in fig.axes for image in ax.images} == {"antialiased"}
+
+
 def test_plot_similarity_heatmap_labels_classes_in_clustered_order(tmp_path):
     similarity = np.array([[1.0, -0.5, 0.8], [-0.5, 1.0, -0.4], [0.8, -0.4, 1.0]])
     names = ["cat", "truck", "kitten"]
@@ -808,6 +851,23 @@ def test_compact_png_quantises_a_real_figure_closely_and_keeps_white_and_dpi():
     np.testing.assert_array_equal(after[0, 0], [255, 255, 255, 255])  # the background stays white
     error = np.abs(after - before)
     assert error.mean() < 2 and error.max() <= 64
+
+
+def test_compact_png_is_no_larger_than_pillows_own_palette_png_and_keeps_its_pixels():
+    import io
+
+    from PIL import Image
+
+    rng = np.random.default_rng(1)
+    colours = rng.integers(0, 256, size=(40, 3), dtype=np.uint8)
+    blocks = np.kron(rng.integers(0, 40, size=(30, 40)), np.ones((4, 4), dtype=int))  # 120 x 160, 4-pixel blocks
+    image = colours[blocks]
+    data = _png(np.dstack([image, np.full(image.shape[:2], 255, np.uint8)]))
+    pillow = io.BytesIO()  # what compact_png wrote before its oxipng pass: the exact palette, Pillow's optimize
+    Image.fromarray(image).convert("P", palette=Image.Palette.ADAPTIVE, colors=256).save(pillow, "PNG", optimize=True)
+    small = plots.compact_png(data)
+    assert len(small) <= len(pillow.getvalue())
+    np.testing.assert_array_equal(_pixels(small), _pixels(data))  # lossless: 40 colours, every pixel kept
 
 
 def test_compact_png_leaves_transparent_or_palette_images_alone_and_rejects_other_bytes():
