@@ -367,6 +367,23 @@ def sign_findings(S: Any, source: str = "data-dependent S") -> list[str]:
             f"{per_row.max()} of its {len(matrix) - 1} others)."]
 
 
+def hierarchy_findings(coarse: Any, shown: int = 3) -> list[str]:
+    """Which hierarchy *this* dataset has (notebook 01, :func:`shc.similarity.coarse_class_table`): how many coarse
+    classes hold its classes, the first ``shown`` names, how many classes each holds, and the share of a class's
+    others inside its coarse class (the chance level of ``top1_same_coarse``)."""
+    if not {"coarse_class", "classes"} <= set(coarse.columns) or coarse.empty:
+        raise ValueError("coarse needs the columns coarse_class and classes (shc.similarity.coarse_class_table), "
+                         "one row per coarse class.")
+    counts = coarse["classes"].to_numpy(dtype=int)
+    total, groups = int(counts.sum()), len(counts)
+    names = [str(name) for name in coarse["coarse_class"]]
+    listed = ", ".join(names[:shown]) + (", ..." if groups > shown else "")
+    sizes = f"{counts[0]} each" if counts.min() == counts.max() else f"{counts.min()} to {counts.max()} each"
+    within = (counts * (counts - 1)).sum() / (total * (total - 1)) if total > 1 else float("nan")
+    return [f"This dataset's {total} classes fall into {groups} coarse classes ({listed}; {sizes}): on average "
+            f"{within:.1%} of a class's others share its coarse class."]
+
+
 def precision_at_k_findings(frame: Any, bits: int, method: str = "method") -> list[str]:
     """How precision@K moves with K at one code length (:func:`shc.results.curve_rows` of kind "k"): per method,
     the value at the smallest K, the largest value and where, and the value at the largest K. Recall@K can only
@@ -573,6 +590,7 @@ for _name, _function, _tables in (
         ("hadamard", hadamard_findings, {"table": 1}),
         ("similar-pairs", _upper_pairs, {"S": 0, "pairs": 0}),
         ("similarity-signs", _signs, {"S": 0}),
+        ("hierarchy", hierarchy_findings, {"coarse": 0}),
         ("precision-at-k", precision_at_k_findings, {"frame": 0}),
         ("record-distance", _record_distance, {"history": 0}),
         ("tradeoff", tradeoff_findings, {"tradeoff": 0}),
@@ -586,7 +604,7 @@ def _read_table(path: Path, index_columns: int) -> Any:
 
     # class names such as "00" stay strings: only columns pandas reads as numbers are numbers
     return pd.read_csv(path, index_col=list(range(index_columns)) or None, keep_default_na=True,
-                       dtype={"row": str, "column": str, "name_a": str, "name_b": str})
+                       dtype={"row": str, "column": str, "name_a": str, "name_b": str, "coarse_class": str})
 
 
 def derive(name: str, folder: str | os.PathLike, tables: Mapping[str, str | None],

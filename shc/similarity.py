@@ -26,6 +26,7 @@ import scipy.sparse
 from shc.validation import to_numpy
 
 __all__ = [
+    "coarse_class_table",
     "hierarchical_similarity",
     "hierarchy_agreement",
     "most_similar_pairs",
@@ -530,6 +531,27 @@ def hierarchy_agreement(S: Any, coarse_labels: Any) -> dict[str, float]:
         "top1_same_coarse": float(same[np.arange(num_classes), nearest].mean()),
         "top1_chance": float(((group_sizes - 1) / (num_classes - 1)).mean()),
     }
+
+
+def coarse_class_table(coarse_labels: Any, coarse_names: Sequence[str]):
+    """A dataset's class hierarchy as a table: one row per coarse class that holds a class, in coarse-label order,
+    with its ``coarse_class`` name and its number of ``classes`` (notebook 01 reads it to say which hierarchy *this*
+    dataset has: :func:`shc.findings.hierarchy_findings`).
+
+    ``coarse_labels`` is the (C,) coarse class of each class and ``coarse_names`` names every coarse label.
+    """
+    import pandas as pd
+
+    coarse = _to_numpy(coarse_labels, "coarse_labels")
+    if coarse.ndim != 1 or coarse.size == 0 or not np.issubdtype(coarse.dtype, np.integer):
+        raise ValueError(f"coarse_labels must be a non-empty 1-D array of integer coarse classes, got shape "
+                         f"{coarse.shape} and dtype {coarse.dtype}.")
+    names = [str(name) for name in coarse_names]
+    if coarse.min() < 0 or coarse.max() >= len(names):
+        raise ValueError(f"coarse_labels must index coarse_names ({len(names)} names); got labels from {coarse.min()} "
+                         f"to {coarse.max()}.")
+    labels, counts = np.unique(coarse, return_counts=True)
+    return pd.DataFrame({"coarse_class": [names[label] for label in labels], "classes": counts})
 
 
 def similarity_correlations(matrices: Mapping[str, Any], method: Literal["spearman", "pearson"] = "spearman"):

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from shc import findings, plots
+from shc import findings, plots, similarity
 
 
 def _runs(shc, mds, bits=16, metric="tie_aware_mAP@ALL"):
@@ -162,6 +162,29 @@ def test_sign_sentence_counts_the_negative_off_diagonal_entries_by_hand(tmp_path
     assert findings.derive("similarity-signs", tmp_path / "p", {"S": "figures/s.csv"}, {}) == expected
     with pytest.raises(ValueError, match="square matrix"):
         findings.sign_findings(np.ones((2, 3)))
+
+
+def test_hierarchy_sentence_names_this_datasets_coarse_classes_by_hand(tmp_path):
+    """Five classes under coarse labels 2, 0, 2, 0, 2 of the names a, b, c: c holds three classes and a two, b none
+    (it is not listed). Each c class has 2 of its 4 others in c, each a class 1 of 4:
+    (3 * 2 + 2 * 1) / (5 * 4) = 40%."""
+    table = similarity.coarse_class_table(np.array([2, 0, 2, 0, 2]), ["a", "b", "c"])
+    assert table.to_dict("list") == {"coarse_class": ["a", "c"], "classes": [2, 3]}
+    expected = ["This dataset's 5 classes fall into 2 coarse classes (a, c; 2 to 3 each): on average 40.0% of a "
+                "class's others share its coarse class."]
+    assert findings.hierarchy_findings(table) == expected
+    saved = plots.save_table(table, tmp_path / "p" / "tables" / "coarse_classes")
+    assert findings.derive("hierarchy", tmp_path / "p", {"coarse": "tables/coarse_classes.csv"}, {}) == expected
+    # the 100 two-digit numbers under their 10 tens digits, of which three are named: (10 * 10 * 9) / (100 * 99)
+    digits = similarity.coarse_class_table(np.repeat(np.arange(10), 10), [f"{tens}x" for tens in range(10)])
+    assert findings.hierarchy_findings(digits) == [
+        "This dataset's 100 classes fall into 10 coarse classes (0x, 1x, 2x, ...; 10 each): on average 9.1% of a "
+        "class's others share its coarse class."]
+    assert saved.name == "coarse_classes.csv"
+    with pytest.raises(ValueError, match="index coarse_names"):
+        similarity.coarse_class_table(np.array([0, 3]), ["a", "b"])
+    with pytest.raises(ValueError, match="coarse_class and classes"):
+        findings.hierarchy_findings(pd.DataFrame({"name": ["a"]}))
 
 
 def test_pair_sentences_count_the_ties_the_table_cuts():
