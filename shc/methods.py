@@ -20,7 +20,7 @@ same. A pipeline runs any method as::
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -33,7 +33,8 @@ from shc.losses import LOSSES, _label_tensor
 from shc.registry import Registry
 from shc.validation import sign_codes
 
-__all__ = ["METHODS", "MethodSpec", "available_methods", "build_criterion", "get_method"]
+__all__ = ["METHODS", "MethodSpec", "OUTSIDE_PAPER", "available_methods", "build_criterion", "get_method",
+           "method_label", "outside_paper_markdown"]
 
 _CONTEXT_ARGUMENTS = ("num_classes", "num_bits", "train_labels", "centers", "seed", "similarity")
 """What :func:`build_criterion` knows besides the hyper-parameters; a loss receives those its
@@ -195,7 +196,31 @@ for _spec in (
 ):
     METHODS.register(_spec.name, _spec)
 
+#: Methods of the comparison pages (notebook 06) that are not among the paper's: the tag their rows carry and the
+#: sentence a reader needs, shown only on pages whose runs include them (issue 38: no page speaks of rows it lacks).
+OUTSIDE_PAPER: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "shc-ls": ("ours, not in the paper", "SHC's objective and constraint solved by exact local search "
+                                         "(`docs/centers.md`), trained like SHC"),
+    "crh": ("AAAI 2026, after the paper", "Center-Reassigned Hashing, by the SHC authors' group, which learns its "
+                                          "centers while the network trains (`docs/baselines.md`)"),
+})
 
+
+def method_label(name: str) -> str:
+    """The row label of method ``name`` on a comparison page: its name, tagged where the paper does not have it
+    (:data:`OUTSIDE_PAPER`), e.g. ``"crh (AAAI 2026, after the paper)"``."""
+    get_method(name)
+    return f"{name} ({OUTSIDE_PAPER[name][0]})" if name in OUTSIDE_PAPER else name
+
+
+def outside_paper_markdown(methods: Sequence[str]) -> str:
+    """The Markdown that introduces the methods of ``methods`` that are not in the paper (:data:`OUTSIDE_PAPER`),
+    one sentence each in the order given; empty when every method is the paper's."""
+    for name in methods:
+        get_method(name)
+    sentences = [f"`{name}` (**{OUTSIDE_PAPER[name][0]}**) is {OUTSIDE_PAPER[name][1]}; its rows are labelled so."
+                 for name in dict.fromkeys(methods) if name in OUTSIDE_PAPER]
+    return " ".join(sentences)
 
 
 def available_methods() -> list[str]:

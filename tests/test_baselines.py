@@ -29,7 +29,8 @@ from shc.losses import (
     class_balanced_weights,
 )
 from shc.losses.classification import _log1m_softmax
-from shc.methods import available_methods, build_criterion, get_method
+from shc.methods import (OUTSIDE_PAPER, available_methods, build_criterion, get_method, method_label,
+                         outside_paper_markdown)
 from shc.models import build_hashing_network
 
 PAPER_METHODS = [
@@ -94,6 +95,28 @@ def test_specs_are_immutable_and_name_registered_losses_and_valid_heads():
         with pytest.raises(TypeError):
             spec.defaults["new"] = 1  # read-only mapping
     assert get_method("orthohash").head == {"batch_norm": True, "activation": "identity"}
+
+
+@pytest.mark.parametrize("name", list(OUTSIDE_PAPER))
+def test_methods_outside_the_paper_are_registered_tagged_and_introduced_only_where_a_page_runs_them(name):
+    tag, description = OUTSIDE_PAPER[name]
+    assert name in available_methods()
+    assert method_label(name) == f"{name} ({tag})"
+    sentence = outside_paper_markdown(["csq", name, "shc", name])  # once, whatever the order and repeats
+    assert sentence == f"`{name}` (**{tag}**) is {description}; its rows are labelled so."
+    assert "docs/" in description  # where the reader finds more
+
+
+def test_a_page_of_the_papers_methods_alone_gets_no_outside_paper_sentence():
+    paper = ["dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "csq", "mds", "lth", "orthohash", "shc"]
+    assert outside_paper_markdown(paper) == ""
+    assert [method_label(name) for name in paper] == paper
+    both = outside_paper_markdown(["crh", "shc-ls"])
+    assert both.index("`crh`") < both.index("`shc-ls`")  # in the page's order
+    with pytest.raises(ValueError, match="unknown method 'dsh'"):
+        outside_paper_markdown(["dsh"])
+    with pytest.raises(ValueError, match="unknown method"):
+        method_label("nope")
 
 
 def test_unknown_override_is_a_type_error_listing_the_allowed_names():
