@@ -223,23 +223,26 @@ def test_similarity_order_puts_each_block_together():
     assert len(runs) == 3  # every block is one contiguous run
 
 
+def _drawn(fig, axes_index: int = 0) -> np.ndarray:
+    """The RGBA pixels of the first image of ``fig.axes[axes_index]`` as the saved PNG draws them: the figure at
+    :func:`save_figure`'s dpi, resampled by matplotlib into its panel (``AxesImage.make_image``)."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig.set_dpi(matplotlib.rcParams["savefig.dpi"])
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    pixels, *_ = fig.axes[axes_index].images[0].make_image(canvas.get_renderer(), unsampled=False)
+    return np.asarray(pixels).astype(int)
+
+
 def _checkerboard_runs(fig, axes_index: int = 0) -> int:
-    """Colour runs along the middle pixel row of one heatmap panel of ``fig`` as saved (red and blue halves of the
-    diverging map): a checkerboard S shows one run per class when every cell has its own pixels."""
-    import io
-
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")  # the style's savefig dpi, as save_figure writes it
-    pixels = np.asarray(Image.open(buffer).convert("RGB")).astype(int)
-    box = fig.axes[axes_index].get_window_extent()
-    scale = pixels.shape[1] / fig.bbox.width  # saved pixels per display pixel
-    row = pixels[pixels.shape[0] - int((box.y0 + box.height / 2) * scale)]
-    inside = row[int(box.x0 * scale) - 3:int(box.x1 * scale) + 4]  # the panel and a few pixels of margin
-    sign = np.sign(inside[:, 0] - inside[:, 2])  # red (S = 1) against blue (S = -1)
-    sign = sign[sign != 0]  # the grey frame and the white margin have neither
-    return int((np.diff(sign) != 0).sum()) + 1
+    """Colour runs along the middle pixel row of a heatmap panel as drawn (red and blue halves of the diverging
+    map): a checkerboard S shows one run per class when every cell has its own pixels."""
+    pixels = _drawn(fig, axes_index)
+    row = pixels[len(pixels) // 2]
+    sign = np.sign(row[:, 0] - row[:, 2])  # red (S = 1) against blue (S = -1)
+    return int((np.diff(sign[sign != 0]) != 0).sum()) + 1
 
 
 @pytest.mark.parametrize("num_classes", [40, 333])
@@ -352,6 +355,24 @@ def test_plot_example_queries_outlines_wrong_results_in_red(tmp_path):
     _check_saved(fig, tmp_path, "queries")
     with pytest.raises(ValueError, match="K = 3"):
         plots.plot_example_queries(queries, [results[0], results[1][:2]], correct)
+
+
+def test_example_query_thumbnails_show_their_own_pixels_and_large_images_are_averaged():
+    """A 28 x 84 composite drawn into a panel of more than 84 saved pixels is upsampled: nearest neighbour, so the
+    PNG holds only the image's own grey levels (a 0/255 stripe pattern stays two colours, no blended greys). A
+    600 x 600 image in the same panel is downsampled: antialiased, every pixel an average."""
+    import matplotlib
+
+    stripes = np.zeros((28, 84), np.uint8)
+    stripes[:, ::2] = 255
+    with matplotlib.rc_context({"image.interpolation": "antialiased"}):  # the choice is the plot's, not the rcParams'
+        fig = plots.plot_example_queries([stripes], [[stripes, stripes]], np.array([[True, False]]))
+    assert {image.get_interpolation() for axes in fig.axes for image in axes.images} == {"nearest"}
+    drawn = _drawn(fig)
+    assert drawn.shape[1] >= 84 and set(np.unique(drawn[..., :3])) == {0, 255}  # no blended grey
+    large = np.random.default_rng(0).integers(0, 255, (600, 600), dtype=np.uint8)
+    fig = plots.plot_example_queries([large], [[large]], np.array([[True]]))
+    assert {image.get_interpolation() for axes in fig.axes for image in axes.images} == {"antialiased"}
 
 
 # --------------------------------------------------------------------------------------

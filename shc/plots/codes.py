@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from shc.plots.geometry import _as_centers, _as_similarity
-from shc.plots.style import _categorical_colors, _legend_outside, _new_figure, method_style
+from shc.plots.style import _categorical_colors, _legend_outside, _new_figure, _pixel_faithful, method_style
 
 
 def plot_example_queries(
@@ -55,6 +55,7 @@ def plot_example_queries(
             if row == 0:
                 grid[row, column + 1].set_title(f"#{column + 1}", fontsize=8)
     fig.suptitle(f"example queries and their top-{top_k} results (red outline: wrong class)", fontsize=10)
+    _pixel_faithful(fig, [image for axes in grid.flat for image in axes.images])  # the images' own pixels
     return fig
 
 

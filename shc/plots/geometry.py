@@ -15,6 +15,7 @@ from shc.plots.style import (
     _categorical_colors,
     _legend_outside,
     _new_figure,
+    _pixel_faithful,
     _savefig_dpi,
     _sequential_colors,
     method_color,
@@ -271,10 +272,13 @@ _MAX_HEATMAP_WIDTH = 24.0
 def _show_every_cell(fig: Figure, images: Sequence, num_classes: int) -> None:
     """Give every class of the heatmaps ``images`` at least one pixel of the saved PNG (:func:`save_figure`'s dpi):
     enlarge ``fig`` (up to :data:`_MAX_HEATMAP_WIDTH` inches wide) until each panel spans ``num_classes`` pixels,
-    then draw the cells with nearest-neighbour interpolation, so no row or column is averaged with its neighbours or
-    dropped. A 333-class panel drawn antialiased at 250 pixels blurs neighbouring classes together and, noisy, took
-    70% more PNG bytes (issue 38). Where the cap leaves too few pixels the images stay antialiased."""
+    then draw the cells with nearest-neighbour interpolation (:func:`_pixel_faithful`), so no row or column is
+    averaged with its neighbours or dropped: at 275 pixels a 333-class panel, sampled, lost about a sixth of its
+    classes' rows and columns, and antialiased it blurs neighbours together. The panels have no frame, which would
+    cover the first and last class. Where the cap leaves too few pixels the images stay antialiased."""
     dpi = _savefig_dpi(fig)
+    for image in images:
+        image.axes.spines[:].set_visible(False)  # a frame line would cover the first and last class's pixels
     for _ in range(4):
         fig.draw_without_rendering()  # lays out the constrained figure, so the panels' sizes are final
         pixels = min(min(image.axes.get_window_extent().width, image.axes.get_window_extent().height)
@@ -284,9 +288,7 @@ def _show_every_cell(fig: Figure, images: Sequence, num_classes: int) -> None:
             break
         grow = min(1.03 * num_classes / pixels, _MAX_HEATMAP_WIDTH / width)
         fig.set_size_inches(width * grow, height * grow)
-    for image in images:
-        image.set_interpolation("nearest" if pixels >= num_classes else "antialiased")
-        image.axes.spines[:].set_visible(False)  # a frame line would cover the first and last class's pixels
+    _pixel_faithful(fig, images)
 
 
 def _heatmap_row(panels: Mapping[str, np.ndarray], permutation: np.ndarray, colorbar_label: str) -> Figure:
