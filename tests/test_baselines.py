@@ -30,7 +30,7 @@ from shc.losses import (
 )
 from shc.losses.classification import _log1m_softmax
 from shc.methods import (OUTSIDE_PAPER, available_methods, build_criterion, get_method, method_label,
-                         outside_paper_markdown)
+                         outside_paper_markdown, paper_baselines_sentence)
 from shc.models import build_hashing_network
 
 PAPER_METHODS = [
@@ -117,6 +117,17 @@ def test_a_page_of_the_papers_methods_alone_gets_no_outside_paper_sentence():
         outside_paper_markdown(["dsh"])
     with pytest.raises(ValueError, match="unknown method"):
         method_label("nope")
+
+
+def test_a_comparison_page_says_which_of_the_nine_baselines_it_runs():
+    assert paper_baselines_sentence(["shc", "lth", "csq", "crh", "mds", "greedyhash"]) == (
+        "This page runs 4 of the paper's 9 baselines (greedyhash, csq, mds, lth); it leaves out dpsh, dtsh, hashnet, "
+        "idhn, orthohash.")  # in Table 4's order, whatever the page's
+    nine = ["dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "csq", "mds", "lth", "orthohash"]
+    assert paper_baselines_sentence([*nine, "shc"]) == "This page runs all 9 of the paper's baselines."
+    assert paper_baselines_sentence(["shc", "shc-ls"]) == "This page runs none of the paper's 9 baselines."
+    with pytest.raises(ValueError, match="unknown method"):
+        paper_baselines_sentence(["nope"])
 
 
 def test_unknown_override_is_a_type_error_listing_the_allowed_names():
