@@ -650,6 +650,10 @@ def test_with_figure_files_links_only_byte_identical_saved_figures(tmp_path):
     assert re.findall(r'src="([^"]{0,40})', linked) == [
         "figures/curve.png", "data:image/png;base64," + base64.b64encode(other).decode()[:18], "figures/curve.png"]
     assert 'alt="a1"' in linked and "width=5" in linked
+    # a linked figure opens at full size: the anchor wraps exactly the image, and an embedded image gets none
+    assert re.findall(r'<a href="([^"]*)"[^>]*><img alt="(a\d)"[^>]*></a>', linked) == [
+        ("figures/curve.png", "a0"), ("figures/curve.png", "a2")]
+    assert linked.count("<a ") == 2
     assert with_figure_files(body, tmp_path / "elsewhere") == body  # no figures folder: nothing to link
 
 

@@ -84,13 +84,15 @@ def render_html(
 #: wider than the page (03's runs table) lost its last columns; such a table now scrolls sideways (issue 38).
 PAGE_CSS = ".jp-RenderedHTMLCommon table { display: block; max-width: 100%; overflow-x: auto; }\n"
 
-_EMBEDDED_PNG = re.compile(r'(<img\b[^>]*?\bsrc=")data:image/png;base64,([^"]*)(")')
+_EMBEDDED_PNG = re.compile(r'(<img\b[^>]*?\bsrc=")data:image/png;base64,([^"]*)("[^>]*>)')
 
 
 def with_figure_files(body: str, page_dir: str | os.PathLike, folder: str = "figures") -> str:
     """Point every embedded PNG of ``body`` that is byte-identical to a file of ``<page_dir>/<folder>/`` at that
     file (a relative ``src``), so the page does not carry a second copy of a saved figure; other images stay
-    embedded. :func:`shc.plots.save_figure` makes a saved figure display as exactly its file."""
+    embedded. :func:`shc.plots.save_figure` makes a saved figure display as exactly its file. Each such figure is
+    also a link to its file, which a browser opens at full size: a wide figure (page 02's seven heatmaps of 100
+    classes) is scaled down to the page's width."""
     import base64
     import hashlib
 
@@ -104,7 +106,10 @@ def with_figure_files(body: str, page_dir: str | os.PathLike, folder: str = "fig
         except ValueError:
             return match.group(0)
         name = files.get(hashlib.sha256(data).digest())
-        return match.group(0) if name is None else f"{match.group(1)}{html.escape(name, quote=True)}{match.group(3)}"
+        if name is None:
+            return match.group(0)
+        link = html.escape(name, quote=True)
+        return (f'<a href="{link}" title="the figure at full size">{match.group(1)}{link}{match.group(3)}</a>')
 
     return _EMBEDDED_PNG.sub(replace, body) if files else body
 
