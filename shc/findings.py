@@ -30,7 +30,8 @@ __all__ = ["FINDINGS", "FINDINGS_FILE", "Finding", "ablation_findings", "backbon
            "best_methods_label", "center_findings", "convergence_findings", "derive", "device_findings",
            "device_phrase", "findings_html", "geometry_findings", "hadamard_findings", "pair_findings",
            "precision_at_k_findings", "reachability_findings", "record_distance_finding", "retrieval_findings",
-           "same_run_findings", "same_run_rows", "show", "sign_findings", "similarity_findings"]
+           "hierarchy_findings", "same_run_findings", "same_run_methods", "same_run_rows", "show", "sign_findings",
+           "similarity_findings"]
 
 #: Notebook 00 draws one center set per method on purpose; its one-seed comparison says where the seeds are.
 ONE_SET_ADVICE = "this page draws one center set per method; notebook 02 compares the methods over several seeds"
@@ -291,18 +292,33 @@ def same_run_rows(runs: Sequence[tuple[Any, Any]], other: str = "csq") -> Any:
     return pd.DataFrame(rows, columns=["method", "bits", "seed", "classes", "same_as", "same_centers"])
 
 
+def _same_for_every_seed(rows: Any) -> Any:
+    """:func:`same_run_rows` grouped by code length, method and the other method: whether every seed's centers are the
+    other's (``all_same``) and the number of classes."""
+    return rows.groupby(["bits", "method", "same_as"], sort=True).agg(
+        all_same=("same_centers", "all"), classes=("classes", "first"))
+
+
 def same_run_findings(rows: Any) -> list[str]:
     """One sentence per method and code length whose runs are, for every seed, another method's runs: the same loss
     on the same centers (MDS's generator returns Hadamard rows, CSQ's centers, when C <= 2q). ``rows`` is
     :func:`same_run_rows`."""
     if not len(rows):
         return []
-    grouped = rows.groupby(["bits", "method", "same_as"], sort=True).agg(
-        all_same=("same_centers", "all"), classes=("classes", "first"))
     return [f"At {bits} bits the {method} runs are {other}'s runs: the same loss on the same centers (its generator "
             f"returned {other}'s {int(row['classes'])} centers for every seed), so their numbers are {other}'s, not "
             "a separate result."
-            for (bits, method, other), row in grouped.iterrows() if bool(row["all_same"])]
+            for (bits, method, other), row in _same_for_every_seed(rows).iterrows() if bool(row["all_same"])]
+
+
+def same_run_methods(rows: Any, bits: int) -> dict[str, str]:
+    """The methods whose runs at ``bits`` are, for every seed, another method's (:func:`same_run_rows`): method ->
+    that method, e.g. ``{"distance": "csq"}`` at C <= 2q. A summary that shows such a method's number says whose it
+    is (page 05's index line), as :func:`same_run_findings` does on the page."""
+    if not len(rows):
+        return {}
+    grouped = _same_for_every_seed(rows)
+    return {method: other for (at, method, other), row in grouped.iterrows() if at == bits and bool(row["all_same"])}
 
 
 def bullet_list(sentences: Sequence[str]) -> str:

@@ -243,6 +243,13 @@ def test_a_run_on_csq_s_centers_with_csq_s_loss_is_named_as_csq_s_run():
     assert sentences == ["At 64 bits the distance runs are csq's runs: the same loss on the same centers (its "
                          "generator returned csq's 100 centers for every seed), so their numbers are csq's, not a "
                          "separate result."]  # mds trains with its own loss, and at 16 bits the centers differ
+    from shc.findings import same_run_methods
+
+    rows = same_run_rows(runs)
+    assert same_run_methods(rows, 64) == {"distance": "csq"} and same_run_methods(rows, 16) == {}
+    one_seed_differs = rows.assign(same_centers=rows["same_centers"] & (rows["seed"] == 0))
+    assert same_run_methods(one_seed_differs, 64) == {}  # every seed, or it is not the same runs
+    assert same_run_methods(rows.iloc[:0], 64) == {}
 
 
 def test_tradeoff_findings_say_where_the_fit_is_best_and_call_a_lower_loss_at_larger_d_search_noise():

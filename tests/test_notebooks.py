@@ -243,6 +243,13 @@ def test_ablation_tables_read_the_same_runs_as_the_retrieval_tables(batch):
         distance_run["tie_aware_mAP@ALL"], abs=5e-5)
     assert float(dict((row[1], row[2]) for row in sources)["text embedding (BERT in the paper)"]) == pytest.approx(
         text_run["mAP@ALL"], abs=5e-5)
+    # the index line of the distance-only variant says whose runs it shows when they are CSQ's (C <= 2q)
+    same = pd.read_csv(_report(batch, "05_ablations") / "tables" / "same_runs.csv")
+    q = int(same["bits"].max())
+    twin = bool(same[(same["method"] == "distance") & (same["bits"] == q)]["same_centers"].all())
+    summary = json.loads((_report(batch, "05_ablations") / reports.SUMMARY_FILE).read_text())
+    keys = [key for key in summary if "d only (MDS centers)" in key]
+    assert keys == [f"tie-aware mAP@ALL d only (MDS centers){', csq' + chr(39) + 's runs' if twin else ''} ({q} bits)"]
 
 
 def test_top_results_are_the_hamming_nearest_with_correct_flags(batch):
