@@ -681,20 +681,71 @@ def test_a_table_wider_than_the_page_scrolls_instead_of_losing_its_last_columns(
     assert int(scroll) > int(client) and overflow == "auto" and inside == "true"
 
 
+def _benchmark(name: str):
+    import importlib.util
+
+    script = Path(reports.__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, script
+
+
+def test_regeneration_bound_packs_only_a_sets_committed_files_and_stores_a_copy_once(tmp_path):
+    """benchmarks/regeneration_bound.py: 300 kB of random bytes cannot be compressed, so the set packed alone holds
+    at least that much; a second identical copy is one git object; an untracked file is not the set's."""
+    import subprocess
+
+    bound, script = _benchmark("regeneration_bound")
+    folder = tmp_path / "reports" / "p"
+    folder.mkdir(parents=True)
+    noise = np.random.default_rng(0).bytes(300_000)
+    (folder / "a.png").write_bytes(noise)
+    (folder / "copy.png").write_bytes(noise)
+    page = "<p>same words</p>\n" * 5000  # 90 kB that compress to almost nothing
+    (folder / "page.html").write_text(page, encoding="utf-8")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "set"], check=True)
+    (folder / "leftover.png").write_bytes(np.random.default_rng(1).bytes(500_000))  # untracked: not counted
+    row = bound.packed_alone(tmp_path, "p")
+    assert row["files"] == 3 and row["published MB"] == pytest.approx((600_000 + len(page)) / 1e6)
+    assert 300_000 / 2**20 <= row["packed alone MiB"] < 320_000 / 2**20  # one copy of the noise, a few kB of rest
+    with pytest.raises(SystemExit, match="no committed files under reports/q/"):
+        bound.packed_alone(tmp_path, "q")
+
+
+def test_png_weight_re_encodes_losslessly_and_reports_the_share(tmp_path):
+    import io
+
+    from PIL import Image
+
+    weight, _ = _benchmark("png_weight")
+    figures = tmp_path / "p" / "00_page" / "figures"
+    figures.mkdir(parents=True)
+    image = np.kron(np.random.default_rng(0).integers(0, 4, (20, 30)), np.ones((6, 6), dtype=int)).astype(np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(image * 60).save(buffer, format="PNG")  # Pillow without optimize: room to recompress
+    (figures / "f.png").write_bytes(buffer.getvalue())
+    rows = weight.png_weight(tmp_path / "p", [1, 2])
+    assert [row["encoding"] for row in rows] == ["as committed", "oxipng level 1", "oxipng level 2"]
+    assert rows[0]["MB"] == len(buffer.getvalue()) / 1e6 and rows[0]["share"] == 1.0
+    assert all(0 < row["share"] <= 1 for row in rows[1:])
+    with pytest.raises(SystemExit, match="no figures under"):
+        weight.png_weight(tmp_path / "empty", [2])
+
+
 def test_report_weight_counts_the_second_copies_the_cuts_leave_out(tmp_path):
     """benchmarks/report_weight.py: the bundle's bytes, the S rows of 01's sources data (the heatmap holds S) and the
     size of 00's S file (the Gram data repeated it), from a preset folder's committed files."""
     import gzip
-    import importlib.util
     import subprocess
     import sys
 
     import pandas as pd
 
-    script = Path(reports.__file__).resolve().parents[2] / "benchmarks" / "report_weight.py"
-    spec = importlib.util.spec_from_file_location("report_weight", script)
-    weight = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(weight)
+    weight, script = _benchmark("report_weight")
     folder = tmp_path / "reports" / "p"
     (folder / "01_similarity" / "figures").mkdir(parents=True)
     (folder / "00_center_geometry" / "figures").mkdir(parents=True)
