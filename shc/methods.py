@@ -34,7 +34,7 @@ from shc.registry import Registry
 from shc.validation import sign_codes
 
 __all__ = ["METHODS", "MethodSpec", "OUTSIDE_PAPER", "available_methods", "build_criterion", "get_method",
-           "method_label", "outside_paper_markdown", "paper_baselines_sentence"]
+           "method_label", "outside_paper_markdown"]
 
 _CONTEXT_ARGUMENTS = ("num_classes", "num_bits", "train_labels", "centers", "seed", "similarity")
 """What :func:`build_criterion` knows besides the hyper-parameters; a loss receives those its
@@ -221,23 +221,6 @@ def outside_paper_markdown(methods: Sequence[str]) -> str:
     sentences = [f"`{name}` (**{OUTSIDE_PAPER[name][0]}**) is {OUTSIDE_PAPER[name][1]}; its rows are labelled so."
                  for name in dict.fromkeys(methods) if name in OUTSIDE_PAPER]
     return " ".join(sentences)
-
-
-def paper_baselines_sentence(methods: Sequence[str]) -> str:
-    """Which of the paper's nine baselines (:data:`shc.paper.PAPER_BASELINES`, Tables 4-6) ``methods`` holds, in the
-    paper's order, and which it leaves out: a comparison page says so rather than promising all nine."""
-    from shc.paper import PAPER_BASELINES
-
-    for name in methods:
-        get_method(name)
-    run = [name for name in PAPER_BASELINES if name in methods]
-    left = [name for name in PAPER_BASELINES if name not in methods]
-    if not left:
-        return f"This page runs all {len(PAPER_BASELINES)} of the paper's baselines."
-    if not run:
-        return f"This page runs none of the paper's {len(PAPER_BASELINES)} baselines."
-    return (f"This page runs {len(run)} of the paper's {len(PAPER_BASELINES)} baselines ({', '.join(run)}); it leaves "
-            f"out {', '.join(left)}.")
 
 
 def available_methods() -> list[str]:

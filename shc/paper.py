@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["PAPER_BASELINES", "PAPER_RESULTS", "extract_tables", "load_paper_results", "our_differences",
-           "paper_differences"]
+           "paper_baselines_sentence", "paper_differences"]
 
 PAPER_RESULTS = Path(__file__).parent / "assets" / "paper_results.csv"
 #: Table 4-6 rows in the paper's order (our method names).
@@ -33,6 +33,23 @@ _DATASETS = ("cifar100", "stanford-cars-a", "stanford-cars-b", "nabirds-a", "nab
 _BITS = (16, 32, 64)
 _ROW_NAMES = {"dpsh": "DPSH", "dtsh": "DTSH", "hashnet": "HashNet", "greedyhash": "GreedyHash", "idhn": "IDHN",
               "csq": "CSQ", "mds": "MDS", "lth": "LTH", "orthohash": "OrthoHash", "shc": "SHC"}
+
+
+def paper_baselines_sentence(methods: Sequence[str]) -> str:
+    """Which of the paper's nine baselines (:data:`PAPER_BASELINES`, Tables 4-6) ``methods`` holds, in the
+    paper's order, and which it leaves out: a comparison page says so rather than promising all nine."""
+    from shc.methods import get_method
+
+    for name in methods:
+        get_method(name)
+    run = [name for name in PAPER_BASELINES if name in methods]
+    left = [name for name in PAPER_BASELINES if name not in methods]
+    if not left:
+        return f"This page runs all {len(PAPER_BASELINES)} of the paper's baselines."
+    if not run:
+        return f"This page runs none of the paper's {len(PAPER_BASELINES)} baselines."
+    return (f"This page runs {len(run)} of the paper's {len(PAPER_BASELINES)} baselines ({', '.join(run)}); it leaves "
+            f"out {', '.join(left)}.")
 
 
 def extract_tables(tex: str) -> pd.DataFrame:

@@ -30,7 +30,8 @@ from shc.losses import (
 )
 from shc.losses.classification import _log1m_softmax
 from shc.methods import (OUTSIDE_PAPER, available_methods, build_criterion, get_method, method_label,
-                         outside_paper_markdown, paper_baselines_sentence)
+                         outside_paper_markdown)
+from shc.paper import paper_baselines_sentence
 from shc.models import build_hashing_network
 
 PAPER_METHODS = [
