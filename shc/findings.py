@@ -368,10 +368,15 @@ def pair_findings(S: Any, pairs: Any) -> list[str]:
     return sentences
 
 
+FAINT = 0.1  #: closer to 0 than this, a similarity is almost white on a -1..1 heatmap (13 of RdBu's 256 levels)
+
+
 def sign_findings(S: Any, source: str = "data-dependent S") -> list[str]:
     """How much of a stage-1 ``S`` is negative off the diagonal (notebook 01's heatmap): each row is centred on its
     mean before symmetrising (Eq. 8-9), and a class's few confusable classes pull that mean up, so a row can be
-    mostly negative; the share over all off-diagonal entries and its range over the rows."""
+    mostly negative; the share over all off-diagonal entries and its range over the rows. Where the negative entries
+    are mostly near 0 (median above -:data:`FAINT`), the sentence says so: the heatmap's colour scale runs from -1 to
+    1, so it draws them almost white, and a reader would not see the share it states (a reader audit, issue 38)."""
     matrix = np.asarray(S, dtype=float)
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] < 2:
         raise ValueError(f"S must be a square matrix of at least 2 classes, got shape {matrix.shape}.")
@@ -379,8 +384,13 @@ def sign_findings(S: Any, source: str = "data-dependent S") -> list[str]:
     negative = (matrix < 0) & off
     per_row = negative.sum(axis=1)
     share = negative.sum() / off.sum()
-    return [f"{share:.0%} of the off-diagonal entries of the {source} are negative (per class: {per_row.min()} to "
-            f"{per_row.max()} of its {len(matrix) - 1} others)."]
+    sentence = (f"{share:.0%} of the off-diagonal entries of the {source} are negative (per class: {per_row.min()} to "
+                f"{per_row.max()} of its {len(matrix) - 1} others)")
+    median = float(np.median(matrix[negative])) if negative.any() else 0.0
+    if negative.any() and median > -FAINT:
+        sentence += (f"; most of them are close to 0 (median {format_value(median, 2)}), which the heatmap's colour "
+                     "scale from -1 to 1 draws almost white")
+    return [sentence + "."]
 
 
 def hierarchy_findings(coarse: Any, shown: int = 3) -> list[str]:

@@ -164,6 +164,17 @@ def test_sign_sentence_counts_the_negative_off_diagonal_entries_by_hand(tmp_path
         findings.sign_findings(np.ones((2, 3)))
 
 
+def test_sign_sentence_says_when_the_negative_entries_draw_almost_white():
+    """The same signs at a tenth of the size: the negative entries -0.02, -0.04 (each twice) have median -0.03, inside
+    0.1 of 0, where a heatmap scaled from -1 to 1 is almost white; at -0.2 and -0.4 (above) nothing is added."""
+    S = np.array([[1.0, 0.05, -0.02], [0.05, 1.0, -0.04], [-0.02, -0.04, 1.0]])
+    assert findings.sign_findings(S) == [
+        "67% of the off-diagonal entries of the data-dependent S are negative (per class: 1 to 2 of its 2 others); most "
+        "of them are close to 0 (median -0.030), which the heatmap's colour scale from -1 to 1 draws almost white."]
+    assert findings.sign_findings(np.eye(3)) == [
+        "0% of the off-diagonal entries of the data-dependent S are negative (per class: 0 to 0 of its 2 others)."]
+
+
 def test_hierarchy_sentence_names_this_datasets_coarse_classes_by_hand(tmp_path):
     """Five classes under coarse labels 2, 0, 2, 0, 2 of the names a, b, c: c holds three classes and a two, b none
     (it is not listed). Each c class has 2 of its 4 others in c, each a class 1 of 4:
