@@ -4,10 +4,12 @@ sentences its data no longer gives (a hand edit, a wrong tie verdict, a table ch
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -276,3 +278,45 @@ def test_refresh_makes_the_index_name_the_pages_whose_findings_came_later(tmp_pa
     assert not note_refreshed_pages_in_index(folder)  # idempotent
     page.write_text(built)  # a rebuilt page: nothing refreshed any more
     assert note_refreshed_pages_in_index(folder) and "shc-refreshed-index" not in index.read_text()
+
+
+def test_corrections_replace_a_false_sentence_add_its_finding_and_say_so(tmp_path):
+    """A page 01 built before the fix says "roughly half of each row is negative" (line-broken as the notebook
+    rendered it) while its heatmap's data has 4 of 6 off-diagonal entries negative. correct_pages swaps in today's
+    text, notes it under the paragraph, adds the signs finding from the page's own table (recorded, so the checker
+    re-derives it) after the heatmap's cell, and the index names the page; a second run changes nothing."""
+    from shc.reports.corrections import CORRECTIONS, correct_pages
+
+    folder = tmp_path / "standard"
+    page_dir = folder / "01_similarity"
+    S = np.array([[1.0, 0.5, -0.2], [0.5, 1.0, -0.4], [-0.2, -0.4, 1.0]])
+    plots.save_table(plots.matrix_frame({"data-dependent S": S}, ["a", "b", "c"]),
+                     page_dir / "figures" / "similarity_heatmap", compress=True)
+    old = ('<div class="jp-Cell jp-MarkdownCell" id="cell-id=7c474c11"><p>Rows are clustered. Every row is centred '
+           '(Eq. 8-9), so roughly half of\neach row is negative: "less similar than this class\'s average".</p></div>'
+           '<div class="jp-Cell jp-CodeCell" id="cell-id=0d8e9dab"><img src="figures/similarity_heatmap.png"/></div>'
+           '<div class="jp-Cell jp-MarkdownCell" id="cell-id=a5042adb"><p>Next.</p></div>')
+    page = page_dir / "01_similarity-report.html"
+    page.write_text(old)
+    index = folder / "index.html"
+    index.write_text('<p class="muted">Every page was built from one clean commit, <code>abc</code>.</p>\n<table></table>')
+    stamp = "2026-11-29 by shc at abc1234"
+    assert correct_pages(folder, stamp=stamp) == ["01_similarity/01_similarity-report.html"]
+    text = page.read_text()
+    assert "roughly half of\neach row" not in text and "most of a row can be negative" in text
+    assert f'data-corrected="{stamp}"' in text and "the text as built said “Every row is centred (Eq. 8-9), so" in text
+    assert text.index("shc-corrected") < text.index('id="cell-id=0d8e9dab"') < text.index("shc-findings") \
+        < text.index('id="cell-id=a5042adb"')  # the note under the paragraph, the finding under the heatmap
+    assert "67% of the off-diagonal entries of the data-dependent S are negative" in text
+    record = json.loads((page_dir / "findings.json").read_text())["findings"]
+    assert [(r["finding"], r["tables"]) for r in record] == [
+        ("similarity-signs", {"S": "figures/similarity_heatmap.csv.gz"})]
+    assert findings.derive("similarity-signs", page_dir, record[0]["tables"], {})[0] in html.unescape(text)
+    assert "Sentences of 1 page(s) (01_similarity) that audits found false were corrected" in index.read_text()
+    assert correct_pages(folder, stamp="2030-01-01 by shc at fffffff") == [] and page.read_text() == text
+    untouched = folder / "03_train_hashing" / "03_train_hashing-report.html"
+    untouched.parent.mkdir()
+    untouched.write_text("<p>the losses of different methods are on different scales</p>")
+    assert correct_pages(folder, stamp=stamp) == [] and "shc-corrected" not in untouched.read_text()
+    assert {c.page for c in CORRECTIONS} <= {"00_center_geometry", "01_similarity", "02_hash_centers",
+                                             "03_train_hashing"}

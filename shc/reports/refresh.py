@@ -87,15 +87,16 @@ def refresh_findings(folder: str | os.PathLike, stamp: str | None = None) -> lis
     return changed
 
 
-_INDEX_NOTE = re.compile(r'\n?<p class="muted shc-refreshed-index">.*?</p>', re.DOTALL)
+_INDEX_NOTE = re.compile(r'\n?<p class="muted shc-(?:refreshed|corrected)-index">.*?</p>', re.DOTALL)
 _STAMP = re.compile(r'data-refreshed="([^"]*)"')
+_CORRECTED = re.compile(r'data-corrected="([^"]*)"')
 
 
 def note_refreshed_pages_in_index(folder: str | os.PathLike) -> bool:
     """Make the preset's index say which of its pages carry findings lists derived again after the build (an audit:
-    the index said "built from one clean commit" while four pages' lists came from a later one). The line goes under
-    the index's commit sentence and names the pages and the stamps; an index without such pages loses the line.
-    Returns whether the index changed."""
+    the index said "built from one clean commit" while four pages' lists came from a later one), and which carry
+    paragraphs corrected after it (:mod:`shc.reports.corrections`). The lines go under the index's commit sentence
+    and name the pages and the stamps; an index without such pages loses them. Returns whether the index changed."""
     from shc._io import write_text
 
     from .index import INDEX_FILE
@@ -104,19 +105,33 @@ def note_refreshed_pages_in_index(folder: str | os.PathLike) -> bool:
     index = folder / INDEX_FILE
     if not index.is_file():
         return False
-    pages, stamps = [], set()
+    found: dict[str, tuple[list[str], set[str]]] = {"refreshed": ([], set()), "corrected": ([], set())}
     for page in sorted(folder.glob("*/*-report.html")) + sorted(folder.glob("*/*/*-report.html")):
-        found = set(_STAMP.findall(page.read_text(encoding="utf-8")))
-        if found:
-            pages.append(page.parent.relative_to(folder).as_posix())
-            stamps |= found
+        text = page.read_text(encoding="utf-8")
+        for kind, pattern in (("refreshed", _STAMP), ("corrected", _CORRECTED)):
+            stamps = set(pattern.findall(text))
+            if stamps:
+                found[kind][0].append(page.parent.relative_to(folder).as_posix())
+                found[kind][1].update(stamps)
     text = index.read_text(encoding="utf-8")
     new = _INDEX_NOTE.sub("", text)
-    if pages:
-        line = (f'<p class="muted shc-refreshed-index">The findings lists of {len(pages)} page(s) '
-                f"({html.escape(', '.join(pages))}) were derived again from their tables after the build "
-                f"({html.escape('; '.join(sorted(html.unescape(stamp) for stamp in stamps)))}), after a correction of "
-                "their wording; each page says so under those lists, and the rest of every page is as built.</p>")
+    lines = []
+    for kind, (pages, stamps) in found.items():
+        if not pages:
+            continue
+        when = html.escape("; ".join(sorted(html.unescape(stamp) for stamp in stamps)))
+        if kind == "refreshed":
+            lines.append(f'<p class="muted shc-refreshed-index">The findings lists of {len(pages)} page(s) '
+                         f"({html.escape(', '.join(pages))}) were derived again from their tables after the build "
+                         f"({when}), after a correction of their wording; each page says so under those lists, and "
+                         "the rest of every page is as built.</p>")
+        else:
+            lines.append(f'<p class="muted shc-corrected-index">Sentences of {len(pages)} page(s) '
+                         f"({html.escape(', '.join(pages))}) that audits found false were corrected after the build "
+                         f"({when}); each page says so under the paragraph, and the rest of every page is as "
+                         "built.</p>")
+    if lines:
+        line = "\n".join(lines)
         commit = re.search(r'<p class="muted">[^<]*(?:<code>[^<]*</code>[^<]*)*commit[^\n]*?</p>', new)
         if commit is None:  # an index of an older layout: the line goes before its table
             new = new.replace("<table>", line + "\n<table>", 1)

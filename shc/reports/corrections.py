@@ -1,0 +1,176 @@
+"""Correct the hand-written sentences that audits found false on pages built before the notebooks were fixed (issue 38).
+
+A report page's prose comes from its notebook's Markdown cells, so a false sentence fixed in a notebook stays on every
+page built before the fix; a page whose runs are still on the machine is rebuilt (``python -m shc.reports``), one
+whose runs are gone keeps its figures and tables. :func:`correct_pages` replaces, on such pages, each sentence of
+:data:`CORRECTIONS` (found by its words, whatever the line breaks) with the notebook's text of today, and where that
+text points to a computed finding the old build did not show, adds the finding from the page's own published table
+(recorded in ``findings.json``, so the checker re-derives it). Under each corrected paragraph the page says what
+changed, when and by which commit; the preset's index names the pages (:func:`shc.reports.refresh
+.note_refreshed_pages_in_index`).
+
+``python -m shc.reports.corrections reports/NAME...`` runs it on committed preset folders.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["CORRECTIONS", "Correction", "correct_pages", "correction_note"]
+
+
+@dataclass(frozen=True)
+class Correction:
+    """A sentence of an earlier notebook that an audit found false, and what replaces it on the pages built before.
+
+    ``old`` and ``new`` are the text as a page shows it (the rendered Markdown: TeX stays as written, code spans are
+    ``<code>``); ``old`` is matched word by word, whatever the line breaks. ``why`` ends the note under the paragraph
+    ("... which <why>"). Where ``new`` points to a computed finding, ``finding`` names it with its ``tables`` (paths
+    in the page folder) and ``after_cell``, the notebook cell id whose output it follows."""
+
+    page: str
+    old: str
+    new: str
+    why: str
+    finding: str | None = None
+    tables: Mapping[str, str] = field(default_factory=dict)
+    after_cell: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.finding is None) != (self.after_cell is None) or (self.finding is not None and not self.tables):
+            raise ValueError(f"correction of {self.page}: a finding needs its tables and the cell it follows, and "
+                             "those need a finding.")
+
+    @property
+    def pattern(self) -> re.Pattern:
+        return re.compile(r"\s+".join(re.escape(word) for word in self.old.split()))
+
+
+#: The false sentences of earlier notebooks (the audits of 2026-11-29, docs/reports.md), in the words the pages show.
+CORRECTIONS: tuple[Correction, ...] = (
+    Correction(
+        "01_similarity",
+        old="Every row is centred (Eq. 8-9), so roughly half of each row is negative: \"less similar than this "
+            "class's average\".",
+        new="Every row is centred on its mean (Eq. 8-9) before the matrix is symmetrised, so a negative entry reads "
+            "\"less similar than these classes' average\"; a class's few confusable classes pull its mean up, so most "
+            "of a row can be negative (the line under the heatmap gives the share).",
+        why="the share of negative entries in the heatmap's own data contradicts",
+        finding="similarity-signs", tables={"S": "figures/similarity_heatmap.csv.gz"}, after_cell="0d8e9dab"),
+    Correction(
+        "00_center_geometry",
+        old="Distance-only centers give a flat, noisy $\\mathbf{H}\\mathbf{H}^\\top/q$ (cosines near 0 everywhere);",
+        new="Distance-only centers give an $\\mathbf{H}\\mathbf{H}^\\top/q$ without the blocks of $\\mathbf{S}$ (its "
+            "cosines do not follow the classes; CSQ's negated Hadamard rows sit at $-1$ from their own row);",
+        why="the page's own Gram matrices contradict (CSQ's negated rows sit at -1)"),
+    Correction(
+        "02_hash_centers",
+        old="the semantic-only ablation reaches a comparable $S_{loss}$ but gives up",
+        new="the semantic-only ablation is free to fit $\\mathbf{S}$ more closely (compare its $S_{loss}$ with SHC's "
+            "in the table) but gives up",
+        why="the page's table contradicts (its S_loss is well below SHC's)"),
+    Correction(
+        "02_hash_centers",
+        old="\\tfrac{1}{q}\\mathbf{H}^\\top\\mathbf{H}\\|_F^2",
+        new="\\tfrac{1}{q}\\mathbf{H}\\mathbf{H}^\\top\\|_F^2",
+        why="wrote the paper's H^T H (its centers are columns) for this page's centers, which are rows"),
+    Correction(
+        "03_train_hashing",
+        old="the losses of different methods are on scales up to 100x apart (CRH's cross-entropy against CSQ's BCE), "
+            "so the panel compares their shapes",
+        new="the losses of different methods are on different scales (each method's loss has its own terms and "
+            "weights), so the panel compares their shapes",
+        why="states a ratio the page does not show"),
+)
+
+
+def correction_note(stamp: str, old: str, why: str) -> str:
+    """The line a corrected paragraph carries under it."""
+    return (f'<p class="shc-corrected" data-corrected="{html.escape(stamp)}"><em>Corrected on '
+            f"{html.escape(stamp)}: the text as built said “{html.escape(' '.join(old.split()))}”, which "
+            f"{html.escape(why)}; the rest of the page is as built.</em></p>")
+
+
+def _insert_finding(text: str, page_dir: Path, correction: Correction, stamp: str) -> str:
+    """``text`` with the correction's finding after the output of its cell, and the record in ``findings.json``."""
+    from shc._io import write_json
+    from shc.findings import FINDINGS_FILE, _key, derive, findings_html
+
+    start = text.find(f'id="cell-id={correction.after_cell}"')
+    if start < 0:
+        raise ValueError(f"{page_dir.name}: no cell {correction.after_cell} to put the {correction.finding!r} "
+                         "finding under; this page's layout is not the one the correction was written for.")
+    end = text.find('<div class="jp-Cell ', start + 1)
+    end = len(text) if end < 0 else end
+    tables = dict(correction.tables)
+    key = _key(correction.finding, tables, {})
+    block = findings_html(key, derive(correction.finding, page_dir, tables, {}))
+    block = block.replace('">', f'" data-refreshed="{html.escape(stamp)}">', 1) + (
+        f'<p class="shc-refreshed"><em>This list was added on {html.escape(stamp)} from this page\'s tables, with the '
+        "correction above; the rest of the page is as built.</em></p>")
+    record_file = page_dir / FINDINGS_FILE
+    records = json.loads(record_file.read_text(encoding="utf-8"))["findings"] if record_file.is_file() else []
+    records = [record for record in records if record["key"] != key]
+    records.append({"key": key, "finding": correction.finding, "tables": tables, "options": {}})
+    write_json(record_file, {"findings": records})
+    return text[:end] + block + "\n" + text[end:]
+
+
+def correct_pages(folder: str | os.PathLike, stamp: str | None = None,
+                  corrections: Sequence[Correction] = CORRECTIONS) -> list[str]:
+    """Replace each false sentence of ``corrections`` on the pages of the preset folder ``folder`` and note it under
+    its paragraph; return the changed pages (relative paths). A page without such a sentence is left as it is, so a
+    second run changes nothing. ``stamp`` ("<date> by shc at <commit>") defaults to today and the code's commit."""
+    from shc._io import write_text
+
+    from .refresh import _stamp, note_refreshed_pages_in_index
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a report folder; give a preset's folder, e.g. reports/standard.")
+    changed = []
+    for page in sorted(folder.glob("*/*-report.html")):
+        text = original = page.read_text(encoding="utf-8")
+        for correction in (c for c in corrections if c.page == page.parent.name):
+            match = correction.pattern.search(text)
+            if match is None:
+                continue
+            stamp = stamp or _stamp(folder)
+            close = text.find("</p>", match.end())
+            close = match.end() if close < 0 else close + len("</p>")
+            note = correction_note(stamp, correction.old, correction.why)
+            text = text[:match.start()] + correction.new + text[match.end():close] + note + text[close:]
+            if correction.finding is not None:
+                text = _insert_finding(text, page.parent, correction, stamp)
+        if text != original:
+            write_text(page, text)
+            changed.append(page.relative_to(folder).as_posix())
+    note_refreshed_pages_in_index(folder)
+    return changed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m shc.reports.corrections FOLDER...``: correct the false sentences of pages built before their fix;
+    print the pages."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m shc.reports.corrections", description=main.__doc__.split(";")[0])
+    parser.add_argument("folders", nargs="+", help="preset report folders, e.g. reports/standard")
+    args = parser.parse_args(argv)
+    for folder in args.folders:
+        pages = correct_pages(folder)
+        for page in pages:
+            print(f"{folder}/{page}: false sentences corrected")
+        print(f"{folder}: {len(pages)} page(s) corrected", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
