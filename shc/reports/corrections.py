@@ -98,6 +98,17 @@ def correction_note(stamp: str, old: str, why: str) -> str:
             f"{html.escape(why)}; the rest of the page is as built.</em></p>")
 
 
+def _published(page_dir: Path, name: str) -> str:
+    """``name`` as the page published it: a table is gzipped past a size (``shc.plots.compressed``), so a smaller
+    preset's page holds ``x.csv`` where a larger one holds ``x.csv.gz``."""
+    plain = name.removesuffix(".gz")
+    for candidate in (name, plain, plain + ".gz"):
+        if (page_dir / candidate).is_file():
+            return candidate
+    raise FileNotFoundError(f"{page_dir.name}: neither {plain} nor {plain}.gz is published beside the page; the "
+                            "finding cannot be derived from it (rebuild the page with python -m shc.reports).")
+
+
 def _insert_finding(text: str, page_dir: Path, correction: Correction, stamp: str) -> str:
     """``text`` with the correction's finding after the output of its cell, and the record in ``findings.json``."""
     from shc._io import write_json
@@ -109,7 +120,7 @@ def _insert_finding(text: str, page_dir: Path, correction: Correction, stamp: st
                          "finding under; this page's layout is not the one the correction was written for.")
     end = text.find('<div class="jp-Cell ', start + 1)
     end = len(text) if end < 0 else end
-    tables = dict(correction.tables)
+    tables = {arg: _published(page_dir, name) for arg, name in correction.tables.items()}
     key = _key(correction.finding, tables, {})
     block = findings_html(key, derive(correction.finding, page_dir, tables, {}))
     block = block.replace('">', f'" data-refreshed="{html.escape(stamp)}">', 1) + (
