@@ -88,6 +88,11 @@ CORRECTIONS: tuple[Correction, ...] = (
         new="the losses of different methods are on different scales (each method's loss has its own terms and "
             "weights), so the panel compares their shapes",
         why="states a ratio the page does not show"),
+    Correction(
+        "06_baselines",
+        old="Center-Reassigned Hashing (AAAI 2026, by the SHC authors' group)",
+        new="Center-Reassigned Hashing (AAAI 2026; Yin et al.)",
+        why="claims an authorship link that no file of the project supports"),
 )
 
 
