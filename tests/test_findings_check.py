@@ -315,6 +315,15 @@ def test_corrections_replace_a_false_sentence_add_its_finding_and_say_so(tmp_pat
     assert findings.derive("similarity-signs", page_dir, record[0]["tables"], {})[0] in html.unescape(text)
     assert "Sentences of 1 page(s) (01_similarity) that audits found false were corrected" in index.read_text()
     assert correct_pages(folder, stamp="2030-01-01 by shc at fffffff") == [] and page.read_text() == text
+    cosines = folder / "00_center_geometry" / "00_center_geometry-report.html"  # old words the note quotes verbatim
+    cosines.parent.mkdir()
+    cosines.write_text("<p>Section 4. Distance-only centers give a flat, noisy $\\mathbf{H}\\mathbf{H}^\\top/q$ "
+                       "(cosines near 0 everywhere); semantic centers follow S.</p>")
+    assert correct_pages(folder, stamp=stamp) == ["00_center_geometry/00_center_geometry-report.html"]
+    corrected = cosines.read_text()
+    assert corrected.count("shc-corrected") == 1 and "without the blocks of" in corrected
+    assert "said “Distance-only centers give a flat, noisy" in corrected
+    assert correct_pages(folder, stamp=stamp) == [] and cosines.read_text() == corrected  # the quote is no match
     untouched = folder / "03_train_hashing" / "03_train_hashing-report.html"
     untouched.parent.mkdir()
     untouched.write_text("<p>the losses of different methods are on different scales</p>")

@@ -96,6 +96,9 @@ CORRECTIONS: tuple[Correction, ...] = (
 )
 
 
+_NOTE = re.compile(r'<p class="shc-corrected".*?</p>', re.DOTALL)
+
+
 def correction_note(stamp: str, old: str, why: str) -> str:
     """The line a corrected paragraph carries under it."""
     return (f'<p class="shc-corrected" data-corrected="{html.escape(stamp)}"><em>Corrected on '
@@ -155,7 +158,9 @@ def correct_pages(folder: str | os.PathLike, stamp: str | None = None,
     for page in sorted(folder.glob("*/*-report.html")):
         text = original = page.read_text(encoding="utf-8")
         for correction in (c for c in corrections if c.page == page.parent.name):
-            match = correction.pattern.search(text)
+            notes = [note.span() for note in _NOTE.finditer(text)]  # a note quotes the old words: not a match
+            match = next((found for found in correction.pattern.finditer(text)
+                          if not any(start <= found.start() < end for start, end in notes)), None)
             if match is None:
                 continue
             stamp = stamp or _stamp(folder)
