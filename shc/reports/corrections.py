@@ -18,7 +18,6 @@ import html
 import json
 import os
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -180,17 +179,10 @@ def correct_pages(folder: str | os.PathLike, stamp: str | None = None,
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m shc.reports.corrections FOLDER...``: correct the false sentences of pages built before their fix;
     print the pages."""
-    import argparse
+    from .refresh import folders_command
 
-    parser = argparse.ArgumentParser(prog="python -m shc.reports.corrections", description=main.__doc__.split(";")[0])
-    parser.add_argument("folders", nargs="+", help="preset report folders, e.g. reports/standard")
-    args = parser.parse_args(argv)
-    for folder in args.folders:
-        pages = correct_pages(folder)
-        for page in pages:
-            print(f"{folder}/{page}: false sentences corrected")
-        print(f"{folder}: {len(pages)} page(s) corrected", file=sys.stderr)
-    return 0
+    return folders_command(argv, "shc.reports.corrections", main.__doc__.split(";")[0], correct_pages,
+                           "false sentences corrected", "corrected")
 
 
 if __name__ == "__main__":

@@ -18,11 +18,11 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["note_refreshed_pages_in_index", "refresh_findings", "refresh_note"]
+__all__ = ["folders_command", "note_refreshed_pages_in_index", "refresh_findings", "refresh_note"]
 
 _BLOCK = re.compile(r'<ul class="shc-findings" data-finding="(?P<key>[^"]*)"(?: data-refreshed="[^"]*")?>'
                     r'(?P<items>.*?)</ul>(?:<p class="shc-refreshed">.*?</p>)?', re.DOTALL)
@@ -143,20 +143,29 @@ def note_refreshed_pages_in_index(folder: str | os.PathLike) -> bool:
     return True
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m shc.reports.refresh FOLDER...``: rewrite the findings lists whose wording changed; print the
-    pages."""
+def folders_command(argv: Sequence[str] | None, module: str, description: str,
+                    rewrite: Callable[[Path], list[str]], done: str, counted: str) -> int:
+    """The command line of a tool that rewrites committed preset folders (this module, :mod:`shc.reports.corrections`):
+    ``python -m <module> FOLDER...`` runs ``rewrite`` on each, prints each page it changed with ``done`` and, on
+    stderr, the count of pages ``counted``."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m shc.reports.refresh", description=main.__doc__.split(";")[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
     parser.add_argument("folders", nargs="+", help="preset report folders, e.g. reports/standard-fine")
     args = parser.parse_args(argv)
     for folder in args.folders:
-        pages = refresh_findings(folder)
+        pages = rewrite(Path(folder))
         for page in pages:
-            print(f"{folder}/{page}: findings derived again")
-        print(f"{folder}: {len(pages)} page(s) refreshed", file=sys.stderr)
+            print(f"{folder}/{page}: {done}")
+        print(f"{folder}: {len(pages)} page(s) {counted}", file=sys.stderr)
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m shc.reports.refresh FOLDER...``: rewrite the findings lists whose wording changed; print the
+    pages."""
+    return folders_command(argv, "shc.reports.refresh", main.__doc__.split(";")[0], refresh_findings,
+                           "findings derived again", "refreshed")
 
 
 if __name__ == "__main__":
