@@ -90,7 +90,8 @@ def grid_workers(jobs: int, threads: int | None = None) -> Iterator[Any]:
 
     Each worker runs ``torch.set_num_threads(threads)`` (default cores // jobs, at least 1; the same
     for numba). Measured on the
-    2-core machine (``benchmarks/bench_grid_jobs.py``), one training step of the standard preset's network
+    2-core machine (by a script never committed; ``benchmarks/profile_standard.py`` under ``OMP_NUM_THREADS=1``
+    and again under ``=2`` times a step at each thread count), one training step of the standard preset's network
     takes 7.0 ms with two threads and 11.3 ms with one, so two one-thread workers move about 1.25x as many
     images a second, more once the Python overhead of each step (data, loss, optimizer) runs in parallel too.
     """
