@@ -9,6 +9,12 @@ bound of regenerating all of them against the issue's target of 8 MB.
 
 Run: ``python benchmarks/regeneration_bound.py [--presets quick standard ...]`` (from the repository root; it reads
 the committed files, ``git ls-files``, not untracked build leftovers).
+
+A build that is not committed (a trial of today's format on some pages of a set whose full grid is elsewhere) is
+weighed the same way beside the committed pages it would replace: ``--folder OUTPUT/PRESET --pages 00 01 02`` packs
+that folder's published files (``shc.reports.check.published_files``: what a commit of it would hold) of the pages
+whose names start with those prefixes, and the committed ``reports/PRESET`` pages of the same prefixes; ``--pages``
+alone weighs those pages of each committed set.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import argparse
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -29,39 +36,82 @@ def _git(folder: Path, *arguments: str) -> str:
     return subprocess.run(["git", "-C", str(folder), *arguments], check=True, capture_output=True, text=True).stdout
 
 
-def packed_alone(root: Path, preset: str) -> dict[str, object]:
-    """``size-pack`` (bytes) of the tracked files of ``root/reports/<preset>`` committed alone into a new repository."""
-    files = [line for line in _git(root, "ls-files", "-z", f"reports/{preset}").split("\0") if line]
-    if not files:
-        raise SystemExit(f"no committed files under reports/{preset}/; build and commit it first "
-                         f"(python -m shc.reports --preset {preset}).")
+def _size_pack(files: Sequence[tuple[Path, str]]) -> int:
+    """``size-pack`` (bytes) of ``files`` (source path, name in the repository) committed alone into a new repository."""
     with tempfile.TemporaryDirectory() as scratch:
         repository = Path(scratch)
         _git(repository, "init", "-q")
-        for name in files:
+        for source, name in files:
             target = repository / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(root / name, target)
+            shutil.copyfile(source, target)
         _git(repository, "add", "-A")
         _git(repository, "-c", "user.name=bound", "-c", "user.email=bound@localhost", "commit", "-q", "-m", "alone")
         _git(repository, "gc", "-q")
         counts = dict(line.split(": ") for line in _git(repository, "count-objects", "-v").splitlines())
-    published = sum((root / name).stat().st_size for name in files)
-    return {"preset": preset, "files": len(files), "published MB": published / 1e6,
-            "packed alone MiB": int(counts["size-pack"]) / 1024}
+    return int(counts["size-pack"]) * 1024
+
+
+def _on_pages(relative: str, pages: Sequence[str] | None) -> bool:
+    """Whether a file (its path inside the preset folder) belongs to a page named by one of the ``pages`` prefixes;
+    every file when ``pages`` is None (the folder's own files, index and bundle, belong to no page)."""
+    parts = Path(relative).parts
+    return pages is None or (len(parts) > 1 and parts[0].startswith(tuple(pages)))
+
+
+def _row(label: str, files: Sequence[tuple[Path, str]]) -> dict[str, object]:
+    return {"preset": label, "files": len(files), "published MB": sum(path.stat().st_size for path, _ in files) / 1e6,
+            "packed alone MiB": _size_pack(files) / 2**20}
+
+
+def packed_alone(root: Path, preset: str, pages: Sequence[str] | None = None) -> dict[str, object]:
+    """``size-pack`` of the tracked files of ``root/reports/<preset>`` (only those of ``pages``, prefixes of page
+    names, when given) committed alone into a new repository."""
+    prefix = f"reports/{preset}/"
+    files = [(root / name, name) for name in _git(root, "ls-files", "-z", f"reports/{preset}").split("\0")
+             if name and _on_pages(name[len(prefix):], pages)]
+    if not files:
+        raise SystemExit(f"no committed files under reports/{preset}/" + (f" of the pages {' '.join(pages)}" if pages
+                         else "") + f"; build and commit it first (python -m shc.reports --preset {preset}).")
+    return _row(preset, files)
+
+
+def packed_folder(folder: Path, pages: Sequence[str] | None = None) -> dict[str, object]:
+    """The same for a built, uncommitted preset folder: its published files (what a commit of it would hold)."""
+    from shc.reports.check import published_files
+
+    files = [(path, path.relative_to(folder.parent).as_posix()) for path in published_files(folder)
+             if _on_pages(path.relative_to(folder).as_posix(), pages)]
+    if not files:
+        raise SystemExit(f"no published files under {folder}" + (f" of the pages {' '.join(pages)}" if pages else "")
+                         + "; pass a preset's report folder (OUTPUT/PRESET of python -m shc.reports --output OUTPUT).")
+    return _row("built (--folder)", files)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--presets", nargs="+", default=list(PRESETS))
+    parser.add_argument("--folder", type=Path, help="a built preset folder to weigh beside its committed pages")
+    parser.add_argument("--pages", nargs="+", help="only the pages whose names start so (00 01 ...)")
     args = parser.parse_args(argv)
     root = Path(_git(Path.cwd(), "rev-parse", "--show-toplevel").strip())
-    table = pd.DataFrame([packed_alone(root, preset) for preset in args.presets])
+    if args.folder is not None:
+        folder = args.folder.resolve()
+        table = pd.DataFrame([packed_alone(root, folder.name, args.pages), packed_folder(folder, args.pages)])
+        table.loc[0, "preset"] = f"committed reports/{folder.name}"
+        print(f"## pages {' '.join(args.pages) if args.pages else '(all)'} packed alone: committed, and built in "
+              "today's format (git gc; size-pack)")
+        print(table.to_string(index=False, float_format=lambda value: f"{value:.2f}"))
+        return 0
+    table = pd.DataFrame([packed_alone(root, preset, args.pages) for preset in args.presets])
     total = table["packed alone MiB"].sum()
     table.loc[len(table)] = {"preset": "total", "files": table["files"].sum(),
                              "published MB": table["published MB"].sum(), "packed alone MiB": total}
-    print("## each committed report set packed alone: the most its regeneration can add (git gc; size-pack)")
+    print("## each committed report set packed alone: the most its regeneration can add (git gc; size-pack)"
+          + (f"; pages {' '.join(args.pages)} only" if args.pages else ""))
     print(table.to_string(index=False, float_format=lambda value: f"{value:.2f}"))
+    if args.pages:
+        return 0
     verdict = "within" if total * 2**20 <= TARGET_BYTES else "over"
     print(f"sum {total:.2f} MiB = {total * 2**20 / 1e6:.2f} MB: {verdict} the target of {TARGET_BYTES / 1e6:.0f} MB "
           f"({TARGET_BYTES / 2**20:.2f} MiB)")

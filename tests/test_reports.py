@@ -716,6 +716,37 @@ def test_regeneration_bound_packs_only_a_sets_committed_files_and_stores_a_copy_
         bound.packed_alone(tmp_path, "q")
 
 
+def test_regeneration_bound_weighs_a_built_folders_published_pages_beside_the_committed_ones(tmp_path):
+    """--folder/--pages: only the named pages count, on both sides; of a built folder only what a commit would hold
+    (the report page and its figures, not the executed notebook, the SVG or the kernel log)."""
+    import subprocess
+
+    bound, _ = _benchmark("regeneration_bound")
+    committed = tmp_path / "repo" / "reports" / "p"
+    built = tmp_path / "out" / "p"
+    for folder, seed in ((committed, 0), (built, 1)):
+        rng = np.random.default_rng(seed)
+        for page, size in (("00_a", 200_000), ("01_b", 100_000), ("03_c", 400_000)):
+            (folder / page / "figures").mkdir(parents=True)
+            (folder / page / "figures" / "f.png").write_bytes(rng.bytes(size))
+            (folder / page / f"{page}-report.html").write_text("<p>page</p>\n", encoding="utf-8")
+        (folder / "index.html").write_text("<p>index</p>\n", encoding="utf-8")
+    for leftover in ("00_a.ipynb", "figures/f.svg", "kernel.log", "00_a.html"):  # not published: not weighed
+        (built / "00_a" / leftover).write_bytes(np.random.default_rng(2).bytes(300_000))
+    git = ["git", "-C", str(tmp_path / "repo"), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "set"], check=True)
+    old = bound.packed_alone(tmp_path / "repo", "p", ["00", "01"])
+    new = bound.packed_folder(built, ["00", "01"])
+    for row in (old, new):  # two PNGs and two pages; 300 kB of incompressible noise, not 700 kB
+        assert row["files"] == 4 and row["published MB"] == pytest.approx((300_000 + 2 * len("<p>page</p>\n")) / 1e6)
+        assert 300_000 / 2**20 <= row["packed alone MiB"] < 320_000 / 2**20
+    assert bound.packed_folder(built)["files"] == 7  # every page and the index
+    with pytest.raises(SystemExit, match="of the pages 05"):
+        bound.packed_folder(built, ["05"])
+
+
 def test_png_weight_re_encodes_losslessly_and_reports_the_share(tmp_path):
     import io
 
