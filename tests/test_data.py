@@ -314,7 +314,7 @@ def test_mnist_composite_torchvision_layout(tmp_path):
 def test_idx_bad_magic_is_reported(tmp_path):
     write_tiny_mnist(tmp_path, np.random.default_rng(0))
     (tmp_path / "train-labels-idx1-ubyte").write_bytes(b"\x00\x00\x0d\x01garbage")
-    with pytest.raises(ValueError, match="idx"):
+    with pytest.raises(ValueError, match="not an unsigned-byte idx file \\(bad magic number"):
         load_dataset("mnist-composite", root=tmp_path)
 
 

@@ -237,7 +237,7 @@ def test_center_sentences_report_the_gv_distance_and_the_s_loss_ratio():
     sentences = findings.center_findings(rows)
     assert sentences[0] == "d_min >= the Gilbert-Varshamov d in every run for: mds, shc; not for: random."
     assert "shc is lower" in sentences[1] and "0.65x of mds" in sentences[1]  # mean 0.055 / 0.085
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"rows is empty; pass one row per run \(e\.g\. shc\.results\.result_rows"):
         findings.retrieval_findings(pd.DataFrame())
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from shc import metrics
-from shc.metrics import _kernel, _packing
+from shc.metrics import _packing
 from shc.metrics import (DEFAULT_KS, evaluate, mean_average_precision, pr_curve, precision_recall_at_k,
                          rank_pr_curve)
 
@@ -522,13 +522,24 @@ def test_compiled_map_equals_numpy_path(monkeypatch, num_bits):
     query = rng.choice([-1, 1], (50, num_bits))
     query[:5] = db[:5]  # exact matches; 16 bits also ties heavily
     topks = (1, 10, 100, None, 1000)
+    from shc.metrics import onepass
+
+    kernel_calls = []
+    build = onepass._compiled_average_precision
+
+    def counted():  # the compiled kernel, counting the evaluations it serves
+        kernel = build()
+        return None if kernel is None else lambda *arguments: kernel_calls.append(1) or kernel(*arguments)
+
+    monkeypatch.setattr(onepass, "_compiled_average_precision", counted)
     compiled = metrics.evaluate(query, query_labels, db, db_labels, topks=topks, ks=(), pr=False)
+    assert kernel_calls == [1], "the compiled kernel did not compute this evaluation: nothing would be compared"
     monkeypatch.setenv("SHC_METRICS_BACKEND", "numpy")
     reference = metrics.evaluate(query, query_labels, db, db_labels, topks=topks, ks=(), pr=False)
+    assert kernel_calls == [1]  # the numpy path
     for key in reference:
         if key.startswith("mAP@"):
             assert compiled[key] == pytest.approx(reference[key], abs=1e-12), key
-    assert _kernel._compiled_average_precision() is not None
 
 
 # --------------------------------------------------------------------------- #

@@ -714,7 +714,8 @@ def test_center_embedding_frame_holds_what_the_figure_plots():
     sets = {m: centers.generate_centers(m, 20, 16, seed=0) for m in ("random", "mds")}
     frame = plots.center_embedding_frame(sets, coarse)
     fig = plots.plot_center_embedding(sets, coarse)
-    for axes, method in zip(fig.axes, sets):
+    assert len(fig.axes) == len(sets)  # a panel per method: the loop below checks each
+    for axes, method in zip(fig.axes, sets, strict=True):
         drawn = np.vstack([collection.get_offsets() for collection in axes.collections])
         expected = frame[frame["method"] == method].sort_values(["coarse", "class"])[["x", "y"]].to_numpy()
         assert np.allclose(np.sort(drawn, axis=0), np.sort(expected, axis=0))

@@ -107,11 +107,22 @@ def test_similarity_from_logits_is_a_valid_similarity_or_a_clear_error(data):
     logits = data.draw(hnp.arrays(np.float64, (n, classes),
                                   elements=st.floats(-30, 30, allow_nan=False) | st.sampled_from([np.nan, np.inf])))
     labels = data.draw(hnp.arrays(np.int64, n, elements=st.integers(0, classes - 1)))
-    try:
-        S = similarity_from_logits(logits, labels, classes)
-    except (ValueError, TypeError) as error:
-        assert str(error), "an error must say what is wrong"
+    # which defect the inputs have, decided here, in the function's order of checks: each must be refused by name,
+    # and inputs without one must give a valid S (an error there fails the test)
+    if n == 0:
+        problem = r"shape \(N, C\) with N >= 1"
+    elif classes < 2:
+        problem = "at least 2 classes"
+    elif not np.all(np.isfinite(logits)):
+        problem = "NaN or infinite"
+    elif set(labels.tolist()) != set(range(classes)):
+        problem = "have no samples"
+    else:
+        problem = None
+    if problem is not None:
+        with pytest.raises(ValueError, match=problem):
+            similarity_from_logits(logits, labels, classes)
         return
-    assert np.all(np.isfinite(logits)) and classes >= 2 and set(labels.tolist()) == set(range(classes))
+    S = similarity_from_logits(logits, labels, classes)
     validate_similarity(S, classes)
     assert np.allclose(S, S.T) and np.all(np.diag(S) == 1) and np.all(np.abs(S) <= 1 + 1e-12)

@@ -260,7 +260,7 @@ def test_an_interrupted_jobs_grid_resumes_with_the_planned_threads_and_the_same_
     rerun = run_grid(resumed, progress=False, jobs=2)
     recorded = [json.loads((stage_directories(c)["stage3"] / "metrics.json").read_text()) for c in whole + resumed]
     assert [metrics["threads"] for metrics in recorded] == [STAGE_THREADS] * 4
-    for before, after in zip(uninterrupted, rerun):
+    for before, after in zip(uninterrupted, rerun, strict=True):  # a row per run, both times
         assert {k: v for k, v in before.items() if k != "train_seconds"} == \
                {k: v for k, v in after.items() if k != "train_seconds"}
 

@@ -321,3 +321,81 @@ def test_a_damaged_usearch_file_is_named_with_the_fix(tmp_path):
     (tmp_path / "c.usearch").write_bytes(b"not an index")
     with pytest.raises(ValueError, match=r"c\.usearch is not a usearch index.*shc export --to usearch"):
         search_store(index, "usearch", tmp_path / "c.usearch", _clustered(2, 16), 3)
+
+
+class _FakeMilvusServer:
+    """What a Milvus server does with a binary collection, in memory, for :func:`test_milvus_binary_layout_...`:
+    it keeps the schema, index parameters and rows it is given and answers a HAMMING search by brute force over
+    the stored bytes (ties in insertion order). Milvus Lite has no binary vectors and CI has no server."""
+
+    collections: dict = {}
+
+    def __init__(self, uri: str, token: str = "") -> None:
+        self.uri = uri
+
+    def has_collection(self, name):
+        return name in self.collections
+
+    def drop_collection(self, name):
+        del self.collections[name]
+
+    def create_collection(self, name, schema, index_params):
+        self.collections[name] = {"schema": schema, "index": [param.to_dict() for param in index_params], "rows": []}
+
+    def insert(self, name, rows):
+        self.collections[name]["rows"].extend(rows)
+
+    def flush(self, name):
+        pass
+
+    def close(self):
+        pass
+
+    def load_collection(self, name):
+        pass
+
+    def describe_collection(self, name):
+        fields = self.collections[name]["schema"].fields
+        return {"fields": [{"name": field.name, "type": field.dtype} for field in fields]}
+
+    def search(self, name, data, limit, anns_field, search_params):
+        assert anns_field == "code" and search_params["metric_type"] == "HAMMING"
+        rows = self.collections[name]["rows"]
+        packed = np.frombuffer(b"".join(row["code"] for row in rows), np.uint8).reshape(len(rows), -1)
+        stored = np.unpackbits(packed, axis=1)
+        hits = []
+        for query in data:
+            bits = np.unpackbits(np.frombuffer(query, np.uint8))
+            distances = (stored != bits).sum(axis=1)
+            order = np.argsort(distances, kind="stable")[:limit]
+            hits.append([{"id": rows[i]["id"], "distance": float(distances[i])} for i in order])
+        return hits
+
+
+def test_milvus_binary_layout_stores_packed_bytes_with_hamming_and_searches_exactly(codes_and_ids, monkeypatch):
+    """The server layout, without a server: a BINARY_VECTOR field of 8 ceil(q / 8) bits, a HAMMING BIN_FLAT index,
+    each code's bytes in np.packbits order of its +1 bits, and the top-k read back exactly."""
+    pymilvus = pytest.importorskip("pymilvus")
+
+    class Client(_FakeMilvusServer):
+        create_schema = pymilvus.MilvusClient.create_schema
+        prepare_index_params = pymilvus.MilvusClient.prepare_index_params
+        collections = {}
+
+    monkeypatch.setattr(pymilvus, "MilvusClient", Client)
+    codes, ids = codes_and_ids
+    bits = codes.shape[1]
+    index = HashIndex(bits).add(codes, ids)
+    export_codes(index, "milvus", "http://milvus.invalid:19530", collection="binary", layout="binary")
+    stored = Client.collections["binary"]
+    code_field = next(field for field in stored["schema"].fields if field.name == "code")
+    assert code_field.dtype == pymilvus.DataType.BINARY_VECTOR and code_field.params["dim"] == 8 * -(-bits // 8)
+    assert stored["index"] == [{"field_name": "code", "index_type": "BIN_FLAT", "index_name": "",
+                                "metric_type": "HAMMING"}]
+    expected = dict(zip(ids.tolist(), (row.tobytes() for row in np.packbits(codes > 0, axis=1))))
+    assert len(stored["rows"]) == len(ids) and {row["id"]: row["code"] for row in stored["rows"]} == expected
+    queries = codes[::37]
+    distances, found = search_store(index, "milvus", "http://milvus.invalid:19530", queries, 10, collection="binary")
+    _assert_exact(codes, ids, queries, distances, found, 10)
+    with pytest.raises(ValueError, match="exists at .*--overwrite"):
+        export_codes(index, "milvus", "http://milvus.invalid:19530", collection="binary", layout="binary")

@@ -311,7 +311,7 @@ def test_epoch_batches_split_each_global_batch_across_ranks():
     assert [size for _, size in single] == [7, 7, 7, 7, 2]
 
     shares = [_epoch_batches(30, settings, epoch=1, ranks=_Ranks(rank, 2)) for rank in range(2)]
-    for batch, (rank0, size0), (rank1, size1) in zip(single, *shares):
+    for batch, (rank0, size0), (rank1, size1) in zip(single, *shares, strict=True):  # every rank, every batch
         assert rank0 + rank1 == batch[0] and size0 == size1 == batch[1]
         assert abs(len(rank0) - len(rank1)) <= 1
 
