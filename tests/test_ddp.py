@@ -124,7 +124,7 @@ def test_interrupted_ddp_run_resumes_exactly(tmp_path):
     check_ok(torchrun(tmp_path / "interrupted", "--dropout=0.3", "--first-epoch=2"))
 
     expected = load_ranks(tmp_path / "uninterrupted")
-    for resumed, reference in zip(load_ranks(tmp_path / "interrupted"), expected):
+    for resumed, reference in zip(load_ranks(tmp_path / "interrupted"), expected, strict=True):  # every rank
         assert resumed["best_epoch"] == reference["best_epoch"] == 2
         for name, value in reference["model"].items():
             assert torch.equal(resumed["model"][name], value), name

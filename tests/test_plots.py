@@ -157,7 +157,8 @@ def test_plot_gv_bound_draws_hand_computed_distances(tmp_path):
 def test_plot_distance_histograms_counts_every_pair(tmp_path):
     center_sets = {"random": _random_centers(7, 8, seed=1), "shc": _random_centers(7, 8, seed=2)}
     fig = plots.plot_distance_histograms(center_sets, 8)
-    for axes, (method, centers) in zip(fig.axes, center_sets.items()):
+    assert len(fig.axes) == len(center_sets)  # a panel per method: the loop below checks each
+    for axes, (method, centers) in zip(fig.axes, center_sets.items(), strict=True):
         distances = _brute_force_distances(centers)[np.triu_indices(7, k=1)]
         heights = np.array([patch.get_height() for patch in axes.patches])
         np.testing.assert_array_equal(heights, np.bincount(distances, minlength=9))

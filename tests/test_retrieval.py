@@ -135,7 +135,7 @@ def test_save_load_round_trip_and_refusals(tmp_path):
     loaded = HashIndex.load(path, num_bits=40)
     assert len(loaded) == 200 and loaded.metadata == index.metadata
     np.testing.assert_array_equal(loaded.ids, index.ids)
-    for a, b in zip(loaded.search(queries, 17), index.search(queries, 17)):
+    for a, b in zip(loaded.search(queries, 17), index.search(queries, 17), strict=True):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="40-bit codes but 64-bit"):
         HashIndex.load(path, num_bits=64)
