@@ -747,6 +747,27 @@ def test_regeneration_bound_weighs_a_built_folders_published_pages_beside_the_co
         bound.packed_folder(built, ["05"])
 
 
+def test_pack_growth_measures_what_each_commit_adds_to_a_clone(tmp_path):
+    """benchmarks/pack_growth.py: 300 kB of noise committed adds about 300 kB; a second copy of it under another name
+    adds nothing (one blob); an unknown revision is refused by git."""
+    import subprocess
+
+    growth, _ = _benchmark("pack_growth")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    noise = np.random.default_rng(0).bytes(300_000)
+    for name, content in (("page.html", b"<p>page</p>\n"), ("a.png", noise), ("b.png", noise)):
+        (tmp_path / name).write_bytes(content)
+        subprocess.run([*git, "add", name], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", f"add {name}"], check=True)
+    table = growth.growth(tmp_path, ["HEAD~2", "HEAD~1", "HEAD"])
+    assert table["subject"].tolist() == ["add page.html", "add a.png", "add b.png"]
+    added = table["added MiB"].tolist()
+    assert np.isnan(added[0]) and 300_000 / 2**20 - 0.01 <= added[1] < 320_000 / 2**20 and abs(added[2]) < 0.01
+    with pytest.raises(subprocess.CalledProcessError):
+        growth.packed_size(tmp_path, "no-such-branch")
+
+
 def test_png_weight_re_encodes_losslessly_and_reports_the_share(tmp_path):
     import io
 
