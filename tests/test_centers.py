@@ -283,3 +283,44 @@ def test_a_generator_version_above_one_enters_the_stage2_identity_and_version_on
         assert identity.get("generator_version", 1) == version
         assert ("generator_version" in identity) == (version != 1)
     assert CENTER_GENERATORS.get("shc-ls").version >= 2
+
+
+@pytest.mark.parametrize("distance_scale", [1.0, 1e-4])
+def test_algorithm_1_steps_h_along_the_exact_gradient_of_its_subproblem(distance_scale):
+    """Eq. 35 is printed with two typos (a mu on the alpha term; (q - 2d - k_ij h_j) for (q - 2d - k_ij) h_j): the
+    step uses the derivative of Eq. 34's L itself, computed here by autograd from a transcription of Eq. 34 (pair
+    terms over ordered pairs, alpha and K symmetric), its pair terms scaled by ``distance_scale``."""
+    import torch
+
+    from shc.centers.semantic import _h_gradient
+
+    rng = np.random.default_rng(3)
+    C, q, d, i = 5, 8, 2, 2
+    mu, rho, beta = 0.7, 0.4, 0.3
+    H = rng.choice([-1.0, 1.0], (C, q))
+    M = rng.normal(size=(C, q))
+    S = rng.uniform(-1, 1, (C, C))
+    S = (S + S.T) / 2
+    Lambda = rng.normal(size=(C, q))
+    alpha = rng.uniform(0, 1, (C, C))
+    alpha = (alpha + alpha.T) / 2
+    np.fill_diagonal(alpha, 0)
+    K = rng.uniform(0, 3, (C, C))
+    K = (K + K.T) / 2
+    np.fill_diagonal(K, 0)
+
+    h_i = torch.tensor(H[i], requires_grad=True)
+    others = torch.tensor(H)
+    rows = [h_i if c == i else others[c] for c in range(C)]
+    Mt, St = torch.tensor(M), torch.tensor(S)
+    semantic = sum(torch.sum((St[c] - Mt @ rows[c] / q) ** 2) for c in range(C)) \
+        + sum(torch.tensor(Lambda[c]) @ (rows[c] - Mt[c]) + rho / 2 * torch.sum((rows[c] - Mt[c]) ** 2)
+              for c in range(C))
+    pairs = sum(mu * rows[a] @ rows[b] + alpha[a, b] * (q - 2 * d - rows[a] @ rows[b] - K[a, b])
+                + beta / 2 * (q - 2 * d - rows[a] @ rows[b] - K[a, b]) ** 2
+                for a in range(C) for b in range(C) if a != b)
+    (semantic + distance_scale * pairs).backward()
+
+    got = _h_gradient(H, i, M, M.T @ M, S @ M, Lambda, alpha, q - 2 * d - K[i], H.sum(axis=0), mu, rho, beta,
+                      distance_scale)
+    np.testing.assert_allclose(got, h_i.grad.numpy(), rtol=1e-10, atol=1e-12)

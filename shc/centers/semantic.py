@@ -116,6 +116,25 @@ def _projected_step(
     return new_h
 
 
+def _h_gradient(H: np.ndarray, i: int, M: np.ndarray, MtM: np.ndarray, MS: np.ndarray, Lambda: np.ndarray,
+                alpha: np.ndarray, target: np.ndarray, column_sum: np.ndarray, mu: float, rho: float, beta: float,
+                distance_scale: float) -> np.ndarray:
+    """dL/dh_i of Algorithm 1's h-subproblem (Eq. 34-35), at ``h_i = H[i]``, the other centers fixed.
+
+    The exact derivative of Eq. 34's L (the pair terms summed over ordered pairs, alpha symmetric), which is Eq. 35
+    with two typos of its print corrected: the alpha term is ``-2 sum_j alpha_ij h_j`` (no mu) and the beta term
+    ``2 sum_j beta (h_j h_j^T h_i - (q - 2d - k_ij) h_j)``. The pair terms (mu, alpha, beta) are multiplied by
+    ``distance_scale`` (1e-4 in the authors' release; 1.0: the unscaled derivative). ``MtM = M^T M``, ``MS = S M``,
+    ``target = q - 2d - K[i]``, ``column_sum = H.sum(axis=0)``; M is C x q (the paper's M transposed).
+    """
+    q = H.shape[1]
+    h = H[i]
+    pair_weights = -2.0 * alpha[i] + 2.0 * beta * (H @ h - target)
+    pair_weights[i] = 0.0
+    pairwise = 2.0 * mu * (column_sum - h) + pair_weights @ H
+    return (2 / q**2) * (MtM @ h) - (2 / q) * MS[i] + Lambda[i] + rho * (h - M[i]) + distance_scale * pairwise
+
+
 def optimize_semantic_centers(
     similarity: Any,
     num_bits: int,
@@ -147,11 +166,15 @@ def optimize_semantic_centers(
        With ``backtrack`` (default) an infeasible step is shrunk to the largest feasible step size
        rather than dropped (the release drops it, and then about 95% of the steps are lost).
     4. ``Lambda += rho (H - M)`` (Eq. 37) and ``alpha_ij += beta (q - 2d - h_i.h_j - k_ij)`` for every
-       pair (Eq. 38). Multipliers are floats (the release made alpha an integer tensor, so it never
-       moved, and updated one pair per row).
+       pair (Eq. 38), once per cycle after every h_i moved (Algorithm 1 prints them inside the loop over i;
+       for Lambda that is the same, as lambda_i enters only h_i's step and the next M; alpha stays symmetric
+       here). Multipliers are floats (the release made alpha an integer tensor, so it never moved, and
+       updated one pair per row).
 
     The pairwise part of dL/dh_i (mu, alpha, beta terms) is multiplied by ``distance_scale`` (1e-4,
-    the authors' release); set 1.0 for the literal Eq. 35. Initialised by :func:`mds_centers` unless
+    the authors' release); 1.0 gives the exact gradient of Eq. 26, which is Eq. 35 with two typos of its
+    print corrected: its alpha term carries no mu (``-2 sum_j alpha_ij h_j``), and its beta term is
+    ``2 beta_ij (h_j h_j^T h_i - (q - 2d - k_ij) h_j)``. Initialised by :func:`mds_centers` unless
     ``init`` is given. Returns the best feasible H met, by the objective evaluated with the same
     scaled mu.
     """
@@ -191,12 +214,8 @@ def optimize_semantic_centers(
             target = bound - K[i]
             for _ in range(int(inner_steps)):
                 h = H[i]
-                inner = H @ h
-                pair_weights = -2.0 * alpha[i] + 2.0 * beta * (inner - target)
-                pair_weights[i] = 0.0
-                pairwise = 2.0 * mu * (column_sum - h) + pair_weights @ H
-                gradient = (2 / q**2) * (MtM @ h) - (2 / q) * MS[i] + Lambda[i] + rho * (h - M[i]) \
-                    + distance_scale * pairwise
+                gradient = _h_gradient(H, i, M, MtM, MS, Lambda, alpha, target, column_sum, mu, rho, beta,
+                                       distance_scale)
                 new_h = _projected_step(H, i, gradient, eta, d, backtrack)
                 if new_h is None:
                     rejected += 1

@@ -25,8 +25,9 @@ class CenterLoss(nn.Module):
 
     Both terms are means over samples *and bits*, as in CSQ's released code (``nn.BCELoss()`` and
     ``(u.abs() - 1).pow(2).mean()``). The paper writes L_C as a mean over samples of a sum over bits and
-    L_Q as a sum over samples and bits: relative to those, our L_C is divided by ``q`` and our L_Q by
-    ``N q``. ``gamma = 1e-4``, the paper's value, comes from CSQ and has its meaning under CSQ's means.
+    L_Q as a sum over samples and bits: relative to those, our L_C is -(Eq. 41) / ``q`` (Eq. 41 is printed
+    without the minus sign of the BCE in Eq. 40, so as printed it is <= 0 and would be maximised) and our L_Q
+    is Eq. 42 / ``N q``. ``gamma = 1e-4``, the paper's value, comes from CSQ and has its meaning under CSQ's means.
 
     Multi-label samples take the sign of the mean of their classes' centers (CSQ's rule). A bit where
     those centers tie (sum 0) gets a random sign drawn once per loss from ``seed``, the same for every
