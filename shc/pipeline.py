@@ -245,8 +245,8 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
              gpus_per_run: float = 0) -> list[dict[str, Any]]:
     """Run every config (cached stages are skipped) and return one row of headline numbers each.
 
-    With ``progress``, one line per run (``[n/N] ... (seconds, ETA)``) and, serially, each training's epoch
-    bar. ``jobs > 1`` (or ``"auto"``, :func:`resolve_jobs`) trains up to ``jobs`` hashing networks at once in worker processes, each with
+    With ``progress``, one line per run (``[n/N] ... (seconds or cached; ETA)``, :func:`grid_eta`) and, serially,
+    each training's epoch bar. ``jobs > 1`` (or ``"auto"``, :func:`resolve_jobs`) trains up to ``jobs`` hashing networks at once in worker processes, each with
     ``cpu_count // jobs`` threads, after stages 1 and 2 of every config were computed here: on a small CPU
     two single-threaded trainings finish sooner than two consecutive two-threaded ones (the small CNN does not
     keep two threads busy; :func:`grid_workers` has the measurement). Results do not depend on ``jobs``, the
@@ -272,9 +272,10 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
 
     configs = list(configs)
     jobs = resolve_jobs(jobs)
-    started_all = time.perf_counter()
     rows: list[dict[str, Any] | None] = [None] * len(configs)
     failures: dict[str, BaseException] = {}
+    trained: list[tuple[int, float]] = []  # (epochs, seconds) of each run computed here, for the ETA
+    failed_at: set[int] = set()
 
     def finished(index: int, metrics: Mapping[str, Any], seconds: float) -> None:
         config = configs[index]
@@ -284,17 +285,22 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
                        **{key: metrics[key] for key in _REACH_ROW_KEYS if key in metrics},
                        **{key: metrics[key] for key in UNSEEN_KEYS if key in metrics},
                        "train_seconds": metrics["train_seconds"]}
+        if seconds > 0:
+            trained.append((config.epochs, seconds))
         if progress and is_main():
             done = sum(row is not None for row in rows)
-            elapsed = time.perf_counter() - started_all
-            eta = elapsed / done * (len(configs) - done - len(failures))
+            left = [configs[i].epochs for i, row in enumerate(rows) if row is None and i not in failed_at]
+            eta = grid_eta(trained, left, jobs)
             log(f"[{done}/{len(configs)}] {_run_name(config)}: "
                 + ", ".join(f"{key} {metrics[key]:.4f}" for key in (*TIE_AWARE_MAP_KEYS, "mAP@ALL"))
                 + (f", train center hit rate {metrics['train_center_hit_rate']:.3f}"
                    if "train_center_hit_rate" in metrics else "")
-                + f" ({seconds:.1f} s; ETA {eta / 60:.1f} min)" + (f"; {len(failures)} failed" if failures else ""))
+                + f" ({'cached' if seconds == 0 else f'{seconds:.1f} s'}"
+                + ("" if eta is None else f"; ETA {eta / 60:.1f} min") + ")"
+                + (f"; {len(failures)} failed" if failures else ""))
 
     def failed(index: int, error: BaseException) -> None:
+        failed_at.add(index)
         name = _run_name(configs[index])
         failures[name if name not in failures else f"{name} (run {index + 1} of the grid)"] = error
         log(f"FAILED {_run_name(configs[index])} ({sum(row is not None for row in rows)}/{len(configs)} done, "
@@ -303,6 +309,10 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
     local = executor == "local"
     if local and (jobs == 1 or len(configs) < 2 or distributed()[1] > 1):
         for index, config in enumerate(configs):
+            cached = Evaluation(config).finished()  # read, not trained: 0 s, as in a parallel grid
+            if cached is not None:
+                finished(index, cached, 0.0)
+                continue
             started = time.perf_counter()
             finished(index, run(config, progress=progress).metrics, time.perf_counter() - started)
         return rows  # type: ignore[return-value]
@@ -337,6 +347,24 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
     if failures:
         raise GridFailures(failures, rows, len(configs))
     return rows  # type: ignore[return-value]
+
+
+def grid_eta(trained: Sequence[tuple[int, float]], left: Sequence[int], jobs: int) -> float | None:
+    """Seconds until a grid's remaining runs are done: their epochs at the seconds per epoch of the runs trained so
+    far (``trained``: epochs and seconds of each; cached runs, which took no time, are left out), shared by
+    ``jobs`` workers (fewer when fewer runs are left). None before any run trained, 0.0 when none is left.
+
+    A grid starts its longest runs first (:func:`longest_first`), so counting runs (elapsed time / runs done) put
+    the first ETA of `standard`'s 32-bit grid on the 2-core CPU at 630 minutes, several times the whole grid's time
+    (its LTH runs have 4 and 8 times the others' epochs); counting epochs, the same first line says 104. Runs still training are counted as not started, so the estimate
+    errs long while they are a large share of what is left."""
+    if not left:
+        return 0.0
+    epochs = sum(count for count, _ in trained)
+    if not epochs:
+        return None
+    per_epoch = sum(seconds for _, seconds in trained) / epochs
+    return sum(left) * per_epoch / max(1, min(int(jobs), len(left)))
 
 
 def longest_first(configs: Sequence[RunConfig]) -> list[int]:

@@ -283,7 +283,22 @@ def test_parallel_grid_equals_serial_single_thread_runs_in_config_order(tmp_path
     assert [row["mAP@ALL"] for row in serial] == [row["mAP@ALL"] for row in parallel]
     lines = []  # a second call finds every cell cached: no worker starts, rows come back at once
     assert run_grid(configs, progress=True, log=lines.append, jobs=2) == parallel
-    assert len(lines) == 3 and all("(0.0 s;" in line for line in lines)
+    assert len(lines) == 3 and all("(cached" in line for line in lines)  # read, not trained
+    assert lines[-1].endswith("(cached; ETA 0.0 min)") and "ETA" not in lines[0]  # nothing trained: no rate yet
+
+
+def test_the_grid_eta_counts_epochs_not_runs():
+    """A grid starts its longest runs first, so its first finished run is its slowest: the ETA reads seconds per
+    epoch from the runs trained so far (cached ones took no time and are left out) and shares the epochs left
+    between the workers, never more workers than runs left."""
+    from shc.pipeline import grid_eta
+
+    # standard's 32-bit grid after its first LTH run: 320 epochs in 850 s; left: LTH x2, MDS/DTSH/IDHN x9, 33 x 80
+    left = [320] * 2 + [160] * 9 + [80] * 33
+    assert grid_eta([(320, 850.0)], left, jobs=2) == pytest.approx(4720 * 850 / 320 / 2)  # 104.5 minutes
+    assert grid_eta([(320, 850.0), (80, 90.0)], [80], jobs=2) == pytest.approx(80 * 940 / 400)  # one run: one worker
+    assert grid_eta([], left, jobs=2) is None  # nothing trained yet: no rate
+    assert grid_eta([(80, 90.0)], [], jobs=2) == 0.0
 
 
 def test_a_parallel_grid_starts_the_longest_runs_first_and_returns_rows_in_grid_order(monkeypatch, tmp_path):
