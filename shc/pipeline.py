@@ -246,8 +246,9 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
     """Run every config (cached stages are skipped) and return one row of headline numbers each.
 
     With ``progress``, one line per run (``[n/N] ... (seconds or cached; ETA)``, :func:`grid_eta`) and, serially,
-    each training's epoch bar. ``jobs > 1`` (or ``"auto"``, :func:`resolve_jobs`) trains up to ``jobs`` hashing networks at once in worker processes, each with
-    ``cpu_count // jobs`` threads, after stages 1 and 2 of every config were computed here: on a small CPU
+    each training's epoch bar. ``jobs > 1`` (or ``"auto"``, :func:`resolve_jobs`) trains up to ``jobs`` hashing
+    networks at once in worker processes, each with ``cpu_count // jobs`` threads, after stages 1 and 2 of every
+    config were computed here: on a small CPU
     two single-threaded trainings finish sooner than two consecutive two-threaded ones (the small CNN does not
     keep two threads busy; :func:`grid_workers` has the measurement). Results do not depend on ``jobs``, the
     executor, the other runs of the grid or their order: every stage computes with
@@ -355,9 +356,9 @@ def grid_eta(trained: Sequence[tuple[int, float]], left: Sequence[int], jobs: in
     ``jobs`` workers (fewer when fewer runs are left). None before any run trained, 0.0 when none is left.
 
     A grid starts its longest runs first (:func:`longest_first`), so counting runs (elapsed time / runs done) put
-    the first ETA of `standard`'s 32-bit grid on the 2-core CPU at 630 minutes, several times the whole grid's time
-    (its LTH runs have 4 and 8 times the others' epochs); counting epochs, the same first line says 104. Runs still training are counted as not started, so the estimate
-    errs long while they are a large share of what is left."""
+    the first ETA of `standard`'s 32-bit grid on the 2-core CPU at 630 minutes, for a grid that took 72 in all
+    (its LTH runs have 4 and 8 times the others' epochs); counting epochs, the same first line says 104. Runs still
+    training count as not started, so the estimate errs long while they are a large share of what is left."""
     if not left:
         return 0.0
     epochs = sum(count for count, _ in trained)
