@@ -310,12 +310,12 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
     local = executor == "local"
     if local and (jobs == 1 or len(configs) < 2 or distributed()[1] > 1):
         for index, config in enumerate(configs):
-            cached = Evaluation(config).finished()  # read, not trained: 0 s, as in a parallel grid
-            if cached is not None:
-                finished(index, cached, 0.0)
-                continue
+            # a finished run is read, not trained: 0 s, as in a parallel grid; run() still walks every stage, so a
+            # damaged S or centers file is found and computed again
+            cached = Evaluation(config).finished() is not None
             started = time.perf_counter()
-            finished(index, run(config, progress=progress).metrics, time.perf_counter() - started)
+            metrics = run(config, progress=progress).metrics
+            finished(index, metrics, 0.0 if cached else time.perf_counter() - started)
         return rows  # type: ignore[return-value]
     options = dict(jobs=jobs, threads=grid_threads(jobs)) if local else \
         dict(address=address, num_cpus=cpus_per_run, num_gpus=gpus_per_run)
