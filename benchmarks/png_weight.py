@@ -6,7 +6,11 @@ seconds it took, so the level ``compact_png`` uses (``shc.plots.style.OXIPNG_LEV
 others. A figure already written by oxipng gains little from a second pass: run it on a build from before the
 change to see the saving a build gets.
 
-Run: ``python benchmarks/png_weight.py [--reports reports] [--presets quick ...] [--levels 1 2 4]``.
+``--colours 128 64`` adds a lossy question: each figure quantised to a palette of that many colours (Pillow's
+maximum coverage, as ``compact_png`` does past 256), then oxipng at level 2; its row also gives the largest change of
+any pixel's channel (of 255) and the share of pixels that moved, so the bytes saved can be weighed against the picture.
+
+Run: ``python benchmarks/png_weight.py [--reports reports] [--presets quick ...] [--levels 1 2 4] [--colours 128]``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ import argparse
 import time
 from pathlib import Path
 
+import io
+
+import numpy as np
 import oxipng
 import pandas as pd
 
@@ -37,14 +44,57 @@ def png_weight(folder: Path, levels: list[int]) -> list[dict[str, object]]:
     return rows
 
 
+def quantised(data: bytes, colours: int) -> tuple[bytes, int, float]:
+    """``data`` (a PNG) as a palette of at most ``colours`` colours, oxipng level 2; with the largest channel change
+    (0-255) and the share of pixels whose colour changed."""
+    from PIL import Image
+
+    rgb = Image.open(io.BytesIO(data)).convert("RGB")
+    palette = rgb.quantize(colours, method=Image.Quantize.MAXCOVERAGE)
+    out = io.BytesIO()
+    palette.save(out, format="PNG", optimize=True)
+    before = np.asarray(rgb, dtype=np.int16)
+    after = np.asarray(palette.convert("RGB"), dtype=np.int16)
+    change = np.abs(before - after)
+    return (oxipng.optimize_from_memory(out.getvalue(), level=2), int(change.max()),
+            float((change.max(axis=2) > 0).mean()))
+
+
+def palette_weight(folder: Path, colours: list[int]) -> list[dict[str, object]]:
+    """Bytes of ``folder``'s figure PNGs quantised to each of ``colours`` palette sizes (lossy), with the largest
+    channel change and the share of changed pixels over all its figures."""
+    files = sorted(folder.glob("*/figures/*.png"))
+    if not files:
+        raise SystemExit(f"no figures under {folder}/*/figures/; build the preset first (python -m shc.reports).")
+    pictures = [path.read_bytes() for path in files]
+    committed = sum(map(len, pictures))
+    rows = []
+    for count in colours:
+        if not 2 <= count <= 256:
+            raise SystemExit(f"--colours {count}: a PNG palette holds 2 to 256 colours; pass e.g. --colours 128 64.")
+        start = time.perf_counter()
+        results = [quantised(data, count) for data in pictures]
+        size = sum(len(result[0]) for result in results)
+        rows.append({"preset": folder.name, "figures": len(files), "encoding": f"{count} colours (lossy)",
+                     "MB": size / 1e6, "share": size / committed, "seconds": time.perf_counter() - start,
+                     "max channel change": max(result[1] for result in results),
+                     "pixels changed": float(np.mean([result[2] for result in results]))})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reports", default="reports", help="the report root (default: reports)")
     parser.add_argument("--presets", nargs="+", default=list(PRESETS))
     parser.add_argument("--levels", nargs="+", type=int, default=[1, 2, 4])
+    parser.add_argument("--colours", nargs="+", type=int, default=[],
+                        help="also quantise to these palette sizes (lossy), e.g. 128 64")
     args = parser.parse_args(argv)
-    table = pd.DataFrame([row for name in args.presets for row in png_weight(Path(args.reports) / name, args.levels)])
-    print("## the committed figures' PNG bytes, re-encoded losslessly by oxipng")
+    table = pd.DataFrame([row for name in args.presets
+                          for row in [*png_weight(Path(args.reports) / name, args.levels),
+                                      *palette_weight(Path(args.reports) / name, args.colours)]])
+    lossy = " and quantised to fewer colours" if args.colours else ""
+    print(f"## the committed figures' PNG bytes, re-encoded losslessly by oxipng{lossy}")
     print(table.to_string(index=False, float_format=lambda value: f"{value:.3f}"))
     return 0
 

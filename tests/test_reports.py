@@ -788,6 +788,29 @@ def test_png_weight_re_encodes_losslessly_and_reports_the_share(tmp_path):
         weight.png_weight(tmp_path / "empty", [2])
 
 
+def test_png_weight_quantises_to_fewer_colours_and_measures_what_moved(tmp_path):
+    """--colours: a figure of 4 grey levels survives a 4-colour palette exactly and loses pixels at 2 colours (the
+    two levels that merge move by their distance to the merged colour)."""
+    import io
+
+    from PIL import Image
+
+    weight, _ = _benchmark("png_weight")
+    figures = tmp_path / "p" / "00_page" / "figures"
+    figures.mkdir(parents=True)
+    levels = np.kron(np.random.default_rng(1).integers(0, 4, (20, 30)), np.ones((6, 6), dtype=int))
+    buffer = io.BytesIO()
+    Image.fromarray((levels * 60).astype(np.uint8)).convert("RGB").save(buffer, format="PNG")
+    (figures / "f.png").write_bytes(buffer.getvalue())
+    exact, halved = weight.palette_weight(tmp_path / "p", [4, 2])
+    assert exact["encoding"] == "4 colours (lossy)" and exact["max channel change"] == 0
+    assert exact["pixels changed"] == 0.0
+    assert halved["max channel change"] > 0 and 0 < halved["pixels changed"] < 1
+    assert halved["MB"] * 1e6 == pytest.approx(len(weight.quantised(buffer.getvalue(), 2)[0]))
+    with pytest.raises(SystemExit, match="2 to 256 colours"):
+        weight.palette_weight(tmp_path / "p", [300])
+
+
 def test_report_weight_counts_the_second_copies_the_cuts_leave_out(tmp_path):
     """benchmarks/report_weight.py: the bundle's bytes, the S rows of 01's sources data (the heatmap holds S) and the
     size of 00's S file (the Gram data repeated it), from a preset folder's committed files."""
