@@ -402,9 +402,11 @@ def test_the_many_class_preset_has_more_classes_than_2q_sharing_items_evenly():
     image = data.train[0][0]
     assert tuple(image.shape) == (3, 14, 42) and configs[0].backbone == "composite3_cnn_mlp"
     # one budget for all on the new backbone (docs/standard-fine.md: the networks reach their targets only at 120),
-    # but LTH's, which moves by 0.068 from 120 to 240 and by 0.024 from 240 to 480, so it trains for 480
-    assert {c.method: c.epochs for c in configs} == {
-        **dict.fromkeys(("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash"), 120), "lth": 480}
+    # but LTH's, which moves by 0.068 from 120 to 240 and by 0.024 from 240 to 480, so it trains for 480, and at 64
+    # bits, where 480 -> 960 moves its seed mean by 0.028, for 960
+    assert {(c.method, c.bits): c.epochs for c in configs} == {
+        **{(method, q): 120 for method in ("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash")
+           for q in (16, 32, 64)}, ("lth", 16): 480, ("lth", 32): 480, ("lth", 64): 960}
 
 
 def test_the_tiny_many_class_preset_runs_csq_beyond_2q_and_crh(tmp_path):
@@ -442,6 +444,27 @@ def test_the_modes_presets_are_a_100_class_item_hierarchy_and_the_tiny_one_runs(
     rows = run_grid(preset("tiny-modes", run_dir=str(tmp_path)), progress=False)
     assert [row["reach_targets"] for row in rows] == ["centers", "learned class codes"]
     assert all(0 <= row["train_center_hit_rate"] <= 1 and 0 <= row["mAP@ALL"] <= 1 for row in rows)
+
+
+def test_a_preset_gives_a_method_its_own_budget_at_one_code_length():
+    """Preset.bits_config: fields for one method at one code length, over method_config (LTH's 960 epochs at 64 bits
+    on standard-fine); an explicit ``epochs=`` still wins; a code length the grid lacks is refused."""
+    from shc.presets import PRESETS, Preset
+
+    def preset(bits_config):
+        return Preset(name="t", description="d", datasets=("digits-composite",), methods=("csq", "lth"), bits=(16, 64),
+                      seeds=(0,), config={"epochs": 3}, method_config={"lth": {"epochs": 5}}, bits_config=bits_config)
+
+    own = preset({64: {"lth": {"epochs": 9}}})
+    assert {(c.method, c.bits): c.epochs for c in own.configs()} == {
+        ("csq", 16): 3, ("lth", 16): 5, ("csq", 64): 3, ("lth", 64): 9}
+    assert {c.epochs for c in own.configs(epochs=2)} == {2}
+    with pytest.raises(ValueError, match="32 bits, which the grid does not have"):
+        preset({32: {"lth": {"epochs": 9}}})
+    with pytest.raises(ValueError, match="nope"):
+        preset({64: {"nope": {"epochs": 9}}})
+    fine = {(c.bits, c.epochs) for c in PRESETS.get("standard-fine").configs(methods=["lth"], seeds=[0])}
+    assert fine == {(16, 480), (32, 480), (64, 960)}
 
 
 def test_a_preset_gives_a_method_its_own_fields_and_an_explicit_override_wins():

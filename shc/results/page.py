@@ -311,13 +311,14 @@ RESULTS_BLOCKS.register("standard-fine-64", ResultsBlock(
     title="`standard-fine` at 64 bits: 333 classes", preset="standard-fine",
     file=("results/standard-fine-64bit.csv", "results/standard-fine-64bit-scrh.csv",
           "results/standard-fine-64bit-lth.csv"), bits=(64,),
-    methods=tuple(method for method in _FINE_METHODS if not method.startswith("scrh")),
+    methods=tuple(method for method in _FINE_METHODS if not method.startswith("scrh")), hashing_epochs=("lth=480",),
     about="The 16- and 32-bit blocks' testbed, backbone and budgets at 64 bits. Random, CSQ, MDS, SHC, shc-ls and "
           "GreedyHash (first file) trained on a new 2-core CPU machine (2026-11-28, stage 1 computed again for the "
           "same seeds); CRH (second file) on the machine of the 32-bit blocks, a session earlier: the same seeds, "
           "splits and initial weights, another CPU's arithmetic (docs/standard-fine.md measures what that moves). "
           "LTH (480 epochs, third file) on the new machine, its seed 2 a session later; its 480 -> 960 step refused "
-          "480 at 64 bits, and the next block reads LTH at 960."))
+          "480 at 64 bits, so the preset now trains LTH 960 epochs there and the next block reads it at 960; this "
+          "block reads the 480-epoch runs (--hashing-epochs lth=480)."))
 RESULTS_BLOCKS.register("standard-fine-64-lth960", ResultsBlock(
     title="`standard-fine` at 64 bits with LTH at 960 epochs", preset="standard-fine",
     file=("results/standard-fine-64bit.csv", "results/standard-fine-64bit-scrh.csv",
