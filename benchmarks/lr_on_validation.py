@@ -43,11 +43,12 @@ HIT_RATE = 0.9
 """The training center hit rate at which a network counts as having reached its targets (issue 35)."""
 
 
-def method_budget(preset_name: str, method: str) -> dict[str, Any]:
-    """The preset's own fields of ``method`` (its epochs among them), but its learning rate: that is tested."""
+def method_budget(preset_name: str, method: str, bits: int | None = None) -> dict[str, Any]:
+    """The preset's own fields of ``method`` at ``bits`` (its epochs among them; ``Preset.own_fields``), but its
+    learning rate: that is tested."""
     if preset_name not in PRESETS:
         return {}
-    return {key: value for key, value in PRESETS.get(preset_name).method_config.get(method, {}).items() if key != "lr"}
+    return {key: value for key, value in PRESETS.get(preset_name).own_fields(method, bits).items() if key != "lr"}
 
 
 def lr_configs(base: RunConfig, methods: list[str], lrs: list[float], bits: int, seed: int,
@@ -55,7 +56,7 @@ def lr_configs(base: RunConfig, methods: list[str], lrs: list[float], bits: int,
     """The run of each method at each learning rate, at the method's own budget in the preset."""
     if not methods or not lrs or any(lr <= 0 for lr in lrs):
         raise ValueError(f"give at least one method and positive learning rates; got methods {methods}, lrs {lrs}")
-    return {(method, lr): base.replace(method=method, bits=bits, seed=seed, **method_budget(preset_name, method),
+    return {(method, lr): base.replace(method=method, bits=bits, seed=seed, **method_budget(preset_name, method, bits),
                                        lr=lr)
             for method in methods for lr in lrs}
 

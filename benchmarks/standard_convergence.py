@@ -64,11 +64,11 @@ def base_config(overrides: dict[str, Any], preset_name: str = "standard") -> tup
     return RunConfig(**{**STANDARD, **overrides}), "benchmarks/standard_convergence.py STANDARD"
 
 
-def method_fields(preset_name: str, method: str) -> dict[str, Any]:
-    """The preset's per-method fields of ``method`` (its own epochs, say), without the epochs: E is tested."""
+def method_fields(preset_name: str, method: str, bits: int | None = None) -> dict[str, Any]:
+    """The preset's own fields of ``method`` at ``bits`` (``Preset.own_fields``), without the epochs: E is tested."""
     if preset_name not in PRESETS:
         return {}
-    return {key: value for key, value in PRESETS.get(preset_name).method_config.get(method, {}).items()
+    return {key: value for key, value in PRESETS.get(preset_name).own_fields(method, bits).items()
             if key != "epochs"}
 
 
@@ -107,7 +107,8 @@ def convergence_rows(base: RunConfig, methods: list[str], epochs: int, bits: int
     runs go through :func:`shc.pipeline.run_grid` (``jobs`` at once).
     """
     def config_of(method: str, budget: int) -> RunConfig:
-        return base.replace(method=method, bits=bits, seed=seed, epochs=budget, **method_fields(preset_name, method))
+        return base.replace(method=method, bits=bits, seed=seed, epochs=budget,
+                            **method_fields(preset_name, method, bits))
 
     configs = [config_of(method, budget) for method in methods for budget in (epochs, 2 * epochs)]
     run_grid(configs, progress=True, log=lambda line: print(line, file=sys.stderr, flush=True), jobs=jobs)
@@ -152,7 +153,7 @@ def seed_mean_rows(base: RunConfig, methods: list[str], epochs: int, bits: int, 
     rows = []
     for method in methods:
         values = {budget: [_rule_metrics(base.replace(method=method, bits=bits, seed=seed, epochs=budget,
-                                                      **method_fields(preset_name, method)))[RULE_METRIC]
+                                                      **method_fields(preset_name, method, bits)))[RULE_METRIC]
                            for seed in seeds]
                   for budget in (epochs, 2 * epochs)}
         change = paired_interval(values[2 * epochs], values[epochs])

@@ -147,6 +147,12 @@ class Preset:
             fields["dataset"] = dataset
         return RunConfig(**fields)
 
+    def own_fields(self, method: str, bits: int | None = None) -> dict[str, Any]:
+        """The fields this preset gives ``method`` over its config: ``method_config``, and at ``bits`` (when given)
+        ``bits_config`` over them (e.g. ``standard-fine``'s LTH: 480 epochs, 960 at 64 bits)."""
+        at_bits = self.bits_config.get(bits, {}).get(method, {}) if bits is not None else {}
+        return {**self.method_config.get(method, {}), **at_bits}
+
     def configs(self, *, methods: Sequence[str] | None = None, bits: Sequence[int] | None = None,
                 seeds: Sequence[int] | None = None, datasets: Sequence[str] | None = None,
                 epochs: int | None = None, **overrides: Any) -> list[RunConfig]:
@@ -173,8 +179,7 @@ class Preset:
             for seed in chosen["seeds"]:
                 for q in chosen["bits"]:
                     for method in chosen["methods"]:
-                        own = {**self.method_config.get(method, {}), **self.bits_config.get(q, {}).get(method, {})}
-                        own = {k: v for k, v in own.items() if k not in overrides}
+                        own = {k: v for k, v in self.own_fields(method, q).items() if k not in overrides}
                         configs.append(base.replace(seed=seed, bits=q, method=method, **own))
         return configs
 

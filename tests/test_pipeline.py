@@ -465,6 +465,8 @@ def test_a_preset_gives_a_method_its_own_budget_at_one_code_length():
         preset({64: {"nope": {"epochs": 9}}})
     fine = {(c.bits, c.epochs) for c in PRESETS.get("standard-fine").configs(methods=["lth"], seeds=[0])}
     assert fine == {(16, 480), (32, 480), (64, 960)}
+    assert own.own_fields("lth") == {"epochs": 5} and own.own_fields("lth", 64) == {"epochs": 9}
+    assert own.own_fields("csq", 64) == {}
 
 
 def test_a_preset_gives_a_method_its_own_fields_and_an_explicit_override_wins():
