@@ -158,6 +158,28 @@ def test_budget_phrase_groups_the_methods_of_each_budget():
         budget_phrase({})
 
 
+def test_budget_phrase_names_the_code_length_whose_budget_differs():
+    """standard-fine's LTH trains 480 epochs, 960 at 64 bits (Preset.bits_config): the phrase says where, where
+    "480/960" would not; a method with one budget at every length reads as before."""
+    from shc.presets import PRESETS
+    from shc.results import budget_phrase, budgets_by_bits
+
+    configs = PRESETS.get("standard-fine").configs(seeds=[0, 1])
+    methods = ["random", "crh", "lth"]
+    budgets = budgets_by_bits(configs, methods)
+    assert budgets == {"random": {16: 120, 32: 120, 64: 120}, "crh": {16: 120, 32: 120, 64: 120},
+                       "lth": {16: 480, 32: 480, 64: 960}}
+    assert budget_phrase(budgets) == "120 epochs, 480 for lth (960 at 64 bits)"
+    only64 = budgets_by_bits([c for c in configs if c.bits == 64], methods, labels={"lth": "LTH"})
+    assert budget_phrase(only64) == "120 epochs, 960 for LTH"
+    # the most common budget of a method is its usual one; on a tie, the shortest code length's
+    assert budget_phrase({"a": {16: 80, 32: 160}, "b": {16: 80, 32: 80}, "c": {16: 80, 32: 80}}) == (
+        "80 epochs, 80 for a (160 at 32 bits)")
+    mixed = [c for c in configs if c.method == "lth"] + [configs[0].replace(method="lth", epochs=7)]
+    with pytest.raises(ValueError, match="several budgets at one code length"):
+        budgets_by_bits(mixed, ["lth"])
+
+
 def _versus(capsys, *arguments: str) -> tuple[int, str, str]:
     from shc.results import main
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from shc.evaluation import PAIRINGS, PRIMARY_METRIC, UNSEEN_KEYS
 from shc.results.prose import (_metric_title, _print_comparisons, _print_headline, _print_paper_comparison,
-                               _print_regimes, budget_phrase, device_phrase)
+                               _print_regimes, budget_phrase, budgets_by_bits, device_phrase)
 from shc.results.reading import REACH_KEYS, result_rows
 from shc.results.tables import _print_table
 from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS
@@ -198,7 +198,7 @@ def _main(argv: Sequence[str] | None) -> int:
                     "database for every query, seen and held-out.")
     stamp = datetime.date.today().isoformat()
     command = " ".join(["python -m shc.results", *(sys.argv[1:] if argv is None else argv)])
-    epochs = {method: sorted({c.epochs for c in configs if c.method == method}) for method in order}
+    epochs = budgets_by_bits(configs, order)
     print(f"Results of preset `{args.preset}` ({preset.datasets[0]}; {len(configs)} runs: "
           f"{_counted(len(order), 'method')} x {_counted(len({c.bits for c in configs}), 'code length')} x "
           f"{_counted(len({c.seed for c in configs}), 'seed')}; {budget_phrase(epochs)}), "
