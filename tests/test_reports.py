@@ -842,3 +842,36 @@ def test_report_weight_counts_the_second_copies_the_cuts_leave_out(tmp_path):
     done = subprocess.run([sys.executable, str(script), "--reports", str(tmp_path / "reports"), "--presets", "p", "q"],
                           capture_output=True, text=True)
     assert done.returncode != 0 and "no built report folder for ['q']" in done.stderr
+
+
+def test_clock_overlap_lists_the_runs_whose_training_met_a_window_and_moves_them(tmp_path, capsys):
+    """benchmarks/clock_overlap.py: a run trained [end - train_seconds, end]; one inside a window, one that ends in
+    it, one before it; only the first two are listed, longest overlap first, and --move-to moves exactly them."""
+    import json
+    import os
+
+    clock, _ = _benchmark("clock_overlap")
+    window_start = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+    runs = {"a/seed0/stage3-csq-16bit-1": (window_start + 300, 100.0),  # inside: 100 s
+            "a/seed0/stage3-lth-16bit-2": (window_start + 60, 500.0),  # began before, ended in it: 60 s
+            "a/seed1/stage3-mds-16bit-3": (window_start - 10, 200.0)}  # ended before it
+    for relative, (end, seconds) in runs.items():
+        folder = tmp_path / "runs" / relative
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(json.dumps({"train_seconds": seconds}))
+        os.utime(folder / "metrics.json", (end, end))
+    (tmp_path / "runs" / "a" / "seed0" / "stage2-shc-16bit-4").mkdir()  # not a hashing run
+    start = "2027-01-15T08:00:00Z"
+    assert clock.main([str(tmp_path / "runs"), "--window", start, "2027-01-15T08:10:00",
+                       "--move-to", str(tmp_path / "aside")]) == 0
+    printed = capsys.readouterr().out
+    assert "stage3-mds" not in printed
+    table = clock.overlapping_runs(tmp_path / "aside", [(clock.parse_time(start),
+                                                          clock.parse_time("2027-01-15T08:10:00Z"))])
+    assert table["run"].tolist() == ["a/seed0/stage3-csq-16bit-1", "a/seed0/stage3-lth-16bit-2"]
+    assert table["overlap_seconds"].tolist() == [100.0, 60.0]
+    assert sorted(p.name for p in (tmp_path / "runs").glob("*/*/stage3-*")) == ["stage3-mds-16bit-3"]
+    with pytest.raises(SystemExit, match="not after the start"):
+        clock.overlapping_runs(tmp_path / "runs", [(clock.parse_time(start), clock.parse_time(start))])
+    with pytest.raises(SystemExit, match="not an ISO 8601 time"):
+        clock.parse_time("yesterday")
