@@ -2,11 +2,12 @@
 
 A grid's measured cost is the sum of its runs' ``train_seconds`` (wall clock, issue 35), so a run whose training
 overlapped a CI run, a report build or a pause (``kill -STOP``) states more time than it took. A stage-3 folder's
-``metrics.json`` is written when the run ends; its training began about ``train_seconds`` before (evaluation after
-training moves the start a few seconds late). Every finished run whose interval ``[end - train_seconds, end]`` meets
-one of the ``--window`` intervals is listed; ``--move-to DIR`` moves those folders there, under the same relative
-path, so that the grid's command trains them again (the rest stays cached). A run still training has no
-``metrics.json`` yet: check again when the grid has finished.
+``codes.npz`` is written once, when the run ends (its ``metrics.json`` may be rewritten later, by an evaluation of a
+newer version); its training began about ``train_seconds`` before (evaluation after training moves the start a few
+seconds late). Every finished run whose interval ``[end - train_seconds, end]`` meets one of the ``--window``
+intervals (merged where they overlap, so no second is counted twice) is listed; ``--move-to DIR`` moves those
+folders there, under the same relative path, so that the grid's command trains them again (the rest stays cached).
+A run still training has no ``metrics.json`` yet: check again when the grid has finished.
 
 Run: ``python benchmarks/clock_overlap.py RUN_DIR --window START END [--window START END ...] [--move-to DIR]``,
 times as ISO 8601 (``2026-11-29T16:26:00Z``; no zone means UTC).
@@ -32,40 +33,54 @@ def parse_time(text: str) -> datetime:
     return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
-def overlapping_runs(run_dir: str | Path, windows: list[tuple[datetime, datetime]]) -> pd.DataFrame:
-    """One row per finished stage-3 run under ``run_dir`` whose training interval meets a window: its folder
-    (relative to ``run_dir``), start, end, ``train_seconds`` and the seconds of overlap, longest overlap first."""
-    for start, end in windows:
+def merged(windows: list[tuple[datetime, datetime]]) -> list[tuple[float, float]]:
+    """The windows as sorted, disjoint ``(start, end)`` POSIX times (overlapping or touching ones joined)."""
+    spans: list[list[float]] = []
+    for start, end in sorted(windows):
         if end <= start:
             raise SystemExit(f"--window {start.isoformat()} {end.isoformat()}: the end is not after the start.")
+        if spans and start.timestamp() <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end.timestamp())
+        else:
+            spans.append([start.timestamp(), end.timestamp()])
+    return [(start, end) for start, end in spans]
+
+
+def overlapping_runs(run_dir: str | Path, windows: list[tuple[datetime, datetime]]) -> pd.DataFrame:
+    """One row per finished stage-3 run under ``run_dir`` whose training interval meets a window: its folder
+    (relative to ``run_dir``), start, end (UTC), ``train_seconds`` and the seconds of overlap, longest first. The end
+    is ``codes.npz``'s time (``metrics.json``'s for a folder without one)."""
+    spans = merged(windows)
     rows = []
     for metrics in sorted(Path(run_dir).glob("**/stage3-*/metrics.json")):
         seconds = float(json.loads(metrics.read_text())["train_seconds"])
-        ended = datetime.fromtimestamp(metrics.stat().st_mtime, tz=timezone.utc)
-        began = ended.timestamp() - seconds
-        overlap = sum(max(0.0, min(ended.timestamp(), end.timestamp()) - max(began, start.timestamp()))
-                      for start, end in windows)
+        codes = metrics.with_name("codes.npz")
+        ended = (codes if codes.exists() else metrics).stat().st_mtime
+        began = ended - seconds
+        overlap = sum(max(0.0, min(ended, end) - max(began, start)) for start, end in spans)
         if overlap > 0:
             rows.append({"run": metrics.parent.relative_to(run_dir).as_posix(),
-                         "start": datetime.fromtimestamp(began, tz=timezone.utc).strftime("%H:%M:%S"),
-                         "end": ended.strftime("%H:%M:%S"), "train_seconds": round(seconds, 1),
+                         "start": _utc(began), "end": _utc(ended), "train_seconds": round(seconds, 1),
                          "overlap_seconds": round(overlap, 1)})
     columns = ["run", "start", "end", "train_seconds", "overlap_seconds"]
     return pd.DataFrame(rows, columns=columns).sort_values("overlap_seconds", ascending=False, ignore_index=True)
 
 
+def _utc(moment: float) -> str:
+    return datetime.fromtimestamp(moment, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def move_runs(run_dir: str | Path, runs: list[str], target: str | Path) -> list[Path]:
-    """Move each run folder (relative to ``run_dir``) to the same relative path under ``target``; refuses to
-    overwrite a folder already there."""
-    moved = []
-    for relative in runs:
-        destination = Path(target) / relative
-        if destination.exists():
-            raise SystemExit(f"{destination} exists already; pick another --move-to folder.")
+    """Move each run folder (relative to ``run_dir``) to the same relative path under ``target``; refuses, before
+    moving any, when a folder is already there."""
+    destinations = [Path(target) / relative for relative in runs]
+    taken = [str(path) for path in destinations if path.exists()]
+    if taken:
+        raise SystemExit(f"{', '.join(taken)} exist(s) already; nothing moved: pick another --move-to folder.")
+    for relative, destination in zip(runs, destinations, strict=True):
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(Path(run_dir) / relative), str(destination))
-        moved.append(destination)
-    return moved
+    return destinations
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     windows = [(parse_time(start), parse_time(end)) for start, end in args.window]
     table = overlapping_runs(args.run_dir, windows)
     print(f"## finished runs of {args.run_dir} whose training overlapped "
-          + ", ".join(f"{start:%Y-%m-%d %H:%M:%S}-{end:%H:%M:%S} UTC" for start, end in windows))
+          + ", ".join(f"{_utc(start)} to {_utc(end)}" for start, end in merged(windows)) + " (UTC)")
     print(table.to_string(index=False) if len(table) else "none")
     if args.move_to and len(table):
         for path in move_runs(args.run_dir, table["run"].tolist(), args.move_to):

@@ -1,8 +1,8 @@
 """Which learning rate does a method need? Validation mAP and training hit rate per method and learning rate.
 
 For each method (16 bits, seed 0 unless told otherwise) it trains one hashing run per learning rate of
-``--lrs``, each at the method's own budget in the preset (``Preset.method_config``: its epochs, its other
-fields), everything else equal (stages 1 and 2 are shared and cached), and prints per learning rate the
+``--lrs``, each at the method's own budget in the preset at the code length (``Preset.own_fields``: its epochs,
+its other fields), everything else equal (stages 1 and 2 are shared and cached), and prints per learning rate the
 **validation** split's tie-aware mAP@ALL at the selected epoch (``val_tie_aware_mAP@ALL`` of ``metrics.json``)
 and the training center hit rate (did the network reach its targets: :mod:`shc.reachability`), then the
 learning rate with the highest validation mAP. Like the doubling rule (``standard_convergence.py``), the choice

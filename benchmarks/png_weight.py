@@ -8,7 +8,8 @@ change to see the saving a build gets.
 
 ``--colours 128 64`` adds a lossy question: each figure quantised to a palette of that many colours (Pillow's
 maximum coverage, as ``compact_png`` does past 256), then oxipng at level 2; its row also gives the largest change of
-any pixel's channel (of 255) and the share of pixels that moved, so the bytes saved can be weighed against the picture.
+any pixel's channel (of 255) and the share of a figure's pixels that moved (the mean over the figures), so the
+bytes saved can be weighed against the picture.
 
 Run: ``python benchmarks/png_weight.py [--reports reports] [--presets quick ...] [--levels 1 2 4] [--colours 128]``.
 """

@@ -19,7 +19,9 @@ The configuration is ``shc.pipeline.preset("standard")`` when the pipeline has t
 Run: ``python benchmarks/standard_convergence.py [--preset standard] [--epochs E] [--methods random csq mds shc]
 [--run-dir DIR] [--jobs 2]``. The doubling rule is applied to the primary metric, the tie-aware mAP@ALL
 on the validation split (``shc.evaluation``). A method with its own fields in the
-preset (``Preset.method_config``) is run with them, except its epochs: E and 2E are what is tested.
+preset at the code length (``Preset.own_fields``: ``method_config``, then ``bits_config``) is run with them, except
+its epochs: E and 2E are what is tested. E defaults to the preset's epochs, not a method's own budget: to test a
+method at its budget (``standard-fine``'s LTH: 480, 960 at 64 bits), pass ``--epochs``.
 """
 
 from __future__ import annotations

@@ -859,7 +859,10 @@ def test_clock_overlap_lists_the_runs_whose_training_met_a_window_and_moves_them
         folder = tmp_path / "runs" / relative
         folder.mkdir(parents=True)
         (folder / "metrics.json").write_text(json.dumps({"train_seconds": seconds}))
-        os.utime(folder / "metrics.json", (end, end))
+        (folder / "codes.npz").write_bytes(b"")
+        os.utime(folder / "codes.npz", (end, end))
+    # metrics.json rewritten long after the run (a re-evaluation): the end is codes.npz's time, written once
+    os.utime(tmp_path / "runs" / "a/seed1/stage3-mds-16bit-3" / "metrics.json", (window_start + 100,) * 2)
     (tmp_path / "runs" / "a" / "seed0" / "stage2-shc-16bit-4").mkdir()  # not a hashing run
     start = "2027-01-15T08:00:00Z"
     assert clock.main([str(tmp_path / "runs"), "--window", start, "2027-01-15T08:10:00",
@@ -871,6 +874,17 @@ def test_clock_overlap_lists_the_runs_whose_training_met_a_window_and_moves_them
     assert table["run"].tolist() == ["a/seed0/stage3-csq-16bit-1", "a/seed0/stage3-lth-16bit-2"]
     assert table["overlap_seconds"].tolist() == [100.0, 60.0]
     assert sorted(p.name for p in (tmp_path / "runs").glob("*/*/stage3-*")) == ["stage3-mds-16bit-3"]
+    # overlapping windows are merged: no second counts twice
+    twice = clock.overlapping_runs(tmp_path / "aside", [
+        (clock.parse_time(start), clock.parse_time("2027-01-15T08:10:00Z")),
+        (clock.parse_time("2027-01-15T08:04:00Z"), clock.parse_time("2027-01-15T08:06:00Z"))])
+    assert twice["overlap_seconds"].tolist() == [100.0, 60.0]
+    # a move that would overwrite a folder moves nothing
+    (tmp_path / "again" / "a/seed0/stage3-lth-16bit-2").mkdir(parents=True)
+    with pytest.raises(SystemExit, match="nothing moved"):
+        clock.move_runs(tmp_path / "aside", ["a/seed0/stage3-csq-16bit-1", "a/seed0/stage3-lth-16bit-2"],
+                        tmp_path / "again")
+    assert (tmp_path / "aside" / "a/seed0/stage3-csq-16bit-1").is_dir()
     with pytest.raises(SystemExit, match="not after the start"):
         clock.overlapping_runs(tmp_path / "runs", [(clock.parse_time(start), clock.parse_time(start))])
     with pytest.raises(SystemExit, match="not an ISO 8601 time"):

@@ -175,6 +175,7 @@ def test_budget_phrase_names_the_code_length_whose_budget_differs():
     # the most common budget of a method is its usual one; on a tie, the shortest code length's
     assert budget_phrase({"a": {16: 80, 32: 160}, "b": {16: 80, 32: 80}, "c": {16: 80, 32: 80}}) == (
         "80 epochs, 80 for a (160 at 32 bits)")
+    assert budget_phrase({"a": {16: 80, 32: 80}, "b": [80], "c": [160]}) == "80 epochs, 160 for c"  # forms mix
     mixed = [c for c in configs if c.method == "lth"] + [configs[0].replace(method="lth", epochs=7)]
     with pytest.raises(ValueError, match="several budgets at one code length"):
         budgets_by_bits(mixed, ["lth"])

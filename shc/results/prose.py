@@ -59,10 +59,12 @@ def budgets_by_bits(configs: Sequence[Any], methods: Sequence[str],
 
 
 def _budget_key(value: Sequence[int] | Mapping[int, int]) -> tuple:
-    """A hashable budget: ``(epochs...,)`` for a sequence; for a mapping code length -> epochs, the most common
-    epochs (on a tie, the shortest code length's) and the code lengths that differ from it."""
+    """A hashable budget: for a mapping code length -> epochs, the most common epochs (on a tie, the shortest code
+    length's) and the code lengths that differ from it; a sequence of one budget is the same key as a mapping with
+    that budget at every length, a sequence of several is read ``80/160``."""
     if not isinstance(value, Mapping):
-        return ("list", tuple(value))
+        value = tuple(value)
+        return ("bits", value[0], ()) if len(value) == 1 else ("list", value)  # one budget: as a mapping's
     if not value:
         raise ValueError("budget_phrase: a method's mapping of code lengths to epochs is empty.")
     by_bits = dict(sorted(value.items()))
