@@ -7,6 +7,9 @@ newer version); its training began about ``train_seconds`` before (evaluation af
 seconds late). Every finished run whose interval ``[end - train_seconds, end]`` meets one of the ``--window``
 intervals (merged where they overlap, so no second is counted twice) is listed; ``--move-to DIR`` moves those
 folders there, under the same relative path, so that the grid's command trains them again (the rest stays cached).
+A run resumed from its checkpoint by a later process (``resumed_after_epoch`` > 0 in its ``metrics.json``) trained
+its first epochs at an unknown earlier time, so its interval is taken from its ``config.json`` (written when it was
+first started) to its end, gap included: it is listed whenever any part of that span met a window.
 A run still training has no ``metrics.json`` yet: check again when the grid has finished.
 
 Run: ``python benchmarks/clock_overlap.py RUN_DIR --window START END [--window START END ...] [--move-to DIR]``,
@@ -48,21 +51,25 @@ def merged(windows: list[tuple[datetime, datetime]]) -> list[tuple[float, float]
 
 def overlapping_runs(run_dir: str | Path, windows: list[tuple[datetime, datetime]]) -> pd.DataFrame:
     """One row per finished stage-3 run under ``run_dir`` whose training interval meets a window: its folder
-    (relative to ``run_dir``), start, end (UTC), ``train_seconds`` and the seconds of overlap, longest first. The end
-    is ``codes.npz``'s time (``metrics.json``'s for a folder without one)."""
+    (relative to ``run_dir``), start, end (UTC), ``train_seconds``, ``resumed_after_epoch`` and the seconds of overlap,
+    longest first. The end is ``codes.npz``'s time (``metrics.json``'s for a folder without one); a resumed run starts
+    at its ``config.json``'s time."""
     spans = merged(windows)
     rows = []
     for metrics in sorted(Path(run_dir).glob("**/stage3-*/metrics.json")):
-        seconds = float(json.loads(metrics.read_text())["train_seconds"])
+        record = json.loads(metrics.read_text())
+        seconds, resumed = float(record["train_seconds"]), int(record.get("resumed_after_epoch", 0))
         codes = metrics.with_name("codes.npz")
         ended = (codes if codes.exists() else metrics).stat().st_mtime
         began = ended - seconds
+        if resumed and metrics.with_name("config.json").exists():  # first epochs in an earlier process
+            began = min(began, metrics.with_name("config.json").stat().st_mtime)
         overlap = sum(max(0.0, min(ended, end) - max(began, start)) for start, end in spans)
         if overlap > 0:
             rows.append({"run": metrics.parent.relative_to(run_dir).as_posix(),
                          "start": _utc(began), "end": _utc(ended), "train_seconds": round(seconds, 1),
-                         "overlap_seconds": round(overlap, 1)})
-    columns = ["run", "start", "end", "train_seconds", "overlap_seconds"]
+                         "resumed_after_epoch": resumed, "overlap_seconds": round(overlap, 1)})
+    columns = ["run", "start", "end", "train_seconds", "resumed_after_epoch", "overlap_seconds"]
     return pd.DataFrame(rows, columns=columns).sort_values("overlap_seconds", ascending=False, ignore_index=True)
 
 

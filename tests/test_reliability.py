@@ -265,6 +265,28 @@ def test_an_interrupted_jobs_grid_resumes_with_the_planned_threads_and_the_same_
                {k: v for k, v in after.items() if k != "train_seconds"}
 
 
+def test_a_resumed_stage3_counts_the_epochs_an_earlier_process_trained(tmp_path):
+    """A grid killed mid-run resumes it from last.pt; its train_seconds used to be only the resumed process's
+    clock (a run killed in its last epoch reported almost nothing). Here the whole training is in last.pt, so the
+    rerun trains no epoch: its clock must still hold the epochs' seconds from history.json."""
+    from shc.pipeline import RunConfig, run_grid, stage_directories
+
+    options = {"num_classes": 6, "train_per_class": 8, "val_per_class": 2, "query_per_class": 2,
+               "database_per_class": 4}
+    config = RunConfig(method="csq", epochs=2, eval_every=1, bits=16, precision="fp32", dataset_options=options,
+                       run_dir=str(tmp_path))
+    run_grid([config], progress=False, jobs=1)
+    folder = stage_directories(config)["stage3"]
+    assert json.loads((folder / "metrics.json").read_text())["resumed_after_epoch"] == 0
+    (folder / "metrics.json").unlink()  # killed after training, before its outputs were written
+    (folder / "codes.npz").unlink()
+    run_grid([config], progress=False, jobs=1)
+    metrics = json.loads((folder / "metrics.json").read_text())
+    rows = json.loads((folder / "train" / "history.json").read_text())["rows"]
+    assert [row["epoch"] for row in rows] == [1, 2] and metrics["resumed_after_epoch"] == 2
+    assert metrics["train_seconds"] >= sum(row["seconds"] + row["eval_seconds"] for row in rows) > 0
+
+
 def test_the_data_cache_of_a_process_sees_images_added_removed_or_edited(tmp_path):
     """A notebook: load (or run) an image-folder config, change the images, run again. The per-process cache
     used to return the splits of the old files, so the stage folders (and centers) of the old data came back."""

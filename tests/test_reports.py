@@ -885,6 +885,19 @@ def test_clock_overlap_lists_the_runs_whose_training_met_a_window_and_moves_them
         clock.move_runs(tmp_path / "aside", ["a/seed0/stage3-csq-16bit-1", "a/seed0/stage3-lth-16bit-2"],
                         tmp_path / "again")
     assert (tmp_path / "aside" / "a/seed0/stage3-csq-16bit-1").is_dir()
+    # a resumed run trained its first epochs in an earlier process: from its config.json (before the window) to its
+    # end (after it), its 50 s clock does not place it, the span does
+    resumed = tmp_path / "runs" / "a/seed2/stage3-csq-16bit-5"
+    resumed.mkdir(parents=True)
+    (resumed / "metrics.json").write_text(json.dumps({"train_seconds": 50.0, "resumed_after_epoch": 7}))
+    (resumed / "config.json").write_text("{}")
+    os.utime(resumed / "config.json", (window_start - 1000,) * 2)
+    (resumed / "codes.npz").write_bytes(b"")
+    os.utime(resumed / "codes.npz", (window_start + 3600,) * 2)
+    listed = clock.overlapping_runs(tmp_path / "runs", [(clock.parse_time(start),
+                                                         clock.parse_time("2027-01-15T08:10:00Z"))])
+    assert listed["run"].tolist() == ["a/seed2/stage3-csq-16bit-5"] and listed["resumed_after_epoch"].tolist() == [7]
+    assert listed["overlap_seconds"].tolist() == [600.0]
     with pytest.raises(SystemExit, match="not after the start"):
         clock.overlapping_runs(tmp_path / "runs", [(clock.parse_time(start), clock.parse_time(start))])
     with pytest.raises(SystemExit, match="not an ISO 8601 time"):

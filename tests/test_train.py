@@ -157,6 +157,38 @@ def test_resume_after_interruption_gives_bit_identical_weights(tmp_path, precisi
     assert [row["loss"] for row in resumed.rows] == [row["loss"] for row in reference.rows]
 
 
+class SlowCrossEntropy(CrossEntropy):
+    """Cross-entropy that sleeps ``pause`` seconds per step: an earlier process's epochs with a known minimum."""
+
+    def __init__(self, pause: float, fail_at_step: int | None = None) -> None:
+        super().__init__()
+        self.pause, self.fail_at_step, self.calls = pause, fail_at_step, 0
+
+    def forward(self, outputs, labels, indices):
+        import time
+
+        self.calls += 1
+        if self.calls == self.fail_at_step:
+            raise KeyboardInterrupt("simulated interruption")
+        time.sleep(self.pause)
+        return super().forward(outputs, labels, indices)
+
+
+def test_a_resumed_run_knows_the_seconds_an_earlier_process_spent(tmp_path):
+    # 5 steps per epoch; the first process sleeps 0.1 s per step and dies in epoch 2 (step 8): epoch 1 took >= 0.5 s
+    # in a process whose clock the resumed one never sees.
+    dataset, settings = IndexedTensors(*blobs()), config(epochs=3)
+    with pytest.raises(KeyboardInterrupt):
+        fit(mlp(), SlowCrossEntropy(0.1, fail_at_step=8), dataset, settings, tmp_path / "a", progress=False)
+    resumed = fit(mlp(), CrossEntropy(), dataset, settings, tmp_path / "a", progress=False)
+    uninterrupted = fit(mlp(), CrossEntropy(), dataset, settings, tmp_path / "b", progress=False)
+    assert resumed.resumed_after == 1 and [row["epoch"] for row in resumed.rows] == [1, 2, 3]
+    assert resumed.seconds_before_resume() == resumed.rows[0]["seconds"] >= 0.5
+    assert resumed.rows[1]["seconds"] < 0.5  # the fast epochs are not counted in
+    assert uninterrupted.resumed_after == 0 and uninterrupted.seconds_before_resume() == 0.0
+    assert History.load(tmp_path / "a").resumed_after == 1  # history.json says the run was resumed
+
+
 def test_a_finished_run_is_not_trained_again(tmp_path):
     dataset = IndexedTensors(*blobs())
     model = mlp()

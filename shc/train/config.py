@@ -172,6 +172,9 @@ class History:
         The metric used for selection (None without evaluate).
     selected : {"best", "final"}
         Which weights ``fit`` left in the model.
+    resumed_after : int
+        Epochs an earlier process had completed when this one resumed from ``last.pt`` (0: trained in one go).
+        A resumed process's wall clock covers only its own epochs; :meth:`seconds_before_resume` adds the rest.
     """
 
     rows: list[dict[str, float]] = field(default_factory=list)
@@ -179,6 +182,14 @@ class History:
     best_metric: float | None = None
     select_metric: str | None = None
     selected: str = "final"
+    resumed_after: int = 0
+
+    def seconds_before_resume(self) -> float:
+        """Training and evaluation seconds of the epochs an earlier process completed (0.0 when none), as
+        their history rows recorded them: what a run's ``train_seconds`` adds to the resumed process's own
+        clock, so that an interrupted run does not report only the time after its last resume."""
+        return float(sum(row["seconds"] + row.get("eval_seconds", 0.0)
+                         for row in self.rows if row["epoch"] <= self.resumed_after))
 
     def __len__(self) -> int:
         return len(self.rows)

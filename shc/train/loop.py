@@ -359,6 +359,7 @@ def _fit(
     start_epoch, history = _resume(state, last_path, identity, config, ranks)
     if history is None:
         history = History()
+    history.resumed_after = start_epoch
     if evaluate is not None:
         history.select_metric = config.select_metric
 
