@@ -133,7 +133,7 @@ def test_every_figure_and_table_is_written(batch):
                 assert path.is_file() and path.stat().st_size > 1000, path
         page = (_report(batch, stem) / f"{stem}-report.html").read_text(encoding="utf-8")
         for png in (_report(batch, stem) / "figures").glob("*.png"):  # every figure has the data it draws
-            data = [png.with_suffix(".csv"), png.with_suffix(".csv.gz")]
+            data = [png.with_suffix(suffix) for suffix in plots.DATA_SUFFIXES]
             if not any(path.is_file() for path in data):  # or names, in its alt text, the table that holds it
                 alt = re.search(rf'<img alt="([^"]*)"[^>]*src="figures/{re.escape(png.name)}"', page).group(1)
                 named = re.search(r"The plotted numbers are in ((?:tables|figures)/[\w.-]+?)\.$", alt)
@@ -563,7 +563,8 @@ def test_every_csv_is_linked_from_its_page_and_the_index_and_every_table_is_in_t
         page_links = set(re.findall(r'href="([^"]+)"', page))
         assert {"../index.html", "run.json"} <= page_links and f"../{reports.BUNDLE_FILE}" not in page_links, stem
         record = json.loads((folder / "run.json").read_text())
-        csvs = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.name.endswith((".csv", ".csv.gz")))
+        csvs = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                      if p.name.endswith(plots.DATA_SUFFIXES))
         assert csvs and sorted(record["files"]["tables"] + record["files"]["figure_data"]) == csvs, stem
         for name in csvs:
             assert name in page_links, (stem, name)

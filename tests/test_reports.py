@@ -588,7 +588,8 @@ def test_published_files_agree_with_the_repository_gitignore(tmp_path):
         pytest.skip("needs the git checkout")
     names = ["index.html", "00_a/00_a-report.html", "00_a/00_a.html", "00_a/00_a.ipynb", "00_a/kernel.log",
              "00_a/run.json", "00_a/summary.json", "00_a/figures/x.png", "00_a/figures/x.svg", "00_a/figures/x.csv",
-             "00_a/figures/x.csv.gz", "00_a/tables/t.csv", "bundle.zip", "00_a/bits-16/00_a-report.html",
+             "00_a/figures/x.csv.gz", "00_a/figures/x.csv.xz",
+             "00_a/tables/t.csv", "bundle.zip", "00_a/bits-16/00_a-report.html",
              "00_a/bits-16/00_a.html", "00_a/.lock", "00_a/00_a.failed.html", "00_a/00_a.failed.ipynb"]
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *[f"reports/quick/{n}" for n in names]],
                              cwd=repository, capture_output=True, text=True).stdout.split()
@@ -689,6 +690,35 @@ def _benchmark(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module, script
+
+
+def test_data_weight_reads_gzip_and_xz_tables_and_compares_the_two(tmp_path, capsys):
+    """benchmarks/data_weight.py: a set built before the switch (gzip) and one since (xz) give the same row for the
+    same table; the sizes are those of gzip -9 and xz of the CSV text, computed here by hand."""
+    import gzip
+    import lzma
+
+    import pandas as pd
+
+    weight, _ = _benchmark("data_weight")
+    rng = np.random.default_rng(0)
+    text = pd.DataFrame({"method": ["csq", "shc"] * 800, "value": rng.random(1600).round(4)}).to_csv(index=False)
+    for name, data in (("old", gzip.compress(text.encode(), mtime=0)), ("new", lzma.compress(text.encode()))):
+        figures = tmp_path / "reports" / name / "01_x" / "figures"
+        figures.mkdir(parents=True)
+        (figures / f"curve.csv{'.gz' if name == 'old' else '.xz'}").write_bytes(data)
+        (figures / "small.csv").write_text("a\n1\n")  # plain tables are not counted
+        (tmp_path / "reports" / name / "index.html").write_text("<html></html>")
+    old, new = (weight.data_weight(tmp_path / "reports" / name) for name in ("old", "new"))
+    assert {k: v for k, v in old.items() if k not in ("preset", "gzip s", "xz s")} == \
+           {k: v for k, v in new.items() if k not in ("preset", "gzip s", "xz s")}
+    assert old["files"] == 1 and old["CSV MB"] == len(text) / 1e6
+    assert old["gzip -9 MB"] == len(gzip.compress(text.encode(), compresslevel=9, mtime=0)) / 1e6
+    assert old["xz MB"] == len(lzma.compress(text.encode(), preset=6)) / 1e6 < old["gzip -9 MB"]
+    assert weight.main(["--reports", str(tmp_path / "reports"), "--presets", "old", "new"]) == 0
+    assert "total      2" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match=r"no built report folder for \['q'\]"):
+        weight.main(["--reports", str(tmp_path / "reports"), "--presets", "q"])
 
 
 def test_regeneration_bound_packs_only_a_sets_committed_files_and_stores_a_copy_once(tmp_path):

@@ -518,7 +518,7 @@ def gram_frames(similarity, centers_by_method: Mapping[str, np.ndarray], names=N
     :func:`shc.plots.matrix_frame` writes it (``source`` "S"), then each method's centers, a line a class
     (``source`` the method, ``row`` the class, ``code`` its q bits as ``+``/``-``), from which
     :func:`gram_from_frame` rebuilds the method's H H^T / q exactly. A class's code is q characters instead of C
-    numbers: with `standard-fine`'s S (C = 333) and five 32-bit center sets the gzipped file is about 120 KB, against
+    numbers: with `standard-fine`'s S (C = 333) and five 32-bit center sets the file is about 120 KB gzipped, against
     about 295 KB with the Gram matrices written out (S alone: about 99 KB; issue 38).
 
     ``include_similarity=False`` leaves S out (the centers only), for a page that saved S already: pass that file

@@ -6,7 +6,7 @@ doubled the tables' weight in the repository's history at every regeneration (is
 build without ``--bundle`` removes the zip of an earlier build, which would describe other pages; the reading pages do
 not link it, the index does when it is there.
 
-The figure data (``figures/*.csv.gz``, the numbers each figure draws) stay beside their figures, linked from their
+The figure data (``figures/*.csv.xz``, the numbers each figure draws) stay beside their figures, linked from their
 page and the index, and are not repeated in the bundle: at 333 classes they weigh 23 MB, and a second copy would
 push a preset's committed reports past 20 MB."""
 
@@ -22,7 +22,7 @@ from shc.reports.execute import BUNDLE_FILE
 
 __all__ = ["bundle_members", "write_bundle"]
 
-_MEMBERS = (".csv", ".csv.gz", "run.json", "summary.json", "findings.json")
+_MEMBERS = (".csv", ".csv.xz", ".csv.gz", "run.json", "summary.json", "findings.json")
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed member times: the same files give the same bytes (clean diffs)
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import fnmatch
 import gzip
+import lzma
 import json
 import os
 import re
@@ -316,10 +317,12 @@ def _relative_target(url: str) -> str | None:
 # ------------------------------------------------------------------------------------------------------------
 def _read_text(path: Path) -> str | None:
     try:
+        if path.suffix == ".xz":
+            return lzma.decompress(path.read_bytes()).decode("utf-8")
         if path.suffix == ".gz":
             return gzip.decompress(path.read_bytes()).decode("utf-8")
         return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile):
+    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile, lzma.LZMAError):
         return None
 
 
@@ -553,7 +556,7 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
                         yield Problem(relative, "dead-link", f"files[{key!r}] names {one}, which is not published")
 
 
-_DATA_SUFFIXES = (".csv", ".csv.gz")
+_DATA_SUFFIXES = (".csv", ".csv.xz", ".csv.gz")  # shc.plots.DATA_SUFFIXES (xz since 2026-11-29)
 
 
 def _duplicate_data(folder: Path, published: set[str]) -> Iterator[Problem]:

@@ -106,14 +106,15 @@ def correction_note(stamp: str, old: str, why: str) -> str:
 
 
 def _published(page_dir: Path, name: str) -> str:
-    """``name`` as the page published it: a table is gzipped past a size (``shc.plots.compressed``), so a smaller
-    preset's page holds ``x.csv`` where a larger one holds ``x.csv.gz``."""
-    plain = name.removesuffix(".gz")
-    for candidate in (name, plain, plain + ".gz"):
+    """``name`` as the page published it: a table is compressed past a size (``shc.plots.compressed``), as gzip in
+    sets built before 2026-11-29 and as xz since, so a page may hold ``x.csv``, ``x.csv.gz`` or ``x.csv.xz``."""
+    plain = name.removesuffix(".gz").removesuffix(".xz")
+    for candidate in (name, plain, plain + ".xz", plain + ".gz"):
         if (page_dir / candidate).is_file():
             return candidate
-    raise FileNotFoundError(f"{page_dir.name}: neither {plain} nor {plain}.gz is published beside the page; the "
-                            "finding cannot be derived from it (rebuild the page with python -m shc.reports).")
+    raise FileNotFoundError(f"{page_dir.name}: none of {plain}, {plain}.xz or {plain}.gz is published beside the "
+                            "page; the finding cannot be derived from it (rebuild the page with python -m "
+                            "shc.reports).")
 
 
 def _insert_finding(text: str, page_dir: Path, correction: Correction, stamp: str) -> str:

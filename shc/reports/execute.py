@@ -363,7 +363,7 @@ def _data_files(folder: Path) -> dict[str, list[str]]:
     found = {}
     for key, sub in (("tables", "tables"), ("figure_data", "figures")):
         names = sorted(path.relative_to(folder).as_posix() for path in (folder / sub).glob("*")
-                       if path.name.endswith((".csv", ".csv.gz")))
+                       if path.name.endswith((".csv", ".csv.xz", ".csv.gz")))
         if names:
             found[key] = names
     if (folder / "summary.json").is_file():
