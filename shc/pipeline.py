@@ -286,8 +286,9 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
                        **{key: metrics[key] for key in _REACH_ROW_KEYS if key in metrics},
                        **{key: metrics[key] for key in UNSEEN_KEYS if key in metrics},
                        "train_seconds": metrics["train_seconds"]}
-        if seconds > 0:
-            trained.append((config.epochs, seconds))
+        epochs = config.epochs - int(metrics.get("resumed_after_epoch", 0))  # a resumed run trained only the rest
+        if seconds > 0 and epochs > 0:
+            trained.append((epochs, seconds))
         if progress and is_main():
             done = sum(row is not None for row in rows)
             left = [configs[i].epochs for i, row in enumerate(rows) if row is None and i not in failed_at]

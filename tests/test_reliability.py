@@ -268,7 +268,7 @@ def test_an_interrupted_jobs_grid_resumes_with_the_planned_threads_and_the_same_
 def test_a_resumed_stage3_counts_the_epochs_an_earlier_process_trained(tmp_path):
     """A grid killed mid-run resumes it from last.pt; its train_seconds used to be only the resumed process's
     clock (a run killed in its last epoch reported almost nothing). Here the whole training is in last.pt, so the
-    rerun trains no epoch: its clock must still hold the epochs' seconds from history.json."""
+    rerun trains no epoch: its clock must still hold the first process's, which the checkpoint keeps."""
     from shc.pipeline import RunConfig, run_grid, stage_directories
 
     options = {"num_classes": 6, "train_per_class": 8, "val_per_class": 2, "query_per_class": 2,
@@ -285,6 +285,9 @@ def test_a_resumed_stage3_counts_the_epochs_an_earlier_process_trained(tmp_path)
     rows = json.loads((folder / "train" / "history.json").read_text())["rows"]
     assert [row["epoch"] for row in rows] == [1, 2] and metrics["resumed_after_epoch"] == 2
     assert metrics["train_seconds"] >= sum(row["seconds"] + row["eval_seconds"] for row in rows) > 0
+    import torch
+
+    assert metrics["train_seconds"] >= torch.load(folder / "train" / "last.pt", weights_only=True)["elapsed_seconds"]
 
 
 def test_the_data_cache_of_a_process_sees_images_added_removed_or_edited(tmp_path):
@@ -370,15 +373,17 @@ def test_a_damaged_artifact_is_moved_aside_and_recomputed_from_the_last_intact_s
     before = run(config).metrics
     folder = stage_directories(config)[stage]
     trained = (stage_directories(config)["stage3"] / "train" / "last.pt").stat().st_mtime_ns
+    first_start = (folder / "config.json").stat().st_mtime_ns
     _cut(folder / name)
     with pytest.warns(UserWarning, match=rf"{name} does not parse .*: moved {folder.name} aside to .*damaged-"):
         rows = run_grid([config], progress=False)
     aside = [path for path in folder.parent.iterdir() if path.name.startswith(f"damaged-{folder.name}-")]
     assert len(aside) == 1 and len((aside[0] / name).read_bytes()) < len((folder / name).read_bytes())
     after = json.loads((stage_directories(config)["stage3"] / "metrics.json").read_text())
-    timings = {"train_seconds"}
+    timings = {"train_seconds", "resumed_after_epoch"}  # a recomputed stage 3 resumes its finished training
     assert {k: v for k, v in after.items() if k not in timings} == {k: v for k, v in before.items() if k not in timings}
     assert rows[0]["mAP@ALL"] == before["mAP@ALL"]
+    assert (folder / "config.json").stat().st_mtime_ns == first_start  # the stage's first start (clock_overlap)
     if stage == "stage3":  # the training resumed from train/last.pt (its last epoch): nothing was trained again
         assert (folder / "train" / "last.pt").stat().st_mtime_ns == trained and not (aside[0] / "train").exists()
     from shc.results import load_metrics

@@ -857,6 +857,8 @@ def test_report_weight_counts_the_second_copies_the_cuts_leave_out(tmp_path):
     (folder / "index.html").write_text("<html></html>", encoding="utf-8")
     (folder / "bundle.zip").write_bytes(b"z" * 1234)
     (folder / "00_center_geometry" / "figures" / "similarity.csv.gz").write_bytes(b"s" * 567)
+    gram = folder / "00_center_geometry" / "figures" / "similarity_vs_gram.csv.gz"  # a set before the cut: S repeated
+    gram.write_bytes(gzip.compress(b"source,row,code\nS,c0,\ncsq,c0,+-\n", mtime=0))
     rng = np.random.default_rng(0)
     rows = pd.DataFrame({"source": ["data-dependent S"] * 50 + ["text S"] * 50, "row": [f"c{i}" for i in range(100)],
                          "a": rng.random(100).round(3), "b": rng.random(100).round(3)})
@@ -868,7 +870,16 @@ def test_report_weight_counts_the_second_copies_the_cuts_leave_out(tmp_path):
     assert cuts["S in 01 sources"] == sources.stat().st_size - rest > 0
     assert cuts["cut (MiB)"] == round((1234 + 567 + cuts["S in 01 sources"]) / 2**20, 3)
     (folder / "bundle.zip").unlink()  # a folder built since: nothing left to cut there
-    assert weight.preset_cuts(folder)["bundle.zip"] == 0
+    from shc import plots
+
+    gram.unlink()
+    plots.save_table(pd.DataFrame({"source": ["csq"] * 2000, "row": "c0", "code": "+-"}),
+                     gram.with_name("similarity_vs_gram"))  # xz since 2026-11-29, the centers only
+    kept = rows[rows["source"] == "text S"]
+    sources.unlink()
+    plots.save_table(kept.loc[kept.index.repeat(20)], sources.with_name("similarity_sources"))
+    assert [weight.preset_cuts(folder)[key] for key in ("bundle.zip", "S in 01 sources", "S in 00 Gram data")] == \
+           [0, 0, 0]
     done = subprocess.run([sys.executable, str(script), "--reports", str(tmp_path / "reports"), "--presets", "p", "q"],
                           capture_output=True, text=True)
     assert done.returncode != 0 and "no built report folder for ['q']" in done.stderr

@@ -175,18 +175,47 @@ class SlowCrossEntropy(CrossEntropy):
 
 
 def test_a_resumed_run_knows_the_seconds_an_earlier_process_spent(tmp_path):
-    # 5 steps per epoch; the first process sleeps 0.1 s per step and dies in epoch 2 (step 8): epoch 1 took >= 0.5 s
-    # in a process whose clock the resumed one never sees.
+    # 5 steps per epoch; the first process sleeps 0.1 s per step and dies in epoch 2 (step 8): by its checkpoint after
+    # epoch 1 it had spent >= 0.5 s, in a clock the resumed process never sees.
+    import time
+
     dataset, settings = IndexedTensors(*blobs()), config(epochs=3)
+    began = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
         fit(mlp(), SlowCrossEntropy(0.1, fail_at_step=8), dataset, settings, tmp_path / "a", progress=False)
+    first_process = time.perf_counter() - began
     resumed = fit(mlp(), CrossEntropy(), dataset, settings, tmp_path / "a", progress=False)
     uninterrupted = fit(mlp(), CrossEntropy(), dataset, settings, tmp_path / "b", progress=False)
     assert resumed.resumed_after == 1 and [row["epoch"] for row in resumed.rows] == [1, 2, 3]
-    assert resumed.seconds_before_resume() == resumed.rows[0]["seconds"] >= 0.5
-    assert resumed.rows[1]["seconds"] < 0.5  # the fast epochs are not counted in
-    assert uninterrupted.resumed_after == 0 and uninterrupted.seconds_before_resume() == 0.0
+    assert resumed.rows[0]["seconds"] >= 0.5 and resumed.rows[1]["seconds"] < 0.5  # the fast epochs: not counted in
+    assert resumed.rows[0]["seconds"] <= resumed.resumed_seconds < first_process
+    assert uninterrupted.resumed_after == 0 and uninterrupted.resumed_seconds == 0.0
     assert History.load(tmp_path / "a").resumed_after == 1  # history.json says the run was resumed
+    # the clock adds up over resumes: a finished run entered again resumes after epoch 3 with at least all of it
+    again = fit(mlp(), CrossEntropy(), dataset, settings, tmp_path / "a", progress=False)
+    assert again.resumed_after == 3 and again.resumed_seconds >= resumed.resumed_seconds + resumed.rows[1]["seconds"]
+
+
+def test_a_checkpoint_without_a_clock_or_from_a_newer_version(tmp_path):
+    """A last.pt of format 1 (before 2026-11-29) kept no clock: its epochs' rows are summed. One of a newer format,
+    or a history with fields this version does not know, is refused with the fix (upgrade), not a TypeError."""
+    dataset = IndexedTensors(*blobs())
+    with pytest.raises(KeyboardInterrupt):  # dies in epoch 2: last.pt holds epoch 1
+        fit(mlp(), FailingCrossEntropy(8, "raise"), dataset, config(), tmp_path, progress=False)
+    checkpoint = torch.load(tmp_path / "last.pt", weights_only=True)
+    assert checkpoint["version"] == 2 and checkpoint["elapsed_seconds"] >= checkpoint["history"]["rows"][0]["seconds"]
+    old = {key: value for key, value in checkpoint.items() if key != "elapsed_seconds"}
+    old["version"] = 1
+    old["history"] = {key: value for key, value in checkpoint["history"].items() if not key.startswith("resumed_")}
+    torch.save(old, tmp_path / "last.pt")
+    row = checkpoint["history"]["rows"][0]
+    resumed = fit(mlp(), CrossEntropy(), dataset, config(), tmp_path, progress=False)
+    assert resumed.resumed_after == 1 and resumed.resumed_seconds == row["seconds"] + row.get("eval_seconds", 0.0)
+    torch.save({**checkpoint, "version": 3}, tmp_path / "last.pt")
+    with pytest.raises(ValueError, match=r"format 3, written by a newer version of shc .*upgrade shc"):
+        fit(mlp(), CrossEntropy(), dataset, config(epochs=4), tmp_path, progress=False)
+    with pytest.raises(ValueError, match=r"fields \['speed'\] was written by a newer version of shc"):
+        History.from_dict({**checkpoint["history"], "speed": 1.0})
 
 
 def test_a_finished_run_is_not_trained_again(tmp_path):

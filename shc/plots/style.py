@@ -3,7 +3,6 @@ figures (PNG + SVG + the CSV of what they plot) and tables atomically."""
 
 from __future__ import annotations
 
-import lzma
 import hashlib
 import io
 import os
@@ -452,6 +451,8 @@ def compress_table_bytes(data: bytes) -> bytes:
     table gives the same bytes on every run and a regenerated report adds no new blob for it. Preset 6 (liblzma's
     default: an 8 MiB dictionary, about 94 MiB to compress) compresses these files as small as preset 9 with its
     extreme flag (within 0.3%), with a seventh of the memory."""
+    import lzma  # here, not at import: a Python built without _lzma can still draw, and says so when it writes one
+
     return lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=6)
 
 
@@ -462,6 +463,8 @@ def read_table_text(path: str | os.PathLike) -> str:
     path = Path(path)
     data = path.read_bytes()
     if path.name.endswith(".xz"):
+        import lzma
+
         data = lzma.decompress(data)
     elif path.name.endswith(".gz"):
         data = gzip.decompress(data)

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import fnmatch
 import gzip
-import lzma
 import json
 import os
 import re
@@ -318,11 +317,16 @@ def _relative_target(url: str) -> str | None:
 def _read_text(path: Path) -> str | None:
     try:
         if path.suffix == ".xz":
-            return lzma.decompress(path.read_bytes()).decode("utf-8")
+            import lzma
+
+            try:
+                return lzma.decompress(path.read_bytes()).decode("utf-8")
+            except lzma.LZMAError:
+                return None
         if path.suffix == ".gz":
             return gzip.decompress(path.read_bytes()).decode("utf-8")
         return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile, lzma.LZMAError):
+    except (OSError, UnicodeDecodeError, EOFError, gzip.BadGzipFile):
         return None
 
 

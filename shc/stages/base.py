@@ -268,6 +268,8 @@ class Stage:
             directory.rename(target)
         directory.mkdir()
         write_json(directory / "config.json", read_identity(target))  # the stage's identity: cached() matched it
+        if (target / "config.json").exists():  # its time stays the stage's first start (clock_overlap reads it)
+            shutil.copystat(target / "config.json", directory / "config.json")
         kept = "from scratch"
         if self.training is not None and (target / self.training / "last.pt").exists():
             try:

@@ -101,7 +101,7 @@ def _fit_classifier(config: Any, classes: int, train, val, directory: Path, epoc
                     weights: str | None, progress: bool):
     """A classifier (backbone + FC, softmax cross-entropy) trained into ``directory/classifier``, selected on
     ``val``'s accuracy: stage 0's on its source task, stage 1's on the run's classes. (model, history, seconds);
-    the seconds of a resumed run include the epochs an earlier process completed (History.seconds_before_resume)."""
+    the seconds of a resumed run include what the earlier processes spent up to its checkpoint (History.resumed_seconds)."""
     from shc.losses import ClassificationLoss
     from shc.models import build_classifier
     from shc.train import fit, set_seed
@@ -112,7 +112,7 @@ def _fit_classifier(config: Any, classes: int, train, val, directory: Path, epoc
     history = fit(model, ClassificationLoss(), train, _train_config(config, epochs, lr, "accuracy"),
                   directory / "classifier", evaluate=lambda network: {"accuracy": _accuracy(network, val, config)},
                   progress=progress)
-    return model, history, time.perf_counter() - started + history.seconds_before_resume()
+    return model, history, time.perf_counter() - started + history.resumed_seconds
 
 
 # --------------------------------------------------------------------------------------------
@@ -405,9 +405,9 @@ class Hashing(Stage):
         started = time.perf_counter()
         history = fit(model, criterion, data.train, _train_config(config, config.epochs, config.lr, PRIMARY_METRIC),
                       directory / "train", evaluate=validate, progress=progress)
-        # a resumed run's clock: this process's, plus the epochs an earlier process completed (their rows)
+        # a resumed run's clock: this process's, plus what the earlier processes spent up to the checkpoint
         record = {"selected_epoch": history.best_epoch,
-                  "train_seconds": time.perf_counter() - started + history.seconds_before_resume(),
+                  "train_seconds": time.perf_counter() - started + history.resumed_seconds,
                   "resumed_after_epoch": history.resumed_after,
                   # the selection metric at the selected epoch, on the validation split: what the doubling rule
                   # reads (benchmarks/standard_convergence.py), so no budget is chosen on the query set

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from shc.train.config import History, TrainConfig
 
 
-CHECKPOINT_VERSION = 1
+#: 2 (2026-11-29): the checkpoint carries ``elapsed_seconds`` and its history ``resumed_after``/``resumed_seconds``
+CHECKPOINT_VERSION = 2
 
 
 _save_torch = save_torch
@@ -66,4 +67,7 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
                          "train that run again from its last intact state (or from scratch).") from None
     if not isinstance(checkpoint, dict):
         raise ValueError(f"checkpoint {path} does not hold a training checkpoint; delete it and rerun.")
+    if checkpoint.get("version", 1) > CHECKPOINT_VERSION:
+        raise ValueError(f"checkpoint {path} is format {checkpoint['version']}, written by a newer version of shc "
+                         f"(this one reads up to {CHECKPOINT_VERSION}); upgrade shc (pip install -U shc) to resume it.")
     return checkpoint

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,7 +175,11 @@ class History:
         Which weights ``fit`` left in the model.
     resumed_after : int
         Epochs an earlier process had completed when this one resumed from ``last.pt`` (0: trained in one go).
-        A resumed process's wall clock covers only its own epochs; :meth:`seconds_before_resume` adds the rest.
+    resumed_seconds : float
+        Wall-clock seconds the earlier processes spent in :func:`fit` up to that checkpoint (their epochs, evaluations,
+        epoch hooks and checkpoint writes; 0.0 when not resumed). A resumed process's own clock covers only its part,
+        so a run's ``train_seconds`` adds this (stages 0, 1 and 3). A checkpoint written before 2026-11-29 (format 1)
+        holds no clock: its epochs' ``seconds`` and ``eval_seconds`` rows are summed instead (hooks not counted).
     """
 
     rows: list[dict[str, float]] = field(default_factory=list)
@@ -183,13 +188,18 @@ class History:
     select_metric: str | None = None
     selected: str = "final"
     resumed_after: int = 0
+    resumed_seconds: float = 0.0
 
-    def seconds_before_resume(self) -> float:
-        """Training and evaluation seconds of the epochs an earlier process completed (0.0 when none), as
-        their history rows recorded them: what a run's ``train_seconds`` adds to the resumed process's own
-        clock, so that an interrupted run does not report only the time after its last resume."""
-        return float(sum(row["seconds"] + row.get("eval_seconds", 0.0)
-                         for row in self.rows if row["epoch"] <= self.resumed_after))
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> History:
+        """A history from :meth:`to_dict`'s form; a record of an older format lacks the later fields (their
+        defaults are taken)."""
+        names = {item.name for item in dataclasses.fields(cls)}
+        unknown = sorted(set(record) - names)
+        if unknown:
+            raise ValueError(f"a training history with fields {unknown} was written by a newer version of shc; "
+                             "upgrade shc (pip install -U shc) to read it.")
+        return cls(**record)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -210,4 +220,4 @@ class History:
         path = Path(run_dir) / "history.json"
         if not path.exists():
             raise FileNotFoundError(f"{path} does not exist: run fit(..., run_dir={str(run_dir)!r}) first.")
-        return cls(**json.loads(path.read_text()))
+        return cls.from_dict(json.loads(path.read_text()))

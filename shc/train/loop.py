@@ -220,7 +220,8 @@ def _prepare(
 
 def _resume(state: _TrainingState, last_path: Path, identity: dict[str, Any], config: TrainConfig,
             ranks: _Ranks) -> tuple[int, History | None]:
-    """Load ``last.pt`` if it exists (refusing another run's); returns (completed epochs, its history)."""
+    """Load ``last.pt`` if it exists (refusing another run's); returns (completed epochs, its history), the history
+    saying how many epochs and seconds the earlier processes had spent (``resumed_after``, ``resumed_seconds``)."""
     if not last_path.exists():
         return 0, None
     checkpoint = load_checkpoint(last_path)
@@ -236,7 +237,13 @@ def _resume(state: _TrainingState, last_path: Path, identity: dict[str, Any], co
             stacklevel=4,
         )
         set_seed(_derived_seed(config.seed, epoch, ranks.rank) % 2**32)
-    return epoch, History(**checkpoint["history"])
+    history = History.from_dict(checkpoint["history"])
+    history.resumed_after = epoch
+    if "elapsed_seconds" in checkpoint:
+        history.resumed_seconds = float(checkpoint["elapsed_seconds"])
+    else:  # format 1 kept no clock: its epochs' own rows (training and evaluation; hooks were not timed)
+        history.resumed_seconds = float(sum(row["seconds"] + row.get("eval_seconds", 0.0) for row in history.rows))
+    return epoch, history
 
 
 def _evaluate_and_select(
@@ -354,12 +361,12 @@ def _fit(
     if ranks.is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
 
+    started = time.perf_counter()  # this process's share of the run's clock (the checkpoint keeps the sum)
     set_seed(config.seed + ranks.rank)
     state = _prepare(model, criterion, config, device, precision, ranks)
     start_epoch, history = _resume(state, last_path, identity, config, ranks)
     if history is None:
         history = History()
-    history.resumed_after = start_epoch
     if evaluate is not None:
         history.select_metric = config.select_metric
 
@@ -381,7 +388,8 @@ def _fit(
         rng_states = _gather_rng(ranks)  # collective: every rank's state goes into rank 0's checkpoint
         if ranks.is_main:
             checkpoint = {"version": CHECKPOINT_VERSION, "identity": identity, "epoch": epoch,
-                          **state.state_dict(), "history": history.to_dict(), "rng": rng_states}
+                          **state.state_dict(), "history": history.to_dict(), "rng": rng_states,
+                          "elapsed_seconds": history.resumed_seconds + time.perf_counter() - started}
             _save_torch(checkpoint, last_path)
             _write_history(history, run_dir)
             if show:
