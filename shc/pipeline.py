@@ -298,6 +298,8 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
                 + (f", train center hit rate {metrics['train_center_hit_rate']:.3f}"
                    if "train_center_hit_rate" in metrics else "")
                 + f" ({'cached' if seconds == 0 else f'{seconds:.1f} s'}"
+                + (f", resumed after epoch {config.epochs - epochs}: {metrics['train_seconds']:.1f} s in all"
+                   if seconds > 0 and epochs < config.epochs else "")
                 + ("" if eta is None else f"; ETA {eta / 60:.1f} min") + ")"
                 + (f"; {len(failures)} failed" if failures else ""))
 

@@ -280,8 +280,10 @@ def test_a_resumed_stage3_counts_the_epochs_an_earlier_process_trained(tmp_path)
     assert json.loads((folder / "metrics.json").read_text())["resumed_after_epoch"] == 0
     (folder / "metrics.json").unlink()  # killed after training, before its outputs were written
     (folder / "codes.npz").unlink()
-    run_grid([config], progress=False, jobs=1)
+    lines = []
+    run_grid([config], progress=True, log=lines.append, jobs=1)
     metrics = json.loads((folder / "metrics.json").read_text())
+    assert f"resumed after epoch 2: {metrics['train_seconds']:.1f} s in all" in lines[-1]  # not only this process's
     rows = json.loads((folder / "train" / "history.json").read_text())["rows"]
     assert [row["epoch"] for row in rows] == [1, 2] and metrics["resumed_after_epoch"] == 2
     assert metrics["train_seconds"] >= sum(row["seconds"] + row["eval_seconds"] for row in rows) > 0
