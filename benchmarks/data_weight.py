@@ -12,18 +12,17 @@ Run: ``python benchmarks/data_weight.py [--reports reports] [--presets quick sta
 
 from __future__ import annotations
 
-import argparse
 import gzip
+import sys
 import time
 from pathlib import Path
 
-import pandas as pd
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shc.plots import read_table_text
-from shc.plots.style import compress_table_bytes
+from report_weight import preset_table  # noqa: E402  (the same --reports/--presets and total row)
 
-PRESETS = ("quick", "standard", "standard-pretrained", "standard-fine")
-
+from shc.plots import read_table_text  # noqa: E402
+from shc.plots.style import compress_table_bytes  # noqa: E402
 
 def data_weight(folder: Path) -> dict[str, object]:
     """Bytes of ``folder``'s compressed tables: as plain CSV, as gzip -9 and as xz, with the seconds of each."""
@@ -42,17 +41,7 @@ def data_weight(folder: Path) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reports", default="reports", help="the report root (default: reports)")
-    parser.add_argument("--presets", nargs="+", default=list(PRESETS))
-    args = parser.parse_args(argv)
-    missing = [name for name in args.presets if not (Path(args.reports) / name / "index.html").is_file()]
-    if missing:
-        raise SystemExit(f"no built report folder for {missing} under {args.reports}/; build it with "
-                         "python -m shc.reports --preset NAME, or pass --presets with the built ones.")
-    table = pd.DataFrame([data_weight(Path(args.reports) / name) for name in args.presets])
-    total = {"preset": "total", **{column: table[column].sum() for column in table.columns[1:]}}
-    table = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
+    table = preset_table(argv, __doc__.split("\n\n")[0], data_weight)
     table.loc[table.index[-1], "xz / gzip"] = table["xz MB"].iloc[-1] / table["gzip -9 MB"].iloc[-1]
     print("## the committed report sets' compressed tables: their CSV text as gzip -9 and as xz (what save_table "
           "writes now)")

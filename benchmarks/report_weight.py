@@ -63,8 +63,11 @@ def preset_cuts(folder: Path) -> dict[str, object]:
     return row
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def preset_table(argv: list[str] | None, description: str, row) -> pd.DataFrame:
+    """``--reports``/``--presets`` parsed, an unbuilt preset refused with the command that builds it, and
+    ``row(folder)`` for each preset folder, with a last row summing every numeric column (shared by the report
+    weight benchmarks: this one and ``data_weight.py``)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--reports", default="reports", help="the report root (default: reports)")
     parser.add_argument("--presets", nargs="+", default=list(PRESETS))
     args = parser.parse_args(argv)
@@ -72,9 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         raise SystemExit(f"no built report folder for {missing} under {args.reports}/; build it with "
                          "python -m shc.reports --preset NAME, or pass --presets with the built ones.")
-    table = pd.DataFrame([preset_cuts(Path(args.reports) / name) for name in args.presets])
+    table = pd.DataFrame([row(Path(args.reports) / name) for name in args.presets])
     total = {"preset": "total", **{column: table[column].sum() for column in table.columns[1:]}}
-    table = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
+    return pd.concat([table, pd.DataFrame([total])], ignore_index=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    table = preset_table(argv, __doc__.split("\n\n")[0], preset_cuts)
     table["cut (MiB)"] = table["cut (MiB)"].round(3)
     print("## bytes of the committed report sets the 2026-11-29 cuts leave out of their next build")
     print(table.to_string(index=False))
