@@ -12,6 +12,7 @@ Run: ``python benchmarks/data_weight.py [--reports reports] [--presets quick sta
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import sys
 import time
@@ -19,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from report_weight import preset_table  # noqa: E402  (the same --reports/--presets and total row)
+from report_weight import add_arguments, preset_table  # noqa: E402  (the same --reports/--presets and total row)
 
 from shc.plots import read_table_text  # noqa: E402
 from shc.plots.style import compress_table_bytes  # noqa: E402
@@ -41,7 +42,8 @@ def data_weight(folder: Path) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    table = preset_table(argv, __doc__.split("\n\n")[0], data_weight)
+    parser = add_arguments(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
+    table = preset_table(parser.parse_args(argv), data_weight)
     table.loc[table.index[-1], "xz / gzip"] = table["xz MB"].iloc[-1] / table["gzip -9 MB"].iloc[-1]
     print("## the committed report sets' compressed tables: their CSV text as gzip -9 and as xz (what save_table "
           "writes now)")

@@ -63,14 +63,10 @@ def preset_cuts(folder: Path) -> dict[str, object]:
     return row
 
 
-def preset_table(argv: list[str] | None, description: str, row) -> pd.DataFrame:
-    """``--reports``/``--presets`` parsed, an unbuilt preset refused with the command that builds it, and
-    ``row(folder)`` for each preset folder, with a last row summing every numeric column (shared by the report
-    weight benchmarks: this one and ``data_weight.py``)."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--reports", default="reports", help="the report root (default: reports)")
-    parser.add_argument("--presets", nargs="+", default=list(PRESETS))
-    args = parser.parse_args(argv)
+def preset_table(args: argparse.Namespace, row) -> pd.DataFrame:
+    """``row(folder)`` for each preset folder of ``args`` (``--reports``, ``--presets``, as :func:`add_arguments`
+    declares them), an unbuilt preset refused with the command that builds it, and a last row summing every
+    numeric column (shared by the report weight benchmarks: this one and ``data_weight.py``)."""
     missing = [name for name in args.presets if not (Path(args.reports) / name / "index.html").is_file()]
     if missing:
         raise SystemExit(f"no built report folder for {missing} under {args.reports}/; build it with "
@@ -80,8 +76,16 @@ def preset_table(argv: list[str] | None, description: str, row) -> pd.DataFrame:
     return pd.concat([table, pd.DataFrame([total])], ignore_index=True)
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``--reports`` (the report root) and ``--presets`` (default: the four evidence presets)."""
+    parser.add_argument("--reports", default="reports", help="the report root (default: reports)")
+    parser.add_argument("--presets", nargs="+", default=list(PRESETS))
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    table = preset_table(argv, __doc__.split("\n\n")[0], preset_cuts)
+    parser = add_arguments(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
+    table = preset_table(parser.parse_args(argv), preset_cuts)
     table["cut (MiB)"] = table["cut (MiB)"].round(3)
     print("## bytes of the committed report sets the 2026-11-29 cuts leave out of their next build")
     print(table.to_string(index=False))
