@@ -180,7 +180,8 @@ def precompute_grid(classes: Sequence[int] = (16, 32, 100), bits: Sequence[int] 
                     similarity: tuple[np.ndarray, Sequence[str]] | None = None) -> dict[str, Any]:
     """Every (C, q, method) of the grid through :func:`explorer_view`: the data of :func:`offline_view` and of
     :func:`geometry_lessons`. ``methods`` None: every registered center method. Settings with C > 2^q are
-    left out (no C distinct centers exist).
+    left out (no C distinct centers exist), and a q that no C of the grid fits is left out of its ``bits`` (the
+    explorer does not offer it: at C = 333, q = 8 would open on an empty view).
 
     ``similarity`` = ``(S, class names)`` gives the grid one matrix of its own (a page's testbed S,
     :func:`page_similarity`) instead of a registered source: then ``classes`` must be ``[C]`` of that S, and
@@ -209,8 +210,12 @@ def precompute_grid(classes: Sequence[int] = (16, 32, 100), bits: Sequence[int] 
                 if progress is not None:
                     progress(f"C = {C}, q = {q}, {method}")
                 views[(int(C), int(q), method)] = explorer_view(method, S, int(q), names, seed=seed, cache=cache)
+    fitting = [int(q) for q in bits if any(key[1] == int(q) for key in views)]  # a q no C fits is not offered
+    if not fitting:
+        raise ValueError(f"no code length of {list(bits)} holds {min(classes)} distinct centers (C <= 2^q); "
+                         f"add a longer one, e.g. bits=[{max(8, int(np.ceil(np.log2(min(classes)))))}].")
     return {"source": source, "seed": int(seed), "classes": [int(c) for c in classes],
-            "bits": [int(q) for q in bits], "methods": methods, "similarities": similarities, "views": views}
+            "bits": fitting, "methods": methods, "similarities": similarities, "views": views}
 
 
 def grid_json(grid: dict[str, Any]) -> dict[str, Any]:

@@ -27,11 +27,11 @@ from shc.stats import (ONE_SEED_ADVICE, compare_sentence, format_value, metric_n
                        what_this_shows)
 
 __all__ = ["FINDINGS", "FINDINGS_FILE", "Finding", "ablation_findings", "backbone_phrase", "best_methods",
-           "best_methods_label", "center_findings", "convergence_findings", "derive", "device_findings",
-           "device_phrase", "findings_html", "geometry_findings", "hadamard_findings", "pair_findings",
-           "precision_at_k_findings", "reachability_findings", "record_distance_finding", "retrieval_findings",
-           "hierarchy_findings", "same_run_findings", "same_run_methods", "same_run_rows", "show", "sign_findings",
-           "similarity_findings"]
+           "best_methods_label", "center_findings", "coarse_structure_findings", "convergence_findings", "derive",
+           "device_findings", "device_phrase", "findings_html", "geometry_findings", "hadamard_findings",
+           "hierarchy_findings", "pair_findings", "precision_at_k_findings", "reachability_findings",
+           "record_distance_finding", "retrieval_findings", "same_run_findings", "same_run_methods", "same_run_rows",
+           "show", "sign_findings", "similarity_findings"]
 
 #: Notebook 00 draws one center set per method on purpose; its one-seed comparison says where the seeds are.
 ONE_SET_ADVICE = "this page draws one center set per method; notebook 02 compares the methods over several seeds"
@@ -151,45 +151,62 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
     last epoch is not by itself a sign of an unconverged run: the cosine schedule decays the learning rate to
     0 at the last epoch, so a converged run often peaks there. The late gain says whether the curve was still
     climbing; the test of convergence is doubling the budget (``benchmarks/standard_convergence.py``).
+
+    The sentences name the code lengths they pool, count the runs that ended at their last epoch per budget (methods
+    train for different epochs) and name the run of the largest late gain (a reader audit of `standard-fine`'s 03,
+    issue 38: "10 of 24 runs ... (each run's own: epoch 120 for 21 runs, 480 for 3 runs)" read as if 24 of the 10
+    had ended there, and the largest gain, one method's, was not named).
     """
     column = PRIMARY_METRIC if PRIMARY_METRIC in history else "mAP@ALL"  # runs before tie-aware selection: id order
     evaluated = history.dropna(subset=[column]) if column in history else history
     last = evaluated.groupby(["label", "bits", "seed"])["epoch"].max().rename("last_evaluated")
     table = runs.set_index(["label", "bits", "seed"]).join(last)
-    at_end = int((table["selected_epoch"] == table["last_evaluated"]).sum())
-    total = len(table)
+    table["at_end"] = table["selected_epoch"] == table["last_evaluated"]
+    at_end, total = int(table["at_end"].sum()), len(table)
+    lengths = _lengths(table.index.get_level_values("bits"))
     if at_end == 0:
-        sentence = (f"No run selected its last evaluated epoch: every validation {metric_name(column)} peaked "
-                    "before its run's end, so the schedule is long enough for model selection.")
+        sentence = (f"No run {lengths} selected its last evaluated epoch: every validation {metric_name(column)} "
+                    "peaked before its run's end, so the schedule is long enough for model selection.")
     else:
-        sentence = (f"{at_end} of {total} runs selected their last evaluated epoch (each run's own: "
-                    f"{_last_epochs(table)}); under the cosine schedule, whose learning rate reaches 0 there, a "
+        sentence = (f"{at_end} of {total} runs {lengths} selected their last evaluated epoch "
+                    f"({_ended_by_budget(table)}); under the cosine schedule, whose learning rate reaches 0 there, a "
                     "converged run often peaks at its end.")
-    gains = []
+    gains = {}
     if column in evaluated:
-        for _, curve in evaluated.groupby(["label", "bits", "seed"]):
+        for (label, bits, seed), curve in evaluated.groupby(["label", "bits", "seed"]):
             curve = curve.sort_values("epoch")
             late = curve[curve["epoch"] <= 0.75 * curve["epoch"].max()]
             if len(late) and len(curve) > 1:
-                gains.append(float(curve[column].iloc[-1] - late[column].iloc[-1]))
+                gains[(label, int(bits), int(seed))] = float(curve[column].iloc[-1] - late[column].iloc[-1])
     if gains:
+        (label, bits, seed), largest = max(gains.items(), key=lambda item: item[1])
         sentence += (f" Over the last quarter of training, validation {metric_name(column)} rose by "
-                     f"{np.mean(gains):+.3f} on average (largest {max(gains):+.3f}); whether the budget suffices is "
-                     "tested by doubling it (benchmarks/standard_convergence.py).")
-    by_method = table.assign(at_end=table["selected_epoch"] == table["last_evaluated"]).groupby(level="label")[
-        "at_end"].mean()
+                     f"{np.mean(list(gains.values())):+.3f} on average (largest {largest:+.3f}: {label}, {bits} bits, "
+                     f"seed {seed}); whether the budget suffices is tested by doubling it "
+                     "(benchmarks/standard_convergence.py).")
+    by_method = table.groupby(level="label")["at_end"].mean()
     worst = by_method.sort_values(ascending=False)
     detail = ", ".join(f"{name} {share:.0%}" for name, share in worst.items())
-    return [sentence, f"Share of runs selecting the last evaluated epoch, by method: {detail}."]
+    return [sentence, f"Share of runs selecting the last evaluated epoch, by method ({lengths.removeprefix('at ')}): "
+                      f"{detail}."]
 
 
-def _last_epochs(table: Any) -> str:
-    """Each run's own last evaluated epoch in words (issue 38: budgets differ between methods, so no single epoch
-    describes them): ``epoch 80`` when all runs share it, else ``epoch 80 for 15 runs, 160 for 2``."""
-    counts = table["last_evaluated"].astype(int).value_counts(sort=False).sort_index()
-    if len(counts) == 1:
-        return f"epoch {counts.index[0]}"
-    return "epoch " + ", ".join(f"{epoch} for {count} run{'s' if count > 1 else ''}" for epoch, count in counts.items())
+def _lengths(bits: Any) -> str:
+    """``at 16 bits`` or ``at 16, 32 and 64 bits``: the code lengths a pooled sentence covers."""
+    values = sorted({int(b) for b in bits})
+    return f"at {_and([str(b) for b in values])} bits"
+
+
+def _ended_by_budget(table: Any) -> str:
+    """How many runs ended at their last evaluated epoch, per last epoch (each run's own budget; issue 38: budgets
+    differ between methods, so no single epoch describes them): ``every run's last is epoch 80`` when one budget is
+    shared, else ``8 of the 21 runs ending at epoch 120, 2 of the 3 ending at 480``."""
+    groups = table.groupby(table["last_evaluated"].astype(int))["at_end"].agg(["sum", "size"]).sort_index()
+    if len(groups) == 1:
+        return f"every run's last is epoch {groups.index[0]}"
+    parts = [f"{int(row['sum'])} of the {int(row['size'])} run{'s' if row['size'] > 1 else ''} ending at "
+             f"{'epoch ' if n == 0 else ''}{epoch}" for n, (epoch, row) in enumerate(groups.iterrows())]
+    return ", ".join(parts)
 
 
 def similarity_findings(accuracy: Any, correlations: Any, agreement: Any | None) -> list[str]:
@@ -349,18 +366,26 @@ def hadamard_findings(table: Any, bits: int) -> list[str]:
     return sentences
 
 
-def pair_findings(S: Any, pairs: Any) -> list[str]:
+def pair_findings(S: Any, pairs: Any, coarse: Any | None = None) -> list[str]:
     """The most-similar-pairs table of notebook 01 (:func:`shc.similarity.most_similar_pairs`) in context: how
     many pairs of the whole matrix share its top value (a tie the table cuts in class order), and how many of
-    the shown pairs share a coarse class."""
+    the shown pairs share a coarse class. With ``coarse`` (each class's coarse class, in the order of ``S``) and a
+    tie the table cuts, also how many of all the tied pairs share one: the pairs shown are the first in class order,
+    often all in one coarse class, so their count alone says little about the tie (a reader audit, issue 38)."""
     matrix = np.asarray(S, dtype=float)
-    upper = matrix[np.triu_indices(matrix.shape[0], k=1)]
+    rows, columns = np.triu_indices(matrix.shape[0], k=1)
+    upper = matrix[rows, columns]
     top = float(pairs["similarity"].max())
-    tied = int(np.sum(np.isclose(upper, top)))
+    at_top = np.isclose(upper, top)
+    tied = int(np.sum(at_top))
     sentences = []
     if tied > 1:
         shown = int(np.sum(np.isclose(pairs["similarity"].to_numpy(dtype=float), top)))
         cut = f"; the table shows {shown} of them, in class order" if tied > shown else ""
+        if tied > shown and coarse is not None:
+            labels = np.asarray(coarse)
+            together = int(np.sum(labels[rows[at_top]] == labels[columns[at_top]]))
+            cut += f"; {together} of the {tied} share a coarse class"
         sentences.append(f"{tied} class pairs share the largest similarity, {format_value(top, 4)}{cut}.")
     if "same_coarse" in pairs:
         same = int(pairs["same_coarse"].sum())
@@ -408,6 +433,61 @@ def hierarchy_findings(coarse: Any, shown: int = 3) -> list[str]:
     within = (counts * (counts - 1)).sum() / (total * (total - 1)) if total > 1 else float("nan")
     return [f"This dataset's {total} classes fall into {groups} coarse classes ({listed}; {sizes}): on average "
             f"{within:.1%} of a class's others share its coarse class."]
+
+
+def coarse_structure_findings(S: Any, centers: Any | None = None, source: str = "S") -> list[str]:
+    """How much the coarse classes show in ``S``, and in each center set's cosines (notebook 00).
+
+    Rows and columns in coarse-class order show blocks on the diagonal only where ``S`` rates two classes of one
+    coarse class above two of different ones; on a testbed whose similarity comes from shared parts (a reader audit
+    of `standard-fine`, issue 38) they need not, so the page states the two means instead of promising blocks. The
+    difference is also given in standard deviations of the off-diagonal entries (a scale-free size). ``S`` is a
+    heatmap's data file with each row's coarse class (:func:`shc.plots.matrix_frame` with ``coarse_labels``: the
+    column ``row_coarse``); ``centers`` the codes of :func:`shc.plots.gram_frames`: then the sentence gives, for each
+    center set, the mean cosine of two centers (H H^T / q, Eq. 14) of one coarse class against two of different
+    ones, beside S's."""
+    from shc.plots.geometry import gram_from_frame
+    from shc.plots.style import matrix_from_frame
+
+    if "row_coarse" not in S:
+        raise ValueError("S needs each row's coarse class (the column row_coarse): save the heatmap's data with "
+                         "plots.matrix_frame(..., coarse_labels=...).")
+    matrix, names = matrix_from_frame(S, source)
+    coarse = S.loc[S["source"] == source, "row_coarse"].to_numpy()
+    off = ~np.eye(len(matrix), dtype=bool)
+    same = (coarse[:, None] == coarse[None, :]) & off
+    other = ~same & off
+    if not same.any() or not other.any():
+        return []  # one class per coarse class, or one coarse class: no within/between contrast to state
+
+    def means(values: np.ndarray) -> tuple[float, float]:
+        return float(values[same].mean()), float(values[other].mean())
+
+    within, between = means(matrix)
+    if centers is None:
+        spread = float(matrix[off].std())
+        size = (f", {(within - between) / spread:.2f} standard deviations of its off-diagonal entries"
+                if spread > 0 else "")
+        return [f"In the {source}, two classes of one coarse class have a mean similarity of {_fixed(within)}, "
+                f"two of different coarse classes {_fixed(between)}: a difference of "
+                f"{within - between:+.3f}{size}."]
+    parts = []
+    for method in dict.fromkeys(centers.loc[centers["code"].notna(), "source"]):
+        gram, order = gram_from_frame(centers, method)
+        if order != names:
+            raise ValueError(f"the centers of {method!r} list the classes in another order than S; save both from "
+                             "the same class names.")
+        inside, outside = means(gram)
+        parts.append(f"{method} {_fixed(inside)} against {_fixed(outside)}")
+    return [f"Mean cosine of two centers (H H^T / q) of one coarse class against two of different coarse classes, "
+            f"beside the {source}'s {_fixed(within)} against {_fixed(between)}: "
+            + "; ".join(parts) + "."]
+
+
+def _fixed(value: float, decimals: int = 3) -> str:
+    """``value`` with ``decimals`` decimals and no signed zero (a mean cosine of -0.0001 reads 0.000, not -0.000)."""
+    text = f"{value:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def precision_at_k_findings(frame: Any, bits: int, method: str = "method") -> list[str]:
@@ -579,7 +659,9 @@ def _upper_pairs(S: Any, pairs: Any, source: str = "data-dependent S") -> list[s
     matrix of ``source``) instead of the matrix."""
     from shc.plots.style import matrix_from_frame
 
-    return pair_findings(matrix_from_frame(S, source)[0], pairs)
+    matrix, _ = matrix_from_frame(S, source)
+    coarse = S.loc[S["source"] == source, "row_coarse"].to_numpy() if "row_coarse" in S else None
+    return pair_findings(matrix, pairs, coarse)
 
 
 def _signs(S: Any, source: str = "data-dependent S") -> list[str]:
@@ -617,6 +699,7 @@ for _name, _function, _tables in (
         ("similar-pairs", _upper_pairs, {"S": 0, "pairs": 0}),
         ("similarity-signs", _signs, {"S": 0}),
         ("hierarchy", hierarchy_findings, {"coarse": 0}),
+        ("coarse-structure", coarse_structure_findings, {"S": 0, "centers": 0}),
         ("precision-at-k", precision_at_k_findings, {"frame": 0}),
         ("record-distance", _record_distance, {"history": 0}),
         ("tradeoff", tradeoff_findings, {"tradeoff": 0}),

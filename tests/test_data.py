@@ -703,3 +703,15 @@ def test_fashion_modes_splits_are_disjoint_draws_of_each_mode_with_the_item_as_c
                      query_per_class=100, database_per_class=100)
     with pytest.raises(ValueError, match="subclasses must be an integer in"):
         load_dataset("fashion-modes", root=tmp_path, subclasses=1)
+
+
+def test_the_protocol_says_at_what_size_the_networks_see_the_images():
+    """A reader audit (issue 38): `standard-fine`'s pages named "Fashion-MNIST 28x28 images" while its networks train at
+    14 pixels high; the protocol now says so whenever ``image_size`` resizes them (and only then)."""
+    native = load_dataset("digits-composite")
+    assert "networks see" not in native.protocol
+    resized = load_dataset("digits-composite", image_size=16)
+    assert resized.protocol == native.protocol + "; the networks see them at 16 pixels high (width in proportion)"
+    assert resized.train[0][0].shape[-2] == 16  # what the sentence says is what the transform does
+    pair = load_dataset("digits-composite", image_size=(12, 20))
+    assert pair.protocol.endswith("; the networks see them at 12x20 pixels") and pair.query[0][0].shape[-2:] == (12, 20)

@@ -237,6 +237,37 @@ def test_offline_view_changes_with_its_controls_in_headless_chromium_without_net
     assert browser_problems(page, dom) == []  # what a reader sees: no raw TeX, no repr, no dead link
 
 
+def test_a_grid_offers_only_the_code_lengths_its_classes_fit():
+    """A reader audit (issue 38): `standard-fine`'s page 00 (C = 333) offered q = 8, where 333 distinct centers cannot
+    exist (2^8 = 256 codes), and opened on it: an empty view. A q that no C of the grid fits is not offered."""
+    grid = explore.precompute_grid([300], [8, 16], methods=["random"], cache=explore.CenterCache())
+    assert grid["bits"] == [16] and list(grid["views"]) == [(300, 16, "random")]
+    with pytest.raises(ValueError, match=r"C <= 2\^q"):
+        explore.precompute_grid([300], [8], methods=["random"], cache=explore.CenterCache())
+
+
+@pytest.mark.browser
+def test_the_offline_view_opens_on_a_code_length_its_first_classes_fit(tmp_path):
+    """q = 8 fits the grid's 10 classes but not its first C, 300: the view opens on q = 16, not on an empty one."""
+    from shc.reports.browser import find_chromium, rendered_dom
+
+    if find_chromium() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium); the browser check needs it")
+    grid = explore.precompute_grid([300, 10], [8, 16], methods=["random"], cache=explore.CenterCache())
+    assert grid["bits"] == [8, 16]  # q = 8 is offered: C = 10 fits it
+    probe = """<pre id="probe"></pre><script>
+    document.getElementById('probe').textContent = document.querySelector('select.shc-bits').value + ' @' +
+      document.querySelector('.shc-explorer-note').textContent + ' #' +
+      document.querySelectorAll('.shc-explorer-summary td').length;
+    </script>"""
+    page = tmp_path / "explorer.html"
+    page.write_text(f"<html><head><title>explorer</title></head><body>"
+                    f"{explore.offline_view(grid)._repr_html_()}{probe}</body></html>", encoding="utf-8")
+    shown = re.search(r'<pre id="probe">(.*?)</pre>', rendered_dom(page), flags=re.S).group(1).strip()
+    bits, rest = shown.split(" @", 1)
+    assert bits == "16" and "not precomputed" not in rest and int(rest.rsplit(" #", 1)[1]) > 0
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -85,10 +85,12 @@ def test_convergence_sentences_count_runs_that_peaked_at_the_end():
     history = pd.DataFrame({"label": ["shc"] * 2 + ["mds"] * 2, "bits": 16, "seed": 0, "epoch": [3, 6, 3, 6],
                             "mAP@ALL": [0.1, 0.2, 0.3, 0.2]})
     sentences = findings.convergence_findings(runs, history)
-    assert sentences[0].startswith("1 of 2 runs selected their last evaluated epoch (each run's own: epoch 6)")
-    assert "mds 0%" in sentences[1] and "shc 100%" in sentences[1]
+    assert sentences[0].startswith("1 of 2 runs at 16 bits selected their last evaluated epoch (every run's last is "
+                                   "epoch 6)")
+    assert sentences[1] == "Share of runs selecting the last evaluated epoch, by method (16 bits): shc 100%, mds 0%."
     runs["selected_epoch"] = [3, 3]
-    assert findings.convergence_findings(runs, history)[0].startswith("No run selected its last evaluated epoch")
+    assert findings.convergence_findings(runs, history)[0].startswith("No run at 16 bits selected its last evaluated "
+                                                                      "epoch")
 
 
 def test_convergence_sentence_names_each_budget_when_methods_train_for_different_epochs():
@@ -97,8 +99,8 @@ def test_convergence_sentence_names_each_budget_when_methods_train_for_different
     history = pd.DataFrame({"label": ["shc"] * 4 + ["mds"] * 2, "bits": 16, "seed": [0, 0, 1, 1, 0, 0],
                             "epoch": [40, 80, 40, 80, 80, 160], "mAP@ALL": [0.1, 0.2, 0.3, 0.2, 0.3, 0.4]})
     sentence = findings.convergence_findings(runs, history)[0]
-    assert sentence.startswith("2 of 3 runs selected their last evaluated epoch (each run's own: epoch 80 for 2 "
-                               "runs, 160 for 1 run);")
+    assert sentence.startswith("2 of 3 runs at 16 bits selected their last evaluated epoch (1 of the 2 runs ending at "
+                               "epoch 80, 1 of the 1 run ending at 160);")
     assert "before its run's end" in findings.convergence_findings(runs.assign(selected_epoch=[40, 40, 80]),
                                                                    history)[0]
 
@@ -110,8 +112,23 @@ def test_convergence_sentence_states_the_late_gain_of_validation_map():
     history = pd.DataFrame({"label": ["shc"] * 4 + ["mds"] * 4, "bits": 16, "seed": 0, "epoch": [2, 4, 6, 8] * 2,
                             "mAP@ALL": [0.1, 0.2, 0.3, 0.4, 0.3, 0.4, 0.5, 0.48]})
     sentence = findings.convergence_findings(runs, history)[0]
-    assert "1 of 2 runs selected their last evaluated epoch (each run's own: epoch 8)" in sentence
-    assert "rose by +0.040 on average (largest +0.100)" in sentence
+    assert "1 of 2 runs at 16 bits selected their last evaluated epoch (every run's last is epoch 8)" in sentence
+    assert "rose by +0.040 on average (largest +0.100: shc, 16 bits, seed 0)" in sentence
+
+
+def test_convergence_sentences_name_the_code_lengths_they_pool_and_the_run_of_the_largest_gain():
+    """A reader audit (issue 38): pooled over 16, 32 and 64 bits, the sentences said neither which lengths they covered
+    nor whose gain was the largest. mds at 32 bits: 0.2 -> 0.5 over its last quarter (+0.3); the others gain 0."""
+    runs = pd.DataFrame({"label": ["shc", "mds", "shc"], "bits": [16, 32, 64], "seed": 0, "selected_epoch": [8, 8, 2]})
+    history = pd.DataFrame({"label": ["shc"] * 4 + ["mds"] * 4 + ["shc"] * 4, "bits": [16] * 4 + [32] * 4 + [64] * 4,
+                            "seed": 0, "epoch": [2, 4, 6, 8] * 3,
+                            "mAP@ALL": [0.1, 0.2, 0.3, 0.3] + [0.1, 0.1, 0.2, 0.5] + [0.4, 0.3, 0.3, 0.3]})
+    first, second = findings.convergence_findings(runs, history)
+    assert first.startswith("2 of 3 runs at 16, 32 and 64 bits selected their last evaluated epoch (every run's last "
+                            "is epoch 8)")
+    assert "rose by +0.100 on average (largest +0.300: mds, 32 bits, seed 0)" in first
+    assert second == ("Share of runs selecting the last evaluated epoch, by method (16, 32 and 64 bits): mds 100%, "
+                      "shc 50%.")
 
 
 def test_similarity_sentences_place_the_accuracy_and_name_the_better_source():
@@ -205,6 +222,44 @@ def test_pair_sentences_count_the_ties_the_table_cuts():
     sentences = findings.pair_findings(S, pairs)
     assert sentences == ["3 class pairs share the largest similarity, 0.9000; the table shows 2 of them, in class order.",
                          "1 of the 2 pairs shown share a coarse class."]
+    # with each class's coarse class: of the three tied pairs (0, 1), (0, 2) and (2, 3), only (2, 3) shares one
+    sentences = findings.pair_findings(S, pairs, coarse=np.array([0, 1, 2, 2]))
+    assert sentences[0] == ("3 class pairs share the largest similarity, 0.9000; the table shows 2 of them, in class "
+                            "order; 1 of the 3 share a coarse class.")
+
+
+def test_coarse_structure_sentences_give_the_within_and_between_means_of_s_and_of_each_center_set(tmp_path):
+    """Coarse classes {0, 1} and {2, 3}. Off-diagonal S: within (0,1), (2,3) = 0.6 and 0.2, mean 0.4; between the four
+    pairs (0,2)=0.0, (0,3)=-0.2, (1,2)=-0.2, (1,3)=0.0, mean -0.1; all 12 off-diagonal entries (each pair twice):
+    mean (2 * 0.8 - 2 * 0.4) / 12 = 1/15, mean square 0.96 / 12 = 0.08, standard deviation sqrt(0.08 - 1/225) =
+    0.2749, so the difference 0.5 is 1.82 of them.
+    Centers of 4 bits: "a" gives classes 0 and 1 the same code and 2, 3 its negation-neighbours (cosines by hand)."""
+    S = np.array([[1.0, 0.6, 0.0, -0.2], [0.6, 1.0, -0.2, 0.0], [0.0, -0.2, 1.0, 0.2], [-0.2, 0.0, 0.2, 1.0]])
+    names = ["w", "x", "y", "z"]
+    folder = tmp_path / "page"
+    s_file = plots.save_table(plots.matrix_frame({"toy S": S}, names, coarse_labels=[0, 0, 1, 1]),
+                              folder / "figures" / "similarity")
+    (sentence,) = findings.derive("coarse-structure", folder, {"S": s_file.relative_to(folder).as_posix()},
+                                  {"source": "toy S"})
+    assert sentence == ("In the toy S, two classes of one coarse class have a mean similarity of 0.400, two of "
+                        "different coarse classes -0.100: a difference of +0.500, 1.82 standard deviations of its "
+                        "off-diagonal entries.")
+    a = np.array([[1, 1, 1, 1], [1, 1, 1, 1], [-1, -1, 1, 1], [-1, -1, -1, 1]])  # cosines: (0,1) 1, (2,3) 0.5
+    b = np.array([[1, 1, 1, 1], [-1, -1, -1, -1], [1, 1, -1, -1], [1, -1, 1, -1]])  # (0,1) -1, (2,3) 0; between 0
+    gram = plots.gram_frames(S, {"a": a, "b": b}, names, include_similarity=False)
+    gram_file = plots.save_table(gram, folder / "figures" / "gram")
+    (sentence,) = findings.derive("coarse-structure", folder, {"S": s_file.relative_to(folder).as_posix(),
+                                                               "centers": gram_file.relative_to(folder).as_posix()},
+                                  {"source": "toy S"})
+    # a between: (0,2) 0, (0,3) -0.5, (1,2) 0, (1,3) -0.5: mean -0.25; within (1 + 0.5) / 2 = 0.75
+    assert sentence == ("Mean cosine of two centers (H H^T / q) of one coarse class against two of different coarse "
+                        "classes, beside the toy S's 0.400 against -0.100: a 0.750 against -0.250; b -0.500 against "
+                        "0.000.")
+    with pytest.raises(ValueError, match="coarse_labels"):
+        findings.coarse_structure_findings(plots.matrix_frame({"toy S": S}, names), source="toy S")
+    # one class per coarse class: nothing within to compare, so no sentence
+    single = plots.matrix_frame({"toy S": S}, names, coarse_labels=[0, 1, 2, 3])
+    assert findings.coarse_structure_findings(single, source="toy S") == []
 
 
 def test_precision_at_k_sentence_states_the_course_not_a_direction():

@@ -36,8 +36,11 @@
   host.textContent = "";
   var controls = el("div", {"class": "shc-explorer-controls"});
   var c = select("classes C", data.classes, data.classes[0]);
-  var q = select("bits q", data.bits, data.bits[0]);
-  var m = select("center method", data.methods, data.methods.indexOf("shc") >= 0 ? "shc" : data.methods[0]);
+  var method0 = data.methods.indexOf("shc") >= 0 ? "shc" : data.methods[0];
+  // open on the shortest q whose view exists for the first C (a q too short for it would open on an empty view)
+  var q0 = data.bits.filter(function (b) { return data.views[data.classes[0] + "/" + b + "/" + method0]; })[0];
+  var q = select("bits q", data.bits, q0 === undefined ? data.bits[0] : q0);
+  var m = select("center method", data.methods, method0);
   var k = select("class", [], "");
   [c, q, m, k].forEach(function (p) { controls.appendChild(p[0]); controls.appendChild(document.createTextNode(" ")); });
   host.appendChild(controls);

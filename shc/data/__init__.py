@@ -224,6 +224,9 @@ def load_dataset(
     train_transform = default_transforms(name, True, image_size)
     eval_transform = default_transforms(name, False, image_size)
     query, database = evaluation_order(splits.query, splits.database, int(seed))
+    if image_size is not None:  # what the networks see is not the base images' size: say so where the data is named
+        splits = dataclasses.replace(splits,
+                                     protocol=f"{splits.protocol}; {_input_size_phrase(train_transform, image_size)}")
     return dataclasses.replace(
         splits,
         train=splits.train.with_transform(train_transform),
@@ -231,6 +234,15 @@ def load_dataset(
         query=query.with_transform(eval_transform),
         database=database.with_transform(eval_transform),
     )
+
+
+def _input_size_phrase(transform: Callable, image_size: int | tuple[int, int]) -> str:
+    """How ``image_size`` resizes the images for the networks, in words (a dataset's ``protocol``)."""
+    if not isinstance(image_size, int):
+        return f"the networks see them at {image_size[0]}x{image_size[1]} pixels"
+    if isinstance(transform, CompositeTransform):  # an int sets the height and keeps the aspect ratio
+        return f"the networks see them at {image_size} pixels high (width in proportion)"
+    return f"the networks see {image_size}x{image_size} crops"
 
 
 #: Salt of the evaluation order's generator, so that it is independent of every other draw of ``seed``.
