@@ -204,8 +204,13 @@ def _ended_by_budget(table: Any) -> str:
     groups = table.groupby(table["last_evaluated"].astype(int))["at_end"].agg(["sum", "size"]).sort_index()
     if len(groups) == 1:
         return f"every run's last is epoch {groups.index[0]}"
-    parts = [f"{int(row['sum'])} of the {int(row['size'])} run{'s' if row['size'] > 1 else ''} ending at "
-             f"{'epoch ' if n == 0 else ''}{epoch}" for n, (epoch, row) in enumerate(groups.iterrows())]
+    parts = []
+    for n, (epoch, row) in enumerate(groups.iterrows()):
+        at = f"ending at {'epoch ' if n == 0 else ''}{epoch}"
+        if int(row["size"]) == 1:  # "1 of the 1 run" reads oddly: say whether the one run did
+            parts.append(f"{'' if row['sum'] else 'not '}the one run {at}")
+        else:
+            parts.append(f"{int(row['sum'])} of the {int(row['size'])} runs {at}")
     return ", ".join(parts)
 
 

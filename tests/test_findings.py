@@ -100,7 +100,10 @@ def test_convergence_sentence_names_each_budget_when_methods_train_for_different
                             "epoch": [40, 80, 40, 80, 80, 160], "mAP@ALL": [0.1, 0.2, 0.3, 0.2, 0.3, 0.4]})
     sentence = findings.convergence_findings(runs, history)[0]
     assert sentence.startswith("2 of 3 runs at 16 bits selected their last evaluated epoch (1 of the 2 runs ending at "
-                               "epoch 80, 1 of the 1 run ending at 160);")
+                               "epoch 80, the one run ending at 160);")
+    other = findings.convergence_findings(runs.assign(selected_epoch=[80, 80, 80]), history)[0]
+    assert other.startswith("2 of 3 runs at 16 bits selected their last evaluated epoch (2 of the 2 runs ending at "
+                            "epoch 80, not the one run ending at 160);")
     assert "before its run's end" in findings.convergence_findings(runs.assign(selected_epoch=[40, 40, 80]),
                                                                    history)[0]
 
