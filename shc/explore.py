@@ -212,8 +212,9 @@ def precompute_grid(classes: Sequence[int] = (16, 32, 100), bits: Sequence[int] 
                 views[(int(C), int(q), method)] = explorer_view(method, S, int(q), names, seed=seed, cache=cache)
     fitting = [int(q) for q in bits if any(key[1] == int(q) for key in views)]  # a q no C fits is not offered
     if not fitting:
+        shortest = max(8, 2 ** int(np.ceil(np.log2(np.ceil(np.log2(min(classes)))))))  # a power of two: CSQ's rule
         raise ValueError(f"no code length of {list(bits)} holds {min(classes)} distinct centers (C <= 2^q); "
-                         f"add a longer one, e.g. bits=[{max(8, int(np.ceil(np.log2(min(classes)))))}].")
+                         f"add a longer one, e.g. bits=[{shortest}].")
     return {"source": source, "seed": int(seed), "classes": [int(c) for c in classes],
             "bits": fitting, "methods": methods, "similarities": similarities, "views": views}
 

@@ -161,6 +161,10 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
     evaluated = history.dropna(subset=[column]) if column in history else history
     last = evaluated.groupby(["label", "bits", "seed"])["epoch"].max().rename("last_evaluated")
     table = runs.set_index(["label", "bits", "seed"]).join(last)
+    unevaluated = int(table["last_evaluated"].isna().sum())
+    table = table.dropna(subset=["last_evaluated"])
+    if table.empty:
+        return ["No run has an evaluated epoch in its training history, so none can be said to have converged."]
     table["at_end"] = table["selected_epoch"] == table["last_evaluated"]
     at_end, total = int(table["at_end"].sum()), len(table)
     lengths = _lengths(table.index.get_level_values("bits"))
@@ -171,6 +175,9 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
         sentence = (f"{at_end} of {total} runs {lengths} selected their last evaluated epoch "
                     f"({_ended_by_budget(table)}); under the cosine schedule, whose learning rate reaches 0 there, a "
                     "converged run often peaks at its end.")
+    if unevaluated:
+        sentence += (f" {unevaluated} run{'s have' if unevaluated > 1 else ' has'} no evaluated epoch and "
+                     f"{'are' if unevaluated > 1 else 'is'} not counted.")
     gains = {}
     if column in evaluated:
         for (label, bits, seed), curve in evaluated.groupby(["label", "bits", "seed"]):
@@ -180,10 +187,11 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
                 gains[(label, int(bits), int(seed))] = float(curve[column].iloc[-1] - late[column].iloc[-1])
     if gains:
         (label, bits, seed), largest = max(gains.items(), key=lambda item: item[1])
+        tops = sum(np.isclose(gain, largest) for gain in gains.values())
+        whose = f": {label}, {bits} bits, seed {seed}" if tops == 1 else f", {tops} runs"  # a tie names no one run
         sentence += (f" Over the last quarter of training, validation {metric_name(column)} rose by "
-                     f"{np.mean(list(gains.values())):+.3f} on average (largest {largest:+.3f}: {label}, {bits} bits, "
-                     f"seed {seed}); whether the budget suffices is tested by doubling it "
-                     "(benchmarks/standard_convergence.py).")
+                     f"{np.mean(list(gains.values())):+.3f} on average (largest {largest:+.3f}{whose}); whether the "
+                     "budget suffices is tested by doubling it (benchmarks/standard_convergence.py).")
     by_method = table.groupby(level="label")["at_end"].mean()
     worst = by_method.sort_values(ascending=False)
     detail = ", ".join(f"{name} {share:.0%}" for name, share in worst.items())
@@ -194,13 +202,15 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
 def _lengths(bits: Any) -> str:
     """``at 16 bits`` or ``at 16, 32 and 64 bits``: the code lengths a pooled sentence covers."""
     values = sorted({int(b) for b in bits})
+    if not values:
+        raise ValueError("no code length to name: pass the bits of at least one run.")
     return f"at {_and([str(b) for b in values])} bits"
 
 
 def _ended_by_budget(table: Any) -> str:
     """How many runs ended at their last evaluated epoch, per last epoch (each run's own budget; issue 38: budgets
     differ between methods, so no single epoch describes them): ``every run's last is epoch 80`` when one budget is
-    shared, else ``8 of the 21 runs ending at epoch 120, 2 of the 3 ending at 480``."""
+    shared, else ``8 of the 21 runs ending at epoch 120, 2 of the 3 runs ending at 480``."""
     groups = table.groupby(table["last_evaluated"].astype(int))["at_end"].agg(["sum", "size"]).sort_index()
     if len(groups) == 1:
         return f"every run's last is epoch {groups.index[0]}"
@@ -462,8 +472,9 @@ def coarse_structure_findings(S: Any, centers: Any | None = None, source: str = 
     off = ~np.eye(len(matrix), dtype=bool)
     same = (coarse[:, None] == coarse[None, :]) & off
     other = ~same & off
-    if not same.any() or not other.any():
-        return []  # one class per coarse class, or one coarse class: no within/between contrast to state
+    if not same.any() or not other.any():  # nothing to contrast: say so, as the page's prose promises a sentence
+        how = "every class is a coarse class of its own" if not same.any() else "all classes share one coarse class"
+        return [f"In the {source}, {how}: there is no within- against between-coarse-class contrast to show."]
 
     def means(values: np.ndarray) -> tuple[float, float]:
         return float(values[same].mean()), float(values[other].mean())
@@ -476,6 +487,9 @@ def coarse_structure_findings(S: Any, centers: Any | None = None, source: str = 
         return [f"In the {source}, two classes of one coarse class have a mean similarity of {_fixed(within)}, "
                 f"two of different coarse classes {_fixed(between)}: a difference of "
                 f"{within - between:+.3f}{size}."]
+    if "code" not in centers or centers["code"].isna().all():
+        raise ValueError("centers holds no center codes (a column code of +/- strings): save them with "
+                         "plots.gram_frames(...).")
     parts = []
     for method in dict.fromkeys(centers.loc[centers["code"].notna(), "source"]):
         gram, order = gram_from_frame(centers, method)

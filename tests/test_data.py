@@ -711,7 +711,8 @@ def test_the_protocol_says_at_what_size_the_networks_see_the_images():
     native = load_dataset("digits-composite")
     assert "networks see" not in native.protocol
     resized = load_dataset("digits-composite", image_size=16)
-    assert resized.protocol == native.protocol + "; the networks see them at 16 pixels high (width in proportion)"
+    assert resized.protocol == native.protocol + "; the networks see the images at 16 pixels high (width in proportion)"
     assert resized.train[0][0].shape[-2] == 16  # what the sentence says is what the transform does
     pair = load_dataset("digits-composite", image_size=(12, 20))
-    assert pair.protocol.endswith("; the networks see them at 12x20 pixels") and pair.query[0][0].shape[-2:] == (12, 20)
+    assert pair.protocol.endswith("; the networks see the images at 12x20 pixels")
+    assert pair.query[0][0].shape[-2:] == (12, 20)

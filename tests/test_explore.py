@@ -242,7 +242,7 @@ def test_a_grid_offers_only_the_code_lengths_its_classes_fit():
     exist (2^8 = 256 codes), and opened on it: an empty view. A q that no C of the grid fits is not offered."""
     grid = explore.precompute_grid([300], [8, 16], methods=["random"], cache=explore.CenterCache())
     assert grid["bits"] == [16] and list(grid["views"]) == [(300, 16, "random")]
-    with pytest.raises(ValueError, match=r"C <= 2\^q"):
+    with pytest.raises(ValueError, match=r"C <= 2\^q.*bits=\[16\]"):
         explore.precompute_grid([300], [8], methods=["random"], cache=explore.CenterCache())
 
 
@@ -266,6 +266,14 @@ def test_the_offline_view_opens_on_a_code_length_its_first_classes_fit(tmp_path)
     shown = re.search(r'<pre id="probe">(.*?)</pre>', rendered_dom(page), flags=re.S).group(1).strip()
     bits, rest = shown.split(" @", 1)
     assert bits == "16" and "not precomputed" not in rest and int(rest.rsplit(" #", 1)[1]) > 0
+    # no q fits the first C at all: the view opens on the next C that has one (q = 8 is kept for C = 10)
+    grid = explore.precompute_grid([300, 10], [8], methods=["random"], cache=explore.CenterCache())
+    page.write_text(f"<html><head><title>explorer</title></head><body>"
+                    f"{explore.offline_view(grid)._repr_html_()}{probe.replace('shc-bits', 'shc-classes')}"
+                    "</body></html>", encoding="utf-8")
+    shown = re.search(r'<pre id="probe">(.*?)</pre>', rendered_dom(page), flags=re.S).group(1).strip()
+    classes, rest = shown.split(" @", 1)
+    assert classes == "10" and "not precomputed" not in rest and int(rest.rsplit(" #", 1)[1]) > 0
 
 
 def _free_port() -> int:

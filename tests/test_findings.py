@@ -119,6 +119,19 @@ def test_convergence_sentence_states_the_late_gain_of_validation_map():
     assert "rose by +0.040 on average (largest +0.100: shc, 16 bits, seed 0)" in sentence
 
 
+def test_convergence_sentences_leave_out_runs_without_an_evaluation_and_name_no_run_for_a_tied_largest_gain():
+    """A run with no evaluated epoch has no last epoch to compare (it crashed the count); two runs sharing the largest
+    late gain (+0.100 each) are counted, not one of them named at random."""
+    runs = pd.DataFrame({"label": ["shc", "mds", "crh"], "bits": 16, "seed": 0, "selected_epoch": [8, 8, 8]})
+    history = pd.DataFrame({"label": ["shc"] * 4 + ["mds"] * 4, "bits": 16, "seed": 0, "epoch": [2, 4, 6, 8] * 2,
+                            "mAP@ALL": [0.1, 0.2, 0.3, 0.4] * 2})
+    first = findings.convergence_findings(runs, history)[0]
+    assert first.startswith("2 of 2 runs at 16 bits selected their last evaluated epoch")
+    assert "at its end. 1 run has no evaluated epoch and is not counted. Over the last quarter" in first
+    assert "(largest +0.100, 2 runs)" in first
+    assert findings.convergence_findings(runs, history.iloc[:0])[0].startswith("No run has an evaluated epoch")
+
+
 def test_convergence_sentences_name_the_code_lengths_they_pool_and_the_run_of_the_largest_gain():
     """A reader audit (issue 38): pooled over 16, 32 and 64 bits, the sentences said neither which lengths they covered
     nor whose gain was the largest. mds at 32 bits: 0.2 -> 0.5 over its last quarter (+0.3); the others gain 0."""
@@ -225,10 +238,25 @@ def test_pair_sentences_count_the_ties_the_table_cuts():
     sentences = findings.pair_findings(S, pairs)
     assert sentences == ["3 class pairs share the largest similarity, 0.9000; the table shows 2 of them, in class order.",
                          "1 of the 2 pairs shown share a coarse class."]
-    # with each class's coarse class: of the three tied pairs (0, 1), (0, 2) and (2, 3), only (2, 3) shares one
-    sentences = findings.pair_findings(S, pairs, coarse=np.array([0, 1, 2, 2]))
+    # with each class's coarse class: of the three tied pairs (0, 1), (0, 2) and (2, 3), (0, 1) and (2, 3) share one
+    # (the two shown, (0, 1) and (0, 2), as the table's same_coarse says)
+    sentences = findings.pair_findings(S, pairs, coarse=np.array([0, 0, 2, 2]))
     assert sentences[0] == ("3 class pairs share the largest similarity, 0.9000; the table shows 2 of them, in class "
-                            "order; 1 of the 3 share a coarse class.")
+                            "order; 2 of the 3 share a coarse class.")
+
+
+def test_the_similar_pairs_finding_reads_the_coarse_classes_from_the_heatmap_data(tmp_path):
+    """The page's path: S saved with each row's coarse class (matrix_frame's row_coarse), re-derived from the files."""
+    S = np.eye(4)
+    S[0, 1] = S[1, 0] = S[2, 3] = S[3, 2] = S[0, 2] = S[2, 0] = 0.9
+    folder = tmp_path / "page"
+    heatmap = plots.save_table(plots.matrix_frame({"data-dependent S": S}, ["a", "b", "c", "d"],
+                                                  coarse_labels=[0, 0, 2, 2]), folder / "figures" / "heatmap")
+    pairs = plots.save_table(pd.DataFrame({"similarity": [0.9, 0.9], "same_coarse": [True, False]}),
+                             folder / "tables" / "pairs")
+    sentences = findings.derive("similar-pairs", folder, {"S": heatmap.relative_to(folder).as_posix(),
+                                                          "pairs": pairs.relative_to(folder).as_posix()}, {})
+    assert sentences[0].endswith("in class order; 2 of the 3 share a coarse class.")
 
 
 def test_coarse_structure_sentences_give_the_within_and_between_means_of_s_and_of_each_center_set(tmp_path):
@@ -260,9 +288,19 @@ def test_coarse_structure_sentences_give_the_within_and_between_means_of_s_and_o
                         "0.000.")
     with pytest.raises(ValueError, match="coarse_labels"):
         findings.coarse_structure_findings(plots.matrix_frame({"toy S": S}, names), source="toy S")
-    # one class per coarse class: nothing within to compare, so no sentence
+    # nothing to contrast: the sentence the page's prose promises says so
     single = plots.matrix_frame({"toy S": S}, names, coarse_labels=[0, 1, 2, 3])
-    assert findings.coarse_structure_findings(single, source="toy S") == []
+    assert findings.coarse_structure_findings(single, source="toy S") == [
+        "In the toy S, every class is a coarse class of its own: there is no within- against between-coarse-class "
+        "contrast to show."]
+    one = plots.matrix_frame({"toy S": S}, names, coarse_labels=[0, 0, 0, 0])
+    assert "all classes share one coarse class" in findings.coarse_structure_findings(one, source="toy S")[0]
+    s_frame = plots.matrix_frame({"toy S": S}, names, coarse_labels=[0, 0, 1, 1])
+    shuffled = plots.gram_frames(S[::-1, ::-1], {"a": a[::-1]}, names[::-1], include_similarity=False)
+    with pytest.raises(ValueError, match="another order"):
+        findings.coarse_structure_findings(s_frame, shuffled, source="toy S")
+    with pytest.raises(ValueError, match="gram_frames"):
+        findings.coarse_structure_findings(s_frame, pd.DataFrame({"source": ["a"], "row": ["w"]}), source="toy S")
 
 
 def test_precision_at_k_sentence_states_the_course_not_a_direction():

@@ -145,6 +145,13 @@ def test_verdict_sentence_groups_every_method_by_its_paired_verdict_against_shc(
         verdict_sentence(rows, 32, METRIC)
 
 
+def test_grid_phrase_puts_each_noun_in_the_number_of_its_count():
+    from shc.results import grid_phrase
+
+    assert grid_phrase(["shc", "mds"], [16, 32, 64], [0, 1, 2]) == "2 methods x 3 code lengths x 3 seeds"
+    assert grid_phrase(["shc"], [16], [0]) == "1 method x 1 code length x 1 seed"
+
+
 def test_budget_phrase_groups_the_methods_of_each_budget():
     from shc.results import budget_phrase
 

@@ -35,11 +35,18 @@
   }
   host.textContent = "";
   var controls = el("div", {"class": "shc-explorer-controls"});
-  var c = select("classes C", data.classes, data.classes[0]);
   var method0 = data.methods.indexOf("shc") >= 0 ? "shc" : data.methods[0];
-  // open on the shortest q whose view exists for the first C (a q too short for it would open on an empty view)
-  var q0 = data.bits.filter(function (b) { return data.views[data.classes[0] + "/" + b + "/" + method0]; })[0];
-  var q = select("bits q", data.bits, q0 === undefined ? data.bits[0] : q0);
+  // open on the first (C, q) of the lists that has a view: a q too short for a C would open on an empty view
+  var start = [data.classes[0], data.bits[0]];
+  search: for (var i0 = 0; i0 < data.classes.length; i0++) {
+    for (var j0 = 0; j0 < data.bits.length; j0++) {
+      if (data.views[data.classes[i0] + "/" + data.bits[j0] + "/" + method0]) {
+        start = [data.classes[i0], data.bits[j0]]; break search;
+      }
+    }
+  }
+  var c = select("classes C", data.classes, start[0]);
+  var q = select("bits q", data.bits, start[1]);
   var m = select("center method", data.methods, method0);
   var k = select("class", [], "");
   [c, q, m, k].forEach(function (p) { controls.appendChild(p[0]); controls.appendChild(document.createTextNode(" ")); });

@@ -238,11 +238,11 @@ def load_dataset(
 
 def _input_size_phrase(transform: Callable, image_size: int | tuple[int, int]) -> str:
     """How ``image_size`` resizes the images for the networks, in words (a dataset's ``protocol``)."""
-    if not isinstance(image_size, int):
-        return f"the networks see them at {image_size[0]}x{image_size[1]} pixels"
+    if not isinstance(image_size, (int, np.integer)):
+        return f"the networks see the images at {image_size[0]}x{image_size[1]} pixels"
     if isinstance(transform, CompositeTransform):  # an int sets the height and keeps the aspect ratio
-        return f"the networks see them at {image_size} pixels high (width in proportion)"
-    return f"the networks see {image_size}x{image_size} crops"
+        return f"the networks see the images at {image_size} pixels high (width in proportion)"
+    return f"the networks see {image_size}x{image_size} crops of the images"
 
 
 #: Salt of the evaluation order's generator, so that it is independent of every other draw of ``seed``.

@@ -33,7 +33,7 @@ from shc.results.cli import main
 from shc.results.curves import class_ap_rows, curve_rows, curves_by_method, pr_curves_by_method
 from shc.results.examples import ExampleQueries, hamming_top_k, top_results
 from shc.results.files import read_results, results_frame, write_results
-from shc.results.prose import budget_phrase, budgets_by_bits, device_phrase
+from shc.results.prose import budget_phrase, budgets_by_bits, device_phrase, grid_phrase
 from shc.results.reading import (IDENTITY_COLUMNS, REACH_KEYS, REPORTED_MAP_KEYS, SOURCE_NAMES, center_history_rows,
                                  center_lessons, center_rows, center_sets, classifier_code_rows, finished_configs,
                                  has_centers,
@@ -62,6 +62,7 @@ __all__ = [
     "StaleRunError",
     "artifact",
     "budget_phrase",
+    "grid_phrase",
     "budgets_by_bits",
     "device_phrase",
     "center_history_rows",

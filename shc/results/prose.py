@@ -39,6 +39,13 @@ def budget_phrase(epochs: Mapping[str, Sequence[int] | Mapping[int, int]]) -> st
                       *(_budget_words(e, f"for {', '.join(methods)}") for e, methods in grouped.items())])
 
 
+def grid_phrase(methods: Sequence[str], bits: Sequence[int], seeds: Sequence[int]) -> str:
+    """A grid's shape in words, each count with its noun in the right number: ``"8 methods x 3 code lengths x 3
+    seeds"``, ``"1 method x 1 code length x 3 seeds"`` (a reader audit found "1 code lengths", issue 38)."""
+    counts = (("method", len(methods)), ("code length", len(bits)), ("seed", len(seeds)))
+    return " x ".join(f"{count} {noun}{'' if count == 1 else 's'}" for noun, count in counts)
+
+
 def budgets_by_bits(configs: Sequence[Any], methods: Sequence[str],
                     labels: Mapping[str, str] | None = None) -> dict[str, dict[int, int]]:
     """Each method's budget per code length, from its runs' own configs, for :func:`budget_phrase` (keyed by
