@@ -719,6 +719,27 @@ def test_convergence_overlay_draws_every_method_on_one_axis():
         plots.convergence_frame(history.drop(columns="seed"))
 
 
+def test_convergence_figures_draw_each_run_on_its_share_of_the_budget_only_when_budgets_differ_fourfold():
+    """A reader audit (issue 38): beside LTH's 960 epochs, 120-epoch runs filled an eighth of the epoch axis. Budgets 8x
+    apart: each run's x is epoch / its own budget (csq's epoch 60 of 120 and lth's 480 of 960 both at 0.5, both ending
+    at 1); budgets 2x apart: the epoch, as before."""
+    def history(budgets):
+        rows = [{"label": name, "bits": 16, "seed": 0, "epoch": epoch, "loss": 1.0 / epoch,
+                 "tie_aware_mAP@ALL": 0.1 * np.log(epoch)} for name, end in budgets.items() for epoch in range(1, end + 1)]
+        return pd.DataFrame(rows)
+
+    long = history({"csq": 120, "lth": 960})
+    for fig in (plots.plot_convergence(long),
+                plots.plot_convergence_overlay(plots.convergence_frame(long, "tie_aware_mAP@ALL"))):
+        lines = {line.get_label(): line for line in fig.axes[0].lines}
+        csq, lth = lines["csq"].get_xdata(), lines["lth"].get_xdata()
+        assert csq[-1] == lth[-1] == 1.0 and csq[59] == 0.5 and lth[479] == 0.5
+        assert fig.axes[0].get_xlabel() in ("", "epoch / budget (120 to 960 epochs)")
+        assert fig.axes[-1].get_xlabel() == "epoch / budget (120 to 960 epochs)"
+    fig = plots.plot_convergence(history({"csq": 80, "lth": 160}))
+    assert fig.axes[-1].get_xlabel() == "epoch" and max(fig.axes[0].lines[1].get_xdata()) == 160
+
+
 def test_center_embedding_frame_holds_what_the_figure_plots():
     from shc import centers
 

@@ -196,6 +196,7 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
     runs = [column for column in (group, "bits", "seed") if column in columns]
     first = history_frame.sort_values("epoch").groupby(runs, sort=False)["loss"].transform("first")
     history_frame = history_frame.assign(loss=history_frame["loss"] / first.where(first.abs() > 0))
+    history_frame, label, integer = _epoch_x(history_frame, runs)
 
     fig = _new_figure(3.1 * len(panels) + 1.6, 2.5 * len(bits_values) + 0.4)
     grid = fig.subplots(len(bits_values), len(panels), sharex=True, squeeze=False)
@@ -211,10 +212,11 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
             axes = grid[row, column]
             axes.set_title(f"{q} bits: {'training loss / epoch 1' if panel == 'loss' else 'validation ' + panel}",
                            fontsize=10)
-            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+            if integer:
+                axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         grid[row, 0].set_ylabel("loss relative to epoch 1")
     for axes in grid[-1]:
-        axes.set_xlabel("epoch")
+        axes.set_xlabel(label)
     _legend_outside(fig, grid[0, 0], title="method" if group in ("label", "method") else group)
     return fig
 
@@ -388,6 +390,7 @@ def plot_convergence_overlay(frame, title: str | None = None) -> Figure:
         raise ValueError("frame is empty: no epoch evaluated the metric.")
     metric = frame.columns[4]
     bits_values = sorted(frame["bits"].unique())
+    frame, label, integer = _epoch_x(frame, ["method", "bits", "seed"])
     fig = _new_figure(4.6 * len(bits_values) + 1.8, 4.0)
     grid = np.atleast_1d(fig.subplots(1, len(bits_values), sharey=True, squeeze=False)[0])
     for axes, q in zip(grid, bits_values):
@@ -397,13 +400,32 @@ def plot_convergence_overlay(frame, title: str | None = None) -> Figure:
             axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(method), zorder=_zorder(style))
             axes.fill_between(x, mean - spread, mean + spread, color=style["color"], alpha=0.15, linewidth=0)
         axes.set_title(f"{q} bits", fontsize=10)
-        axes.set_xlabel("epoch")
-        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.set_xlabel(label)
+        if integer:
+            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     grid[0].set_ylabel(f"validation {metric}" if metric != "loss" else "training loss (unitless)")
     if title:
         fig.suptitle(title)
     _legend_outside(fig, grid[0], title="method")
     return fig
+
+
+#: Budgets this many times apart put each run on the share of its own budget: on an epoch axis, `standard-fine`'s
+#: 120-epoch runs filled an eighth of the 64-bit panels beside LTH's 960, and their last epochs, where a reader looks
+#: for a plateau, a sixteenth (a reader audit, issue 38).
+BUDGET_SHARE_RATIO = 4
+
+
+def _epoch_x(frame, runs: Sequence[str]):
+    """The x of a convergence figure: the epoch, or, where the runs' budgets (each run's last epoch, which is always
+    evaluated) are :data:`BUDGET_SHARE_RATIO` or more times apart, the epoch as a share of the run's own budget, so
+    every run spans the panel and each one's end, where convergence shows, is as wide as any other's. Returns the
+    frame with that ``epoch`` column, the axis label and whether the ticks are integers."""
+    budget = frame.groupby(list(runs), sort=False)["epoch"].transform("max")
+    if frame["epoch"].min() < 1 or budget.max() < BUDGET_SHARE_RATIO * budget.min():
+        return frame, "epoch", True
+    label = f"epoch / budget ({int(budget.min())} to {int(budget.max())} epochs)"
+    return frame.assign(epoch=frame["epoch"] / budget), label, False
 
 
 def _zorder(style: dict) -> float:
