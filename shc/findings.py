@@ -31,7 +31,7 @@ __all__ = ["FINDINGS", "FINDINGS_FILE", "Finding", "ablation_findings", "backbon
            "device_findings", "device_phrase", "findings_html", "geometry_findings", "hadamard_findings",
            "hierarchy_findings", "pair_findings", "precision_at_k_findings", "reachability_findings",
            "record_distance_finding", "retrieval_findings", "same_run_findings", "same_run_methods", "same_run_rows",
-           "show", "sign_findings", "similarity_findings"]
+           "show", "sign_findings", "similarity_findings", "tie_findings"]
 
 #: Notebook 00 draws one center set per method on purpose; its one-seed comparison says where the seeds are.
 ONE_SET_ADVICE = "this page draws one center set per method; notebook 02 compares the methods over several seeds"
@@ -386,20 +386,40 @@ def pair_findings(S: Any, pairs: Any, coarse: Any | None = None) -> list[str]:
     many pairs of the whole matrix share its top value (a tie the table cuts in class order), and how many of
     the shown pairs share a coarse class. With ``coarse`` (each class's coarse class, in the order of ``S``) and a
     tie the table cuts, also how many of all the tied pairs share one: the pairs shown are the first in class order,
-    often all in one coarse class, so their count alone says little about the tie (a reader audit, issue 38)."""
+    often all in one coarse class, so their count alone says little about the tie (a reader audit, issue 38).
+
+    ``S`` must hold the top value at full precision (pages built before 2026-11-29 kept their heatmap's S at 8
+    digits for this); today's pages give the tie as its own table instead (:func:`tie_findings`)."""
     matrix = np.asarray(S, dtype=float)
     rows, columns = np.triu_indices(matrix.shape[0], k=1)
-    upper = matrix[rows, columns]
+    at_top = np.isclose(matrix[rows, columns], float(pairs["similarity"].max()))
+    together = None
+    if coarse is not None:
+        labels = np.asarray(coarse)
+        together = int(np.sum(labels[rows[at_top]] == labels[columns[at_top]]))
+    return _pair_sentences(pairs, int(np.sum(at_top)), together)
+
+
+def tie_findings(pairs: Any, ties: Any) -> list[str]:
+    """:func:`pair_findings` from the table of every pair tied at the top (:func:`shc.similarity.most_similar_ties`,
+    its ``same_coarse`` column where the dataset has a hierarchy) instead of the whole S."""
+    if "similarity" not in ties or ties.empty:
+        raise ValueError("ties needs the pairs at the largest similarity (shc.similarity.most_similar_ties), with "
+                         "their column similarity.")
+    if not np.isclose(float(ties["similarity"].max()), float(pairs["similarity"].max())):
+        raise ValueError("the tied pairs and the table of top pairs disagree on the largest similarity; save both "
+                         "from the same S.")
+    together = int(ties["same_coarse"].sum()) if "same_coarse" in ties else None
+    return _pair_sentences(pairs, len(ties), together)
+
+
+def _pair_sentences(pairs: Any, tied: int, together: int | None) -> list[str]:
     top = float(pairs["similarity"].max())
-    at_top = np.isclose(upper, top)
-    tied = int(np.sum(at_top))
     sentences = []
     if tied > 1:
         shown = int(np.sum(np.isclose(pairs["similarity"].to_numpy(dtype=float), top)))
         cut = f"; the table shows {shown} of them, in class order" if tied > shown else ""
-        if tied > shown and coarse is not None:
-            labels = np.asarray(coarse)
-            together = int(np.sum(labels[rows[at_top]] == labels[columns[at_top]]))
+        if tied > shown and together is not None:
             cut += f"; {together} of the {tied} share a coarse class"
         sentences.append(f"{tied} class pairs share the largest similarity, {format_value(top, 4)}{cut}.")
     if "same_coarse" in pairs:
@@ -673,11 +693,16 @@ class Finding:
 FINDINGS: Registry[Finding] = Registry("finding")
 
 
-def _upper_pairs(S: Any, pairs: Any, source: str = "data-dependent S") -> list[str]:
-    """:func:`pair_findings` on a heatmap's data file (:func:`shc.plots.matrix_frame`: the triangle or the whole
-    matrix of ``source``) instead of the matrix."""
+def _upper_pairs(pairs: Any, S: Any | None = None, ties: Any | None = None,
+                 source: str = "data-dependent S") -> list[str]:
+    """:func:`tie_findings` on the table of tied pairs, or, on pages built before it (2026-11-29), :func:`pair_findings`
+    on a heatmap's data file (:func:`shc.plots.matrix_frame`: the triangle or the whole matrix of ``source``)."""
     from shc.plots.style import matrix_from_frame
 
+    if ties is not None:
+        return tie_findings(pairs, ties)
+    if S is None:
+        raise ValueError("the similar-pairs finding needs the tied pairs (ties) or the S they come from (S).")
     matrix, _ = matrix_from_frame(S, source)
     coarse = S.loc[S["source"] == source, "row_coarse"].to_numpy() if "row_coarse" in S else None
     return pair_findings(matrix, pairs, coarse)
@@ -715,7 +740,7 @@ for _name, _function, _tables in (
         ("ablation", ablation_findings, {"runs": 0}),
         ("same-run", same_run_findings, {"rows": 0}),
         ("hadamard", hadamard_findings, {"table": 1}),
-        ("similar-pairs", _upper_pairs, {"S": 0, "pairs": 0}),
+        ("similar-pairs", _upper_pairs, {"S": 0, "pairs": 0, "ties": 0}),
         ("similarity-signs", _signs, {"S": 0}),
         ("hierarchy", hierarchy_findings, {"coarse": 0}),
         ("coarse-structure", coarse_structure_findings, {"S": 0, "centers": 0}),

@@ -30,6 +30,7 @@ __all__ = [
     "hierarchical_similarity",
     "hierarchy_agreement",
     "most_similar_pairs",
+    "most_similar_ties",
     "planted_similarity",
     "similarity_correlations",
     "similarity_from_labels",
@@ -623,3 +624,20 @@ def most_similar_pairs(S: Any, n: int = 10, class_names: Sequence[str] | None = 
         coarse = _coarse_vector(coarse_labels, num_classes)
         table["same_coarse"] = coarse[rows[top]] == coarse[columns[top]]
     return table
+
+
+def most_similar_ties(S: Any, class_names: Sequence[str] | None = None, coarse_labels: Any | None = None):
+    """Every pair of different classes at the largest similarity of ``S`` (equal to it as :func:`numpy.isclose`
+    reads it), in class order: the tie that :func:`most_similar_pairs` cuts at ``n``.
+
+    Notebook 01 publishes it beside the top pairs, so its sentence "N class pairs share the largest similarity" is
+    re-derived from a table of those N pairs at full precision, while the heatmap's data keeps S at the three
+    digits a colour shows (a 333-class S at eight digits was 0.23 MB of a report set, issue 38). Same columns as
+    :func:`most_similar_pairs`.
+    """
+    matrix = validate_similarity(S)
+    rows, columns = _upper_pairs(matrix.shape[0])
+    upper = matrix[rows, columns]
+    tied = int(np.sum(np.isclose(upper, upper.max())))
+    ties = most_similar_pairs(matrix, tied, class_names, coarse_labels)  # ranked by value: 0.9 + 1e-9 before 0.9
+    return ties.sort_values(["class_a", "class_b"], kind="stable").reset_index(drop=True)

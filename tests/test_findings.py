@@ -259,6 +259,30 @@ def test_the_similar_pairs_finding_reads_the_coarse_classes_from_the_heatmap_dat
     assert sentences[0].endswith("in class order; 2 of the 3 share a coarse class.")
 
 
+def test_the_tie_sentence_reads_the_table_of_tied_pairs_as_it_read_s_at_full_precision(tmp_path):
+    """Today's page 01 publishes every pair at the top (most_similar_ties) and keeps its heatmap's S at 3 digits; the
+    sentence is the one the 8-digit S gave. S has three pairs at 0.9 (one a near-tie, 0.9 + 1e-9, in the tolerance) and
+    0.8999 just below: at three digits it would read as a fourth tie."""
+    S = np.eye(5)
+    for (a, b), value in {(0, 1): 0.9, (0, 2): 0.9 + 1e-9, (2, 3): 0.9, (3, 4): 0.8999}.items():
+        S[a, b] = S[b, a] = value
+    coarse = [0, 0, 1, 1, 1]
+    ties = similarity.most_similar_ties(S, list("abcde"), coarse)
+    assert list(zip(ties["class_a"], ties["class_b"])) == [(0, 1), (0, 2), (2, 3)]
+    assert list(ties["same_coarse"]) == [True, False, True]
+    pairs = similarity.most_similar_pairs(S, 2, list("abcde"), coarse)
+    folder = tmp_path / "page"
+    files = {"pairs": plots.save_table(pairs, folder / "tables" / "pairs"),
+             "ties": plots.save_table(ties, folder / "tables" / "ties")}
+    derived = findings.derive("similar-pairs", folder, {k: v.relative_to(folder).as_posix() for k, v in files.items()},
+                              {})
+    assert derived == findings.pair_findings(S, pairs, coarse) == [
+        "3 class pairs share the largest similarity, 0.9000; the table shows 2 of them, in class order; 2 of the 3 share "
+        "a coarse class.", "1 of the 2 pairs shown share a coarse class."]
+    with pytest.raises(ValueError, match="disagree"):
+        findings.tie_findings(pairs.assign(similarity=0.5), ties)
+
+
 def test_coarse_structure_sentences_give_the_within_and_between_means_of_s_and_of_each_center_set(tmp_path):
     """Coarse classes {0, 1} and {2, 3}. Off-diagonal S: within (0,1), (2,3) = 0.6 and 0.2, mean 0.4; between the four
     pairs (0,2)=0.0, (0,3)=-0.2, (1,2)=-0.2, (1,3)=0.0, mean -0.1; all 12 off-diagonal entries (each pair twice):

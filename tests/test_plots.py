@@ -227,10 +227,11 @@ def test_similarity_order_puts_each_block_together():
 def _drawn(fig, axes_index: int = 0) -> np.ndarray:
     """The RGBA pixels of the first image of ``fig.axes[axes_index]`` as the saved PNG draws them: the figure at
     :func:`save_figure`'s dpi, resampled by matplotlib into its panel (``AxesImage.make_image``)."""
-    import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    fig.set_dpi(matplotlib.rcParams["savefig.dpi"])
+    from shc.plots.style import _savefig_dpi
+
+    fig.set_dpi(_savefig_dpi(fig))
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
     pixels, *_ = fig.axes[axes_index].images[0].make_image(canvas.get_renderer(), unsampled=False)
@@ -250,6 +251,7 @@ def _checkerboard_runs(fig, axes_index: int = 0) -> int:
 def test_heatmaps_give_every_class_its_own_pixels(num_classes):
     # a checkerboard S alternates +1 / -1 along every row: averaged (antialiased) or dropped (downsampled) cells
     # would merge runs, so the runs counted on the saved PNG equal the classes only when each has its own pixels
+    plots.use_style()  # the reports' dpi, as every notebook sets it (alone, this test ran at matplotlib's default)
     index = np.arange(num_classes)
     similarity = np.where((index[:, None] + index[None, :]) % 2 == 0, 1.0, -1.0)
     centers = np.where(np.random.default_rng(0).random((num_classes, 16)) < 0.5, -1, 1)
@@ -622,7 +624,7 @@ def test_the_gram_figures_data_holds_s_and_the_centers_and_gives_back_each_gram_
 
 def test_a_heatmaps_data_keeps_three_significant_digits_unless_asked_for_more(tmp_path):
     """matrix_frame marks its table for MATRIX_DIGITS (a colour scale shows steps of about 0.008); an explicit
-    ``digits`` wins (01's heatmap keeps 8 for its similar-pairs finding)."""
+    ``digits`` wins (for a finding that must tell values apart at that precision)."""
     S = np.array([[1.0, 0.123456], [0.123456, 1.0]])
     fig = plots.plot_similarity_heatmap(S, ["a", "b"], cluster=False)
     rounded = plots.save_figure(fig, tmp_path / "figures" / "s", data=plots.matrix_frame({"S": S}, ["a", "b"]))[-1]

@@ -353,8 +353,8 @@ def save_figure(fig: Figure, path_stem: str | os.PathLike, data=None, *,
         Significant digits of the floats of ``data`` (default: the table's own ``attrs["digits"]``, which
         :func:`matrix_frame` sets to :data:`MATRIX_DIGITS`, else :data:`FIGURE_DIGITS`, 4: more than a figure can
         show, and about a quarter less to store than :func:`save_table`'s 8). Pass 8 where a computed finding reads
-        the file and must tell values apart at that precision (01's similar-pairs finding counts ties of S from its
-        heatmap's data).
+        the file and must tell values apart at that precision (04's precision@K finding reads its curves' data; 01's
+        tie count reads a table of the tied pairs, :func:`shc.similarity.most_similar_ties`, not the heatmap's S).
 
     The PNG is also kept on the figure: shown in IPython while unchanged, it displays as exactly that file
     (:func:`install_alt_text_formatter`), so a report page links the file instead of carrying a second copy.
