@@ -277,8 +277,8 @@ def test_the_tie_sentence_reads_the_table_of_tied_pairs_as_it_read_s_at_full_pre
     derived = findings.derive("similar-pairs", folder, {k: v.relative_to(folder).as_posix() for k, v in files.items()},
                               {})
     assert derived == findings.pair_findings(S, pairs, coarse) == [
-        "3 class pairs share the largest similarity, 0.9000; the table shows 2 of them, in class order; 2 of the 3 share "
-        "a coarse class.", "1 of the 2 pairs shown share a coarse class."]
+        "3 class pairs share the largest similarity, 0.9000; the table shows 2 of them, in class order; 2 of the 3 "
+        "share a coarse class.", "1 of the 2 pairs shown share a coarse class."]
     with pytest.raises(ValueError, match="disagree"):
         findings.tie_findings(pairs.assign(similarity=0.5), ties)
 

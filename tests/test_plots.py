@@ -727,7 +727,8 @@ def test_convergence_figures_draw_each_run_on_its_share_of_the_budget_only_when_
     at 1); budgets 2x apart: the epoch, as before."""
     def history(budgets):
         rows = [{"label": name, "bits": 16, "seed": 0, "epoch": epoch, "loss": 1.0 / epoch,
-                 "tie_aware_mAP@ALL": 0.1 * np.log(epoch)} for name, end in budgets.items() for epoch in range(1, end + 1)]
+                 "tie_aware_mAP@ALL": 0.1 * np.log(epoch)}
+                for name, end in budgets.items() for epoch in range(1, end + 1)]
         return pd.DataFrame(rows)
 
     long = history({"csq": 120, "lth": 960})
