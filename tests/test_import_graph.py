@@ -52,7 +52,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("stages", ("shc.stages.base",)),
     ("stage definitions", ("shc.stages.definitions",)),
     ("stages package", ("shc.stages",)),
-    ("retrieval, findings, figures", ("shc.retrieval.*", "shc.findings", "shc.paper", "shc.plots.*")),
+    ("retrieval, findings, figures", ("shc.retrieval.*", "shc.findings.*", "shc.paper", "shc.plots.*")),
     ("presets", ("shc.presets",)),
     ("compute and read", ("shc.pipeline", "shc.results.*", "shc.explore", "shc.explore_sources")),
     ("batch runner and command lines", ("shc.reports.*", "shc.cli", "shc.__main__")),

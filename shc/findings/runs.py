@@ -1,0 +1,322 @@
+"""Computed prose about trained runs: retrieval rankings and ties, reachability, convergence, devices, ablations,
+precision@K and the best methods (pages 03-06). Each function takes the table a notebook shows and returns sentences;
+:mod:`shc.findings` registers them, so the report checker re-derives every one from the published files.
+Comparisons between methods use the paired differences by seed with a 95% t-interval (:mod:`shc.stats`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from shc.evaluation import PRIMARY_METRIC
+from shc.stats import format_value, metric_name, paired_by_seed, summary_frame, what_this_shows
+
+__all__ = ["ablation_findings", "backbone_phrase", "best_methods", "best_methods_label", "bullet_list",
+           "convergence_findings", "device_findings", "device_phrase", "precision_at_k_findings",
+           "reachability_findings", "retrieval_findings", "same_run_findings", "same_run_methods", "same_run_rows"]
+
+
+def retrieval_findings(runs: Any, metric: str = PRIMARY_METRIC, reference: str | None = "shc",
+                       method: str = "label") -> list[str]:
+    """Per code length: the best method and its margin, and ``reference`` against every other method
+    (paired by seed). ``runs`` is :func:`shc.results.result_rows`."""
+    summary, per_seed = summary_frame(runs, [metric], method=method)
+    return what_this_shows(summary, per_seed, metric, reference=reference)
+
+
+def device_phrase(rows: Any, markdown: bool = True) -> str:
+    """Where a grid's runs trained, from their ``device`` column (:func:`shc.results.reading.result_rows`): one
+    sentence naming the device when they share one; a warning naming each device and its run count when they do not
+    (a run without the record counts as "not recorded"), since runs are not bit-identical across devices
+    (docs/gpu.md); "" when no run records it (runs older than the record). When every run records its device and
+    each code length (``bits``) trained on one, the warning names the device of each length instead: the comparisons
+    of methods at one length are then within one device's runs. ``markdown=False``: without the bold markers (for a
+    page's findings, which are plain text)."""
+    import pandas as pd
+
+    devices = rows["device"] if "device" in rows else pd.Series([None] * len(rows), dtype=object)
+    recorded = devices.dropna()
+    if recorded.empty:
+        return ""
+    counts = recorded.value_counts().sort_index()
+    if len(counts) == 1 and len(recorded) == len(rows):
+        return f"Every run trained on {counts.index[0]}."
+    bold = "**" if markdown else ""
+    if len(recorded) == len(rows) and "bits" in rows and (rows.groupby("bits")["device"].nunique() == 1).all():
+        lengths = {}  # device -> its code lengths, in the order of the lengths
+        for bits, device in rows.groupby("bits")["device"].first().sort_index().items():
+            lengths.setdefault(device, []).append(f"{int(bits)}")
+        parts = [f"{_and(bits)} bits on {device}" for device, bits in lengths.items()]
+        return (f"{bold}These runs trained on more than one device, one per code length{bold}: " + ", ".join(parts)
+                + ". Runs are not bit-identical across devices (docs/gpu.md): the comparisons of methods at one code "
+                  "length are within one device's runs; a change between lengths of different devices also crosses "
+                  "devices, and so do training times.")
+    parts = [f"{device} ({count} runs)" for device, count in counts.items()]
+    if len(recorded) < len(rows):
+        parts.append(f"not recorded ({len(rows) - len(recorded)} runs)")
+    return (f"{bold}These runs trained on more than one device{bold}: " + ", ".join(parts) + ". Runs are not "
+            "bit-identical across devices (docs/gpu.md): compare methods within one device's runs.")
+
+
+def _and(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def device_findings(runs: Any) -> list[str]:
+    """Where the runs trained (:func:`device_phrase`, plain text): one device, which device each code length trained
+    on, or a warning naming the devices of a mixed grid; no sentence for runs from before devices were recorded.
+    ``runs`` is :func:`shc.results.result_rows`."""
+    sentence = device_phrase(runs, markdown=False)
+    return [sentence] if sentence else []
+
+
+def reachability_findings(runs: Any) -> list[str]:
+    """Did each network reach its own targets? Per code length, the methods whose mean training center hit rate
+    (:mod:`shc.reachability`) is below :data:`shc.reachability.REACHED`, with the rate, or that every method
+    reached them; a warning that a ranking involving those methods measures the backbone. ``runs`` is
+    :func:`shc.results.result_rows`; runs without reachability (trained before it was recorded) are named."""
+    from shc.reachability import REACHED
+
+    key = "train_center_hit_rate"
+    if key not in runs or runs[key].isna().all():
+        return ["These runs record no reachability (they were trained before stage 3 stored the training codes): "
+                "whether each network reached its targets is unknown. Retrain them to know."]
+    sentences = []
+    means = runs.groupby(["bits", "label"], sort=False)[key].mean()
+    for bits in sorted(runs["bits"].unique()):
+        at = means.loc[bits]
+        short = at[at < REACHED]
+        single = _single_runs_short(runs[(runs["bits"] == bits) & ~runs["label"].isin(short.index)], key, REACHED)
+        if short.empty:
+            sentences.append(f"At {bits} bits every method's network reached its targets on the training set (center "
+                             f"hit rate at least {REACHED:g} over the seeds; lowest {at.idxmin()}, {at.min():.3f})"
+                             + (f"; single runs below it: {single}" if single else "") + ".")
+            continue
+        listed = ", ".join(f"{name} ({value:.3f})" for name, value in short.sort_values().items())
+        sentences.append(f"At {bits} bits the networks of {listed} did not reach their targets on the training set "
+                         f"(center hit rate below {REACHED:g}): a ranking that involves them measures what the network "
+                         "could fit, not their targets"
+                         + (f". Single runs below it of the methods that reached it over the seeds: {single}" if single
+                            else "") + ".")
+    missing = sorted(runs.loc[runs[key].isna(), "label"].unique())
+    if missing:
+        sentences.append(f"No reachability is recorded for some runs of {', '.join(missing)} (trained before it was).")
+    return sentences
+
+
+def _single_runs_short(runs: Any, key: str, reached: float) -> str:
+    """``shc seed 1 (0.897), greedyhash seeds 1 and 2 (0.893, 0.895)``: the runs under ``reached``, per method (in
+    the order of their lowest rate), or ``""``; a seed's comparisons involving one of them measure the network."""
+    if "seed" not in runs:
+        return ""
+    low = runs[runs[key] < reached].sort_values(["seed"])
+    parts = []
+    for label, rows in sorted(low.groupby("label"), key=lambda item: item[1][key].min()):
+        seeds = [str(int(seed)) for seed in rows["seed"]]
+        rates = ", ".join(f"{value:.3f}" for value in rows[key])
+        parts.append(f"{label} seed{'s' if len(seeds) > 1 else ''} {_and(seeds)} ({rates})")
+    return ", ".join(parts)
+
+
+def convergence_findings(runs: Any, history: Any) -> list[str]:
+    """How the runs ended: how many selected their last evaluated epoch, and how much validation mAP@ALL
+    still rose over the last quarter of training.
+
+    ``runs`` is :func:`shc.results.result_rows`, ``history`` :func:`shc.results.history_rows`. Selecting the
+    last epoch is not by itself a sign of an unconverged run: the cosine schedule decays the learning rate to
+    0 at the last epoch, so a converged run often peaks there. The late gain says whether the curve was still
+    climbing; the test of convergence is doubling the budget (``benchmarks/standard_convergence.py``).
+
+    The sentences name the code lengths they pool, count the runs that ended at their last epoch per budget (methods
+    train for different epochs) and name the run of the largest late gain (a reader audit of `standard-fine`'s 03,
+    issue 38: "10 of 24 runs ... (each run's own: epoch 120 for 21 runs, 480 for 3 runs)" read as if 24 of the 10
+    had ended there, and the largest gain, one method's, was not named).
+    """
+    column = PRIMARY_METRIC if PRIMARY_METRIC in history else "mAP@ALL"  # runs before tie-aware selection: id order
+    evaluated = history.dropna(subset=[column]) if column in history else history
+    last = evaluated.groupby(["label", "bits", "seed"])["epoch"].max().rename("last_evaluated")
+    table = runs.set_index(["label", "bits", "seed"]).join(last)
+    unevaluated = int(table["last_evaluated"].isna().sum())
+    table = table.dropna(subset=["last_evaluated"])
+    if table.empty:
+        return ["No run has an evaluated epoch in its training history, so none can be said to have converged."]
+    table["at_end"] = table["selected_epoch"] == table["last_evaluated"]
+    at_end, total = int(table["at_end"].sum()), len(table)
+    lengths = _lengths(table.index.get_level_values("bits"))
+    if at_end == 0:
+        sentence = (f"No run {lengths} selected its last evaluated epoch: every validation {metric_name(column)} "
+                    "peaked before its run's end, so the schedule is long enough for model selection.")
+    else:
+        sentence = (f"{at_end} of {total} runs {lengths} selected their last evaluated epoch "
+                    f"({_ended_by_budget(table)}); under the cosine schedule, whose learning rate reaches 0 there, a "
+                    "converged run often peaks at its end.")
+    if unevaluated:
+        sentence += (f" {unevaluated} run{'s have' if unevaluated > 1 else ' has'} no evaluated epoch and "
+                     f"{'are' if unevaluated > 1 else 'is'} not counted.")
+    gains = {}
+    if column in evaluated:
+        for (label, bits, seed), curve in evaluated.groupby(["label", "bits", "seed"]):
+            curve = curve.sort_values("epoch")
+            late = curve[curve["epoch"] <= 0.75 * curve["epoch"].max()]
+            if len(late) and len(curve) > 1:
+                gains[(label, int(bits), int(seed))] = float(curve[column].iloc[-1] - late[column].iloc[-1])
+    if gains:
+        (label, bits, seed), largest = max(gains.items(), key=lambda item: item[1])
+        tops = sum(np.isclose(gain, largest) for gain in gains.values())
+        whose = f": {label}, {bits} bits, seed {seed}" if tops == 1 else f", {tops} runs"  # a tie names no one run
+        sentence += (f" Over the last quarter of training, validation {metric_name(column)} rose by "
+                     f"{np.mean(list(gains.values())):+.3f} on average (largest {largest:+.3f}{whose}); whether the "
+                     "budget suffices is tested by doubling it (benchmarks/standard_convergence.py).")
+    by_method = table.groupby(level="label")["at_end"].mean()
+    worst = by_method.sort_values(ascending=False)
+    detail = ", ".join(f"{name} {share:.0%}" for name, share in worst.items())
+    return [sentence, f"Share of runs selecting the last evaluated epoch, by method ({lengths.removeprefix('at ')}): "
+                      f"{detail}."]
+
+
+def _lengths(bits: Any) -> str:
+    """``at 16 bits`` or ``at 16, 32 and 64 bits``: the code lengths a pooled sentence covers."""
+    values = sorted({int(b) for b in bits})
+    if not values:
+        raise ValueError("no code length to name: pass the bits of at least one run.")
+    return f"at {_and([str(b) for b in values])} bits"
+
+
+def _ended_by_budget(table: Any) -> str:
+    """How many runs ended at their last evaluated epoch, per last epoch (each run's own budget; issue 38: budgets
+    differ between methods, so no single epoch describes them): ``every run's last is epoch 80`` when one budget is
+    shared, else ``8 of the 21 runs ending at epoch 120, 2 of the 3 runs ending at 480``."""
+    groups = table.groupby(table["last_evaluated"].astype(int))["at_end"].agg(["sum", "size"]).sort_index()
+    if len(groups) == 1:
+        return f"every run's last is epoch {groups.index[0]}"
+    parts = []
+    for n, (epoch, row) in enumerate(groups.iterrows()):
+        at = f"ending at {'epoch ' if n == 0 else ''}{epoch}"
+        if int(row["size"]) == 1:  # "1 of the 1 run" reads oddly: say whether the one run did
+            parts.append(f"{'' if row['sum'] else 'not '}the one run {at}")
+        else:
+            parts.append(f"{int(row['sum'])} of the {int(row['size'])} runs {at}")
+    return ", ".join(parts)
+
+
+def ablation_findings(runs: Any, variants: Mapping[str, str], metric: str = PRIMARY_METRIC,
+                      reference: str = "shc") -> list[str]:
+    """Notebook 05: ``reference`` against each other variant (``variants`` maps method -> display name)."""
+    renamed = runs.assign(label=runs["label"].map(lambda name: variants.get(name, name)))
+    return what_this_shows(*summary_frame(renamed, [metric]), metric, reference=variants.get(reference, reference))
+
+
+def same_run_rows(runs: Sequence[tuple[Any, Any]], other: str = "csq") -> Any:
+    """Which runs train exactly as method ``other`` does (issue 38): one row per run whose method has ``other``'s
+    loss, with ``same_centers`` True where its stage-2 centers are ``other``'s (generated here, seeded as its stage
+    2 does). ``runs`` are (config, its stage-2 centers) pairs. The table :func:`same_run_findings` words."""
+    import pandas as pd
+
+    from shc.centers import generate_centers
+    from shc.methods import get_method
+
+    spec = get_method(other)
+    rows = [{"method": config.method, "bits": config.bits, "seed": config.seed, "classes": len(centers),
+             "same_as": other, "same_centers": bool(np.array_equal(
+                 np.asarray(centers), generate_centers(spec.centers, len(centers), config.bits, seed=config.seed)))}
+            for config, centers in runs if config.method != other and get_method(config.method).loss == spec.loss]
+    return pd.DataFrame(rows, columns=["method", "bits", "seed", "classes", "same_as", "same_centers"])
+
+
+def _same_for_every_seed(rows: Any) -> Any:
+    """:func:`same_run_rows` grouped by code length, method and the other method: whether every seed's centers are the
+    other's (``all_same``) and the number of classes."""
+    return rows.groupby(["bits", "method", "same_as"], sort=True).agg(
+        all_same=("same_centers", "all"), classes=("classes", "first"))
+
+
+def same_run_findings(rows: Any) -> list[str]:
+    """One sentence per method and code length whose runs are, for every seed, another method's runs: the same loss
+    on the same centers (MDS's generator returns Hadamard rows, CSQ's centers, when C <= 2q). ``rows`` is
+    :func:`same_run_rows`."""
+    if not len(rows):
+        return []
+    return [f"At {bits} bits the {method} runs are {other}'s runs: the same loss on the same centers (its generator "
+            f"returned {other}'s {int(row['classes'])} centers for every seed), so their numbers are {other}'s, not "
+            "a separate result."
+            for (bits, method, other), row in _same_for_every_seed(rows).iterrows() if bool(row["all_same"])]
+
+
+def same_run_methods(rows: Any, bits: int) -> dict[str, str]:
+    """The methods whose runs at ``bits`` are, for every seed, another method's (:func:`same_run_rows`): method ->
+    that method, e.g. ``{"distance": "csq"}`` at C <= 2q. A summary that shows such a method's number says whose it
+    is (page 05's index line), as :func:`same_run_findings` does on the page."""
+    if not len(rows):
+        return {}
+    grouped = _same_for_every_seed(rows)
+    return {method: other for (at, method, other), row in grouped.iterrows() if at == bits and bool(row["all_same"])}
+
+
+def bullet_list(sentences: Sequence[str]) -> str:
+    return "\n".join(f"- {sentence}" for sentence in sentences)
+
+
+def backbone_phrase(config: Any) -> str:
+    """How a run's network starts, in words: ``composite_cnn, trained from scratch``, ``resnet34 with ImageNet
+    weights``, ``composite_cnn pretrained on items (stage 0), then fine-tuned``."""
+    if getattr(config, "pretrain", None):
+        return f"{config.backbone} pretrained on the {config.pretrain} source task (stage 0), then fine-tuned"
+    if getattr(config, "pretrained", False) or getattr(config, "weights", None):
+        source = getattr(config, "weights", None) or "ImageNet"
+        return f"{config.backbone} starting from {source} weights"
+    return f"{config.backbone}, trained from scratch"
+
+
+def precision_at_k_findings(frame: Any, bits: int, method: str = "method") -> list[str]:
+    """How precision@K moves with K at one code length (:func:`shc.results.curve_rows` of kind "k"): per method,
+    the value at the smallest K, the largest value and where, and the value at the largest K. Recall@K can only
+    grow with K; precision@K need not fall (ties and class sizes shape it), so its course is stated, not assumed."""
+    rows = frame[frame["bits"] == bits]
+    sentences = []
+    for name, group in rows.groupby(method, sort=False):
+        curve = group.groupby("k")["precision"].mean().sort_index()
+        if curve.empty:
+            continue
+        first_k, last_k, peak_k = int(curve.index[0]), int(curve.index[-1]), int(curve.idxmax())
+        sentences.append(f"{name}: {format_value(curve.iloc[0], 3)} at K = {first_k}, highest "
+                         f"{format_value(curve.max(), 3)} at K = {peak_k}, {format_value(curve.iloc[-1], 3)} at "
+                         f"K = {last_k}")
+    return [f"Precision@K at {bits} bits (mean over seeds): " + "; ".join(sentences) + "."] if sentences else []
+
+
+def best_methods(runs: Any, metric: str, bits: int, method: str = "label", confidence: float = 0.95) -> list[str]:
+    """The methods at the top of ``metric`` at ``bits``: the highest mean and every method the paired interval
+    cannot tell apart from it (one seed: only the highest). Best first."""
+    from shc.stats import paired_by_seed
+
+    summary, per_seed = summary_frame(runs, [metric], method=method)
+    here = summary[(summary["bits"] == bits) & (summary["metric"] == metric)].sort_values("mean", ascending=False,
+                                                                                         kind="stable")
+    if here.empty:
+        return []
+    names = list(here["method"])
+    top = names[0]
+    tied = [other for other in names[1:]
+            if paired_by_seed(per_seed, metric, bits, top, other, confidence).verdict == "not distinguishable"]
+    return [top, *tied]
+
+
+def best_methods_label(runs: Any, metric: str, bits: int, method: str = "label") -> str:
+    """:func:`best_methods` as a report index shows it: the one best method, or the tied ones "(not distinguishable)",
+    naming those whose network did not reach its targets on the training set (mean center hit rate below
+    :data:`shc.reachability.REACHED`), since their place in a ranking measures what the network could fit."""
+    from shc.reachability import REACHED
+
+    best = best_methods(runs, metric, bits, method=method)
+    label = best[0] if len(best) == 1 else f"{', '.join(best)} (not distinguishable)"
+    key = "train_center_hit_rate"
+    if key in runs and best:
+        at = runs[runs["bits"] == bits].groupby(method)[key].mean()
+        short = [name for name in best if name in at and at[name] < REACHED]
+        if short:
+            label += f"; below the training hit rate of {REACHED:g}: {', '.join(short)}"
+    return label
