@@ -233,6 +233,8 @@ def test_a_results_file_rebuilds_the_tables_and_comparisons_without_the_run_fold
     assert main(["--preset", "tiny", "--run-dir", str(run_dir), "--write-csv", str(csv)]) == 0
     from_runs = capsys.readouterr().out
     assert f"wrote {csv} (2 runs)" in from_runs
+    written = pd.read_csv(csv)  # each run's arithmetic is recorded: two CPUs of one grid may differ in it
+    assert written["precision"].notna().all() and set(written["precision"]) <= {"fp32", "bf16"}
     run_dir.rename(tmp_path / "gone")
     assert main(["--preset", "tiny", "--run-dir", str(run_dir), "--from-csv", str(csv)]) == 0
     from_file = capsys.readouterr().out

@@ -156,8 +156,11 @@ def result_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     seed, tie_aware_mAP@100, tie_aware_mAP@1000, tie_aware_mAP@ALL (expected over random orders within
     Hamming ties: the primary numbers), mAP@100, mAP@1000, mAP@ALL (ties by database index), the reachability
     numbers :data:`REACH_KEYS` and ``reach_targets`` (what they are measured against), the unseen-class pairings
-    :data:`~shc.evaluation.UNSEEN_KEYS` (NaN for runs without held-out classes), selected_epoch, train_seconds and
-    device (where it trained: :func:`shc.devices.describe_device`; None for runs older than that record).
+    :data:`~shc.evaluation.UNSEEN_KEYS` (NaN for runs without held-out classes), selected_epoch, train_seconds,
+    device (where it trained: :func:`shc.devices.describe_device`; None for runs older than that record) and
+    precision (the arithmetic it trained in, :func:`shc.devices.resolve_precision`: ``bf16`` autocast on a CPU with
+    native bf16, else ``fp32``; None for runs older than that record). Two CPUs of one grid may differ in it, and with
+    it in more than the last digits: it is recorded so that such a mix shows in the results files.
     The runs must exist (:func:`run_grid`).
     """
     import pandas as pd
@@ -169,7 +172,8 @@ def result_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
                      **{key: metrics.get(key, float("nan")) for key in (*REACH_KEYS, *UNSEEN_KEYS)},
                      "reach_targets": metrics.get("reach_targets"),
                      "selected_epoch": metrics["selected_epoch"], "train_seconds": metrics["train_seconds"],
-                     "device": metrics.get("device")})  # None: a run from before devices were recorded
+                     "device": metrics.get("device"),  # None: a run from before devices were recorded
+                     "precision": metrics.get("precision")})
     return pd.DataFrame(rows)
 
 
