@@ -285,7 +285,8 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
                        **{key: metrics[key] for key in (*TIE_AWARE_MAP_KEYS, *MAP_KEYS)},
                        **{key: metrics[key] for key in _REACH_ROW_KEYS if key in metrics},
                        **{key: metrics[key] for key in UNSEEN_KEYS if key in metrics},
-                       "train_seconds": metrics["train_seconds"]}
+                       "train_seconds": metrics["train_seconds"],
+                       "device": metrics.get("device"), "precision": metrics.get("precision")}
         epochs = config.epochs - int(metrics.get("resumed_after_epoch", 0))  # a resumed run trained only the rest
         if seconds > 0 and epochs > 0:
             trained.append((epochs, seconds))
@@ -507,6 +508,12 @@ def _main(argv: Sequence[str] | None) -> int:
                 if metric in baseline[0]:
                     print(f"\nclassifier-code baseline, {metric} (mean ± std over seeds; stage 1's classifier gives "
                           f"each image a center)\n{summarize(baseline, metric).to_string()}")
+            import pandas as pd
+
+            from shc.findings import device_phrase
+
+            where = device_phrase(pd.DataFrame(rows), markdown=False)  # a grid resumed on another machine says so
+            print(f"\n{where}" if where else "", end="")
             print(f"\n{len(configs)} runs in {time.perf_counter() - started:.0f} s")
     return 0
 

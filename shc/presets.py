@@ -48,7 +48,7 @@ from typing import Any
 
 from shc._paths import repository_root
 from shc.registry import Registry
-from shc.runs import RunConfig
+from shc.runs import _PRECISIONS, RunConfig
 
 __all__ = ["NOTEBOOKS", "PRESETS", "Preset", "add_grid_arguments", "configs_from_arguments", "default_run_dir",
            "describe_config", "get_preset", "notebook_configs", "report_configs"]
@@ -525,6 +525,10 @@ def add_grid_arguments(parser: argparse.ArgumentParser) -> None:
                         "one that cannot reach most centers: docs/standard-fine.md)")
     parser.add_argument("--data-root", help="folder holding the dataset files (e.g. an imagefolder's root)")
     parser.add_argument("--device", help="auto (default), cpu, cuda or cuda:N")
+    parser.add_argument("--precision", choices=_PRECISIONS,
+                        help="arithmetic of training and inference (default auto: fp16 on CUDA, bf16 on a CPU with "
+                             "native bf16, else fp32); a run resumes only in the one it began in "
+                             "(docs/reliability.md, \"Precision\")")
 
 
 def _grid_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -538,6 +542,8 @@ def _grid_overrides(args: argparse.Namespace) -> dict[str, Any]:
         overrides["device"] = args.device
     if getattr(args, "backbone", None):
         overrides["backbone"] = args.backbone
+    if getattr(args, "precision", None):
+        overrides["precision"] = args.precision
     return overrides
 
 
@@ -577,7 +583,9 @@ def describe_config(config: RunConfig) -> str:
     """One line: dataset, method, bits, seed and the schedule (for ``--list``)."""
     changed = {key: value for key, value in (("epochs", config.epochs), ("backbone", config.backbone),
                                              ("lr", config.lr), ("similarity", config.similarity),
-                                             ("pretrain", config.pretrain)) if value is not None}
+                                             ("pretrain", config.pretrain),
+                                             ("precision", None if config.precision == "auto" else config.precision))
+               if value is not None}
     options = json.dumps(dict(config.dataset_options)) if config.dataset_options else ""
     return (f"{config.dataset} {options} seed {config.seed} {config.bits} bits {config.method}: "
             + ", ".join(f"{k}={v}" for k, v in changed.items())).replace("  ", " ")

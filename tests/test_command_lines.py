@@ -29,6 +29,7 @@ def test_both_command_lines_accept_every_preset_and_list_its_grid(name, capsys):
         (["--preset", "huge"], "argument --preset: invalid choice: 'huge'"),
         (["--jobs", "0"], "argument --jobs: --jobs takes a positive integer or 'auto', got '0'"),
         (["--jobs", "two"], "argument --jobs: --jobs takes a positive integer or 'auto', got 'two'"),
+        (["--precision", "fp8"], "argument --precision: invalid choice: 'fp8'"),
     ],
 )
 def test_pipeline_option_values_are_validated_by_argparse(argv, message, capsys):
@@ -36,6 +37,21 @@ def test_pipeline_option_values_are_validated_by_argparse(argv, message, capsys)
         pipeline.main([*argv, "--list"])
     assert stop.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_pipeline_precision_reaches_every_config_of_the_grid(capsys):
+    import argparse
+
+    from shc.presets import add_grid_arguments, configs_from_arguments
+
+    parser = argparse.ArgumentParser()
+    add_grid_arguments(parser)
+    given = configs_from_arguments(parser.parse_args(["--preset", "tiny", "--precision", "bf16"]), run_dir="r")
+    default = configs_from_arguments(parser.parse_args(["--preset", "tiny"]), run_dir="r")
+    assert {config.precision for config in given} == {"bf16"} and {c.precision for c in default} == {"auto"}
+    assert pipeline.main(["--preset", "tiny", "--precision", "bf16", "--list"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert all(line.endswith("precision=bf16") for line in lines[:-1]) and len(lines) == len(given) + 1
 
 
 @pytest.mark.parametrize(
@@ -137,3 +153,22 @@ def test_results_extended_prints_the_ablation_and_baseline_tables_of_the_stored_
     # a seed beyond the grid reads a replication's runs: none here, so the missing run is named with its command
     assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--seeds", "7"]) == 2
     assert "stage3 of (mds, 16 bits, seed 7, digits-composite) has not been computed" in capsys.readouterr().err
+
+
+def test_the_pipeline_says_where_and_in_which_arithmetic_its_grid_trained(tmp_path, capsys):
+    # a grid resumed on a machine whose "auto" is another arithmetic would mix the two: the last lines say which
+    import torch
+
+    from shc.devices import resolve_precision
+
+    grid = ["--preset", "tiny", "--methods", "csq", "--seeds", "0", "--quiet", "--classifier-codes", "none"]
+    argv = [*grid, "--run-dir", str(tmp_path / "runs")]
+    assert pipeline.main(argv) == 0
+    expected = f"Every run trained on cpu in {resolve_precision('auto', torch.device('cpu'))}."
+    assert expected in capsys.readouterr().out.splitlines()
+    # precision is not part of a run's identity: in the same folder the finished run is read, and the line names the
+    # arithmetic it trained in, whatever this call asked for
+    assert pipeline.main([*argv, "--precision", "bf16"]) == 0
+    assert expected in capsys.readouterr().out.splitlines()
+    assert pipeline.main([*grid, "--run-dir", str(tmp_path / "fp32"), "--precision", "fp32"]) == 0
+    assert "Every run trained on cpu in fp32." in capsys.readouterr().out.splitlines()

@@ -30,13 +30,13 @@ def test_retrieval_sentences_follow_the_numbers():
 
 
 def test_device_findings_say_where_the_runs_trained():
-    one = _runs([0.50, 0.52, 0.55], [0.40, 0.41, 0.45]).assign(device="cpu")
-    assert findings.device_findings(one) == ["Every run trained on cpu."]
+    one = _runs([0.50, 0.52, 0.55], [0.40, 0.41, 0.45]).assign(device="cpu", precision="fp32")
+    assert findings.device_findings(one) == ["Every run trained on cpu in fp32."]
     assert findings.device_findings(_runs([0.5], [0.4])) == []  # runs from before devices were recorded
     two = pd.concat([one, _runs([0.60, 0.62, 0.65], [0.50, 0.51, 0.55], bits=64).assign(device="cuda (NVIDIA H200)")])
     (sentence,) = findings.device_findings(two)
-    assert sentence.startswith("These runs trained on more than one device, one per code length: 16 bits on cpu, "
-                               "64 bits on cuda (NVIDIA H200).") and "**" not in sentence  # plain: the page escapes it
+    assert sentence.startswith("These runs trained on more than one device, one per code length: 16 bits on cpu in "
+                               "fp32, 64 bits on cuda (NVIDIA H200).") and "**" not in sentence  # plain: page escapes it
 
 
 def test_best_methods_label_names_tied_leaders_that_did_not_reach_their_targets():

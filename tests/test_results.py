@@ -58,12 +58,13 @@ def test_device_phrase_names_one_device_and_warns_on_a_mix():
     def rows(*devices):
         return pd.DataFrame({"method": ["x"] * len(devices), "device": list(devices)})
 
-    assert device_phrase(rows("cpu", "cpu")) == "Every run trained on cpu."
+    # a CPU's arithmetic is the machine's (bf16 or fp32): a run that did not record it says so
+    assert device_phrase(rows("cpu", "cpu")) == "Every run trained on cpu, arithmetic not recorded."
     assert device_phrase(rows(None, None)) == ""  # runs older than the record: nothing is claimed
     assert device_phrase(pd.DataFrame({"method": ["x"]})) == ""  # a results file written before the column
     mixed = device_phrase(rows("cpu", "cuda (NVIDIA H200)", "cuda (NVIDIA H200)", None))
     assert mixed.startswith("**These runs trained on more than one device**")
-    assert "cpu (1 runs), cuda (NVIDIA H200) (2 runs), not recorded (1 runs)" in mixed
+    assert "cpu, arithmetic not recorded (1 runs), cuda (NVIDIA H200) (2 runs), not recorded (1 runs)" in mixed
     # one device recorded beside unrecorded runs is a possible mix, and says so
     assert "not recorded (1 runs)" in device_phrase(rows("cpu", None))
 
@@ -78,18 +79,48 @@ def test_device_phrase_names_the_device_of_each_code_length_when_every_length_tr
                               "device": ["cpu", "cpu", h200, h200, "cpu", "cpu"]})
     phrase = device_phrase(by_length)
     assert phrase.startswith("**These runs trained on more than one device, one per code length**: "
-                             "16 and 32 bits on cpu, 64 bits on cuda (NVIDIA H200). ")
+                             "16 and 32 bits on cpu, arithmetic not recorded, 64 bits on cuda (NVIDIA H200). ")
     assert "within one device's runs" in phrase
     three = pd.DataFrame({"method": ["x"] * 4, "bits": [16, 32, 64, 128], "device": ["cpu", "cpu", "cpu", h200]})
-    assert ": 16, 32 and 64 bits on cpu, 128 bits on cuda (NVIDIA H200). " in device_phrase(three)
+    assert ": 16, 32 and 64 bits on cpu, arithmetic not recorded, 128 bits on cuda (NVIDIA H200). " in \
+        device_phrase(three)
     assert device_phrase(by_length, markdown=False).startswith("These runs trained on more than one device, one per")
     # one length split between two devices: the counting warning, not the per-length one
     split = by_length.assign(device=["cpu", h200, h200, h200, "cpu", "cpu"])
     assert device_phrase(split).endswith("compare methods within one device's runs.")
-    assert "cpu (3 runs), cuda (NVIDIA H200) (3 runs)" in device_phrase(split)
+    assert "cpu, arithmetic not recorded (3 runs), cuda (NVIDIA H200) (3 runs)" in device_phrase(split)
     # a length whose run did not record its device is not claimed for one device
     unrecorded = by_length.assign(device=["cpu", None, h200, h200, "cpu", "cpu"])
     assert "one per code length" not in device_phrase(unrecorded)
+
+
+def test_device_phrase_counts_the_precision_of_each_run_as_part_of_where_it_trained():
+    import pandas as pd
+
+    from shc.results import device_phrase
+
+    def rows(bits, devices, precisions):
+        return pd.DataFrame({"method": ["x"] * len(bits), "bits": bits, "device": devices, "precision": precisions})
+
+    one = rows([16, 32], ["cpu", "cpu"], ["bf16", "bf16"])
+    assert device_phrase(one) == "Every run trained on cpu in bf16."
+    # one CPU kind per length, in two arithmetics: a mix of precisions, named per length
+    assert device_phrase(rows([16, 32], ["cuda (NVIDIA H200)"] * 2, [None, None])) == \
+        "Every run trained on cuda (NVIDIA H200)."  # a GPU's "auto" is fp16 on every GPU
+    by_length = device_phrase(rows([16, 16, 32, 64], ["cpu"] * 4, ["bf16", "bf16", "fp32", "fp32"]))
+    assert by_length.startswith("**These runs trained on more than one precision, one per code length**: "
+                                "16 bits on cpu in bf16, 32 and 64 bits on cpu in fp32. Runs are not bit-identical "
+                                "across precisions (docs/reliability.md, \"Precision\")")
+    # one length split between the two: counted
+    split = device_phrase(rows([32, 32, 32], ["cpu"] * 3, ["bf16", "fp32", "fp32"]))
+    assert split.startswith("**These runs trained on more than one precision**: cpu in bf16 (1 runs), cpu in fp32 "
+                            "(2 runs).")
+    # two devices stay a mix of devices; a CPU run without the precision record says so
+    mixed = device_phrase(rows([16, 16], ["cpu", "cuda (NVIDIA H200)"], [None, "fp16"]))
+    assert "more than one device**: cpu, arithmetic not recorded (1 runs), cuda (NVIDIA H200) in fp16 (1 runs)" in mixed
+    assert "across devices (docs/gpu.md)" in mixed
+    # a precision without a device (cannot happen in result_rows) claims nothing for the run
+    assert "not recorded (1 runs)" in device_phrase(rows([16, 16], ["cpu", None], ["fp32", "fp32"]))
 
 
 def test_headline_rows_give_each_method_its_paired_verdict_against_shc_and_the_best_baseline():

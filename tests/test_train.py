@@ -157,6 +157,45 @@ def test_resume_after_interruption_gives_bit_identical_weights(tmp_path, precisi
     assert [row["loss"] for row in resumed.rows] == [row["loss"] for row in reference.rows]
 
 
+def test_a_run_resumes_only_in_the_arithmetic_it_began_in(tmp_path, monkeypatch):
+    # precision="auto" is bf16 on a CPU with native bf16 and fp32 on one without: a grid moved between two such
+    # machines must not finish its runs as hybrids of the two
+    import shc.devices
+
+    dataset, settings = IndexedTensors(*blobs()), config(precision="auto", epochs=3)
+    monkeypatch.setattr(shc.devices, "_cpu_has_native_bf16", lambda: True)
+    with pytest.raises(KeyboardInterrupt):  # 5 steps per epoch: step 8 is in epoch 2
+        fit(mlp(), FailingCrossEntropy(8, "raise"), dataset, settings, tmp_path, progress=False)
+    assert torch.load(tmp_path / "last.pt", weights_only=True)["precision"] == "bf16"
+
+    monkeypatch.setattr(shc.devices, "_cpu_has_native_bf16", lambda: False)  # the other machine: auto is fp32
+    with pytest.raises(ValueError, match=r"trained in bf16, and this call trains in fp32.*precision='bf16'.*"
+                                         r"--precision bf16.*delete"):
+        fit(mlp(), CrossEntropy(), dataset, settings, tmp_path, progress=False)
+    assert torch.load(tmp_path / "last.pt", weights_only=True)["epoch"] == 1  # nothing was trained or written
+    # the fix the error names: the arithmetic it began in, asked for by name (bf16 autocast runs on any CPU, if
+    # slowly), finishes it exactly as the first machine would have
+    resumed = fit(mlp(), CrossEntropy(), dataset, config(precision="bf16", epochs=3), tmp_path, progress=False)
+    assert resumed.resumed_after == 1 and [row["epoch"] for row in resumed.rows] == [1, 2, 3]
+    uninterrupted = mlp()
+    fit(uninterrupted, CrossEntropy(), dataset, config(precision="bf16", epochs=3), tmp_path / "b", progress=False)
+    finished = mlp(seed=123)
+    fit(finished, CrossEntropy(), dataset, config(precision="bf16", epochs=3), tmp_path, progress=False)  # reloads
+    assert_same_weights(weights(finished), weights(uninterrupted))
+
+
+def test_a_checkpoint_that_did_not_record_its_arithmetic_still_resumes(tmp_path):
+    # checkpoints written before 2026-12-01 hold no "precision": they resume as before, unchecked
+    dataset, settings = IndexedTensors(*blobs()), config(epochs=2)
+    with pytest.raises(KeyboardInterrupt):
+        fit(mlp(), FailingCrossEntropy(8, "raise"), dataset, settings, tmp_path, progress=False)
+    checkpoint = torch.load(tmp_path / "last.pt", weights_only=True)
+    del checkpoint["precision"]
+    torch.save(checkpoint, tmp_path / "last.pt")
+    resumed = fit(mlp(), CrossEntropy(), dataset, settings, tmp_path, progress=False)
+    assert resumed.resumed_after == 1
+
+
 class SlowCrossEntropy(CrossEntropy):
     """Cross-entropy that sleeps ``pause`` seconds per step: an earlier process's epochs with a known minimum."""
 
@@ -251,13 +290,16 @@ def test_non_finite_loss_raises_and_keeps_last_good_checkpoint(tmp_path, outcome
         return {"mAP@ALL": 0.0}
 
     model = mlp()
-    with pytest.raises(FloatingPointError, match=r"epoch 2, step 3\b"):  # global step 8 = epoch 2, step 3
+    with pytest.raises(FloatingPointError, match=r"epoch 2, step 3\b.*delete last\.pt"):  # global step 8
         fit(model, FailingCrossEntropy(8, outcome), IndexedTensors(*blobs()), config(), tmp_path,
             evaluate=snapshot, progress=False)
     checkpoint = torch.load(tmp_path / "last.pt", weights_only=True)
     assert checkpoint["epoch"] == 1 and len(snapshots) == 1
     assert_same_weights(checkpoint["model"], snapshots[0])
     assert [row["epoch"] for row in History.load(tmp_path).rows] == [1]
+    # the message's fixes change a setting, and a checkpoint resumes only under its own: hence "delete last.pt first"
+    with pytest.raises(ValueError, match="lr: checkpoint has 0.01, this call has 0.001"):
+        fit(mlp(), CrossEntropy(), IndexedTensors(*blobs()), config(lr=1e-3), tmp_path, progress=False)
 
 
 # --------------------------------------------------------------------------- model selection

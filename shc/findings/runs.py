@@ -33,32 +33,46 @@ def device_phrase(rows: Any, markdown: bool = True) -> str:
     (a run without the record counts as "not recorded"), since runs are not bit-identical across devices
     (docs/gpu.md); "" when no run records it (runs older than the record). When every run records its device and
     each code length (``bits``) trained on one, the warning names the device of each length instead: the comparisons
-    of methods at one length are then within one device's runs. ``markdown=False``: without the bold markers (for a
-    page's findings, which are plain text)."""
+    of methods at one length are then within one device's runs. A run that records its ``precision`` (the arithmetic
+    it trained in) counts as trained on "<device> in <precision>" (``cpu in bf16``): two CPUs differ in it, and a grid
+    of one CPU kind in bf16 and another in fp32 does not come out the same (docs/standard-fine.md, "Which arithmetic
+    moved the 32-bit grid"); a CPU run from before that record counts as "cpu, arithmetic not recorded".
+    ``markdown=False``: without the bold markers (for a page's findings, which are plain text)."""
     import pandas as pd
 
-    devices = rows["device"] if "device" in rows else pd.Series([None] * len(rows), dtype=object)
+    devices = rows["device"] if "device" in rows else pd.Series([None] * len(rows), index=rows.index, dtype=object)
+    bare = devices.dropna()
+    precisions = rows["precision"] if "precision" in rows else pd.Series([None] * len(rows), index=rows.index,
+                                                                          dtype=object)
+    # "cpu in bf16": the arithmetic is part of where a run trained; a CPU's is the machine's, so a CPU run from
+    # before the record says that it is not known (a CUDA run's "auto" is fp16 on every GPU)
+    devices = devices.where(precisions.isna() | devices.isna(), devices.astype(str) + " in " + precisions.astype(str))
+    devices = devices.where(precisions.notna() | (devices != "cpu"), "cpu, arithmetic not recorded")
+    rows = rows.assign(device=devices)
     recorded = devices.dropna()
     if recorded.empty:
         return ""
     counts = recorded.value_counts().sort_index()
     if len(counts) == 1 and len(recorded) == len(rows):
         return f"Every run trained on {counts.index[0]}."
+    # one device in two arithmetics is a mix of precisions; the warning names what differs
+    what, where = (("device", "devices (docs/gpu.md)") if bare.nunique() > 1 or len(bare) < len(rows) else
+                   ("precision", "precisions (docs/reliability.md, \"Precision\")"))
     bold = "**" if markdown else ""
     if len(recorded) == len(rows) and "bits" in rows and (rows.groupby("bits")["device"].nunique() == 1).all():
         lengths = {}  # device -> its code lengths, in the order of the lengths
         for bits, device in rows.groupby("bits")["device"].first().sort_index().items():
             lengths.setdefault(device, []).append(f"{int(bits)}")
         parts = [f"{_and(bits)} bits on {device}" for device, bits in lengths.items()]
-        return (f"{bold}These runs trained on more than one device, one per code length{bold}: " + ", ".join(parts)
-                + ". Runs are not bit-identical across devices (docs/gpu.md): the comparisons of methods at one code "
-                  "length are within one device's runs; a change between lengths of different devices also crosses "
-                  "devices, and so do training times.")
+        return (f"{bold}These runs trained on more than one {what}, one per code length{bold}: " + ", ".join(parts)
+                + f". Runs are not bit-identical across {where}: the comparisons of methods at one code "
+                  f"length are within one {what}'s runs; a change between lengths of different {what}s also crosses "
+                  f"{what}s, and so do training times.")
     parts = [f"{device} ({count} runs)" for device, count in counts.items()]
     if len(recorded) < len(rows):
         parts.append(f"not recorded ({len(rows) - len(recorded)} runs)")
-    return (f"{bold}These runs trained on more than one device{bold}: " + ", ".join(parts) + ". Runs are not "
-            "bit-identical across devices (docs/gpu.md): compare methods within one device's runs.")
+    return (f"{bold}These runs trained on more than one {what}{bold}: " + ", ".join(parts) + ". Runs are not "
+            f"bit-identical across {where}: compare methods within one {what}'s runs.")
 
 
 def _and(items: Sequence[str]) -> str:

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from shc.train.config import History, TrainConfig
 
 
-#: 2 (2026-11-29): the checkpoint carries ``elapsed_seconds`` and its history ``resumed_after``/``resumed_seconds``
+#: 2 (2026-11-29): the checkpoint carries ``elapsed_seconds`` and its history ``resumed_after``/``resumed_seconds``;
+#: since 2026-12-01 also ``precision``, the resolved arithmetic it trained in (format 2 readers ignore it)
 CHECKPOINT_VERSION = 2
 
 
@@ -53,6 +54,22 @@ def _check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: 
             + "; ".join(differences)
             + f"). Use another run_dir, or delete {path.parent} to start this run over."
         )
+
+
+def _check_same_precision(saved: str | None, current: str, path: Path) -> None:
+    """Refuse to resume a run in another arithmetic than the one it trained in (``saved``: the checkpoint's resolved
+    precision; None for a checkpoint written before 2026-12-01, which did not record it). ``precision="auto"`` is
+    bf16 on a CPU with native bf16 and fp32 on one without, so a grid moved between two such machines would finish
+    its runs as hybrids that neither machine trains; the two arithmetics do not give the same numbers (docs/
+    reliability.md, "Precision")."""
+    if saved is None or saved == current:
+        return
+    raise ValueError(
+        f"{path} trained in {saved}, and this call trains in {current} (precision='auto' resolves to the machine's "
+        f"arithmetic): resuming would mix the two in one run. Set precision='{saved}' to finish it as it began, on a "
+        f"machine that runs {saved} (python -m shc.pipeline --precision {saved}), or delete {path.parent} (or use another run_dir) to train it "
+        f"again in {current}."
+    )
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from shc.devices import (
 )
 from shc.train.checkpoint import (
     CHECKPOINT_VERSION,
+    _check_same_precision,
     _check_same_run,
     _run_identity,
     _save_torch,
@@ -82,8 +83,9 @@ class _LossMeter:
         if not math.isfinite(value):
             raise FloatingPointError(
                 f"Training loss is {value} at epoch {self.epoch}, step {step}. The run stopped; last.pt still holds "
-                "the last completed epoch. Lower the learning rate, set TrainConfig.grad_clip_norm, or use "
-                "precision='fp32', then call fit again (it resumes from last.pt)."
+                "the last completed epoch (resumed with the same settings, the run meets this step again). Lower the "
+                "learning rate, set TrainConfig.grad_clip_norm, or use precision='fp32', and train again: a checkpoint "
+                "resumes only under the settings that wrote it, so delete last.pt (or use another run_dir) first."
             )
         self.total += value * batch_size
         self.count += batch_size
@@ -219,13 +221,19 @@ def _prepare(
 
 
 def _resume(state: _TrainingState, last_path: Path, identity: dict[str, Any], config: TrainConfig,
-            ranks: _Ranks) -> tuple[int, History | None]:
-    """Load ``last.pt`` if it exists (refusing another run's); returns (completed epochs, its history), the history
-    saying how many epochs and seconds the earlier processes had spent (``resumed_after``, ``resumed_seconds``)."""
+            ranks: _Ranks, precision: str) -> tuple[int, History | None]:
+    """Load ``last.pt`` if it exists (refusing another run's, or one that trained in another arithmetic than
+    ``precision``, the resolved one: ``auto`` is bf16 on one CPU and fp32 on another); returns (completed epochs,
+    its history), the history saying how many epochs and seconds the earlier processes had spent
+    (``resumed_after``, ``resumed_seconds``)."""
     if not last_path.exists():
         return 0, None
     checkpoint = load_checkpoint(last_path)
-    _check_same_run(checkpoint["identity"], identity, last_path)
+    if "precision" in checkpoint:  # the arithmetic, resolved, is compared: "auto" and "bf16" may be the same one
+        _check_same_precision(checkpoint["precision"], precision, last_path)
+        _check_same_run({**checkpoint["identity"], "precision": None}, {**identity, "precision": None}, last_path)
+    else:  # written before 2026-12-01: the precision as configured
+        _check_same_run(checkpoint["identity"], identity, last_path)
     state.load_state_dict(checkpoint)
     epoch, rng_states = checkpoint["epoch"], checkpoint["rng"]
     if len(rng_states) == ranks.world_size:
@@ -364,7 +372,7 @@ def _fit(
     started = time.perf_counter()  # this process's share of the run's clock (the checkpoint keeps the sum)
     set_seed(config.seed + ranks.rank)
     state = _prepare(model, criterion, config, device, precision, ranks)
-    start_epoch, history = _resume(state, last_path, identity, config, ranks)
+    start_epoch, history = _resume(state, last_path, identity, config, ranks, precision)
     if history is None:
         history = History()
     if evaluate is not None:
@@ -387,7 +395,7 @@ def _fit(
         history.rows.append(row)
         rng_states = _gather_rng(ranks)  # collective: every rank's state goes into rank 0's checkpoint
         if ranks.is_main:
-            checkpoint = {"version": CHECKPOINT_VERSION, "identity": identity, "epoch": epoch,
+            checkpoint = {"version": CHECKPOINT_VERSION, "identity": identity, "precision": precision, "epoch": epoch,
                           **state.state_dict(), "history": history.to_dict(), "rng": rng_states,
                           "elapsed_seconds": history.resumed_seconds + time.perf_counter() - started}
             _save_torch(checkpoint, last_path)
