@@ -945,3 +945,25 @@ def test_clock_overlap_lists_the_runs_whose_training_met_a_window_and_moves_them
         clock.overlapping_runs(tmp_path / "runs", [(clock.parse_time(start), clock.parse_time(start))])
     with pytest.raises(SystemExit, match="not an ISO 8601 time"):
         clock.parse_time("yesterday")
+
+
+def test_results_epoch_seconds_gives_each_file_length_and_method_its_seconds_per_epoch(tmp_path):
+    """benchmarks/results_epoch_seconds.py: train_seconds / epochs, min-max per (file, bits, method), untrained rows
+    (the classifier-code baseline: no clock) left out, and the recorded precisions, '-' where a file has none."""
+    import pandas as pd
+
+    script, _ = _benchmark("results_epoch_seconds")
+    old = tmp_path / "old.csv"
+    pd.DataFrame({"method": ["csq", "csq", "crh", "csq"], "bits": [32, 32, 32, 32], "epochs": [120, 120, 60, None],
+                  "train_seconds": [1200.0, 2400.0, 300.0, None]}).to_csv(old, index=False)
+    new = tmp_path / "new.csv"
+    pd.DataFrame({"method": ["csq", "csq"], "bits": [16, 16], "epochs": [100, 100], "train_seconds": [250.0, 300.0],
+                  "precision": ["bf16", "fp32"]}).to_csv(new, index=False)
+    table = script.epoch_seconds_table([old, new])
+    assert table.to_dict("records") == [
+        {"file": "old.csv", "bits": 32, "method": "crh", "runs": 1, "s/epoch min": 5.0, "s/epoch max": 5.0,
+         "precision": "-"},
+        {"file": "old.csv", "bits": 32, "method": "csq", "runs": 2, "s/epoch min": 10.0, "s/epoch max": 20.0,
+         "precision": "-"},
+        {"file": "new.csv", "bits": 16, "method": "csq", "runs": 2, "s/epoch min": 2.5, "s/epoch max": 3.0,
+         "precision": "bf16, fp32"}]
