@@ -36,7 +36,7 @@ def test_device_findings_say_where_the_runs_trained():
     two = pd.concat([one, _runs([0.60, 0.62, 0.65], [0.50, 0.51, 0.55], bits=64).assign(device="cuda (NVIDIA H200)")])
     (sentence,) = findings.device_findings(two)
     assert sentence.startswith("These runs trained on more than one device, one per code length: 16 bits on cpu in "
-                               "fp32, 64 bits on cuda (NVIDIA H200).") and "**" not in sentence  # plain: page escapes it
+                               "fp32, 64 bits on cuda (NVIDIA H200).") and "**" not in sentence  # plain text
 
 
 def test_best_methods_label_names_tied_leaders_that_did_not_reach_their_targets():

@@ -67,8 +67,8 @@ def _check_same_precision(saved: str | None, current: str, path: Path) -> None:
     raise ValueError(
         f"{path} trained in {saved}, and this call trains in {current} (precision='auto' resolves to the machine's "
         f"arithmetic): resuming would mix the two in one run. Set precision='{saved}' to finish it as it began, on a "
-        f"machine that runs {saved} (python -m shc.pipeline --precision {saved}), or delete {path.parent} (or use another run_dir) to train it "
-        f"again in {current}."
+        f"machine that runs {saved} (python -m shc.pipeline --precision {saved}), or delete {path.parent} (or use "
+        f"another run_dir) to train it again in {current}."
     )
 
 
