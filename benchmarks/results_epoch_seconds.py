@@ -5,7 +5,7 @@ For every file, code length and method: the number of runs, ``train_seconds / ep
 the whole run's, its validations included, and grows when it shared its cores) and the ``precision`` the runs
 recorded (``-`` where the file has no such column or the runs left it empty). On ``standard-fine`` a 2-core Intel
 Xeon with native bf16 trains about 2.5 s an epoch, a 2-core AMD EPYC without it (fp32) about 9-11 s, two runs at a
-time (docs/standard-fine.md, "Which arithmetic moved the 32-bit grid"): the seconds say which machine, not proof of
+time (docs/standard-fine.md, "The 32-bit grid's CPU and arithmetic"): the seconds say which machine, not proof of
 the arithmetic, which only a run trained again bit for bit shows.
 
 Run: ``python benchmarks/results_epoch_seconds.py results/standard-fine-32bit.csv [more files]``.

@@ -161,7 +161,8 @@ def test_the_pipeline_says_where_and_in_which_arithmetic_its_grid_trained(tmp_pa
 
     from shc.devices import resolve_precision
 
-    grid = ["--preset", "tiny", "--methods", "csq", "--seeds", "0", "--quiet", "--classifier-codes", "none"]
+    grid = ["--preset", "tiny", "--methods", "csq", "--seeds", "0", "--quiet", "--classifier-codes", "none",
+            "--device", "cpu"]  # on a machine with a GPU too
     argv = [*grid, "--run-dir", str(tmp_path / "runs")]
     assert pipeline.main(argv) == 0
     expected = f"Every run trained on cpu in {resolve_precision('auto', torch.device('cpu'))}."

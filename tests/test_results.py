@@ -59,12 +59,12 @@ def test_device_phrase_names_one_device_and_warns_on_a_mix():
         return pd.DataFrame({"method": ["x"] * len(devices), "device": list(devices)})
 
     # a CPU's arithmetic is the machine's (bf16 or fp32): a run that did not record it says so
-    assert device_phrase(rows("cpu", "cpu")) == "Every run trained on cpu, arithmetic not recorded."
+    assert device_phrase(rows("cpu", "cpu")) == "Every run trained on cpu in an unrecorded arithmetic."
     assert device_phrase(rows(None, None)) == ""  # runs older than the record: nothing is claimed
     assert device_phrase(pd.DataFrame({"method": ["x"]})) == ""  # a results file written before the column
     mixed = device_phrase(rows("cpu", "cuda (NVIDIA H200)", "cuda (NVIDIA H200)", None))
     assert mixed.startswith("**These runs trained on more than one device**")
-    assert "cpu, arithmetic not recorded (1 runs), cuda (NVIDIA H200) (2 runs), not recorded (1 runs)" in mixed
+    assert "cpu in an unrecorded arithmetic (1 runs), cuda (NVIDIA H200) (2 runs), not recorded (1 runs)" in mixed
     # one device recorded beside unrecorded runs is a possible mix, and says so
     assert "not recorded (1 runs)" in device_phrase(rows("cpu", None))
 
@@ -79,16 +79,16 @@ def test_device_phrase_names_the_device_of_each_code_length_when_every_length_tr
                               "device": ["cpu", "cpu", h200, h200, "cpu", "cpu"]})
     phrase = device_phrase(by_length)
     assert phrase.startswith("**These runs trained on more than one device, one per code length**: "
-                             "16 and 32 bits on cpu, arithmetic not recorded, 64 bits on cuda (NVIDIA H200). ")
+                             "16 and 32 bits on cpu in an unrecorded arithmetic, 64 bits on cuda (NVIDIA H200). ")
     assert "within one device's runs" in phrase
     three = pd.DataFrame({"method": ["x"] * 4, "bits": [16, 32, 64, 128], "device": ["cpu", "cpu", "cpu", h200]})
-    assert ": 16, 32 and 64 bits on cpu, arithmetic not recorded, 128 bits on cuda (NVIDIA H200). " in \
+    assert ": 16, 32 and 64 bits on cpu in an unrecorded arithmetic, 128 bits on cuda (NVIDIA H200). " in \
         device_phrase(three)
     assert device_phrase(by_length, markdown=False).startswith("These runs trained on more than one device, one per")
     # one length split between two devices: the counting warning, not the per-length one
     split = by_length.assign(device=["cpu", h200, h200, h200, "cpu", "cpu"])
     assert device_phrase(split).endswith("compare methods within one device's runs.")
-    assert "cpu, arithmetic not recorded (3 runs), cuda (NVIDIA H200) (3 runs)" in device_phrase(split)
+    assert "cpu in an unrecorded arithmetic (3 runs), cuda (NVIDIA H200) (3 runs)" in device_phrase(split)
     # a length whose run did not record its device is not claimed for one device
     unrecorded = by_length.assign(device=["cpu", None, h200, h200, "cpu", "cpu"])
     assert "one per code length" not in device_phrase(unrecorded)
@@ -108,19 +108,27 @@ def test_device_phrase_counts_the_precision_of_each_run_as_part_of_where_it_trai
     assert device_phrase(rows([16, 32], ["cuda (NVIDIA H200)"] * 2, [None, None])) == \
         "Every run trained on cuda (NVIDIA H200)."  # a GPU's "auto" is fp16 on every GPU
     by_length = device_phrase(rows([16, 16, 32, 64], ["cpu"] * 4, ["bf16", "bf16", "fp32", "fp32"]))
-    assert by_length.startswith("**These runs trained on more than one precision, one per code length**: "
+    assert by_length.startswith("**These runs trained in more than one precision, one per code length**: "
                                 "16 bits on cpu in bf16, 32 and 64 bits on cpu in fp32. Runs are not bit-identical "
                                 "across precisions (docs/reliability.md, \"Precision\")")
     # one length split between the two: counted
     split = device_phrase(rows([32, 32, 32], ["cpu"] * 3, ["bf16", "fp32", "fp32"]))
-    assert split.startswith("**These runs trained on more than one precision**: cpu in bf16 (1 runs), cpu in fp32 "
+    assert split.startswith("**These runs trained in more than one precision**: cpu in bf16 (1 runs), cpu in fp32 "
                             "(2 runs).")
     # two devices stay a mix of devices; a CPU run without the precision record says so
     mixed = device_phrase(rows([16, 16], ["cpu", "cuda (NVIDIA H200)"], [None, "fp16"]))
-    assert "more than one device**: cpu, arithmetic not recorded (1 runs), cuda (NVIDIA H200) in fp16 (1 runs)" in mixed
+    assert "more than one device**: cpu in an unrecorded arithmetic (1 runs), cuda (NVIDIA H200) in fp16 (1 runs)" in mixed
     assert "across devices (docs/gpu.md)" in mixed
     # a precision without a device (cannot happen in result_rows) claims nothing for the run
     assert "not recorded (1 runs)" in device_phrase(rows([16, 16], ["cpu", None], ["fp32", "fp32"]))
+    # runs of one device where some lack the record: a possible mix, not a claimed one
+    old_and_new = device_phrase(rows([16, 16, 16], ["cpu"] * 3, ["fp32", None, None]))
+    assert old_and_new.startswith("**These runs may have trained in more than one precision**: cpu in an unrecorded "
+                                  "arithmetic (2 runs), cpu in fp32 (1 runs).")
+    h200 = "cuda (NVIDIA H200)"
+    assert device_phrase(rows([16, 32], [h200] * 2, [None, "fp16"])).startswith(
+        f"**These runs may have trained in more than one precision, one per code length**: 16 bits on {h200}, 32 bits "
+        f"on {h200} in fp16.")
 
 
 def test_headline_rows_give_each_method_its_paired_verdict_against_shc_and_the_best_baseline():

@@ -177,6 +177,7 @@ def test_a_run_resumes_only_in_the_arithmetic_it_began_in(tmp_path, monkeypatch)
     # slowly), finishes it exactly as the first machine would have
     resumed = fit(mlp(), CrossEntropy(), dataset, config(precision="bf16", epochs=3), tmp_path, progress=False)
     assert resumed.resumed_after == 1 and [row["epoch"] for row in resumed.rows] == [1, 2, 3]
+    assert resumed.precision == "bf16" and History.load(tmp_path).precision == "bf16"
     uninterrupted = mlp()
     fit(uninterrupted, CrossEntropy(), dataset, config(precision="bf16", epochs=3), tmp_path / "b", progress=False)
     finished = mlp(seed=123)
@@ -184,16 +185,34 @@ def test_a_run_resumes_only_in_the_arithmetic_it_began_in(tmp_path, monkeypatch)
     assert_same_weights(weights(finished), weights(uninterrupted))
 
 
-def test_a_checkpoint_that_did_not_record_its_arithmetic_still_resumes(tmp_path):
-    # checkpoints written before 2026-12-01 hold no "precision": they resume as before, unchecked
+def test_a_checkpoint_that_did_not_record_its_arithmetic_resumes_and_says_it_is_not_known(tmp_path):
+    # checkpoints written before 2026-12-01 hold no "device" or "precision": they resume as before, unchecked, and
+    # the run does not claim this process's arithmetic for the epochs an earlier one trained
+    dataset, settings = IndexedTensors(*blobs()), config(epochs=2)
+    fresh = fit(mlp(), CrossEntropy(), dataset, settings, tmp_path / "fresh", progress=False)
+    assert fresh.precision == "fp32" and History.load(tmp_path / "fresh").precision == "fp32"
+    with pytest.raises(KeyboardInterrupt):
+        fit(mlp(), FailingCrossEntropy(8, "raise"), dataset, settings, tmp_path, progress=False)
+    checkpoint = torch.load(tmp_path / "last.pt", weights_only=True)
+    assert (checkpoint["device"], checkpoint["precision"]) == ("cpu", "fp32")
+    for key in ("device", "precision"):
+        del checkpoint[key]
+    del checkpoint["history"]["precision"]  # the history of that format had no such field either
+    torch.save(checkpoint, tmp_path / "last.pt")
+    resumed = fit(mlp(), CrossEntropy(), dataset, settings, tmp_path, progress=False)
+    assert resumed.resumed_after == 1 and resumed.precision is None
+
+
+def test_a_run_resumes_only_on_the_kind_of_device_it_began_on(tmp_path):
     dataset, settings = IndexedTensors(*blobs()), config(epochs=2)
     with pytest.raises(KeyboardInterrupt):
         fit(mlp(), FailingCrossEntropy(8, "raise"), dataset, settings, tmp_path, progress=False)
     checkpoint = torch.load(tmp_path / "last.pt", weights_only=True)
-    del checkpoint["precision"]
+    checkpoint.update(device="cuda", precision="fp16")  # as a GPU would have written it
     torch.save(checkpoint, tmp_path / "last.pt")
-    resumed = fit(mlp(), CrossEntropy(), dataset, settings, tmp_path, progress=False)
-    assert resumed.resumed_after == 1
+    with pytest.raises(ValueError, match=r"trained on cuda in fp16, and this call trains on cpu.*--device cuda "
+                                         r"--precision fp16.*delete"):
+        fit(mlp(), CrossEntropy(), dataset, settings, tmp_path, progress=False)
 
 
 class SlowCrossEntropy(CrossEntropy):

@@ -27,6 +27,10 @@ def retrieval_findings(runs: Any, metric: str = PRIMARY_METRIC, reference: str |
     return what_this_shows(summary, per_seed, metric, reference=reference)
 
 
+#: how :func:`device_phrase` names the arithmetic of a CPU run that did not record it (runs before 2026-11-29)
+UNRECORDED_ARITHMETIC = "an unrecorded arithmetic"
+
+
 def device_phrase(rows: Any, markdown: bool = True) -> str:
     """Where a grid's runs trained, from their ``device`` column (:func:`shc.results.reading.result_rows`): one
     sentence naming the device when they share one; a warning naming each device and its run count when they do not
@@ -35,9 +39,10 @@ def device_phrase(rows: Any, markdown: bool = True) -> str:
     each code length (``bits``) trained on one, the warning names the device of each length instead: the comparisons
     of methods at one length are then within one device's runs. A run that records its ``precision`` (the arithmetic
     it trained in) counts as trained on "<device> in <precision>" (``cpu in bf16``): two CPUs differ in it, and a grid
-    of one CPU kind in bf16 and another in fp32 does not come out the same (docs/standard-fine.md, "Which arithmetic
-    moved the 32-bit grid"); a CPU run from before that record counts as "cpu, arithmetic not recorded".
-    ``markdown=False``: without the bold markers (for a page's findings, which are plain text)."""
+    of one CPU in bf16 and another in fp32 does not come out the same (docs/standard-fine.md, "The 32-bit grid's CPU
+    and arithmetic"); a CPU run from before that record counts as "cpu in an unrecorded arithmetic", and a grid of one
+    kind of device where some runs lack the record "may have trained in more than one precision". ``markdown=False``:
+    without the bold markers (for a page's findings, which are plain text)."""
     import pandas as pd
 
     devices = rows["device"] if "device" in rows else pd.Series([None] * len(rows), index=rows.index, dtype=object)
@@ -47,7 +52,7 @@ def device_phrase(rows: Any, markdown: bool = True) -> str:
     # "cpu in bf16": the arithmetic is part of where a run trained; a CPU's is the machine's, so a CPU run from
     # before the record says that it is not known (a CUDA run's "auto" is fp16 on every GPU)
     devices = devices.where(precisions.isna() | devices.isna(), devices.astype(str) + " in " + precisions.astype(str))
-    devices = devices.where(precisions.notna() | (devices != "cpu"), "cpu, arithmetic not recorded")
+    devices = devices.where(precisions.notna() | (devices != "cpu"), f"cpu in {UNRECORDED_ARITHMETIC}")
     rows = rows.assign(device=devices)
     recorded = devices.dropna()
     if recorded.empty:
@@ -55,23 +60,27 @@ def device_phrase(rows: Any, markdown: bool = True) -> str:
     counts = recorded.value_counts().sort_index()
     if len(counts) == 1 and len(recorded) == len(rows):
         return f"Every run trained on {counts.index[0]}."
-    # one device in two arithmetics is a mix of precisions; the warning names what differs
-    what, where = (("device", "devices (docs/gpu.md)") if bare.nunique() > 1 or len(bare) < len(rows) else
-                   ("precision", "precisions (docs/reliability.md, \"Precision\")"))
+    # one kind of device in two arithmetics is a mix of precisions, a possible one where a run did not record its
+    # own (it may have trained in either); the warning names what differs
+    one_device = bare.nunique() == 1 and len(bare) == len(rows)
+    what, where = (("precision", "precisions (docs/reliability.md, \"Precision\")") if one_device else
+                   ("device", "devices (docs/gpu.md)"))
+    trained = "may have trained" if one_device and precisions.isna().any() else "trained"
+    trained_in = f"{trained} in" if one_device else f"{trained} on"
     bold = "**" if markdown else ""
     if len(recorded) == len(rows) and "bits" in rows and (rows.groupby("bits")["device"].nunique() == 1).all():
         lengths = {}  # device -> its code lengths, in the order of the lengths
         for bits, device in rows.groupby("bits")["device"].first().sort_index().items():
             lengths.setdefault(device, []).append(f"{int(bits)}")
         parts = [f"{_and(bits)} bits on {device}" for device, bits in lengths.items()]
-        return (f"{bold}These runs trained on more than one {what}, one per code length{bold}: " + ", ".join(parts)
+        return (f"{bold}These runs {trained_in} more than one {what}, one per code length{bold}: " + ", ".join(parts)
                 + f". Runs are not bit-identical across {where}: the comparisons of methods at one code "
                   f"length are within one {what}'s runs; a change between lengths of different {what}s also crosses "
                   f"{what}s, and so do training times.")
     parts = [f"{device} ({count} runs)" for device, count in counts.items()]
     if len(recorded) < len(rows):
         parts.append(f"not recorded ({len(rows) - len(recorded)} runs)")
-    return (f"{bold}These runs trained on more than one {what}{bold}: " + ", ".join(parts) + ". Runs are not "
+    return (f"{bold}These runs {trained_in} more than one {what}{bold}: " + ", ".join(parts) + ". Runs are not "
             f"bit-identical across {where}: compare methods within one {what}'s runs.")
 
 

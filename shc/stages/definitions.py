@@ -413,7 +413,9 @@ class Hashing(Stage):
                   # reads (benchmarks/standard_convergence.py), so no budget is chosen on the query set
                   f"val_{PRIMARY_METRIC}": history.best_metric,
                   "threads": threads(),  # CPU results depend on it (summation order): fixed, STAGE_THREADS
-                  **_device_record(config),
+                  # the device, and the arithmetic of the run's every epoch (None: resumed from a checkpoint that
+                  # did not record its earlier epochs'; this machine's alone would misname such a hybrid)
+                  **_device_record(config), "precision": history.precision,
                   "method": config.method, "bits": config.bits, "seed": config.seed, "dataset": config.dataset}
         if not is_main():
             return None

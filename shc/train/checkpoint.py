@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 #: 2 (2026-11-29): the checkpoint carries ``elapsed_seconds`` and its history ``resumed_after``/``resumed_seconds``;
-#: since 2026-12-01 also ``precision``, the resolved arithmetic it trained in (format 2 readers ignore it)
+#: since 2026-12-01 also ``device`` (its type) and ``precision`` (resolved) it trained on and in (format 2 readers
+#: ignore them)
 CHECKPOINT_VERSION = 2
 
 
@@ -56,20 +57,26 @@ def _check_same_run(saved: Mapping[str, Any], current: Mapping[str, Any], path: 
         )
 
 
-def _check_same_precision(saved: str | None, current: str, path: Path) -> None:
-    """Refuse to resume a run in another arithmetic than the one it trained in (``saved``: the checkpoint's resolved
-    precision; None for a checkpoint written before 2026-12-01, which did not record it). ``precision="auto"`` is
-    bf16 on a CPU with native bf16 and fp32 on one without, so a grid moved between two such machines would finish
-    its runs as hybrids that neither machine trains; the two arithmetics do not give the same numbers (docs/
-    reliability.md, "Precision")."""
-    if saved is None or saved == current:
+def _check_same_arithmetic(saved: Mapping[str, Any], device: str, precision: str, path: Path) -> None:
+    """Refuse to resume a run on another kind of device or in another arithmetic than the one it trained on
+    (``saved``: the checkpoint's ``device`` type and resolved ``precision``; a checkpoint written before 2026-12-01
+    recorded neither and is not checked). ``precision="auto"`` is bf16 on a CPU with native bf16 and fp32 on one
+    without, and a CPU's kernels are not a GPU's, so a run moved between two such machines would finish as a hybrid
+    that neither trains; the two do not give the same numbers (docs/reliability.md, "Precision")."""
+    was_device, was = saved.get("device"), saved.get("precision")
+    if was is None or (was_device in (None, device) and was == precision):
         return
+    again = f"or delete {path.parent} (or use another run_dir) to train it again from its first epoch"
+    if was_device not in (None, device):
+        raise ValueError(
+            f"{path} trained on {was_device} in {was}, and this call trains on {device}: resuming would mix two "
+            f"kinds of device in one run. Finish it on {was_device} (--device {was_device} --precision {was}), {again}.")
+    slow = (" (on a CPU without native bf16 it is emulated, several times slower)" if was == "bf16" and device == "cpu"
+            else "")
     raise ValueError(
-        f"{path} trained in {saved}, and this call trains in {current} (precision='auto' resolves to the machine's "
-        f"arithmetic): resuming would mix the two in one run. Set precision='{saved}' to finish it as it began, on a "
-        f"machine that runs {saved} (python -m shc.pipeline --precision {saved}), or delete {path.parent} (or use "
-        f"another run_dir) to train it again in {current}."
-    )
+        f"{path} trained in {was}, and this call trains in {precision} (precision='auto' resolves to the machine's "
+        f"arithmetic): resuming would mix the two in one run. Set precision='{was}' (python -m shc.pipeline "
+        f"--precision {was}) to go on in the arithmetic it began in{slow}, {again}.")
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:

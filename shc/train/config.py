@@ -180,6 +180,10 @@ class History:
         epoch hooks and checkpoint writes; 0.0 when not resumed). A resumed process's own clock covers only its part,
         so a run's ``train_seconds`` adds this (stages 0, 1 and 3). A checkpoint written before 2026-11-29 (format 1)
         holds no clock: its epochs' ``seconds`` and ``eval_seconds`` rows are summed instead (hooks not counted).
+    precision : str or None
+        The arithmetic every epoch trained in (``auto`` resolved: ``"bf16"``, ``"fp32"``, ``"fp16"``); a run resumes
+        only in its own. None for a run resumed from a checkpoint written before 2026-12-01, which did not record its
+        earlier epochs' (and for a history read from such a run's files).
     """
 
     rows: list[dict[str, float]] = field(default_factory=list)
@@ -189,6 +193,7 @@ class History:
     selected: str = "final"
     resumed_after: int = 0
     resumed_seconds: float = 0.0
+    precision: str | None = None
 
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> History:

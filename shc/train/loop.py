@@ -37,7 +37,7 @@ from shc.devices import (
 )
 from shc.train.checkpoint import (
     CHECKPOINT_VERSION,
-    _check_same_precision,
+    _check_same_arithmetic,
     _check_same_run,
     _run_identity,
     _save_torch,
@@ -221,18 +221,20 @@ def _prepare(
 
 
 def _resume(state: _TrainingState, last_path: Path, identity: dict[str, Any], config: TrainConfig,
-            ranks: _Ranks, precision: str) -> tuple[int, History | None]:
-    """Load ``last.pt`` if it exists (refusing another run's, or one that trained in another arithmetic than
-    ``precision``, the resolved one: ``auto`` is bf16 on one CPU and fp32 on another); returns (completed epochs,
-    its history), the history saying how many epochs and seconds the earlier processes had spent
-    (``resumed_after``, ``resumed_seconds``)."""
+            ranks: _Ranks, device: torch.device, precision: str) -> tuple[int, History | None]:
+    """Load ``last.pt`` if it exists (refusing another run's, or one that trained on another kind of ``device`` or in
+    another arithmetic than ``precision``, the resolved one: ``auto`` is bf16 on one CPU and fp32 on another);
+    returns (completed epochs, its history), the history saying how many epochs and seconds the earlier processes
+    had spent (``resumed_after``, ``resumed_seconds``) and in which arithmetic (``precision``: None when the
+    checkpoint did not record it)."""
     if not last_path.exists():
         return 0, None
     checkpoint = load_checkpoint(last_path)
     if "precision" in checkpoint:  # the arithmetic, resolved, is compared: "auto" and "bf16" may be the same one
-        _check_same_precision(checkpoint["precision"], precision, last_path)
-        _check_same_run({**checkpoint["identity"], "precision": None}, {**identity, "precision": None}, last_path)
-    else:  # written before 2026-12-01: the precision as configured
+        _check_same_arithmetic(checkpoint, device.type, precision, last_path)
+        ignored = {"precision": None, "device": None}
+        _check_same_run({**checkpoint["identity"], **ignored}, {**identity, **ignored}, last_path)
+    else:  # written before 2026-12-01: the settings as configured; the arithmetic of its epochs is not known
         _check_same_run(checkpoint["identity"], identity, last_path)
     state.load_state_dict(checkpoint)
     epoch, rng_states = checkpoint["epoch"], checkpoint["rng"]
@@ -247,6 +249,7 @@ def _resume(state: _TrainingState, last_path: Path, identity: dict[str, Any], co
         set_seed(_derived_seed(config.seed, epoch, ranks.rank) % 2**32)
     history = History.from_dict(checkpoint["history"])
     history.resumed_after = epoch
+    history.precision = checkpoint.get("precision")  # None: the earlier epochs' arithmetic is not known
     if "elapsed_seconds" in checkpoint:
         history.resumed_seconds = float(checkpoint["elapsed_seconds"])
     else:  # format 1 kept no clock: its epochs' own rows (training and evaluation; hooks were not timed)
@@ -372,9 +375,9 @@ def _fit(
     started = time.perf_counter()  # this process's share of the run's clock (the checkpoint keeps the sum)
     set_seed(config.seed + ranks.rank)
     state = _prepare(model, criterion, config, device, precision, ranks)
-    start_epoch, history = _resume(state, last_path, identity, config, ranks, precision)
+    start_epoch, history = _resume(state, last_path, identity, config, ranks, device, precision)
     if history is None:
-        history = History()
+        history = History(precision=precision)
     if evaluate is not None:
         history.select_metric = config.select_metric
 
@@ -395,7 +398,8 @@ def _fit(
         history.rows.append(row)
         rng_states = _gather_rng(ranks)  # collective: every rank's state goes into rank 0's checkpoint
         if ranks.is_main:
-            checkpoint = {"version": CHECKPOINT_VERSION, "identity": identity, "precision": precision, "epoch": epoch,
+            checkpoint = {"version": CHECKPOINT_VERSION, "identity": identity, "device": device.type,
+                          "precision": precision, "epoch": epoch,
                           **state.state_dict(), "history": history.to_dict(), "rng": rng_states,
                           "elapsed_seconds": history.resumed_seconds + time.perf_counter() - started}
             _save_torch(checkpoint, last_path)
