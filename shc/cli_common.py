@@ -112,9 +112,9 @@ positive_int = _integer_at_least(1, "a positive integer")
 non_negative_int = _integer_at_least(0, "a non-negative integer")
 
 
-def jobs_argument(text: str) -> int | str:
-    """argparse type of ``--jobs``: ``auto`` (kept as the word: :func:`shc.pipeline.resolve_jobs` turns it into
-    a number on the machine that trains) or a positive integer."""
+def jobs_argument(text: str, option: str = "--jobs") -> int | str:
+    """argparse type of ``--jobs`` (and of ``option`` alike): ``auto`` (kept as the word:
+    :func:`shc.pipeline.resolve_jobs` turns it into a number on the machine that trains) or a positive integer."""
     if text == "auto":
         return text
     try:
@@ -122,7 +122,7 @@ def jobs_argument(text: str) -> int | str:
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"--jobs takes a positive integer or 'auto', got {text!r}")
+        raise argparse.ArgumentTypeError(f"{option} takes a positive integer or 'auto', got {text!r}")
     return value
 
 

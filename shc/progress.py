@@ -7,7 +7,7 @@ over the notebooks (which one runs, how many are done, the ETA), and :func:`summ
     notebook             status  time      report
     00_center_geometry   ok      1 min 5 s reports/quick/00_center_geometry/00_center_geometry-report.html
     04_retrieval         failed  12.3 s    -
-    2 notebooks: 1 ok, 1 failed, 1 min 17 s in all
+    2 notebooks: 1 ok, 1 failed, 1 min 17 s of notebook time (summed: they may run at once)
 
 Records are mappings or objects (e.g. the runner's result objects) with ``notebook``, ``status``,
 ``seconds`` and optionally ``variant`` and ``report`` (the reading page's path); see
@@ -92,7 +92,8 @@ def summary_table(records: Iterable[Any]) -> str:
     tally = ", ".join(f"{n} {status}" for status, n in counts.items())
     noun = "notebook" if len(rows) == 1 else "notebooks"
     body = [line({c: c for c in columns}), *(line(row) for row in rows)]
-    return "\n".join(body) + f"\n{len(rows)} {noun}: {tally}, {format_duration(total)} in all\n"
+    return ("\n".join(body) + f"\n{len(rows)} {noun}: {tally}, {format_duration(total)} of notebook time (summed: they "
+            "may run at once)\n")
 
 
 def print_summary(records: Iterable[Any], file: TextIO | None = None) -> None:

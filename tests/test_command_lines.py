@@ -79,6 +79,8 @@ def test_pipeline_user_errors_are_one_clear_line_and_nothing_runs(argv, message,
         (["--timeout", "0"], "argument --timeout: must be a positive number, got 0"),
         (["--timeout", "-1"], "argument --timeout: must be a positive number, got -1"),
         (["--epochs", "0"], "argument --epochs: must be a positive integer, got 0"),
+        (["--notebook-jobs", "0"], "argument --notebook-jobs: --notebook-jobs takes a positive integer or 'auto', got '0'"),
+        (["--notebook-jobs", "all"], "--notebook-jobs takes a positive integer or 'auto', got 'all'"),
     ],
 )
 def test_reports_option_values_are_validated(argv, message, capsys):

@@ -96,8 +96,9 @@ def _cell(path: Path, row_label: str) -> str:
 def batch(tmp_path_factory):
     root = tmp_path_factory.mktemp("notebooks")
     log: list[str] = []
+    # two notebooks at a time: every test of the batch's pages checks the parallel path too
     reports_run = reports.run_reports("tiny", only=list(NOTEBOOKS), output_root=root / "reports", run_root=root / "runs",
-                                  log=log.append)  # fmt: skip
+                                      log=log.append, notebook_jobs=2)
     tiny = reports.notebook_table()["04_retrieval"]["tiny"][0]
     run_dir = str(root / "runs" / "tiny")
 
@@ -107,6 +108,19 @@ def batch(tmp_path_factory):
 
     return {"results": reports_run, "log": log, "preset_dir": root / "reports" / "tiny", "run_dir": Path(run_dir),
             "configs": configs}  # fmt: skip
+
+
+def test_notebooks_run_two_at_a_time_and_the_results_keep_the_plan_order(batch):
+    log = batch["log"]
+    assert f"executing {len(NOTEBOOKS)} notebooks, 2 at a time ..." in log
+    assert [result.job.notebook for result in batch["results"]] == list(NOTEBOOKS)
+    for number, stem in enumerate(NOTEBOOKS, start=1):  # each announced once, then reported once, under its number
+        started = log.index(f"[{number}/{len(NOTEBOOKS)}] {stem}: running ...")
+        finished = [i for i, line in enumerate(log) if line.startswith(f"[{number}/{len(NOTEBOOKS)}] {stem}: ok in ")]
+        assert len(finished) == 1 and finished[0] > started
+    # never more than two running: the third is announced only after one of the first two finished
+    third = log.index(f"[3/{len(NOTEBOOKS)}] {NOTEBOOKS[2]}: running ...")
+    assert any(" ok in " in line for line in log[:third])
 
 
 def _report(batch, stem: str) -> Path:
@@ -402,7 +416,7 @@ def test_report_configs_epochs_set_both_networks_unless_the_classifier_is_named(
     from shc.presets import get_preset
 
     assert (default.epochs, default.classifier_epochs) == (get_preset("quick").base().epochs, 8)
-    assert default.epochs == 8  # the quick preset's own (the README's main job within 12 minutes)
+    assert default.epochs == 4  # the quick preset's own (the README's main job within 12 minutes)
 
 
 def test_similarity_variants_of_semantic_methods_get_their_own_stage_folders():

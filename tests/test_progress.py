@@ -33,7 +33,7 @@ def test_summary_table_lists_every_notebook_and_totals():
     assert lines[1].split() == ["00_center_geometry", "ok", "1", "min", "5", "s",
                                 "reports/quick/00_center_geometry/00_center_geometry-report.html"]  # fmt: skip
     assert lines[2].split() == ["04_retrieval/bits-32", "failed", "12.3", "s", "-"]
-    assert lines[3] == "2 notebooks: 1 ok, 1 failed, 1 min 18 s in all"
+    assert lines[3] == "2 notebooks: 1 ok, 1 failed, 1 min 18 s of notebook time (summed: they may run at once)"
     assert lines[1].index("ok") == lines[2].index("failed")  # aligned columns
     assert progress.summary_table([]) == "no notebooks ran\n"
     with pytest.raises(ValueError, match="status"):
@@ -56,3 +56,32 @@ def test_batch_progress_counts_notebooks_and_failures():
     assert bar.failed == 1
     with pytest.raises(ValueError, match="total"):
         progress.BatchProgress(-1)
+
+
+def test_notebook_workers_is_the_number_asked_one_per_core_for_auto_and_never_more_than_the_notebooks():
+    import os
+
+    from shc.reports.cli import notebook_workers
+
+    assert notebook_workers(3, 7) == 3 and notebook_workers(3, 2) == 2 and notebook_workers(1, 7) == 1
+    assert notebook_workers("auto", 100) == (os.cpu_count() or 1) and notebook_workers("auto", 1) == 1
+    for bad in (0, -1, True, 2.0, "two"):
+        with pytest.raises(ValueError, match="notebook_jobs must be a positive integer or 'auto'"):
+            notebook_workers(bad, 7)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_executed_yields_every_job_once_under_its_number_with_the_result_of_its_own_job(workers):
+    from operator import attrgetter
+    from types import SimpleNamespace
+
+    from shc.reports.cli import _executed
+
+    jobs = [SimpleNamespace(name=f"job{i}", ignored_overrides=("epochs",) if i == 2 else (), value=i * i)
+            for i in range(5)]
+    log: list[str] = []
+    done = list(_executed(jobs, attrgetter("value"), workers, log.append))  # a picklable "execute": job -> value
+    assert sorted(done) == [(number, (number - 1) ** 2) for number in range(1, 6)]
+    assert [line for line in log if "running" in line] == [
+        f"[{n}/5] job{n - 1}: running ...{' (--epochs does not apply)' if n == 3 else ''}" for n in range(1, 6)]
+    assert ("executing 5 notebooks, 2 at a time ..." in log) == (workers == 2)

@@ -6,11 +6,12 @@ Command line: ``python -m shc.reports --preset NAME`` (see ``--help``).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,31 +95,32 @@ def run_reports(
     grid_jobs: int | str = 1,
     grid_options: Mapping[str, Any] | None = None,
     bundle: bool = False,
+    notebook_jobs: int | str = 1,
 ) -> list[ReportResult]:
-    """Compute the runs of a preset's notebooks, execute every report (one after the other), write the index.
+    """Compute the runs of a preset's notebooks, execute every report, write the index.
 
     A failing notebook is logged and recorded; the others still run. See :func:`plan_jobs` and
     :func:`execute_report` for the arguments; ``compute=False`` skips the computing step (the notebooks
     then fail clearly on a missing run), ``grid_jobs`` runs train at once while computing, ``bundle`` also writes
-    ``<preset>/bundle.zip`` (:func:`shc.reports.bundle.write_bundle`; without it a zip of an earlier build is removed).
-    Returns one result per job, in order, and ends with a summary table (notebook, status, time, report path).
+    ``<preset>/bundle.zip`` (:func:`shc.reports.bundle.write_bundle`; without it a zip of an earlier build is removed),
+    ``notebook_jobs`` notebooks execute at once (:func:`notebook_workers`; default one after the other). Returns
+    one result per job, in plan order, and ends with a summary table (notebook, status, time, report path).
     """
     jobs = plan_jobs(preset, only=only, overrides=overrides, notebooks_dir=notebooks_dir, table=table)
     preset_dir = Path(output_root) / preset
-    results = []
     total_started = time.perf_counter()
     with output_lock(preset_dir, f"python -m shc.reports --preset {preset}"):
         if compute:
             compute_runs(jobs, run_root, progress=progress, log=log, grid_jobs=grid_jobs, grid_options=grid_options)
-        for number, job in enumerate(jobs, start=1):
-            prefix = f"[{number}/{len(jobs)}] {job.name}"
-            ignored = "".join(f" (--{option} does not apply)" for option in job.ignored_overrides)
-            log(f"{prefix}: running ...{ignored}")
-            result = execute_report(job, notebooks_dir=notebooks_dir, output_root=output_root, run_root=run_root,
-                                    timeout=timeout, skip_existing=skip_existing, provenance=provenance)
-            results.append(result)
-            log(f"{prefix}: {_describe(result)}")
+        execute = functools.partial(execute_report, notebooks_dir=notebooks_dir, output_root=output_root,
+                                    run_root=run_root, timeout=timeout, skip_existing=skip_existing,
+                                    provenance=provenance)
+        finished: dict[int, ReportResult] = {}
+        for number, result in _executed(jobs, execute, notebook_workers(notebook_jobs, len(jobs)), log):
+            finished[number] = result
+            log(f"[{number}/{len(jobs)}] {result.job.name}: {_describe(result)}")
             write_index(preset_dir)  # keep the index current, so it is useful while a long batch runs
+        results = [finished[number] for number in sorted(finished)]
         if bundle:  # every CSV and record of the preset in one zip, linked from the index
             write_bundle(preset_dir)
         else:  # a zip of an earlier build would describe other pages; ask for a new one with --bundle
@@ -133,6 +135,51 @@ def run_reports(
         where = result.failed_notebook or result.output_dir
         log(f"FAILED {result.job.name}: {describe_error(result.error)} (partial notebook: {where})")
     return results
+
+
+def notebook_workers(notebook_jobs: int | str, count: int) -> int:
+    """How many report notebooks execute at once: ``notebook_jobs`` itself, or for ``"auto"`` one per CPU core;
+    never more than the ``count`` notebooks of the batch (at least 1). Each notebook runs in its own kernel process
+    and only reads runs, so pages do not depend on it (unlike training, ``auto`` is not 1 on a GPU machine)."""
+    if notebook_jobs == "auto":
+        notebook_jobs = os.cpu_count() or 1
+    if isinstance(notebook_jobs, bool) or not isinstance(notebook_jobs, int) or notebook_jobs < 1:
+        raise ValueError(f"notebook_jobs must be a positive integer or 'auto', got {notebook_jobs!r}.")
+    return max(1, min(notebook_jobs, count))
+
+
+def _executed(jobs: Sequence[ReportJob], execute: Callable[[ReportJob], ReportResult], workers: int,
+              log: Callable[[str], None]) -> Iterator[tuple[int, ReportResult]]:
+    """``(number, result)`` of every job, 1-based in plan order: one after the other with one worker, else in the
+    order they finish from a pool of ``workers`` processes (spawned: a kernel per notebook, temporary files named by
+    process). An interrupt cancels the notebooks not started; each running one keeps its previous page whole."""
+    def announce(number: int, job: ReportJob) -> None:
+        ignored = "".join(f" (--{option} does not apply)" for option in job.ignored_overrides)
+        log(f"[{number}/{len(jobs)}] {job.name}: running ...{ignored}")
+
+    if workers == 1:
+        for number, job in enumerate(jobs, start=1):
+            announce(number, job)
+            yield number, execute(job)
+        return
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    log(f"executing {len(jobs)} notebooks, {workers} at a time ...")
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        waiting = list(enumerate(jobs, start=1))
+        running: dict[Any, int] = {}
+        while waiting or running:
+            while waiting and len(running) < workers:  # submit as workers free up, so "running" is true when said
+                number, job = waiting.pop(0)
+                announce(number, job)
+                running[pool.submit(execute, job)] = number
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=running.get):
+                yield running.pop(future), future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def summary_table(results: Sequence[ReportResult]) -> str:
@@ -183,6 +230,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=jobs_argument, default="auto",
                         help="hashing runs trained at once while computing, each stage on one thread (default "
                              "auto: one per CPU core, one at a time on a GPU; shc.pipeline.resolve_jobs)")
+    parser.add_argument("--notebook-jobs", type=functools.partial(jobs_argument, option="--notebook-jobs"),
+                        default="auto", help="report notebooks executed at once, each in its own kernel (default "
+                                             "auto: one per CPU core; the pages do not depend on it)")
     add_executor_arguments(parser)
     parser.add_argument("--allow-dirty", action="store_true",
                         help="build into the repository's own report folder from a checkout with uncommitted changes "
@@ -301,6 +351,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         timeout=arguments.timeout,
         compute=not arguments.no_compute,
         grid_jobs=arguments.jobs,
+        notebook_jobs=arguments.notebook_jobs,
         grid_options=executor_options(arguments),
         bundle=arguments.bundle,
         provenance=provenance(command=["python", "-m", "shc.reports", *(argv or sys.argv[1:])],
