@@ -85,3 +85,27 @@ def test_executed_yields_every_job_once_under_its_number_with_the_result_of_its_
     assert [line for line in log if "running" in line] == [
         f"[{n}/5] job{n - 1}: running ...{' (--epochs does not apply)' if n == 3 else ''}" for n in range(1, 6)]
     assert ("executing 5 notebooks, 2 at a time ..." in log) == (workers == 2)
+
+
+def test_a_pool_starts_the_pages_without_a_record_then_the_longest_by_their_last_build(tmp_path):
+    import json
+
+    from shc.reports.cli import _executed, longest_first
+    from shc.reports.plan import plan_jobs
+
+    jobs = plan_jobs("tiny")
+    assert len(jobs) == 7
+    recorded = {1: 5.0, 2: 40.0, 4: 12.5, 5: 40.0, 7: 1.0}  # notebook number -> seconds; 3 and 6 never built
+    for number, seconds in recorded.items():
+        folder = jobs[number - 1].output_dir(tmp_path)
+        folder.mkdir(parents=True)
+        (folder / "run.json").write_text(json.dumps({"status": "ok", "seconds": seconds}))
+    order = longest_first(jobs, tmp_path)
+    assert order == [3, 6, 2, 5, 4, 1, 7]
+    log: list[str] = []
+    from operator import attrgetter
+
+    done = list(_executed(jobs, attrgetter("notebook"), 2, log.append, order))
+    assert sorted(done) == [(n, job.notebook) for n, job in enumerate(jobs, start=1)]
+    announced = [int(line[1:line.index("/")]) for line in log if line.endswith("running ...")]
+    assert announced == order

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import os
 import sys
 import time
@@ -116,7 +117,9 @@ def run_reports(
                                     run_root=run_root, timeout=timeout, skip_existing=skip_existing,
                                     provenance=provenance)
         finished: dict[int, ReportResult] = {}
-        for number, result in _executed(jobs, execute, notebook_workers(notebook_jobs, len(jobs)), log):
+        workers = notebook_workers(notebook_jobs, len(jobs))
+        first = longest_first(jobs, output_root) if workers > 1 else None
+        for number, result in _executed(jobs, execute, workers, log, first):
             finished[number] = result
             log(f"[{number}/{len(jobs)}] {result.job.name}: {_describe(result)}")
             write_index(preset_dir)  # keep the index current, so it is useful while a long batch runs
@@ -148,11 +151,27 @@ def notebook_workers(notebook_jobs: int | str, count: int) -> int:
     return max(1, min(notebook_jobs, count))
 
 
+def longest_first(jobs: Sequence[ReportJob], output_root: str | os.PathLike) -> list[int]:
+    """The 1-based numbers of ``jobs`` in the order a pool should start them: those without a previous page first (in
+    plan order), then by the seconds their previous page took (its ``run.json``), longest first, so that no long
+    notebook starts last while the other workers sit idle."""
+    from shc.reports.execute import RECORD_FILE, read_record
+
+    def seconds(job: ReportJob) -> float:
+        record = read_record(job.output_dir(output_root) / RECORD_FILE) or {}
+        value = record.get("seconds")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.inf
+
+    durations = [seconds(job) for job in jobs]
+    return sorted(range(1, len(jobs) + 1), key=lambda number: -durations[number - 1])  # stable: ties keep plan order
+
+
 def _executed(jobs: Sequence[ReportJob], execute: Callable[[ReportJob], ReportResult], workers: int,
-              log: Callable[[str], None]) -> Iterator[tuple[int, ReportResult]]:
+              log: Callable[[str], None], first: Sequence[int] | None = None) -> Iterator[tuple[int, ReportResult]]:
     """``(number, result)`` of every job, 1-based in plan order: one after the other with one worker, else in the
     order they finish from a pool of ``workers`` processes (spawned: a kernel per notebook, temporary files named by
-    process). An interrupt cancels the notebooks not started; each running one keeps its previous page whole."""
+    process), started in the order of the numbers ``first`` (default plan order). An interrupt cancels the notebooks
+    not started; each running one keeps its previous page whole."""
     def announce(number: int, job: ReportJob) -> None:
         ignored = "".join(f" (--{option} does not apply)" for option in job.ignored_overrides)
         log(f"[{number}/{len(jobs)}] {job.name}: running ...{ignored}")
@@ -168,7 +187,7 @@ def _executed(jobs: Sequence[ReportJob], execute: Callable[[ReportJob], ReportRe
     log(f"executing {len(jobs)} notebooks, {workers} at a time ...")
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
     try:
-        waiting = list(enumerate(jobs, start=1))
+        waiting = [(number, jobs[number - 1]) for number in (first or range(1, len(jobs) + 1))]
         running: dict[Any, int] = {}
         while waiting or running:
             while waiting and len(running) < workers:  # submit as workers free up, so "running" is true when said

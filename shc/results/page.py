@@ -16,6 +16,7 @@ with ``python -m shc.results --preset NAME --write-csv results/FILE.csv``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import re
 import shlex
@@ -396,17 +397,34 @@ RESULTS_BLOCKS.register("standard-pretrained-unseen-64-40epochs", ResultsBlock(
           "are semantic ones; CRH has none)."))
 
 
+#: :func:`printed_lines` already computed in this process, by command and the digests of the files it reads: the
+#: checker runs every block of a page again, and a test or a session checks one page several times.
+_PRINTED: dict[tuple, tuple[str, ...]] = {}
+
+
 def printed_lines(argv: Sequence[str], root: str | Path) -> list[str]:
     """What ``python -m shc.results argv`` prints when run in the repository ``root``, as lines (a relative
-    ``--from-csv`` file, each of several, is read from ``root`` and named as given)."""
+    ``--from-csv`` file, each of several, is read from ``root`` and named as given).
+
+    The output depends only on the command, the package and the bytes of its ``--from-csv`` files (the date it
+    names aside), so a command this process already ran on the same bytes, from any root, is not run again."""
     from shc.results.cli import main as results_main
 
-    root, argv = Path(root).resolve(), list(argv)
+    root, given, argv = Path(root).resolve(), tuple(argv), list(argv)
     position = argv.index("--from-csv") + 1 if "--from-csv" in argv else len(argv)
+    files = []
     while position < len(argv) and not argv[position].startswith("--"):  # the option's files, up to the next option
         if not Path(argv[position]).is_absolute():
             argv[position] = str(root / argv[position])
+        files.append(Path(argv[position]))
         position += 1
+    key = (given, *((hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None) for path in files))
+    if key not in _PRINTED:
+        _PRINTED[key] = tuple(_run_results(argv, root, results_main))
+    return list(_PRINTED[key])
+
+
+def _run_results(argv: list[str], root: Path, results_main) -> list[str]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         status = results_main(argv)
