@@ -66,7 +66,7 @@ def _two_worker_cluster(engine: str, env: dict[str, str] | None = None):
     if engine == "dask":
         from distributed import LocalCluster
 
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                           env=env or {}) as cluster:
             yield cluster.scheduler_address
         return
@@ -85,20 +85,35 @@ def _two_worker_cluster(engine: str, env: dict[str, str] | None = None):
         ray.shutdown()
 
 
+@pytest.fixture(scope="module")
+def clusters():
+    """``clusters(engine)``: the address of this module's two-worker cluster of ``engine``, started on first use and
+    kept to the module's end. Starting one is most of a cluster test's time (Ray's node about 30 s on a busy 2-core
+    machine), and a worker that already ran another grid must give the same bytes too."""
+    started: dict[str, str | None] = {}
+    with contextlib.ExitStack() as stack:
+        def address(engine: str) -> str | None:
+            if engine not in started:
+                started[engine] = stack.enter_context(_two_worker_cluster(engine))
+            return started[engine]
+
+        yield address
+
+
 @pytest.mark.parametrize("engine", ["dask", "ray"])
-def test_a_grid_on_a_two_worker_cluster_equals_the_local_grid_and_resumes(engine, local_grid, tmp_path):
+def test_a_grid_on_a_two_worker_cluster_equals_the_local_grid_and_resumes(engine, local_grid, clusters, tmp_path):
     local_configs, local = local_grid
     configs = _grid(tmp_path / engine)
-    with _two_worker_cluster(engine) as address:
-        remote = _failing_grid(configs, executor=engine, address=address, cpus_per_run=1)
-        assert _numbers(remote) == _numbers(local)
-        for twin, config in zip(local_configs[:3], configs[:3]):  # same identities, one thread per run
-            assert json.loads((stage_directories(config)["stage3"] / "metrics.json").read_text())["threads"] == 1
-            assert stage_directories(twin)["stage2"].name == stage_directories(config)["stage2"].name
-        lines = []  # the rerun, the failing run left out: nothing is recomputed
-        again = run_grid(configs[:3], progress=True, log=lines.append, executor=engine, address=address)
-        assert _numbers(again) == _numbers(local)
-        assert len(lines) == 3 and all("(cached" in line for line in lines)  # read, not trained
+    address = clusters(engine)
+    remote = _failing_grid(configs, executor=engine, address=address, cpus_per_run=1)
+    assert _numbers(remote) == _numbers(local)
+    for twin, config in zip(local_configs[:3], configs[:3]):  # same identities, one thread per run
+        assert json.loads((stage_directories(config)["stage3"] / "metrics.json").read_text())["threads"] == 1
+        assert stage_directories(twin)["stage2"].name == stage_directories(config)["stage2"].name
+    lines = []  # the rerun, the failing run left out: nothing is recomputed
+    again = run_grid(configs[:3], progress=True, log=lines.append, executor=engine, address=address)
+    assert _numbers(again) == _numbers(local)
+    assert len(lines) == 3 and all("(cached" in line for line in lines)  # read, not trained
 
 
 def test_executors_are_a_registry_with_clear_errors():
@@ -238,7 +253,7 @@ def tiny_reference(tmp_path_factory):
 
 
 @pytest.mark.parametrize("way", ["jobs auto", "one method", "dask", "ray"])
-def test_the_tiny_grid_gives_byte_identical_artifacts_whatever_runs_it(way, tiny_reference, tmp_path):
+def test_the_tiny_grid_gives_byte_identical_artifacts_whatever_runs_it(way, tiny_reference, clusters, tmp_path):
     """The issue's case: SHC's mAP@ALL was 0.4081 under Dask and Ray and 0.3655 locally (stage 1 trained with one
     thread on a worker and every core here), and a one-method grid trained its cell with other threads than the
     full grid. Every stage now computes with STAGE_THREADS threads and records them."""
@@ -255,8 +270,7 @@ def test_the_tiny_grid_gives_byte_identical_artifacts_whatever_runs_it(way, tiny
         expected = tiny_reference
     else:
         configs = _tiny(tmp_path)
-        with _two_worker_cluster(way) as address:
-            run_grid(configs, progress=False, executor=way, address=address)
+        run_grid(configs, progress=False, executor=way, address=clusters(way))
         expected = tiny_reference
     found = _artifacts(configs)
     assert sorted(found) == sorted(expected)  # the same stage folders (identities)

@@ -51,6 +51,12 @@ def test_the_committed_page_is_what_the_command_writes_today(written):
     assert [comparable(line) for line in committed.splitlines()] == [comparable(line) for line in today.splitlines()]
 
 
+def test_the_committed_page_passes_the_checker(written):
+    """``python -m shc.reports.check docs/results.md``: every block's output as its command prints it today (run once
+    here, by ``written``), and every link and typed number of the page."""
+    assert [str(problem) for problem in markdown_problems(ROOT / "docs" / "results.md")] == []
+
+
 @pytest.mark.parametrize("name", RESULTS_BLOCKS.names())
 def test_every_block_is_one_command_and_its_marked_output(name, written):
     block = RESULTS_BLOCKS.get(name)
