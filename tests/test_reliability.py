@@ -123,13 +123,46 @@ def test_a_corrupt_image_is_named_at_load_time(tmp_path):
         load_dataset("imagefolder", root=tmp_path, train_size=3, query_size=1, val_size=1)
 
 
+#: A stand-in for page 00 with what the runner's reliability tests need of a page, in seconds instead of the real
+#: page's minute (tests/test_notebooks.py builds the real one): it refuses a code length that is not a power of two,
+#: as CSQ's centers do, writes a figure and a summary, and at 32 bits waits, so that a test can interrupt it there.
+_STAND_IN = """import time
+from pathlib import Path
+
+from shc.reports.summary import publish_summary
+
+if bits & (bits - 1):
+    raise ValueError(f"bits: {bits} is not a power of two")
+figures = Path(output_dir) / "figures"
+figures.mkdir(parents=True, exist_ok=True)
+(figures / "gv_bound.png").write_bytes(f"{bits} bits".encode())
+publish_summary(output_dir, {"q": bits})
+if bits == 32:
+    time.sleep(120)"""
+
+
+def _stand_in_notebooks(folder: Path) -> Path:
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell('bits = 16\noutput_dir = "."', metadata={"tags": ["parameters"]}),
+                      nbformat.v4.new_code_cell(_STAND_IN)]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, folder / "00_center_geometry.ipynb")
+    return folder
+
+
 def _tiny_report(output: Path, *extra: str) -> list[str]:
-    return ["--preset", "tiny", "--only", "00", "--output", str(output), "--runs", str(output / "runs"), *extra]
+    """The tiny preset's page 00, from the stand-in notebook (beside ``output``)."""
+    notebooks = _stand_in_notebooks(output.parent / "stand-in")
+    return ["--preset", "tiny", "--only", "00", "--output", str(output), "--runs", str(output / "runs"),
+            "--notebooks", str(notebooks), "--no-compute", *extra]
 
 
 @pytest.fixture(scope="module")
 def good_report(tmp_path_factory) -> Path:
-    """One finished tiny page 00 (with its runs), built once: each test below breaks a copy of it."""
+    """One finished tiny page 00, built once: each test below breaks a copy of it."""
     output = tmp_path_factory.mktemp("good") / "reports"
     assert reports.main(_tiny_report(output)) == 0
     return output
@@ -146,7 +179,7 @@ def test_a_failing_rerun_keeps_the_last_good_report_and_names_the_failure(good_r
     folder = output / "tiny" / "00_center_geometry"
     good_html = (folder / "00_center_geometry-report.html").read_text()
     good_summary = json.loads((folder / "summary.json").read_text())
-    assert reports.main(_tiny_report(output, "--bits", "12")) == 1  # CSQ needs a power of two: the notebook fails
+    assert reports.main(_tiny_report(output, "--bits", "12")) == 1  # not a power of two: the notebook fails
     assert (folder / "00_center_geometry-report.html").read_text() == good_html, "the good report was replaced"
     assert json.loads((folder / "summary.json").read_text()) == good_summary
     assert (folder / "00_center_geometry.failed.ipynb").is_file() and (folder / "failure.json").is_file()
@@ -165,6 +198,7 @@ def test_an_interrupted_report_leaves_the_old_one_whole(good_report, tmp_path):
     deadline = time.time() + 120
     while time.time() < deadline and not list(folder.parent.glob(".00_center_geometry.building-*/figures/*")):
         time.sleep(0.2)  # wait until the 32-bit run has written figures into its building folder
+    assert list(folder.parent.glob(".00_center_geometry.building-*/figures/*")), "the run never reached its figures"
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=120)
     assert process.returncode != 0
