@@ -161,16 +161,21 @@ def paired_by_seed(per_seed: Any, metric: str, bits: int, name_a: str, name_b: s
                    confidence: float = 0.95) -> PairedInterval:  # fmt: skip
     """:func:`paired_interval` of ``name_a - name_b`` over the seeds both have (``per_seed`` of :func:`summary_frame`)."""
     frame = _frame(per_seed)
-    rows = frame[(frame["metric"] == metric) & (frame["bits"] == bits)]
-    values = {name: rows[rows["method"] == name].set_index("seed")["value"] for name in (name_a, name_b)}
-    for name, series in values.items():
-        if series.empty:
+    # plain arrays, not frame filters: the pages and the results commands ask for thousands of these
+    methods, seeds, values = (frame[column].to_numpy() for column in ("method", "seed", "value"))
+    at = (frame["metric"].to_numpy() == metric) & (frame["bits"].to_numpy() == bits)
+    by_seed = {}
+    for name in (name_a, name_b):
+        mine = at & (methods == name)
+        if not mine.any():
             raise ValueError(f"no {metric} values of {name!r} at {bits} bits; methods there: "
-                             f"{sorted(rows['method'].unique())}.")  # fmt: skip
-        if series.index.has_duplicates:
+                             f"{sorted(set(methods[at].tolist()))}.")  # fmt: skip
+        by_seed[name] = dict(zip(seeds[mine].tolist(), values[mine].tolist()))
+        if len(by_seed[name]) < mine.sum():
             raise ValueError(f"{name!r} has several {metric} values for one seed at {bits} bits; one run per seed.")
-    seeds = sorted(set(values[name_a].index) & set(values[name_b].index))
-    return paired_interval(values[name_a][seeds].to_numpy(), values[name_b][seeds].to_numpy(), confidence)
+    common = sorted(set(by_seed[name_a]) & set(by_seed[name_b]))
+    return paired_interval(np.array([by_seed[name_a][seed] for seed in common], dtype=float),
+                           np.array([by_seed[name_b][seed] for seed in common], dtype=float), confidence)
 
 
 def format_value(value: Any, digits: int = 4) -> str:

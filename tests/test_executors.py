@@ -66,6 +66,7 @@ def _two_worker_cluster(engine: str, env: dict[str, str] | None = None):
     if engine == "dask":
         from distributed import LocalCluster
 
+        # ":0": any free port for the dashboard (None means the default 8787, which the module's cluster holds)
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                           env=env or {}) as cluster:
             yield cluster.scheduler_address

@@ -125,8 +125,10 @@ def test_a_corrupt_image_is_named_at_load_time(tmp_path):
 
 #: A stand-in for page 00 with what the runner's reliability tests need of a page, in seconds instead of the real
 #: page's minute (tests/test_notebooks.py builds the real one): it refuses a code length that is not a power of two,
-#: as CSQ's centers do, writes a figure and a summary, and at 32 bits waits, so that a test can interrupt it there.
-_STAND_IN = """import time
+#: as CSQ's centers do, writes a figure and a summary, and from 32 bits on waits (unless $STAND_IN_SLEEP is 0), so
+#: that a test can interrupt it there.
+_STAND_IN = """import os
+import time
 from pathlib import Path
 
 from shc.reports.summary import publish_summary
@@ -137,7 +139,7 @@ figures = Path(output_dir) / "figures"
 figures.mkdir(parents=True, exist_ok=True)
 (figures / "gv_bound.png").write_bytes(f"{bits} bits".encode())
 publish_summary(output_dir, {"q": bits})
-if bits == 32:
+if bits >= 32 and os.environ.get("STAND_IN_SLEEP") != "0":
     time.sleep(120)"""
 
 
@@ -205,6 +207,34 @@ def test_an_interrupted_report_leaves_the_old_one_whole(good_report, tmp_path):
     after = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     assert after == before, "an interrupted run changed the finished report"
     assert not [p for p in folder.parent.iterdir() if ".building" in p.name], "the building folder was left"
+
+
+def test_an_interrupted_pool_stops_every_running_notebook_and_keeps_their_pages(tmp_path, monkeypatch):
+    """SIGTERM to a batch running two notebooks at once (a scheduler's stop, ``kill PID``): the workers do not get it
+    from the system, so the batch passes it on; both stop at once and both previous pages stay whole."""
+    output = tmp_path / "reports"
+    monkeypatch.setenv("STAND_IN_SLEEP", "0")
+    assert reports.main(_tiny_report(output, "--bits", "32", "64", "--notebook-jobs", "1")) == 0  # the pages to keep
+    pages = output / "tiny" / "00_center_geometry"
+
+    def files() -> dict:  # the pages' files; a lock file names its last holder
+        return {p.relative_to(pages): p.read_bytes() for p in pages.rglob("*") if p.is_file() and p.suffix != ".lock"}
+
+    before = files()
+    assert {p.parts[0] for p in before} >= {"bits-32", "bits-64"}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "STAND_IN_SLEEP": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "shc.reports",
+                                *_tiny_report(output, "--bits", "32", "64", "--notebook-jobs", "2")],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(pages.glob(".bits-*.building-*/figures/*"))) < 2:
+        time.sleep(0.2)  # both notebooks are running (and waiting)
+    assert len(list(pages.glob(".bits-*.building-*/figures/*"))) == 2, "the two notebooks never ran at once"
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)  # not the 120 s the notebooks would still wait
+    assert process.returncode != 0
+    assert files() == before, "an interrupted batch changed a finished page"
+    assert not [p for p in pages.iterdir() if ".building" in p.name], "a building folder was left"
 
 
 def test_two_batches_into_one_folder_are_refused_not_mixed(tmp_path):

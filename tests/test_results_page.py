@@ -141,3 +141,26 @@ def test_a_block_reads_one_method_at_another_budget_through_the_command():
     assert block.argv[block.argv.index("--hashing-epochs") + 1:][:2] == ["lth=640", "--markdown"]
     every = ResultsBlock(**fields, methods=("shc",), hashing_epochs=40).argv
     assert every[every.index("--hashing-epochs") + 1] == "40"
+
+
+def test_a_command_runs_again_when_a_file_it_compares_against_changes(tmp_path):
+    """printed_lines runs a command once per process for the same bytes of every file it reads: the --versus-csv files
+    count as much as the --from-csv ones, and a command on run folders is never reused."""
+    from shc.results.page import printed_lines
+
+    (tmp_path / "layout").mkdir()
+    root = _layout(tmp_path / "layout")
+    argv = ["--preset", "standard", "--from-csv", "results/standard-report-16bit.csv", "--versus-csv",
+            "results/standard-h200-16bit.csv", "results/standard-h200-16bit-lth.csv", "--bits", "16", "--methods",
+            "shc", "csq", "--metrics", "tie_aware_mAP@ALL"]
+    before = printed_lines(argv, root)
+    assert printed_lines(argv, root) == before and printed_lines(argv, ROOT) == before  # the same bytes anywhere
+    versus = root / "results" / "standard-h200-16bit.csv"
+    table = pd.read_csv(versus)
+    table.loc[table["method"] == "shc", "tie_aware_mAP@ALL"] += 0.1
+    table.to_csv(versus, index=False)
+    after = printed_lines(argv, root)
+    assert after != before and printed_lines(argv, ROOT) == before
+    runs = tmp_path / "runs"
+    with pytest.raises(RuntimeError, match="exited with"):  # no run folder: the command runs, and fails, every time
+        printed_lines(["--preset", "standard", "--run-dir", str(runs), "--bits", "16"], root)

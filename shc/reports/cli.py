@@ -6,10 +6,12 @@ Command line: ``python -m shc.reports --preset NAME`` (see ``--help``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import math
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -145,7 +147,9 @@ def notebook_workers(notebook_jobs: int | str, count: int) -> int:
     never more than the ``count`` notebooks of the batch (at least 1). Each notebook runs in its own kernel process
     and only reads runs, so pages do not depend on it (unlike training, ``auto`` is not 1 on a GPU machine)."""
     if notebook_jobs == "auto":
-        notebook_jobs = os.cpu_count() or 1
+        from shc.executors import _cpu_count
+
+        notebook_jobs = _cpu_count()  # the cores this process may use, as the training grid counts them
     if isinstance(notebook_jobs, bool) or not isinstance(notebook_jobs, int) or notebook_jobs < 1:
         raise ValueError(f"notebook_jobs must be a positive integer or 'auto', got {notebook_jobs!r}.")
     return max(1, min(notebook_jobs, count))
@@ -170,8 +174,10 @@ def _executed(jobs: Sequence[ReportJob], execute: Callable[[ReportJob], ReportRe
               log: Callable[[str], None], first: Sequence[int] | None = None) -> Iterator[tuple[int, ReportResult]]:
     """``(number, result)`` of every job, 1-based in plan order: one after the other with one worker, else in the
     order they finish from a pool of ``workers`` processes (spawned: a kernel per notebook, temporary files named by
-    process), started in the order of the numbers ``first`` (default plan order). An interrupt cancels the notebooks
-    not started; each running one keeps its previous page whole."""
+    process), started in the order of the numbers ``first`` (default plan order). An interrupt of this process
+    (Ctrl-C, or SIGTERM through :func:`shc.cli_common.run_cli`) cancels the notebooks not started and is passed on to
+    each worker once, as SIGTERM (the workers ignore the terminal's SIGINT): each running notebook stops, and its
+    previous page stays whole."""
     def announce(number: int, job: ReportJob) -> None:
         ignored = "".join(f" (--{option} does not apply)" for option in job.ignored_overrides)
         log(f"[{number}/{len(jobs)}] {job.name}: running ...{ignored}")
@@ -185,7 +191,8 @@ def _executed(jobs: Sequence[ReportJob], execute: Callable[[ReportJob], ReportRe
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     log(f"executing {len(jobs)} notebooks, {workers} at a time ...")
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_interruptible_worker)
     try:
         waiting = [(number, jobs[number - 1]) for number in (first or range(1, len(jobs) + 1))]
         running: dict[Any, int] = {}
@@ -197,8 +204,25 @@ def _executed(jobs: Sequence[ReportJob], execute: Callable[[ReportJob], ReportRe
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in sorted(done, key=running.get):
                 yield running.pop(future), future.result()
+    except BaseException:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):  # its notebook stops there
+            with contextlib.suppress(OSError):
+                os.kill(process.pid, signal.SIGTERM)
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _interruptible_worker() -> None:
+    """A notebook worker: SIGTERM raises KeyboardInterrupt (the page being built keeps its previous one, as
+    :func:`execute_report` promises), and the terminal's Ctrl-C, which reaches every process of the group, is left to
+    the parent, so that each worker is interrupted once, not in the middle of its cleanup."""
+    def interrupt(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def summary_table(results: Sequence[ReportResult]) -> str:

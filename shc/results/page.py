@@ -400,24 +400,32 @@ RESULTS_BLOCKS.register("standard-pretrained-unseen-64-40epochs", ResultsBlock(
 #: :func:`printed_lines` already computed in this process, by command and the digests of the files it reads: the
 #: checker runs every block of a page again, and a test or a session checks one page several times.
 _PRINTED: dict[tuple, tuple[str, ...]] = {}
+#: The options of ``python -m shc.results`` that read results files (each takes one or more paths).
+_FILE_OPTIONS = ("--from-csv", "--versus-csv")
+#: Options whose output depends on more than named files (run folders, a file it writes): never cached.
+_UNCACHED_OPTIONS = ("--run-dir", "--versus-run-dir", "--write-csv")
 
 
 def printed_lines(argv: Sequence[str], root: str | Path) -> list[str]:
     """What ``python -m shc.results argv`` prints when run in the repository ``root``, as lines (a relative
-    ``--from-csv`` file, each of several, is read from ``root`` and named as given).
+    ``--from-csv`` or ``--versus-csv`` file, each of several, is read from ``root`` and named as given).
 
-    The output depends only on the command, the package and the bytes of its ``--from-csv`` files (the date it
-    names aside), so a command this process already ran on the same bytes, from any root, is not run again."""
+    Read from results files alone, the output depends only on the command, the package and the bytes of those files
+    (the date it names aside), so a command this process already ran on the same bytes, from any root, is not run
+    again. A command that reads run folders, writes a file or gives an option as ``--option=value`` always runs."""
     from shc.results.cli import main as results_main
 
     root, given, argv = Path(root).resolve(), tuple(argv), list(argv)
-    position = argv.index("--from-csv") + 1 if "--from-csv" in argv else len(argv)
-    files = []
-    while position < len(argv) and not argv[position].startswith("--"):  # the option's files, up to the next option
-        if not Path(argv[position]).is_absolute():
-            argv[position] = str(root / argv[position])
-        files.append(Path(argv[position]))
-        position += 1
+    files: list[Path] = []
+    for option in _FILE_OPTIONS:
+        position = argv.index(option) + 1 if option in argv else len(argv)
+        while position < len(argv) and not argv[position].startswith("--"):  # its files, up to the next option
+            if not Path(argv[position]).is_absolute():
+                argv[position] = str(root / argv[position])
+            files.append(Path(argv[position]))
+            position += 1
+    if any(a.startswith("--") and ("=" in a or a in _UNCACHED_OPTIONS) for a in argv):
+        return _run_results(argv, root, results_main)
     key = (given, *((hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None) for path in files))
     if key not in _PRINTED:
         _PRINTED[key] = tuple(_run_results(argv, root, results_main))

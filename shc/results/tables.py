@@ -273,16 +273,11 @@ def _markdown_table(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> st
     summary, _ = summary_frame(rows, [metric])
     bits = sorted(summary["bits"].unique())
     lines = ["| method | " + " | ".join(f"{q} bits" for q in bits) + " |", "|---|" + "---|" * len(bits)]
+    cells: dict[tuple, str] = {}
+    for name, q, mean, std, n in summary[["method", "bits", "mean", "std", "n"]].itertuples(index=False):
+        cells.setdefault((name, q), f"{mean:.4f} ± {std:.4f}" if int(n) > 1 else f"{mean:.4f}")  # the first row
     for name in [m for m in order if m in set(summary["method"])]:
-        cells = []
-        for q in bits:
-            row = summary[(summary["method"] == name) & (summary["bits"] == q)]
-            if row.empty:
-                cells.append("-")
-                continue
-            mean, std, n = row["mean"].iloc[0], row["std"].iloc[0], int(row["n"].iloc[0])
-            cells.append(f"{mean:.4f} ± {std:.4f}" if n > 1 else f"{mean:.4f}")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | " + " | ".join(cells.get((name, q), "-") for q in bits) + " |")
     return "\n".join(lines)
 
 
