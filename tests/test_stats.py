@@ -168,9 +168,12 @@ def test_paired_by_seed_pairs_only_shared_seeds():
     _, per_seed = stats.summary_frame(rows, ["mAP@ALL"])
     interval = stats.paired_by_seed(per_seed, "mAP@ALL", 16, "shc", "mds")
     assert interval.n == 2 and interval.mean == pytest.approx(0.15)
-    with pytest.raises(ValueError, match="no mAP@ALL values of 'csq'"):
+    with pytest.raises(ValueError, match=r"no mAP@ALL values of 'csq' at 16 bits; methods there: \['mds', 'shc'\]"):
         stats.paired_by_seed(per_seed, "mAP@ALL", 16, "shc", "csq")
     assert isinstance(per_seed, pd.DataFrame)
+    twice = pd.concat([per_seed, per_seed[per_seed["method"] == "mds"].head(1)], ignore_index=True)  # seed 0 again
+    with pytest.raises(ValueError, match="'mds' has several mAP@ALL values for one seed at 16 bits"):
+        stats.paired_by_seed(twice, "mAP@ALL", 16, "shc", "mds")
 
 
 def test_a_tie_at_the_top_names_both_methods_and_small_differences_keep_their_sign():
