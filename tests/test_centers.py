@@ -239,11 +239,30 @@ def test_projected_step_flips_exactly_where_the_sign_of_eq_36_changes():
     # lie between eta / 2 and eta and must keep their sign (the old rule flipped them).
     expected = np.sign(H[0] - gradient / eta)
     assert np.flatnonzero(expected != H[0]).tolist() == [2, 3]
-    new_h = _projected_step(H, 0, gradient, eta, min_distance=0, backtrack=True)
-    np.testing.assert_array_equal(new_h, expected)
-    np.testing.assert_array_equal(_projected_step(H, 0, gradient, eta, min_distance=0, backtrack=False), expected)
-    # h * g == eta exactly: h - g / eta = 0, sign 0 keeps the bit.
-    np.testing.assert_array_equal(_projected_step(H, 0, np.array([0.5, 0, 0, 0, 0, 0]), eta, 0, True), H[0])
+    assert sorted(_projected_step(H, 0, gradient, eta, min_distance=0, backtrack=True).tolist()) == [2, 3]
+    assert sorted(_projected_step(H, 0, gradient, eta, min_distance=0, backtrack=False).tolist()) == [2, 3]
+    # h * g == eta exactly: h - g / eta = 0, sign 0 keeps the bit: nothing to flip.
+    assert _projected_step(H, 0, np.array([0.5, 0, 0, 0, 0, 0]), eta, 0, True).size == 0
+    # Both flips together bring the distance from 6 to 4; with d = 5 backtracking keeps the stronger flip
+    # (bit 3, h * g = 0.7: distance 5) and the whole step is refused without it.
+    assert _projected_step(H, 0, gradient, eta, min_distance=5, backtrack=True).tolist() == [3]
+    assert _projected_step(H, 0, gradient, eta, min_distance=5, backtrack=False) is None
+
+
+def test_algorithm_1_counts_only_the_updates_that_move_a_center():
+    """At a stationary point of Algorithm 1 no step flips a bit, so no update is accepted and H stays. With S =
+    H H^T / q, Lambda = 0 and mu = 0, Eq. 29 gives M = H, and the semantic part of Eq. 35, (2/q^2) H^T H h_i -
+    (2/q) (S M)_i, is 0; what is left is the alpha/beta term scaled by 1e-4, far below eta. (The counter once took
+    every no-op step for an accepted update: C * inner_steps a cycle here.)"""
+    from shc.centers.semantic import optimize_semantic_centers
+
+    from scipy.linalg import hadamard
+
+    H = hadamard(16)[:12].astype(np.int8)  # 12 centers at distance 8
+    result = optimize_semantic_centers(H @ H.T / 16.0, 16, min_distance=8, init=H, mu=0.0, lambda0=0.0, cycles=3)
+    assert [record["accepted_updates"] for record in result.history] == [0, 0, 0, 0]
+    assert [record["rejected_updates"] for record in result.history] == [0, 0, 0, 0]
+    np.testing.assert_array_equal(result.centers, H)
 
 
 def test_shc_ls_is_registered_and_needs_a_similarity():

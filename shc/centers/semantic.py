@@ -1,5 +1,5 @@
 """Stage 2, the paper's semantic hash centers: ``"shc"`` (Eq. 22-38, Algorithm 1, initialised by ``"mds"``)
-and ``"semantic"`` (the ablation without the distance term, appendix M/H alternation, Table 7 "S only")."""
+and ``"semantic"`` (the ablation without the distance term, Sec. 4.6.1, Eq. 46-49, Table 7 "S only")."""
 
 from __future__ import annotations
 
@@ -82,8 +82,8 @@ def _projected_step(
 ) -> np.ndarray | None:
     """One guarded projected-gradient step for center i (Eq. 36).
 
-    Returns the new h_i, ``H[i]`` itself when the step changes nothing, or None when no feasible step
-    exists. For ``h_ik = +-1``, ``h_ik (h_ik - g_ik / eta) = 1 - h_ik g_ik / eta``, so the full step
+    Returns the indices of the bits of h_i to flip (empty when the step changes nothing), or None when no
+    feasible step exists. For ``h_ik = +-1``, ``h_ik (h_ik - g_ik / eta) = 1 - h_ik g_ik / eta``, so the full step
     ``sign(h_i - g / eta)`` flips exactly the bits where ``h_ik g_ik > eta`` (equality gives a zero, which
     keeps the bit); a smaller step size flips only the strongest of them. With ``backtrack`` an
     infeasible full step is shrunk to the largest step whose projection keeps distance >= d to every other
@@ -94,7 +94,7 @@ def _projected_step(
     strength = h * gradient
     flips = np.flatnonzero(strength > eta)  # sign(h - g/eta) != h (Eq. 36); a zero step keeps the bit
     if flips.size == 0:
-        return h
+        return flips
     q = H.shape[1]
     base = (q - H @ h) / 2
     if not backtrack:
@@ -102,7 +102,7 @@ def _projected_step(
         new_h[flips] = -new_h[flips]
         distances = (q - H @ new_h) / 2
         distances[i] = q
-        return new_h if distances.min() >= min_distance else None
+        return flips if distances.min() >= min_distance else None
     order = flips[np.argsort(-strength[flips], kind="stable")]
     # Flipping bit k of h_i changes D_ij by +h_ik h_jk; the distances after each prefix of flips:
     distances = base[:, None] + np.cumsum(h[order] * H[:, order], axis=1)
@@ -110,10 +110,7 @@ def _projected_step(
     feasible = np.flatnonzero(distances.min(axis=0) >= min_distance)
     if feasible.size == 0:
         return None
-    new_h = h.copy()
-    chosen = order[: feasible[-1] + 1]
-    new_h[chosen] = -new_h[chosen]
-    return new_h
+    return order[: feasible[-1] + 1]
 
 
 def _h_gradient(H: np.ndarray, i: int, M: np.ndarray, MtM: np.ndarray, MS: np.ndarray, Lambda: np.ndarray,
@@ -213,17 +210,16 @@ def optimize_semantic_centers(
         for i in range(C):
             target = bound - K[i]
             for _ in range(int(inner_steps)):
-                h = H[i]
                 gradient = _h_gradient(H, i, M, MtM, MS, Lambda, alpha, target, column_sum, mu, rho, beta,
                                        distance_scale)
-                new_h = _projected_step(H, i, gradient, eta, d, backtrack)
-                if new_h is None:
+                flips = _projected_step(H, i, gradient, eta, d, backtrack)
+                if flips is None:
                     rejected += 1
                     break
-                if new_h is h:
+                if flips.size == 0:  # a fixed point of h_i's step: the next steps would repeat it
                     break
-                column_sum += new_h - h
-                H[i] = new_h
+                column_sum[flips] -= 2 * H[i, flips]
+                H[i, flips] = -H[i, flips]
                 accepted += 1
         Lambda += rho * (H - M)
         gram = H @ H.T
@@ -244,8 +240,10 @@ def semantic_only_centers(similarity: Any, num_bits: int, init: Any | None = Non
     Minimises ``||S - H M^T / q||_F^2 + mu ||H - M||_F^2`` by alternating, in row form,
     ``M = (S/q + mu I) H (H^T H / q^2 + mu I)^{-1}`` (the paper prints this without the inverse; the
     inverse is what setting the gradient to zero gives) and ``H = sign((S/q + mu I) M (M^T M)^+)``
-    (Eq. 49; a zero keeps the bit). Initialised by :func:`mds_centers`; returns the H of lowest
-    s_loss met. No minimum distance is enforced, so d_min may drop (that is the point of the ablation).
+    (Eq. 49 as printed; a zero keeps the bit: the exact minimiser of Eq. 47's relaxation would be
+    ``(S/q + mu I) M (M^T M / q^2 + mu I)^{-1}``, whose signs can differ). Initialised by :func:`mds_centers`;
+    returns the H of lowest s_loss met. No minimum distance is enforced, so d_min may drop (that is the point
+    of the ablation).
 
     The paper gives no mu for this ablation. The default ``mu = 1/q`` puts the proxy coupling on the
     scale of ``S/q``; with the main objective's 0.625 the coupling dominates and the alternation stays
