@@ -14,7 +14,7 @@ Generators, all through :func:`generate_centers`:
 ``"mds"``      every pairwise distance >= d (Gilbert-Varshamov, Eq. 13), pushed apart beyond that by a
                vectorised greedy bit-flip search (our algorithm; Wang et al.'s goal).
 ``"shc"``      the paper's semantic hash centers (Eq. 22-38, Algorithm 1), initialised by ``"mds"``.
-``"semantic"`` the ablation without the distance term (appendix M/H alternation, Table 7 "S only").
+``"semantic"`` the ablation without the distance term (Sec. 4.6.1, Eq. 46-49, Table 7 "S only").
 ``"shc-ls"``   the same constrained semantic objective solved by exact feasible local search from several
                starts (our algorithm, :mod:`shc.centers.search`; ``docs/centers.md``).
 

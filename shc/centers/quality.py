@@ -195,7 +195,7 @@ def _cap_dual(off: np.ndarray, lam: float, values: tuple[float, float], step: fl
 def distance_cap_bound(similarity: Any, num_bits: int, min_distance: int | None = None,
                        iterations: int = 60) -> float:
     """A lower bound on the per-entry S_loss of any centers *that keep the minimum distance* d (default the
-    GV distance, Eq. 43), tighter than :func:`unit_diagonal_bound` where q is large beside C or S has many
+    GV distance, Eq. 13), tighter than :func:`unit_diagonal_bound` where q is large beside C or S has many
     entries above the distance cap.
 
     For +-1 centers at pairwise Hamming distance >= d, every off-diagonal entry of ``G = H H^T / q`` lies on
@@ -262,7 +262,7 @@ def _psd_part(matrix: np.ndarray) -> np.ndarray:
 def psd_cap_bound(similarity: Any, num_bits: int, min_distance: int | None = None, iterations: int = 300,
                   step: float = 0.1) -> float:
     """A lower bound on the per-entry S_loss of any centers *that keep the minimum distance* d (default the
-    GV distance, Eq. 43), at least :func:`distance_cap_bound`: it also knows that ``G = H H^T / q`` is
+    GV distance, Eq. 13), at least :func:`distance_cap_bound`: it also knows that ``G = H H^T / q`` is
     positive semidefinite, and that its energy constraint holds on every weighting of the classes, not only
     on all of them at once.
 
@@ -382,7 +382,7 @@ def _rank_cap_ascent(S: np.ndarray, q: int, d: int, iterations: int,
 def rank_cap_bound(similarity: Any, num_bits: int, min_distance: int | None = None, iterations: int = 400,
                    weight: float = 0.95) -> float:
     """A lower bound on the per-entry S_loss of any centers *that keep the minimum distance* d (default the
-    GV distance, Eq. 43) that knows at once what :func:`unit_diagonal_bound` knows (G = H H^T / q is
+    GV distance, Eq. 13) that knows at once what :func:`unit_diagonal_bound` knows (G = H H^T / q is
     positive semidefinite of rank <= q and trace C) and what :func:`psd_cap_bound` knows (every off-diagonal
     entry on the lattice ``{1 - 2k / q : k = d, ..., q}``, and ``G o G - J / q`` positive semidefinite).
     The other bounds each see one side; where both bind (C well above q, similar classes above the distance

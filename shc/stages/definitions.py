@@ -246,7 +246,8 @@ class Similarity(Stage):
 @STAGES.register("stage2")
 class Centers(Stage):
     """Stage 2: the method's hash centers (:func:`shc.centers.run_center_method`; for SHC the paper's Algorithm 1,
-    Eq. 13-20, from S), with their quality (d_min, S_loss) and the optimiser's history. Rank 0 computes."""
+    Eq. 22-38, at the GV distance of Eq. 13, from S), with their quality (d_min, S_loss) and the optimiser's
+    history. Rank 0 computes."""
 
     name = "stage2"
     parents = (Similarity,)
@@ -357,7 +358,7 @@ def _targets(criterion, centers: np.ndarray | None) -> dict[str, np.ndarray]:
 @STAGES.register("stage3")
 class Hashing(Stage):
     """Stage 3: the hashing network (backbone + FC + tanh to q bits) trained with the method's loss (for the center
-    methods CSQ's, Eq. 21-23), selected on the validation split's :data:`~shc.evaluation.PRIMARY_METRIC`; the codes
+    methods CSQ's, Eq. 39-43), selected on the validation split's :data:`~shc.evaluation.PRIMARY_METRIC`; the codes
     of the query, database and training sets (no augmentation) and the targets, in ``codes.npz``. Its record
     (``metrics.json``: selected epoch, seconds, the validation score at that epoch) is what :class:`Evaluation`
     completes with the query-set measures."""
