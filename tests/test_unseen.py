@@ -166,6 +166,33 @@ def test_no_held_out_class_reaches_s_the_centers_or_the_networks(tiny_unseen):
         assert all(0 <= row[key] <= 1 for key in UNSEEN_KEYS)
 
 
+def test_model_selection_ranks_the_validation_queries_against_the_seen_database_only(tiny_unseen):
+    """The selected epoch's validation score in metrics.json is the one of the validation codes against the database
+    images of seen classes, recomputed here from the selected weights; against the whole database (its held-out
+    images ranked as negatives, as before 2026-12-02) the score differs. The rule is part of the identity."""
+    from shc.evaluation import PRIMARY_METRIC, selection_scores
+    from shc.retrieval import load_encoder
+    from shc.runs import load_data
+    from shc.stages import Hashing, encode, selection_rule
+
+    configs, _, _ = tiny_unseen
+    config = next(c for c in configs if c.method == "shc")
+    data, stage = load_data(config), Hashing(config)
+    model = load_encoder(stage.directory, device="cpu").model
+    seen = data.database.labels < data.num_classes
+    assert 0 < seen.sum() < len(seen)
+    val_codes, database_codes = encode(model, data.val, config), encode(model, data.database, config)
+    recorded = json.loads((stage.directory / "metrics.json").read_text())[f"val_{PRIMARY_METRIC}"]
+    on_seen = selection_scores(val_codes, data.val.labels, database_codes[seen], data.database.labels[seen])
+    on_all = selection_scores(val_codes, data.val.labels, database_codes, data.database.labels)
+    assert recorded == pytest.approx(on_seen[PRIMARY_METRIC], abs=1e-12)
+    assert recorded != pytest.approx(on_all[PRIMARY_METRIC], abs=1e-6)
+    assert json.loads((stage.directory / "config.json").read_text())["select"] == selection_rule(config) == \
+        f"{PRIMARY_METRIC} against the seen database"
+    plain = config.replace(dataset_options={k: v for k, v in config.dataset_options.items() if k != "unseen_classes"})
+    assert selection_rule(plain) == PRIMARY_METRIC  # every other run keeps its identity
+
+
 def test_the_classifier_code_baseline_gives_each_image_a_predicted_center(tiny_unseen):
     from shc.models import build_classifier
     from shc.runs import load_data

@@ -27,6 +27,7 @@ from shc.stages.definitions import (
     data_identity,
     encode,
     paired_seeds,
+    selection_rule,
     stage_directories,
     stage_identities,
     write_encoder_record,
@@ -34,4 +35,4 @@ from shc.stages.definitions import (
 
 __all__ = ["ENCODER_FILE", "ENCODER_FORMAT", "STAGES", "Centers", "Evaluation", "Hashing", "Pretraining", "Similarity",
            "Stage", "artifact", "data_identity", "encode", "identity_key", "is_main", "paired_seeds", "read_identity",
-           "stage_directories", "stage_identities", "write_encoder_record"]
+           "selection_rule", "stage_directories", "stage_identities", "write_encoder_record"]

@@ -57,7 +57,8 @@ from shc.stages.base import (
 )
 
 __all__ = ["CLASSIFIER_RULES", "STAGES", "Centers", "ClassifierCodes", "Evaluation", "Hashing", "Pretraining",
-           "Similarity", "artifact", "classifier_codes", "classifier_config", "data_identity", "encode", "paired_seeds", "stage_directories", "stage_identities", "write_encoder_record"]
+           "Similarity", "artifact", "classifier_codes", "classifier_config", "data_identity", "encode", "paired_seeds",
+           "selection_rule", "stage_directories", "stage_identities", "write_encoder_record"]
 
 STAGES: Registry[type[Stage]] = Registry("stage")
 """The stages by name (``stage0`` ... ``stage3``, ``evaluation``), in the order a run computes them."""
@@ -355,6 +356,17 @@ def _targets(criterion, centers: np.ndarray | None) -> dict[str, np.ndarray]:
     return {}
 
 
+def selection_rule(config: Any) -> str:
+    """What stage 3 selects its epoch by, as its identity records it: :data:`~shc.evaluation.PRIMARY_METRIC` of
+    the validation queries against the database; under the unseen-class protocol against the database's seen part
+    (:func:`shc.data.unseen.seen_part`). Unseen-protocol runs selected before 2026-12-02 ranked against the whole
+    database, held-out images included; their identity names the plain metric, so they are never read as runs of
+    the rule that keeps model selection away from every held-out class."""
+    if config.dataset_options.get("unseen_classes"):
+        return f"{PRIMARY_METRIC} against the seen database"
+    return PRIMARY_METRIC
+
+
 @STAGES.register("stage3")
 class Hashing(Stage):
     """Stage 3: the hashing network (backbone + FC + tanh to q bits) trained with the method's loss (for the center
@@ -376,12 +388,13 @@ class Hashing(Stage):
                 "pretrained": config.pretrained, "weights": config.weights, "epochs": config.epochs,
                 "lr": config.lr, "batch_size": config.batch_size, "optimizer": config.optimizer,
                 "eval_every": config.eval_every, "method_options": dict(config.method_options),
-                "select": PRIMARY_METRIC}  # what is measured on the query set is not here: Evaluation
+                "select": selection_rule(config)}  # what is measured on the query set is not here: Evaluation
 
     def label(self) -> str:
         return f"stage3-{_variant(self.config)}-{self.config.bits}bit"
 
     def compute(self, inputs: Mapping[str, Any], directory: Path, progress: bool) -> Any:
+        from shc.data.unseen import seen_part
         from shc.methods import build_criterion
         from shc.models import build_hashing_network
         from shc.train import fit, set_seed
@@ -399,9 +412,11 @@ class Hashing(Stage):
                                     centers=centers, seed=config.seed, similarity=similarity,
                                     **dict(config.method_options))
 
+        database = seen_part(data.database, data.num_classes)  # no held-out class meets model selection
+
         def validate(network) -> dict[str, float]:
             return selection_scores(encode(network, data.val, config), data.val.labels,
-                                    encode(network, data.database, config), data.database.labels)
+                                    encode(network, database, config), database.labels)
 
         started = time.perf_counter()
         history = fit(model, criterion, data.train, _train_config(config, config.epochs, config.lr, PRIMARY_METRIC),
