@@ -428,23 +428,43 @@ def test_worker_rule_keeps_batched_in_memory_splits_in_process_on_a_gpu(monkeypa
 
 def test_epoch_batches_split_each_global_batch_across_ranks():
     settings = config(batch_size=7)
-    single = _epoch_batches(30, settings, epoch=1, ranks=_Ranks())
-    assert sorted(i for indices, _ in single for i in indices) == list(range(30))
-    assert [size for _, size in single] == [7, 7, 7, 7, 2]
+    single = _epoch_batches(32, settings, epoch=1, ranks=_Ranks())
+    assert sorted(i for indices, _ in single for i in indices) == list(range(32))
+    assert [size for _, size in single] == [7, 7, 7, 7, 4]
 
-    shares = [_epoch_batches(30, settings, epoch=1, ranks=_Ranks(rank, 2)) for rank in range(2)]
+    shares = [_epoch_batches(32, settings, epoch=1, ranks=_Ranks(rank, 2)) for rank in range(2)]
     for batch, (rank0, size0), (rank1, size1) in zip(single, *shares, strict=True):  # every rank, every batch
         assert rank0 + rank1 == batch[0] and size0 == size1 == batch[1]
         assert abs(len(rank0) - len(rank1)) <= 1
 
-    assert _epoch_batches(30, settings, epoch=1, ranks=_Ranks()) == single  # seeded
-    assert _epoch_batches(30, settings, epoch=2, ranks=_Ranks()) != single  # reshuffled per epoch
-    assert len(_epoch_batches(30, dataclasses.replace(settings, drop_last=True), 1, _Ranks())) == 4
+    assert _epoch_batches(32, settings, epoch=1, ranks=_Ranks()) == single  # seeded
+    assert _epoch_batches(32, settings, epoch=2, ranks=_Ranks()) != single  # reshuffled per epoch
+    assert len(_epoch_batches(32, dataclasses.replace(settings, drop_last=True), 1, _Ranks())) == 4
 
 
 def test_ddp_drops_a_trailing_batch_smaller_than_the_world():
     batches = _epoch_batches(29, config(batch_size=7), epoch=1, ranks=_Ranks(0, 2))
     assert [size for _, size in batches] == [7, 7, 7, 7]
+
+
+@pytest.mark.parametrize(("num_samples", "world_size", "sizes"), [
+    (65, 1, [64]), (66, 1, [64, 2]),  # one sample left over: BatchNorm cannot train on it
+    (131, 2, [64, 64]), (132, 2, [64, 64, 4]),  # 3 left over would give one rank a single sample
+])
+def test_a_trailing_batch_too_small_for_batch_norm_is_dropped(num_samples, world_size, sizes):
+    batches = _epoch_batches(num_samples, config(batch_size=64), epoch=1, ranks=_Ranks(0, world_size))
+    assert [size for _, size in batches] == sizes
+    assert min(len(indices) for indices, _ in batches) >= 2
+
+
+def test_a_network_with_batch_norm_trains_on_a_set_one_over_a_multiple_of_the_batch(tmp_path):
+    """65 samples in batches of 64 once left a batch of one, and BatchNorm1d raised in training mode."""
+    inputs, labels = blobs(num_samples=65)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    history = fit(model, CrossEntropy(), IndexedTensors(inputs, labels), config(batch_size=64, epochs=2), tmp_path,
+                  progress=False)
+    assert [row["epoch"] for row in history.rows] == [1, 2]
 
 
 @pytest.mark.parametrize(

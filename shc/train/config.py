@@ -83,7 +83,8 @@ class TrainConfig:
     grad_clip_norm : float or None
         Clip the global gradient norm to this value; ``None`` disables.
     drop_last : bool
-        Drop the last incomplete batch of every epoch.
+        Drop the last incomplete batch of every epoch. Without it a last batch too small for BatchNorm (a single
+        sample, or under DDP a single sample on some rank) is dropped all the same.
     """
 
     epochs: int = 300

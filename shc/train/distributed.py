@@ -93,12 +93,14 @@ def _epoch_batches(
     The permutation depends only on ``(seed, epoch)``, never on the rank or
     the world size, so every run of the same config sees the same global
     batches; each is cut into ``world_size`` contiguous, near-equal shares.
-    Under DDP a trailing batch smaller than ``world_size`` is dropped (some
-    rank would get no sample).
+    Without ``drop_last`` a trailing batch that would give a rank fewer than
+    two samples (under ``2 * world_size``; one sample in a single process)
+    is dropped: BatchNorm cannot normalise one sample in training mode, and
+    every backbone has it.
     """
     order = torch.randperm(num_samples, generator=_generator(_derived_seed(config.seed, epoch)))
     global_batches = list(order.split(config.batch_size))
-    minimum = config.batch_size if config.drop_last else ranks.world_size
+    minimum = config.batch_size if config.drop_last else 2 * ranks.world_size
     global_batches = [batch for batch in global_batches if len(batch) >= minimum]
     return [(torch.tensor_split(batch, ranks.world_size)[ranks.rank].tolist(), len(batch)) for batch in global_batches]
 
