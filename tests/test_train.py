@@ -157,6 +157,44 @@ def test_resume_after_interruption_gives_bit_identical_weights(tmp_path, precisi
     assert [row["loss"] for row in resumed.rows] == [row["loss"] for row in reference.rows]
 
 
+def test_best_weights_of_an_epoch_whose_checkpoint_was_never_written_are_dropped(tmp_path, monkeypatch):
+    """The process dies after epoch 2's evaluation saved its improving weights and before last.pt recorded the
+    epoch. On resume epoch 2 trains again; here its evaluation does not improve this time (as non-deterministic
+    arithmetic can do), so the selected epoch is 1, and best.pt must hold epoch 1's weights, not the lost epoch 2's."""
+    import shc.train.loop as loop
+
+    dataset = IndexedTensors(*blobs())
+    settings = config(epochs=3)
+    scores = iter([0.5, 0.9, 0.1, 0.2, 0.3])  # first process: epochs 1, 2; second: epochs 2, 3 (then nothing)
+
+    def evaluate(model):
+        return {"accuracy": next(scores)}
+
+    real_save = loop._save_torch
+
+    def dies_at_epoch_two(payload, path):
+        if path.name == "last.pt" and payload["epoch"] == 2:
+            raise KeyboardInterrupt
+        real_save(payload, path)
+
+    monkeypatch.setattr(loop, "_save_torch", dies_at_epoch_two)
+    with pytest.raises(KeyboardInterrupt):
+        fit(mlp(), CrossEntropy(), dataset, dataclasses.replace(settings, select_metric="accuracy"), tmp_path,
+            evaluate=evaluate, progress=False)
+    assert torch.load(tmp_path / "best.pt", weights_only=True)["epoch"] == 1
+    assert torch.load(tmp_path / "best.pending.pt", weights_only=True)["epoch"] == 2  # never recorded by last.pt
+    monkeypatch.setattr(loop, "_save_torch", real_save)
+
+    model = mlp()
+    history = fit(model, CrossEntropy(), dataset, dataclasses.replace(settings, select_metric="accuracy"), tmp_path,
+                  evaluate=evaluate, progress=False)
+    assert [row["accuracy"] for row in history.rows] == [0.5, 0.1, 0.2]
+    assert history.best_epoch == 1
+    best = torch.load(tmp_path / "best.pt", weights_only=True)
+    assert best["epoch"] == 1 and not (tmp_path / "best.pending.pt").exists()
+    assert_same_weights(weights(model), best["model"])  # the selected weights are epoch 1's
+
+
 def test_a_run_resumes_only_in_the_arithmetic_it_began_in(tmp_path, monkeypatch):
     # precision="auto" is bf16 on a CPU with native bf16 and fp32 on one without: a grid moved between two such
     # machines must not finish its runs as hybrids of the two

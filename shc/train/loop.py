@@ -257,11 +257,35 @@ def _resume(state: _TrainingState, last_path: Path, identity: dict[str, Any], co
     return epoch, history
 
 
+def _pending(best_path: Path) -> Path:
+    """Where an epoch's new best weights wait until the checkpoint that records the epoch is written."""
+    return best_path.with_name("best.pending.pt")
+
+
+def _settle_best(best_path: Path, history: History | None) -> None:
+    """Make ``best.pt`` hold the weights of ``history.best_epoch``. An improving epoch writes its weights as
+    :func:`_pending` before ``last.pt``; they become ``best.pt`` once ``last.pt`` records the epoch, and are dropped
+    when it does not (the process died between the two writes; on resume the epoch trains again, and where the
+    arithmetic is not deterministic it may not improve, so its weights would name an epoch that never happened)."""
+    pending = _pending(best_path)
+    if not pending.exists():
+        return
+    try:
+        epoch = load_checkpoint(pending)["epoch"]
+    except ValueError:  # written in part: its epoch's checkpoint cannot exist either
+        epoch = None
+    if history is not None and epoch is not None and history.best_epoch == epoch:
+        os.replace(pending, best_path)
+    else:
+        pending.unlink()
+
+
 def _evaluate_and_select(
     model: nn.Module, evaluate: Callable, epoch: int, row: dict[str, float], history: History,
     config: TrainConfig, best_path: Path,
 ) -> None:
-    """Run ``evaluate`` (eval mode), add its scalars to ``row``, and save ``best.pt`` on improvement."""
+    """Run ``evaluate`` (eval mode), add its scalars to ``row``, and on improvement write the weights as
+    :func:`_pending`, which :func:`_settle_best` makes ``best.pt`` once the epoch's checkpoint is written."""
     started = time.perf_counter()
     model.eval()
     metrics = _scalar_metrics(evaluate(model), _ROW_KEYS)
@@ -275,7 +299,7 @@ def _evaluate_and_select(
         )
     if _is_better(metrics[config.select_metric], history.best_metric, config.select_mode):
         history.best_epoch, history.best_metric = epoch, metrics[config.select_metric]
-        _save_torch({"model": model.state_dict(), "epoch": epoch, "metric": history.best_metric}, best_path)
+        _save_torch({"model": model.state_dict(), "epoch": epoch, "metric": history.best_metric}, _pending(best_path))
 
 
 def fit(
@@ -376,6 +400,8 @@ def _fit(
     set_seed(config.seed + ranks.rank)
     state = _prepare(model, criterion, config, device, precision, ranks)
     start_epoch, history = _resume(state, last_path, identity, config, ranks, device, precision)
+    if ranks.is_main:
+        _settle_best(best_path, history)  # weights of an epoch whose checkpoint was never written are dropped
     if history is None:
         history = History(precision=precision)
     if evaluate is not None:
@@ -403,6 +429,7 @@ def _fit(
                           **state.state_dict(), "history": history.to_dict(), "rng": rng_states,
                           "elapsed_seconds": history.resumed_seconds + time.perf_counter() - started}
             _save_torch(checkpoint, last_path)
+            _settle_best(best_path, history)
             _write_history(history, run_dir)
             if show:
                 summary = ", ".join(f"{key}={value:.4g}" for key, value in row.items() if key != "epoch")
