@@ -57,9 +57,13 @@ class TrainConfig:
     eval_every : int
         Call ``evaluate`` every this many epochs, and always after the last.
     num_workers : int or None
-        DataLoader worker processes. ``None`` picks 0 on CPU (the math already
-        uses every core: workers only compete with it; see
-        ``benchmarks/bench_train.py``) and ``min(8, cores per rank)`` on CUDA.
+        DataLoader worker processes. ``None`` picks 0 on CPU and for in-memory
+        (batched) datasets (the math already uses every core: workers only
+        compete with it; see ``benchmarks/bench_train.py``), else on CUDA
+        ``min(8, cores per rank - 1)`` (at least 1). The augmentation draws from
+        the global random state without workers and from per-worker seeds with
+        them, so the numbers depend on the count: fix it to compare machines
+        (docs/scale-out.md).
     seed : int
         Seeds the initial random state, the per-epoch shuffles and the
         DataLoader workers.
