@@ -301,8 +301,8 @@ class Counting(nn.Module):
     def forward(self, outputs, labels, indices):
         return outputs.pow(2).mean()
 
-    def on_epoch_end(self, model, train_set, epoch):
-        self.calls.append((epoch, model.training, len(train_set)))
+    def on_epoch_end(self, model, train_set, epoch, precision):
+        self.calls.append((epoch, model.training, len(train_set), precision))
         return self.returns(epoch) if self.returns else None
 
 
@@ -310,7 +310,13 @@ def test_fit_calls_the_epoch_hook_after_every_epoch_and_records_its_scalars(tmp_
     criterion = Counting(returns=lambda epoch: {"targets_changed": 10 * epoch})
     history = fit(network(), criterion, Indexed(*blobs()), dataclasses.replace(SETTINGS, epochs=3), tmp_path,
                   progress=False)
-    assert criterion.calls == [(1, True, 60), (2, True, 60), (3, True, 60)]
+    # the run's resolved arithmetic, for the hook's own inference (CRH encodes the training set in it)
+    precision = SETTINGS.precision
+    assert criterion.calls == [(1, True, 60, precision), (2, True, 60, precision), (3, True, 60, precision)]
+    bf16 = Counting()
+    fit(network(), bf16, Indexed(*blobs()), dataclasses.replace(SETTINGS, epochs=1, precision="bf16"), tmp_path / "c",
+        progress=False)
+    assert bf16.calls == [(1, True, 60, "bf16")]
     assert [row["targets_changed"] for row in history.rows] == [10.0, 20.0, 30.0]
     with pytest.raises(ValueError, match=r"criterion.on_epoch_end returned the reserved key\(s\) \['loss'\]"):
         fit(network(), Counting(returns=lambda epoch: {"loss": 1.0}), Indexed(*blobs()), SETTINGS, tmp_path / "b",

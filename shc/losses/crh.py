@@ -168,16 +168,22 @@ class CRHLoss(nn.Module):
         """Extra arguments of :func:`shc.codebook.reassign` (SCRH's semantic term); none for CRH."""
         return {}
 
-    def on_epoch_end(self, model: nn.Module, train_set: Any, epoch: int) -> dict[str, float] | None:
+    def on_epoch_end(self, model: nn.Module, train_set: Any, epoch: int, precision: str = "auto"
+                     ) -> dict[str, float] | None:
         """``fit``'s epoch hook: on scheduled epochs, encode ``train_set`` (in dataset order, with the model in
-        eval mode, through :func:`shc.train.predict`) and :meth:`reassign`."""
+        eval mode, through :func:`shc.train.predict` in the run's ``precision``) and :meth:`reassign`.
+
+        ``train_set`` is the training split as ``fit`` trains on it, so its codes are those of augmented images
+        (on the composites a shift of at most one pixel), as the codes of a training epoch are ("every training
+        sample's code", CRH's reassignment); the augmentation draws from the global random state, which
+        ``last.pt`` saves after this hook, so a resumed run stays bit-identical."""
         if not self.reassigns_after(epoch):
             return None
         import torch.distributed as dist
 
         from shc.train import predict
 
-        entry = self.reassign(predict(model, train_set, batch_size=512), epoch)
+        entry = self.reassign(predict(model, train_set, batch_size=512, precision=precision), epoch)
         if dist.is_available() and dist.is_initialized():  # every rank trains towards rank 0's centers
             dist.broadcast(self.assignment, src=0)
         return entry

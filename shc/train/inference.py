@@ -27,9 +27,10 @@ def predict(
     """The model's outputs over ``dataset``, in dataset order (eval mode, no grad).
 
     Used to compute hash-layer outputs u (take ``sign`` for codes) or logits.
-    Pass a split with its *evaluation* transform (no augmentation). The
-    model's train/eval mode is restored afterwards; the global random state is
-    not consumed.
+    Pass a split with its *evaluation* transform (no augmentation) for codes
+    and logits that do not change between calls. The model's train/eval mode is
+    restored afterwards; ``predict`` itself draws no random number (a split
+    with an augmenting transform does, from the global random state).
 
     Parameters
     ----------

@@ -131,13 +131,16 @@ def _scalar_metrics(metrics: Any, reserved: tuple[str, ...], source: str = "eval
     return scalars
 
 
-def _criterion_epoch_end(criterion: Callable, model: nn.Module, train_set: Dataset, epoch: int) -> dict[str, float]:
+def _criterion_epoch_end(criterion: Callable, model: nn.Module, train_set: Dataset, epoch: int,
+                         precision: str) -> dict[str, float]:
     """Call the criterion's epoch hook, if it has one, and return its scalars for the history row.
 
-    The hook protocol: ``criterion.on_epoch_end(model, train_set, epoch) -> dict of scalars or None``,
+    The hook protocol: ``criterion.on_epoch_end(model, train_set, epoch, precision) -> dict of scalars or None``,
     called on every rank after each epoch's training steps, before the learning-rate step, the evaluation
     and the checkpoint (so the checkpoint holds what the hook changed). ``model`` is the bare network (not
-    the DDP wrapper) in training mode; ``train_set`` is the dataset ``fit`` trains on. A loss uses it to
+    the DDP wrapper) in training mode; ``train_set`` is the dataset ``fit`` trains on, with its training transform
+    (augmentation included); ``precision`` is the run's resolved arithmetic, for any inference the hook runs
+    (:func:`shc.train.predict`). A loss uses it to
     change its targets between epochs (CRH's center reassignment, ``shc.losses.CRHLoss``). It must draw
     any randomness from its own seeded generators or the global ones, whose states ``last.pt`` saves
     after the hook, so that a resumed run stays bit-identical.
@@ -145,7 +148,7 @@ def _criterion_epoch_end(criterion: Callable, model: nn.Module, train_set: Datas
     hook = getattr(criterion, "on_epoch_end", None)
     if hook is None:
         return {}
-    scalars = hook(model, train_set, epoch)
+    scalars = hook(model, train_set, epoch, precision)
     return {} if scalars is None else _scalar_metrics(scalars, _ROW_KEYS, "criterion.on_epoch_end")
 
 
@@ -326,7 +329,7 @@ def fit(
         device, its trainable parameters (if any) are optimised with the
         model's, and its state (buffers and ``get_extra_state``) is
         checkpointed. A criterion with ``on_epoch_end(model, train_set,
-        epoch)`` has it called after every epoch (it may change its targets;
+        epoch, precision)`` has it called after every epoch (it may change its targets;
         the scalars it returns join the history row): see
         ``_criterion_epoch_end``.
     train_set : Dataset
@@ -417,7 +420,7 @@ def _fit(
         row = _train_epoch(
             trained, criterion, state, train_set, config, epoch, ranks, device, precision, num_workers, show
         )
-        row.update(_criterion_epoch_end(criterion, model, train_set, epoch))
+        row.update(_criterion_epoch_end(criterion, model, train_set, epoch, precision))
         state.scheduler.step()
         if evaluate is not None and ranks.is_main and (epoch % config.eval_every == 0 or epoch == config.epochs):
             _evaluate_and_select(model, evaluate, epoch, row, history, config, best_path)
