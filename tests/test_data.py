@@ -166,6 +166,10 @@ def test_digits_option_errors():
         load_dataset("digits-composite", num_digits=5)
     with pytest.raises(ValueError, match=r"unknown option.*num_items.*num_digits=None"):
         load_dataset("digits-composite", num_items=2)
+    with pytest.raises(ValueError, match=r"num_classes must be at least 1, got 0; leave it None for all 100"):
+        load_dataset("digits-composite", num_digits=2, num_classes=0)
+    with pytest.raises(ValueError, match=r"num_classes must be a whole number of classes, got 20.5"):
+        load_dataset("digits-composite", num_classes=20.5)
 
 
 # ----------------------------------------------------------------------------------------------

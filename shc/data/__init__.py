@@ -49,8 +49,8 @@ Options of each dataset (keyword arguments of ``load_dataset``; every dataset al
 ``image_size``, forwarded to :func:`default_transforms`):
 
 ==================== ==========================================================================
-composites           ``num_digits`` (``num_items`` for fashion) = None (2, or 3 when ``num_classes``
-                     > 100), ``num_classes`` = all (else a deterministic, evenly spaced subset of
+composites           ``num_digits`` (``num_items`` for fashion) = None (2, 3 when ``num_classes``
+                     > 100, 4 when > 1,000), ``num_classes`` = all (else a deterministic, evenly spaced subset of
                      the numbers: e.g. 555 of the 1,000 three-digit ones), ``train_per_class``
                      = 50, ``val_per_class`` = 10, ``query_per_class`` = 10,
                      ``database_per_class`` = 50; fashion / mnist also ``download`` = False.

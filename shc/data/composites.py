@@ -113,7 +113,9 @@ def _composite_dataset(
 
     The base images are first partitioned (per base class, in proportion to ``per_class``) into one
     disjoint pool per split; each composite of a split takes, for each position, a random base
-    image of the right base class from that split's pool.
+    image of the right base class from that split's pool, drawn with replacement: no base image is in
+    two splits, but a split can hold the same composite twice where its pools are small (``quick``:
+    a few per split; ``standard`` and ``standard-fine``: none).
     """
     option, num_base = f"num_{base.item_word}s", len(base.names)
     hint = (
@@ -135,7 +137,11 @@ def _composite_dataset(
     total = num_base**num_items
     if num_classes is None:
         num_classes = total
-    if isinstance(num_classes, bool) or not 1 <= num_classes <= total:
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
+        raise ValueError(f"num_classes must be a whole number of classes, got {num_classes!r}; e.g. num_classes=100.")
+    if num_classes < 1:
+        raise ValueError(f"num_classes must be at least 1, got {num_classes}; leave it None for all {total} classes.")
+    if num_classes > total:
         raise ValueError(
             f"num_classes must lie in [1, {total}] for {option}={num_items}, got {num_classes} ({hint})"
         )

@@ -4,8 +4,8 @@ The composite testbeds make every class an ordered tuple of items, so a network 
 adds their evidence per position separates every class. Stanford Cars (makes > models) and NABirds (families >
 species) are not like that: a fine class is one visual mode of its coarse class. ``fashion-modes`` rebuilds that
 structure offline: each of the 10 Fashion-MNIST items is split into ``subclasses`` **visual modes** by k-means
-(Lloyd's algorithm, k-means++ start, 8 restarts) in the space of the item's top ``components`` principal
-components of the 28x28 pixels. A fine class is one (item, mode); its coarse class is the item
+(Lloyd's algorithm, k-means++ start, 4 restarts) in the space of the item's top ``components`` principal
+components of its images pooled to 14x14 pixels. A fine class is one (item, mode); its coarse class is the item
 (``coarse_labels``, the ``hierarchy`` similarity source). 10 x 10 = 100 classes by default, so C > 2q at 16
 and 32 bits.
 
@@ -13,8 +13,9 @@ Why this construction. The modes are real sub-populations (long and short sleeve
 with and without handles: the clusters of the items' own images), every image belongs to exactly one of them
 by a fixed rule (the nearest mode centre), and modes of one item are near each other and far from other
 items', as models of one make are. Their boundaries are geometric, not semantic: images near a boundary are
-hard to classify, like two years of one car model. The modes are fixed data, computed from all 70,000 images
-with a fixed seed, independent of the split seed; only the split draws depend on ``seed``.
+hard to classify, like two years of one car model. The modes are fixed data, independent of the split seed: the
+k-means of each item is fitted with a fixed seed on at most 2,000 of its images, then every one of the 70,000
+images is assigned to its nearest mode centre; only the split draws depend on ``seed``.
 
 Splits: every fine class's images are permuted (seeded) and cut into ``train_per_class``, ``val_per_class``,
 ``query_per_class`` and ``database_per_class`` images, without replacement, so no image is in two splits or
