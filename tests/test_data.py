@@ -159,6 +159,20 @@ def test_digits_three_digit_subset_of_555(base_digits):
     assert_composites_match(splits, *base_digits, item_of_name=lambda name: [int(c) for c in name])
 
 
+def test_shared_rows_by_hand():
+    from shc.data.splits import _shared_rows
+
+    assert _shared_rows(np.array([3, 7]), np.array([7, 1, 3, 3])).tolist() == [True, False, True, True]
+    pairs = np.array([[1, 2], [2, 1], [5, 5]])  # a composite's (item 1, item 2) ids: order matters
+    assert _shared_rows(np.array([[2, 1]]), pairs).tolist() == [False, True, False]
+    assert _shared_rows(np.zeros((0, 2), int), pairs).tolist() == [False, False, False]
+
+
+def test_a_composite_protocol_selects_against_its_whole_database(digits):
+    """Validation and database draw from disjoint pools, so model selection's database is the database itself."""
+    assert digits.selection_database() is digits.database and digits.selection_left_out() == ()
+
+
 def test_digits_option_errors():
     with pytest.raises(ValueError, match=r"num_classes must lie in \[1, 100\] for num_digits=2"):
         load_dataset("digits-composite", num_digits=2, num_classes=101)
@@ -476,6 +490,10 @@ def test_stanford_cars_a_official_split(tmp_path, kaggle):
     assert raw.shape == (20, 30, 3) and raw.dtype == np.uint8
     assert abs(int(raw[..., 2].mean()) - 20) <= 3  # a test-set image (blue channel 20, JPEG-lossy)
     assert splits.query[0][0].shape == (3, 16, 16)
+    # model selection ranks the validation queries against the database without their own images
+    selection = splits.selection_database()
+    assert sorted(relative(p, folder) for p in selection.paths) == sorted(files["train"])
+    assert splits.selection_left_out() == ("validation images",)
 
 
 def test_stanford_cars_b_random_disjoint(tmp_path):

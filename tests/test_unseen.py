@@ -188,7 +188,7 @@ def test_model_selection_ranks_the_validation_queries_against_the_seen_database_
     assert recorded == pytest.approx(on_seen[PRIMARY_METRIC], abs=1e-12)
     assert recorded != pytest.approx(on_all[PRIMARY_METRIC], abs=1e-6)
     assert json.loads((stage.directory / "config.json").read_text())["select"] == selection_rule(config) == \
-        f"{PRIMARY_METRIC} against the seen database"
+        f"{PRIMARY_METRIC} without the database's held-out classes"
     plain = config.replace(dataset_options={k: v for k, v in config.dataset_options.items() if k != "unseen_classes"})
     assert selection_rule(plain) == PRIMARY_METRIC  # every other run keeps its identity
 

@@ -178,6 +178,19 @@ class HashingSplit(Dataset):
         )
 
 
+def _shared_rows(reference: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Which of ``rows`` (``(n,)`` ids or ``(n, k)`` id tuples) also stand in ``reference``: a boolean mask over
+    ``rows``."""
+    reference, rows = np.asarray(reference), np.asarray(rows)
+    if len(reference) == 0 or len(rows) == 0:
+        return np.zeros(len(rows), bool)
+    _, inverse = np.unique(np.concatenate([reference, rows]), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    in_reference = np.zeros(inverse.max() + 1, bool)
+    in_reference[inverse[: len(reference)]] = True
+    return in_reference[inverse[len(reference):]]
+
+
 @dataclass(frozen=True, eq=False)  # identity equality: the fields hold arrays
 class DatasetSplits:
     """The four splits of a dataset with its class metadata.
@@ -228,6 +241,26 @@ class DatasetSplits:
                 raise ValueError("coarse_labels must be (num_classes,) and come with coarse_names")
             if self.coarse_labels.min() < 0 or self.coarse_labels.max() >= len(self.coarse_names):
                 raise ValueError("coarse_labels must index coarse_names")
+
+    def selection_left_out(self) -> tuple[str, ...]:
+        """What :meth:`selection_database` leaves out of the database, in words (empty: nothing)."""
+        left_out = []
+        if self.unseen_names:
+            left_out.append("held-out classes")
+        if _shared_rows(self.val.source_ids, self.database.source_ids).any():
+            left_out.append("validation images")
+        return tuple(left_out)
+
+    def selection_database(self) -> HashingSplit:
+        """The database stage 3's model selection ranks the validation queries against: this database without the
+        images of held-out classes (the unseen-class protocol, :mod:`shc.data.unseen`: no training stage meets
+        them) and without the validation images themselves (an official protocol's database is the whole official
+        training set, from which ``val`` is carved, so each validation query would find itself at distance 0);
+        the database itself where neither applies (every composite and ``fashion-modes`` protocol)."""
+        keep = ~_shared_rows(self.val.source_ids, self.database.source_ids)
+        if self.unseen_names:
+            keep &= np.asarray(self.database.labels) < self.num_classes
+        return self.database if keep.all() else self.database.subset(np.flatnonzero(keep))
 
     def fingerprint(self) -> str:
         """A short hash of the data itself: class names and hierarchy, and for every split its labels,

@@ -9,7 +9,7 @@ training. :func:`hold_out_classes` does so for any dataset's splits (the dataset
 - the training and validation splits keep only images of seen classes (so stage 1's classifier, S, stage 2's
   centers, stage 3's network and its model selection never meet a held-out class);
 - the query and database splits keep every image, of both kinds; stage 3's model selection ranks the validation
-  queries against the database's seen part (:func:`seen_part`);
+  queries against the database's seen part (``DatasetSplits.selection_database``);
 - labels are renumbered: seen classes ``0 .. C_s - 1`` and held-out ones ``C_s .. C - 1`` (each in its original
   order). ``num_classes``, ``class_names`` and ``coarse_labels`` describe the **seen** classes only, which is all a
   training stage may know; ``unseen_names`` names the held-out ones (label ``C_s + i`` is ``unseen_names[i]``) and
@@ -28,7 +28,7 @@ import numpy as np
 
 from shc.data.splits import DatasetSplits, HashingSplit, _resolve_size
 
-__all__ = ["hold_out_classes", "held_out_classes", "seen_part"]
+__all__ = ["hold_out_classes", "held_out_classes"]
 #: Salt of the held-out draw, so it is independent of every other draw of the seed.
 _HOLD_OUT_SALT = 0x5EE7
 
@@ -45,14 +45,6 @@ def held_out_classes(num_classes: int, unseen_classes: int | float, seed: int) -
                          f"least 1 and leave at least 2 seen (e.g. unseen_classes=0.25).")
     rng = np.random.default_rng([int(seed), _HOLD_OUT_SALT])
     return np.sort(rng.choice(num_classes, size=count, replace=False))
-
-
-def seen_part(split: HashingSplit, num_classes: int) -> HashingSplit:
-    """The images of ``split`` of seen classes (label below ``num_classes``), in order; the split itself when it
-    holds no held-out image. Stage 3 ranks its validation queries against the database's seen part, so that model
-    selection never meets a held-out class either."""
-    seen = np.asarray(split.labels) < num_classes
-    return split if seen.all() else split.subset(np.flatnonzero(seen))
 
 
 def _relabelled(split: HashingSplit, keep: np.ndarray, new_label: np.ndarray) -> HashingSplit:

@@ -358,13 +358,14 @@ def _targets(criterion, centers: np.ndarray | None) -> dict[str, np.ndarray]:
 
 def selection_rule(config: Any) -> str:
     """What stage 3 selects its epoch by, as its identity records it: :data:`~shc.evaluation.PRIMARY_METRIC` of
-    the validation queries against the database; under the unseen-class protocol against the database's seen part
-    (:func:`shc.data.unseen.seen_part`). Unseen-protocol runs selected before 2026-12-02 ranked against the whole
-    database, held-out images included; their identity names the plain metric, so they are never read as runs of
-    the rule that keeps model selection away from every held-out class."""
-    if config.dataset_options.get("unseen_classes"):
-        return f"{PRIMARY_METRIC} against the seen database"
-    return PRIMARY_METRIC
+    the validation queries against the database, without what
+    :meth:`~shc.data.splits.DatasetSplits.selection_database` leaves out (the held-out classes of the unseen-class
+    protocol, and validation images that the database also holds in an official protocol). Runs selected before
+    2026-12-02 ranked against the whole database; their identity names the plain metric, so they are never read as
+    runs of this rule. Where nothing is left out (every composite and ``fashion-modes`` run), the identity is the
+    one it always was."""
+    left_out = load_data(config).selection_left_out()
+    return f"{PRIMARY_METRIC} without the database's {' and '.join(left_out)}" if left_out else PRIMARY_METRIC
 
 
 @STAGES.register("stage3")
@@ -394,7 +395,6 @@ class Hashing(Stage):
         return f"stage3-{_variant(self.config)}-{self.config.bits}bit"
 
     def compute(self, inputs: Mapping[str, Any], directory: Path, progress: bool) -> Any:
-        from shc.data.unseen import seen_part
         from shc.methods import build_criterion
         from shc.models import build_hashing_network
         from shc.train import fit, set_seed
@@ -412,7 +412,7 @@ class Hashing(Stage):
                                     centers=centers, seed=config.seed, similarity=similarity,
                                     **dict(config.method_options))
 
-        database = seen_part(data.database, data.num_classes)  # no held-out class meets model selection
+        database = data.selection_database()  # no held-out class, no validation query's own image
 
         def validate(network) -> dict[str, float]:
             return selection_scores(encode(network, data.val, config), data.val.labels,
