@@ -125,9 +125,11 @@ def reevaluate(config: RunConfig, force: bool = False) -> dict[str, Any]:
     """
     metrics = Evaluation(config, force=force).finished()
     if metrics is None:
+        from shc.presets import compute_command
+
         raise MissingRunError(f"stage 3 of {config.method}, {config.bits} bits, seed {config.seed} has not finished "
                               f"in {config.run_dir!r}: there are no codes to evaluate. Run it first "
-                              "(`python -m shc.pipeline --preset <preset>`).")
+                              f"(`{compute_command(config)}`).")
     return metrics
 
 
@@ -519,7 +521,12 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _reevaluate_grid(configs: Sequence[RunConfig]) -> int:
-    """``--reevaluate``: every finished run of ``configs`` measured anew from its codes; the time it took."""
+    """``--reevaluate``: every finished run of ``configs`` measured anew from its codes; the time it took. Exit status
+    1 when none of them has finished (a run folder that does not exist, or holds none of these runs)."""
+    absent = sorted({str(config.run_dir) for config in configs if not Path(config.run_dir).is_dir()})
+    if absent:
+        raise FileNotFoundError(f"--reevaluate: {', '.join(absent)} does not exist, so there is no run to re-evaluate; "
+                                "give the --run-dir the grid was computed in.")
     started, done, missing = time.perf_counter(), 0, []
     for config in configs:
         try:
@@ -533,7 +540,7 @@ def _reevaluate_grid(configs: Sequence[RunConfig]) -> int:
         print(f"{len(missing)} run(s) have not finished (nothing to evaluate): "
               + "; ".join(f"{c.method} {c.bits} bits seed {c.seed}" for c in missing[:10])
               + ("; ..." if len(missing) > 10 else ""))
-    return 0
+    return 0 if done else 1
 
 
 if __name__ == "__main__":

@@ -51,8 +51,8 @@ from shc._paths import repository_root
 from shc.registry import Registry
 from shc.runs import _PRECISIONS, RunConfig
 
-__all__ = ["NOTEBOOKS", "PRESETS", "Preset", "add_grid_arguments", "configs_from_arguments", "default_run_dir",
-           "describe_config", "get_preset", "notebook_configs", "report_configs"]
+__all__ = ["NOTEBOOKS", "PRESETS", "Preset", "add_grid_arguments", "compute_command", "configs_from_arguments",
+           "default_run_dir", "describe_config", "get_preset", "notebook_configs", "report_configs"]
 
 #: The report notebooks, in the order they run.
 NOTEBOOKS = ("00_center_geometry", "01_similarity", "02_hash_centers", "03_train_hashing", "04_retrieval",
@@ -478,6 +478,28 @@ def default_run_dir(preset: str) -> Path:
     batch runner's default, so a notebook opened by hand reads the batch's cached runs."""
     get_preset(preset)
     return repository_root() / "runs" / preset
+
+
+def compute_command(config: RunConfig) -> str:
+    """The command that computes ``config``'s run, for an error to name: ``python -m shc.pipeline --preset P`` with
+    the run's method, code length and seed (and ``--run-dir`` where it is not the preset's ``runs/P``), where the
+    grid of preset P holds this very configuration; else the Python call ``shc.pipeline.run(config)``."""
+    for name in PRESETS.names():
+        preset = get_preset(name)
+        if config.dataset not in preset.datasets:
+            continue
+        try:
+            candidates = preset.configs(methods=[config.method], bits=[config.bits], seeds=[config.seed],
+                                        datasets=[config.dataset], run_dir=config.run_dir)
+        except (ValueError, KeyError, TypeError):
+            continue
+        if config in candidates:
+            default = Path(config.run_dir).resolve() == default_run_dir(name).resolve()
+            return " ".join(["python -m shc.pipeline --preset", name, "--methods", config.method, "--bits",
+                             str(config.bits), "--seeds", str(config.seed),
+                             *(["--datasets", config.dataset] if len(preset.datasets) > 1 else []),
+                             *([] if default else ["--run-dir", str(config.run_dir)])])
+    return "shc.pipeline.run(config) in Python (no preset's grid holds this configuration)"
 
 
 #: What each pipeline notebook reads: stage-1 S of every source (01), centers (02) or whole runs (03-06).

@@ -111,7 +111,7 @@ def test_results_command_names_the_missing_runs_and_the_command_that_computes_th
 
     assert results.main(["--preset", "tiny", "--run-dir", str(tmp_path), "--markdown"]) == 2
     err = capsys.readouterr().err
-    assert "has not been computed" in err and "python -m shc.reports --preset" in err
+    assert "has not been computed" in err and "`python -m shc.pipeline --preset tiny --methods" in err
 
 
 def test_results_extended_prints_the_ablation_and_baseline_tables_of_the_stored_runs(capsys, tmp_path):
@@ -176,3 +176,12 @@ def test_the_pipeline_says_where_and_in_which_arithmetic_its_grid_trained(tmp_pa
     assert expected in capsys.readouterr().out.splitlines()
     assert pipeline.main([*grid, "--run-dir", str(tmp_path / "fp32"), "--precision", "fp32"]) == 0
     assert "Every run trained on cpu in fp32." in capsys.readouterr().out.splitlines()
+
+
+def test_results_on_a_run_folder_that_does_not_exist_say_so_and_where_the_committed_files_are(tmp_path, capsys):
+    from shc.results import main as results_main
+
+    assert results_main(["--preset", "standard", "--run-dir", str(tmp_path / "absent")]) != 0
+    err = capsys.readouterr().err
+    assert "absent does not exist: no run of preset 'standard' was computed here" in err
+    assert "`python -m shc.pipeline --preset standard`" in err and "docs/results.md" in err

@@ -102,6 +102,9 @@ def test_a_run_measured_by_an_older_evaluation_is_reevaluated_from_its_codes_not
     out = capsys.readouterr().out
     assert "re-evaluated 1 run(s)" in out and "1 run(s) have not finished" in out and "seed 7" in out
     assert stage3.exists()  # the original run is untouched
+    assert _reevaluate_grid([unfinished]) == 1  # nothing finished: a failure, not a silent success
+    with pytest.raises(FileNotFoundError, match=r"does not exist, so there is no run to re-evaluate"):
+        _reevaluate_grid([copy.replace(run_dir=str(tmp_path / "nowhere"))])
 
 
 def test_changing_one_setting_coexists_and_reuses_the_shared_stages(shc_run):
@@ -485,3 +488,23 @@ def test_a_preset_gives_a_method_its_own_fields_and_an_explicit_override_wins():
         preset({"nope": {"epochs": 1}})
     with pytest.raises(ValueError, match="epochs"):
         preset({"mds": {"epochs": 0}})
+
+
+def test_the_command_an_error_names_computes_that_very_run(tmp_path):
+    """A missing run's error names the preset command with the run's method, bits and seed (and --run-dir when it is
+    not the preset's own folder); a configuration no preset holds gets the Python call."""
+    from shc.presets import compute_command, default_run_dir
+
+    (config,) = preset("quick", methods=["shc"], bits=[16], seeds=[2], run_dir=str(default_run_dir("quick")))
+    assert compute_command(config) == "python -m shc.pipeline --preset quick --methods shc --bits 16 --seeds 2"
+    elsewhere = config.replace(run_dir=str(tmp_path))
+    assert compute_command(elsewhere) == (f"python -m shc.pipeline --preset quick --methods shc --bits 16 --seeds 2 "
+                                          f"--run-dir {tmp_path}")
+    (lth,) = preset("standard-fine", methods=["lth"], bits=[64], seeds=[0], run_dir=str(tmp_path))
+    assert compute_command(lth).startswith("python -m shc.pipeline --preset standard-fine --methods lth --bits 64")
+    assert compute_command(lth.replace(epochs=7)).startswith("shc.pipeline.run(config) in Python")
+    with pytest.raises(MissingRunError, match=r"which does not exist .* Compute it first: `python -m shc.pipeline "
+                                              r"--preset quick --methods shc --bits 16 --seeds 2 --run-dir"):
+        from shc.stages import artifact
+
+        artifact(elsewhere.replace(run_dir=str(tmp_path / "absent")), "stage3", "metrics.json")

@@ -238,6 +238,7 @@ def _versus(capsys, *arguments: str) -> tuple[int, str, str]:
 def test_versus_refuses_grids_that_do_not_share_dataset_splits_or_seeds(tmp_path, capsys):
     """The issue's case: --versus printed "same splits, paired by seed" for two presets of different datasets."""
     dirs = ["--run-dir", str(tmp_path / "a"), "--versus-run-dir", str(tmp_path / "b")]
+    (tmp_path / "a").mkdir()  # empty: the grids are refused before any run is read
     status, _, err = _versus(capsys, "--versus", "tiny-fine", "--seeds", "0", *dirs)
     assert status == 2 and "--versus tiny-fine and --preset tiny do not share splits (seed 0: dataset " in err
     assert "cannot be paired by seed" in err and len(err.strip().splitlines()) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from shc.evaluation import PAIRINGS, PRIMARY_METRIC, UNSEEN_KEYS
 from shc.results.prose import (_metric_title, _print_comparisons, _print_headline, _print_paper_comparison,
@@ -116,6 +117,12 @@ def _main(argv: Sequence[str] | None) -> int:
                         *([f"{pairing}_{key}" for pairing in PAIRINGS
                            for key in ("tie_aware_mAP@ALL", "tie_aware_mAP@100")] if unseen else [])]
     run_dir = args.run_dir or f"runs/{args.preset}"
+    if not args.from_csv and not Path(run_dir).is_dir():
+        raise FileNotFoundError(
+            f"{run_dir} does not exist: no run of preset {args.preset!r} was computed here. Compute the grid: "
+            f"`python -m shc.pipeline --preset {args.preset}` (hours for an evidence preset: docs/presets.md), or "
+            "read the committed results files without the runs: docs/results.md lists them with the `--from-csv` "
+            "commands that print the README's tables.")
     unknown = sorted(set(args.bits or ()) - set(preset.bits))  # seeds may go beyond the grid: a replication
     if unknown:
         raise ValueError(f"--bits {unknown} is not in preset {args.preset!r}'s grid ({list(preset.bits)}); choose from "
@@ -265,7 +272,6 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.paper:
         _print_paper_comparison(preset, grid, args.methods)
     if versus:  # the other side, read above
-        from pathlib import Path
 
         names = ["+".join(Path(path).stem for path in paths) if paths else name
                  for paths, name in ((args.versus_csv, versus), (args.from_csv, args.preset))]
