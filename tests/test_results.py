@@ -481,3 +481,19 @@ def test_versus_csv_compares_a_grid_with_its_rerun_from_two_results_files(tmp_pa
     assert "give one of them" in capsys.readouterr().err
     assert main(argv[:-2] + ["--versus-csv", str(tmp_path / "second.csv")]) == 2
     assert "names the same results files as --from-csv" in capsys.readouterr().err
+
+
+def test_plain_and_markdown_tables_show_the_same_mean_and_std_in_grid_order():
+    """Both formats of `python -m shc.results` say "mean ± std over seeds"; the plain one once printed bare means in
+    alphabetical order. Hand values: shc 0.5, 0.7 (mean 0.6, std 0.1414); csq 0.2 from one seed."""
+    import pandas as pd
+
+    from shc.results.tables import _markdown_table, _plain_table
+
+    rows = pd.DataFrame({"label": ["shc", "shc", "csq"], "bits": [16, 16, 16], "seed": [0, 1, 0],
+                         "mAP@ALL": [0.5, 0.7, 0.2]})
+    plain = _plain_table(rows, "mAP@ALL", order=["shc", "csq"]).splitlines()
+    assert plain[0].split() == ["16", "bits"] and plain[1].split() == ["method"]
+    assert plain[2].split() == ["shc", "0.6000", "±", "0.1414"] and plain[3].split() == ["csq", "0.2000"]
+    assert _markdown_table(rows, "mAP@ALL", order=["shc", "csq"]).splitlines()[2:] == [
+        "| shc | 0.6000 ± 0.1414 |", "| csq | 0.2000 |"]

@@ -267,25 +267,42 @@ def center_table(configs: Iterable[RunConfig], similarity: str = "logits",
                          digits)
 
 
-def _markdown_table(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> str:
+def _summary_cells(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> tuple[list[str], list[int], dict]:
+    """The methods (in ``order``), code lengths and ``(method, bits) -> "mean ± std"`` cells of a results table (the
+    mean alone over one seed)."""
     from shc.stats import summary_frame
 
     summary, _ = summary_frame(rows, [metric])
     bits = sorted(summary["bits"].unique())
-    lines = ["| method | " + " | ".join(f"{q} bits" for q in bits) + " |", "|---|" + "---|" * len(bits)]
     cells: dict[tuple, str] = {}
     for name, q, mean, std, n in summary[["method", "bits", "mean", "std", "n"]].itertuples(index=False):
         cells.setdefault((name, q), f"{mean:.4f} ± {std:.4f}" if int(n) > 1 else f"{mean:.4f}")  # the first row
-    for name in [m for m in order if m in set(summary["method"])]:
+    return [m for m in order if m in set(summary["method"])], bits, cells
+
+
+def _markdown_table(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> str:
+    names, bits, cells = _summary_cells(rows, metric, order)
+    lines = ["| method | " + " | ".join(f"{q} bits" for q in bits) + " |", "|---|" + "---|" * len(bits)]
+    for name in names:
         lines.append(f"| {name} | " + " | ".join(cells.get((name, q), "-") for q in bits) + " |")
     return "\n".join(lines)
 
 
+def _plain_table(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> str:
+    """The cells of :func:`_markdown_table` as aligned plain text, the methods in grid order."""
+    import pandas as pd
+
+    names, bits, cells = _summary_cells(rows, metric, order)
+    frame = pd.DataFrame([[cells.get((name, q), "-") for q in bits] for name in names], index=pd.Index(names),
+                         columns=[f"{q} bits" for q in bits])
+    frame.index.name = "method"
+    return frame.to_string()
+
+
 def _print_table(title: str, rows: pd.DataFrame, metric: str, order: Sequence[str], markdown: bool) -> None:
-    """A titled table of ``metric`` (methods x code lengths): Markdown with mean ± std, else the means."""
+    """A titled table of ``metric`` (methods x code lengths), mean ± std over seeds: Markdown, else plain text."""
     print(f"{title}\n")
-    print(_markdown_table(rows, metric, order) if markdown else
-          rows.pivot_table(index="label", columns="bits", values=metric, aggfunc="mean").to_string())
+    print(_markdown_table(rows, metric, order) if markdown else _plain_table(rows, metric, order))
     print()
 
 
