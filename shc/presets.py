@@ -574,13 +574,12 @@ def _grid_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _check_names(option: str, values: Sequence[str] | None, known: Sequence[str]) -> None:
-    import difflib
+    from shc.registry import did_you_mean
 
     for value in values or ():
         if value not in known:
-            close = difflib.get_close_matches(value, list(known), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(f"{option}: unknown value {value!r}{hint}; choose from {', '.join(known)}.")
+            hint = did_you_mean(value, list(known))
+            raise ValueError(f"{option}: unknown value {value!r};{hint} Choose from {', '.join(known)}.")
 
 
 def configs_from_arguments(args: argparse.Namespace, run_dir: str) -> list[RunConfig]:

@@ -24,7 +24,15 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["Registry"]
+__all__ = ["Registry", "did_you_mean"]
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """`` did you mean 'x'?`` for the known names closest to ``name``, letter case ignored (``SHC`` finds ``shc``,
+    ``mAP@all`` finds ``mAP@ALL``); empty when none is close."""
+    lowered = {candidate.lower(): candidate for candidate in known}
+    close = difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.6)
+    return f" did you mean {' or '.join(repr(lowered[c]) for c in close)}?" if close else ""
 
 
 class Registry(Generic[T]):
@@ -64,8 +72,7 @@ class Registry(Generic[T]):
             return self._entries[name]
         except (KeyError, TypeError):
             pass
-        close = difflib.get_close_matches(str(name), list(self._entries), n=3, cutoff=0.6)
-        hint = f" did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        hint = did_you_mean(str(name), list(self._entries))
         raise ValueError(f"unknown {self.kind} {name!r};{hint} Known {self.plural}: {', '.join(self._entries)}.")
 
     def names(self) -> list[str]:

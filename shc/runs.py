@@ -51,11 +51,10 @@ def _positive_float(name: str, value: Any) -> None:
 def _choice(name: str, value: Any, known: Any) -> None:
     known = list(known)
     if value not in known:
-        import difflib
+        from shc.registry import did_you_mean
 
-        close = difflib.get_close_matches(str(value), [str(k) for k in known], n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown {name} {value!r}{hint}; choose one of: {', '.join(map(str, known))}.")
+        hint = did_you_mean(str(value), [str(k) for k in known])
+        raise ValueError(f"unknown {name} {value!r};{hint} Choose one of: {', '.join(map(str, known))}.")
 
 
 @dataclass(frozen=True)

@@ -185,3 +185,13 @@ def test_results_on_a_run_folder_that_does_not_exist_say_so_and_where_the_commit
     err = capsys.readouterr().err
     assert "absent does not exist: no run of preset 'standard' was computed here" in err
     assert "`python -m shc.pipeline --preset standard`" in err and "docs/results.md" in err
+
+
+def test_results_suggest_a_metric_or_method_typed_in_another_case_and_say_when_no_reference_is_read(capsys):
+    from shc.results import main as results_main
+
+    with pytest.raises(SystemExit) as stop:
+        results_main(["--preset", "quick", "--metrics", "mAP@all"])
+    assert stop.value.code == 2 and "unknown metric 'mAP@all'; did you mean 'mAP@ALL'?" in capsys.readouterr().err
+    assert pipeline.main(["--preset", "quick", "--methods", "SHC", "--list"]) == 2
+    assert "unknown value 'SHC'; did you mean 'shc'" in capsys.readouterr().err

@@ -203,8 +203,8 @@ def test_paper_preset_uses_paper_hyperparameters():
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"method": "lsh"}, "unknown method 'lsh'.*choose one of: shc"),
-        ({"similarity": "bert"}, "choose one of: logits, text, labels, hierarchy"),
+        ({"method": "lsh"}, "unknown method 'lsh'.*Choose one of: shc"),
+        ({"similarity": "bert"}, "Choose one of: logits, text, labels, hierarchy"),
         ({"dataset": "imagenet"}, "unknown dataset 'imagenet'.*digits-composite"),
         ({"lr": 0.0}, "lr must be a positive number"),
         ({"seed": -1}, "seed must be a non-negative integer"),

@@ -106,3 +106,11 @@ def test_every_center_method_gives_valid_centers_and_refuses_unknown_options(nam
         assert center_quality(centers)["d_min"] >= gv_min_distance(12, 16)
     with pytest.raises(TypeError, match="Unknown option"):
         run_center_method(name, 12, 16, similarity=S, no_such_option=1)
+
+
+def test_did_you_mean_ignores_letter_case():
+    from shc.registry import did_you_mean
+
+    assert did_you_mean("SHC", ["shc", "csq"]) == " did you mean 'shc'?"
+    assert did_you_mean("mAP@all", ["mAP@ALL", "mAP@100"]) == " did you mean 'mAP@ALL'?"
+    assert did_you_mean("zzz", ["shc", "csq"]) == ""

@@ -22,6 +22,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_cli(_main, argv)
 
 
+METRICS = (*TIE_AWARE_MAP_KEYS, *MAP_KEYS, *REACH_KEYS, *UNSEEN_KEYS)
+"""The tables ``--metrics`` can print."""
+
+
+def metric_argument(text: str) -> str:
+    """``--metrics`` read: one of :data:`METRICS`, else an error with the closest names and every known one."""
+    import argparse
+
+    from shc.registry import did_you_mean
+
+    if text in METRICS:
+        return text
+    raise argparse.ArgumentTypeError(f"unknown metric {text!r};{did_you_mean(text, list(METRICS))} Known metrics: "
+                                     f"{', '.join(METRICS)}.")
+
+
 def _counted(count: int, noun: str) -> str:
     """``1 seed``, ``3 seeds``."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
@@ -67,8 +83,7 @@ def _main(argv: Sequence[str] | None) -> int:
     parser.add_argument("--preset", default="standard", choices=PRESETS.names())
     parser.add_argument("--methods", nargs="+", help="methods (default: the preset's grid)")
     parser.add_argument("--run-dir", default=None, help="artifact root (default: runs/<preset>)")
-    parser.add_argument("--metrics", nargs="+", choices=[*TIE_AWARE_MAP_KEYS, *MAP_KEYS, *REACH_KEYS, *UNSEEN_KEYS],
-                        default=None,
+    parser.add_argument("--metrics", nargs="+", type=metric_argument, default=None, metavar="METRIC",
                         help="tables to print (default: mAP@ALL and mAP@100, tie-aware and with ties by index, and the "
                              "training center hit rate: did each network reach its own targets; under the unseen-class "
                              "protocol also seen@seen, unseen@unseen and unseen@all, tie-aware mAP@ALL and mAP@100)")
@@ -225,6 +240,9 @@ def _main(argv: Sequence[str] | None) -> int:
                   "no unseen-class pairings; the `*-unseen` presets do).\n")
             continue
         _print_table(f"**{_metric_title(metric)}**", rows, metric, order, args.markdown)
+    if reference not in order and len(order) > 1:  # never drop the comparisons silently
+        print(f"No paired comparisons: their reference, {reference}, is not among the methods read; pass "
+              f"--reference with one of {', '.join(order)}.\n")
     _print_comparisons(rows, reference, order)
     for pairing in PAIRINGS[1:] if unseen else ():  # issue 37's verdicts on held-out classes: unseen@unseen, unseen@all
         _print_comparisons(rows, reference, order, f"{pairing}_{PRIMARY_METRIC}")
