@@ -136,21 +136,22 @@ def _data_uri(path: Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}"
 
 
-def _gallery(query: Path, rows: list[tuple[int, int, Path]], title: str) -> str:
-    """A self-contained HTML page: the query, then the results with rank and distance (images inlined)."""
-    def figure(path: Path, caption: str) -> str:
-        return (f'<figure><img src="{_data_uri(path)}" alt="{html.escape(path.name)}">'
+def _gallery(query: Path, rows: list[tuple[int, int, Path]], title: str, root: Path) -> str:
+    """A self-contained HTML page: the query, then the results with rank, distance and their path under the
+    index's ``root`` (as the terminal prints them: a class folder is part of it; images inlined)."""
+    def figure(path: Path, caption: str, name: str) -> str:
+        return (f'<figure><img src="{_data_uri(path)}" alt="{html.escape(name)}">'
                 f"<figcaption>{caption}</figcaption></figure>")
 
-    cells = "\n".join(figure(path, f"#{rank} &middot; d={distance}<br>{html.escape(str(path.name))}")
-                      for rank, distance, path in rows)
+    cells = "\n".join(figure(path, f"#{rank} &middot; d={distance}<br>{html.escape(name)}", name)
+                      for rank, distance, path in rows for name in [path.relative_to(root).as_posix()])
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;margin:1em}} figure{{display:inline-block;margin:4px;text-align:center;
 font-size:11px;vertical-align:top}} img{{height:96px;image-rendering:pixelated;border:1px solid #ccc}}
 .query img{{border:2px solid #c33}}</style></head><body>
 <h3>{html.escape(title)}</h3>
-<div class="query">{figure(query, "query<br>" + html.escape(query.name))}</div>
+<div class="query">{figure(query, "query<br>" + html.escape(query.name), query.name)}</div>
 <div>{cells}</div>
 </body></html>
 """
@@ -187,7 +188,7 @@ def _search(args: argparse.Namespace) -> int:
         if missing:
             raise ValueError(f"--html: cannot write the gallery: indexed images moved or deleted ({missing[0]} ...); "
                              "rebuild the index from the images where they are now.")
-        write_text(gallery, _gallery(query, rows, f"top {len(rows)} of {len(index)} for {query.name}"))
+        write_text(gallery, _gallery(query, rows, f"top {len(rows)} of {len(index)} for {query.name}", root))
         print(f"gallery: {gallery}")
     return 0
 

@@ -68,6 +68,8 @@ def test_search_prints_the_exact_ranking_and_writes_an_offline_gallery(tiny_run,
     assert table[0][1] == "0"  # the query itself is indexed
     page = (root / "out.html").read_text()
     assert page.count("data:image/png;base64,") == 6 and "http" not in page
+    for path in paths[order]:  # captioned with the class folder, as the terminal prints them
+        assert f"<br>{path}</figcaption>" in page and f'alt="{path}"' in page
 
 
 def test_unreadable_files_are_skipped_and_counted(tiny_run, tmp_path, capsys):
