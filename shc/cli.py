@@ -58,6 +58,8 @@ def _encode(args: argparse.Namespace) -> int:
     if not encoder.provenance["finished"]:
         print(f"warning: {args.run} has not finished training; {out} records that (--allow-unfinished).",
               file=sys.stderr)
+    if encoder.resize_warning():
+        print(f"warning: {encoder.resize_warning()}", file=sys.stderr)
     if failed:
         print(f"skipped {len(failed)} unreadable file(s):", file=sys.stderr)
         for path, reason in failed[:_SHOWN_FAILURES]:
@@ -177,6 +179,8 @@ def _search(args: argparse.Namespace) -> int:
     codes, _, failed = encode_images(encoder, [query], batch_size=1)
     if failed:
         raise ValueError(f"--image: cannot read the query image: {failed[0][1]}")
+    if encoder.resize_warning():
+        print(f"warning: the query: {encoder.resize_warning()}", file=sys.stderr)
     distances, ids = index.search(codes, args.k)
     rows = [(rank, int(d), root / paths[int(i)]) for rank, (d, i) in enumerate(zip(distances[0], ids[0]), 1)]
     print(f"query {query} ({encoder.num_bits} bits), {len(index)} indexed images under {root}")

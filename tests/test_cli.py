@@ -221,3 +221,25 @@ def test_verify_provenance_is_the_helper_for_hashindex_users(tiny_run, other_run
     assert "another run" in verify_provenance(recorded, load_encoder(other_run), "db", force=True)
     with pytest.raises(ValueError, match="does not record which network"):
         verify_provenance(None, load_encoder(stage3), "db")
+
+
+def test_images_of_another_size_are_encoded_with_a_warning_that_counts_them(tiny_run, tmp_path, capsys):
+    """A digits composite is 8x16 (height x width); a 28x28 image and a 16x32 one are resized to it, the square one
+    to another aspect ratio. Both are counted, by size, in the warning; an image of the native size is not."""
+    _, stage3, images, _, _ = tiny_run
+    folder = tmp_path / "sizes"
+    folder.mkdir()
+    native = Image.open(next(images.rglob("*.png")))
+    assert native.size == (16, 8)
+    native.save(folder / "native.png")
+    native.resize((28, 28)).save(folder / "square.png")
+    native.resize((32, 16)).save(folder / "double.png")
+    capsys.readouterr()
+    assert main(["encode", "--run", str(stage3), "--images", str(folder), "--out", str(tmp_path / "c.npz"),
+                 "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "2 image(s) were not 16x8 pixels" in err and "28x28 (1)" in err and "32x16 (1)" in err
+    assert "1 of them were stretched to another aspect ratio" in err
+    assert main(["encode", "--run", str(stage3), "--images", str(images), "--out", str(tmp_path / "d.npz"),
+                 "--quiet"]) == 0
+    assert "were not" not in capsys.readouterr().err

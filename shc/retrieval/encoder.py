@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,22 @@ class Encoder:
     #: where the codes come from: ``run`` (folder), ``identity`` (the stage-3 identity key), ``weights`` (file),
     #: ``weights_sha256`` (:func:`weights_digest`), ``finished`` (the run's metrics.json exists)
     provenance: dict[str, Any]
+    #: how many images :meth:`load_image` resized to the network's input, by their own (width, height)
+    resized: Counter = field(default_factory=Counter, repr=False)
+
+    def resize_warning(self) -> str | None:
+        """A sentence on the images :meth:`load_image` stretched to the network's native input size (None: none):
+        their count and sizes, and whether their aspect ratio changed. Codes of such images can mean little."""
+        if not self.resized:
+            return None
+        height, width = self.record["input"]["native_size"]
+        sizes = ", ".join(f"{w}x{h} ({n})" for (w, h), n in self.resized.most_common(4))
+        more = ", ..." if len(self.resized) > 4 else ""
+        stretched = sum(n for (w, h), n in self.resized.items() if w * height != h * width)
+        ratio = (f"; {stretched} of them were stretched to another aspect ratio" if stretched else "")
+        return (f"{sum(self.resized.values())} image(s) were not {width}x{height} pixels, the size the network was "
+                f"trained on, and were resized to it (sizes met, width x height: {sizes}{more}){ratio}. Their codes "
+                "mean something only if they show what the training images showed at that scale.")
 
     @property
     def num_bits(self) -> int:
@@ -73,6 +90,7 @@ class Encoder:
             if spec["kind"] == "composite":
                 height, width = spec["native_size"]
                 if image.size != (width, height):
+                    self.resized[image.size] += 1
                     image = image.resize((width, height), Image.BILINEAR)
                 return self.transform(np.asarray(image, dtype=np.uint8))
             return self.transform(image)
