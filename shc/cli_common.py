@@ -57,8 +57,14 @@ def _terminate(signum, frame):  # SIGTERM (e.g. a batch scheduler, `kill`) unwin
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:
-    """Run a command-line ``main(argv)``: user errors as one line (exit 2), interrupts cleanly (exit 130).
+INTERRUPTED = "interrupted: every finished artifact is kept and a rerun resumes where this one stopped."
+"""What a computing command says when Ctrl-C or SIGTERM stops it."""
+
+
+def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None,
+            interrupted: str = INTERRUPTED) -> int:
+    """Run a command-line ``main(argv)``: user errors as one line (exit 2), interrupts cleanly (exit 130) with the
+    line ``interrupted`` (a server passes its own: it has no artifacts to resume).
 
     SIGTERM is turned into the same clean unwinding as Ctrl-C, so temporary files and building folders
     are removed and every finished artifact stays.
@@ -70,21 +76,20 @@ def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        return _run(main, argv)
+        return _run(main, argv, interrupted)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _run(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None) -> int:
+def _run(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None, interrupted: str) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get("SHC_DEBUG") == "1"
     argv = [argument for argument in argv if argument != "--debug"]
     try:
         return main(argv)
     except KeyboardInterrupt:
-        print("\ninterrupted: every finished artifact is kept and a rerun resumes where this one stopped.",
-              file=sys.stderr)
+        print(f"\n{interrupted}", file=sys.stderr)
         return 130
     except USER_ERRORS as error:
         if debug:

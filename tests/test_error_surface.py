@@ -581,21 +581,30 @@ def test_the_explorer_refuses_a_busy_port_instead_of_serving_on_another(capsys):
 
 
 def test_the_explorer_announces_the_port_it_serves(tmp_path):
-    """``--port 0``: a free port is chosen, and the line printed names it once the server answers there."""
+    """``--port 0``: a free port is chosen, and the line printed names it once the server answers there. Stopped
+    by SIGTERM, it says so (not a pipeline's "a rerun resumes") and leaves no temporary app page behind."""
     pytest.importorskip("voila", reason="the explore extra is not installed: pip install -e '.[explore]'")
+    import os
     import re
     import socket
 
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
     process = subprocess.Popen([sys.executable, "-m", "shc.explore", "--port=0"], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True, cwd=tmp_path)
+                               stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                               env={**os.environ, "TMPDIR": str(temporary)})
     try:
         line = process.stdout.readline()
         match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
         assert match and int(match.group(1)) > 0, line
         socket.create_connection(("127.0.0.1", int(match.group(1))), timeout=10).close()  # listening already
+        assert [p.name.startswith("shc-explorer-") for p in temporary.iterdir()].count(True) == 1
     finally:
         process.terminate()
         try:
-            process.wait(timeout=30)
+            _, err = process.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
+            raise
+    assert "explorer stopped." in err and "rerun resumes" not in err
+    assert not [p for p in temporary.iterdir() if p.name.startswith("shc-explorer-")]
