@@ -168,7 +168,13 @@ def _search(args: argparse.Namespace) -> int:
     query = Path(args.image).expanduser()
     if not query.is_file():
         raise FileNotFoundError(f"--image {args.image!r} is not an image file; give the query image's path.")
-    encoder = load_encoder(args.run, device=args.device, allow_unfinished=True)  # provenance decides below
+    run = args.run
+    if run is None:  # the run whose network encoded the indexed images, as the index records it
+        run = HashIndex.load(args.index).metadata.get("run")
+        if run is None or not Path(run).is_dir():
+            recorded = "records no run" if run is None else f"records the run {run}, which is not on this machine"
+            raise ValueError(f"--index {args.index} {recorded}; pass --run with the stage-3 folder that encoded it.")
+    encoder = load_encoder(run, device=args.device, allow_unfinished=True)  # provenance decides below
     index = HashIndex.load(args.index, num_bits=encoder.num_bits)
     warning = verify_provenance(index.metadata.get("provenance"), encoder, f"index {args.index}", force=args.force)
     if warning:
@@ -223,7 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     search = commands.add_parser("search", help="the nearest indexed images of a query image")
     search.add_argument("--index", required=True, help="index file written by `shc index`")
-    search.add_argument("--run", required=True, help=run_help + " (the one that encoded the indexed images)")
+    search.add_argument("--run", default=None, help=run_help + " (the one that encoded the indexed images; default: "
+                        "the run the index records)")
     search.add_argument("--image", required=True, help="query image file")
     search.add_argument("-k", type=positive_int, default=10, help="results to show (default 10)")
     search.add_argument("--html", help="also write an offline HTML gallery of the query and its results")

@@ -243,3 +243,20 @@ def test_images_of_another_size_are_encoded_with_a_warning_that_counts_them(tiny
     assert main(["encode", "--run", str(stage3), "--images", str(images), "--out", str(tmp_path / "d.npz"),
                  "--quiet"]) == 0
     assert "were not" not in capsys.readouterr().err
+
+
+def test_search_takes_the_run_the_index_records_when_none_is_given(tiny_run, tmp_path, capsys):
+    _, stage3, images, codes, _ = tiny_run
+    index_path = tmp_path / "db.shcidx"
+    assert main(["index", str(codes), "--out", str(index_path)]) == 0
+    query = str(next(images.rglob("*.png")))
+    capsys.readouterr()
+    assert main(["search", "--index", str(index_path), "--run", str(stage3), "--image", query, "-k", "4"]) == 0
+    named = capsys.readouterr().out
+    assert main(["search", "--index", str(index_path), "--image", query, "-k", "4"]) == 0
+    assert capsys.readouterr().out == named
+    moved = HashIndex.load(index_path)
+    moved.metadata = {**moved.metadata, "run": str(tmp_path / "elsewhere")}
+    moved.save(tmp_path / "moved.shcidx")
+    assert main(["search", "--index", str(tmp_path / "moved.shcidx"), "--image", query]) == 2
+    assert "which is not on this machine; pass --run" in capsys.readouterr().err
