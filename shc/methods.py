@@ -34,7 +34,7 @@ from shc.registry import Registry
 from shc.validation import sign_codes
 
 __all__ = ["METHODS", "MethodSpec", "OUTSIDE_PAPER", "available_methods", "build_criterion", "get_method",
-           "method_label", "outside_paper_markdown"]
+           "method_label", "method_table", "outside_paper_markdown"]
 
 _CONTEXT_ARGUMENTS = ("num_classes", "num_bits", "train_labels", "centers", "seed", "similarity")
 """What :func:`build_criterion` knows besides the hyper-parameters; a loss receives those its
@@ -211,6 +211,17 @@ def method_label(name: str) -> str:
     (:data:`OUTSIDE_PAPER`), e.g. ``"crh (AAAI 2026, after the paper)"``."""
     get_method(name)
     return f"{name} ({OUTSIDE_PAPER[name][0]})" if name in OUTSIDE_PAPER else name
+
+
+def method_table(methods: Sequence[str]):
+    """What each method is, one row per method (index: :func:`method_label`): its loss, its centers ("none": a
+    method that learns its targets), its head ("tanh" unless the method sets one) and its reference."""
+    import pandas as pd
+
+    specs = [get_method(name) for name in methods]
+    return pd.DataFrame([{"method": method_label(name), "loss": spec.loss, "centers": spec.centers or "none",
+                          "head": dict(spec.head) or "tanh", "reference": spec.reference}
+                         for name, spec in zip(methods, specs)]).set_index("method")
 
 
 def outside_paper_markdown(methods: Sequence[str]) -> str:

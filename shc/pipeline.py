@@ -128,8 +128,8 @@ def reevaluate(config: RunConfig, force: bool = False) -> dict[str, Any]:
         from shc.presets import compute_command
 
         raise MissingRunError(f"stage 3 of {config.method}, {config.bits} bits, seed {config.seed} has not finished "
-                              f"in {config.run_dir!r}: there are no codes to evaluate. Run it first "
-                              f"(`{compute_command(config)}`).")
+                              f"in {config.run_dir!r}: there are no codes to evaluate. Run it first: "
+                              f"{compute_command(config)}.")
     return metrics
 
 

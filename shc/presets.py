@@ -481,9 +481,10 @@ def default_run_dir(preset: str) -> Path:
 
 
 def compute_command(config: RunConfig) -> str:
-    """The command that computes ``config``'s run, for an error to name: ``python -m shc.pipeline --preset P`` with
-    the run's method, code length and seed (and ``--run-dir`` where it is not the preset's ``runs/P``), where the
-    grid of preset P holds this very configuration; else the Python call ``shc.pipeline.run(config)``."""
+    """How to compute ``config``'s run, for an error to name: ``python -m shc.pipeline --preset P`` with the run's
+    method, code length and seed (and ``--run-dir`` where it is not the preset's ``runs/P``) where the grid of preset
+    P holds this very configuration, with the Python call beside it; else the Python call alone."""
+    python = "in Python `shc.pipeline.run(config)`"
     for name in PRESETS.names():
         preset = get_preset(name)
         if config.dataset not in preset.datasets:
@@ -495,11 +496,12 @@ def compute_command(config: RunConfig) -> str:
             continue
         if config in candidates:
             default = Path(config.run_dir).resolve() == default_run_dir(name).resolve()
-            return " ".join(["python -m shc.pipeline --preset", name, "--methods", config.method, "--bits",
-                             str(config.bits), "--seeds", str(config.seed),
-                             *(["--datasets", config.dataset] if len(preset.datasets) > 1 else []),
-                             *([] if default else ["--run-dir", str(config.run_dir)])])
-    return "shc.pipeline.run(config) in Python (no preset's grid holds this configuration)"
+            command = " ".join(["python -m shc.pipeline --preset", name, "--methods", config.method, "--bits",
+                                str(config.bits), "--seeds", str(config.seed),
+                                *(["--datasets", config.dataset] if len(preset.datasets) > 1 else []),
+                                *([] if default else ["--run-dir", str(config.run_dir)])])
+            return f"`{command}` (or {python})"
+    return f"{python} (no preset's grid holds this configuration)"
 
 
 #: What each pipeline notebook reads: stage-1 S of every source (01), centers (02) or whole runs (03-06).

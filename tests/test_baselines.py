@@ -628,3 +628,13 @@ def test_the_tool_trains_each_rate_and_reports_the_validation_numbers_of_its_run
     assert f" {max(values, key=lambda lr: (values[lr], lr)):g} " in row
     table = out.split("## learning rate on validation", 1)[1]
     assert "validation tie-aware mAP@ALL" in table and "query" not in table  # no query number is printed
+
+
+def test_the_method_table_describes_each_method_from_its_registry_entry():
+    from shc.methods import get_method, method_label, method_table
+
+    table = method_table(["csq", "crh", "greedyhash"])
+    assert table.index.tolist() == [method_label(name) for name in ("csq", "crh", "greedyhash")]
+    assert table.loc["csq", "centers"] == "csq" and table.loc["csq", "head"] == "tanh"
+    assert table.loc[method_label("crh"), "centers"] == "none"
+    assert table.loc["greedyhash", "loss"] == get_method("greedyhash").loss

@@ -343,3 +343,36 @@ def test_algorithm_1_steps_h_along_the_exact_gradient_of_its_subproblem(distance
     got = _h_gradient(H, i, M, M.T @ M, S @ M, Lambda, alpha, q - 2 * d - K[i], H.sum(axis=0), mu, rho, beta,
                       distance_scale)
     np.testing.assert_allclose(got, h_i.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_hadamard_capacity_table_by_hand():
+    """q = 16: Hadamard rows and their negations give 2q = 32 centers at distance q / 2 = 8; past 2q CSQ fills at
+    random, so d_min falls below q / 2. The GV distance at C = 100 is 4 (the paper's Table 3)."""
+    from shc.centers import hadamard_capacity_table
+
+    table = hadamard_capacity_table(16, classes=[100])
+    assert table.index.tolist() == [16, 32, 33, 64, 100]
+    assert table["C <= 2q"].tolist() == ["yes", "yes", "no", "no", "no"]
+    assert table.loc[[16, 32], "d_min of CSQ centers"].tolist() == [8, 8]
+    assert (table.loc[[33, 64, 100], "d_min of CSQ centers"] < 8).all()
+    assert table.loc[100, "GV distance d"] == 4 and set(table["q / 2"]) == {8}
+
+
+def test_quality_table_rows_are_each_sets_center_quality():
+    from shc.centers import center_quality, quality_table
+
+    sets = {"random": generate_centers("random", 12, 16, seed=1), "csq": generate_centers("csq", 12, 16)}
+    S = np.eye(12)
+    table = quality_table(sets, S, min_distance=5)
+    assert table.index.tolist() == ["random", "csq"] and table.columns[0] == "GV distance d"
+    assert (table["GV distance d"] == 5).all()
+    for name, codes in sets.items():
+        assert table.loc[name].drop("GV distance d").to_dict() == pytest.approx(center_quality(codes, S), nan_ok=True)
+
+
+def test_an_optimisation_says_whether_every_cycle_kept_the_minimum_distance():
+    from shc.centers import CenterOptimisation
+
+    kept = CenterOptimisation(np.ones((2, 8)), [{"d_min": 4}, {"d_min": 5}], min_distance=4)
+    lost = CenterOptimisation(np.ones((2, 8)), [{"d_min": 4}, {"d_min": 3}], min_distance=4)
+    assert kept.kept_min_distance() and not lost.kept_min_distance()

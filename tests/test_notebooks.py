@@ -315,7 +315,8 @@ def test_results_imports_no_trainer_and_never_computes():
 
 def test_reading_a_missing_run_names_the_fix(tmp_path):
     config = pipeline.RunConfig(run_dir=str(tmp_path))
-    with pytest.raises(results.MissingRunError, match=r"python -m shc.reports --preset .*shc.pipeline.run\(config\)"):
+    with pytest.raises(results.MissingRunError, match=r"Compute it first: in Python `shc.pipeline.run\(config\)` \(no "
+                                                      r"preset's grid holds this configuration\)"):
         results.load_metrics(config)
     with pytest.raises(ValueError, match="no hash centers"):
         results.load_center_quality(config.replace(method="dpsh"))

@@ -496,13 +496,15 @@ def test_the_command_an_error_names_computes_that_very_run(tmp_path):
     from shc.presets import compute_command, default_run_dir
 
     (config,) = preset("quick", methods=["shc"], bits=[16], seeds=[2], run_dir=str(default_run_dir("quick")))
-    assert compute_command(config) == "python -m shc.pipeline --preset quick --methods shc --bits 16 --seeds 2"
+    python = "(or in Python `shc.pipeline.run(config)`)"
+    command = "`python -m shc.pipeline --preset quick --methods shc --bits 16 --seeds 2"
+    assert compute_command(config) == f"{command}` {python}"
     elsewhere = config.replace(run_dir=str(tmp_path))
-    assert compute_command(elsewhere) == (f"python -m shc.pipeline --preset quick --methods shc --bits 16 --seeds 2 "
-                                          f"--run-dir {tmp_path}")
+    assert compute_command(elsewhere) == f"{command} --run-dir {tmp_path}` {python}"
     (lth,) = preset("standard-fine", methods=["lth"], bits=[64], seeds=[0], run_dir=str(tmp_path))
-    assert compute_command(lth).startswith("python -m shc.pipeline --preset standard-fine --methods lth --bits 64")
-    assert compute_command(lth.replace(epochs=7)).startswith("shc.pipeline.run(config) in Python")
+    assert compute_command(lth).startswith("`python -m shc.pipeline --preset standard-fine --methods lth --bits 64")
+    assert compute_command(lth.replace(epochs=7)) == ("in Python `shc.pipeline.run(config)` (no preset's grid holds "
+                                                      "this configuration)")
     with pytest.raises(MissingRunError, match=r"which does not exist .* Compute it first: `python -m shc.pipeline "
                                               r"--preset quick --methods shc --bits 16 --seeds 2 --run-dir"):
         from shc.stages import artifact

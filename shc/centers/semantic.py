@@ -50,6 +50,10 @@ class CenterOptimisation:
     min_distance: int = 0
     params: dict[str, Any] = field(default_factory=dict)
 
+    def kept_min_distance(self) -> bool:
+        """Whether every cycle's H (the start included) kept every pair at distance ``min_distance`` or more."""
+        return all(record["d_min"] >= self.min_distance for record in self.history)
+
 
 def shc_objective(H: np.ndarray, S: np.ndarray, mu: float) -> float:
     """Eq. 22 (with the distance term as it enters the update): ||S - H H^T / q||_F^2 + mu sum_{i!=j} h_i.h_j."""

@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC, UNSEEN_KEYS
-from shc.presets import compute_command
 from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, load_data
 from shc.runs import method_spec as _method
 from shc.runs import other_similarity as _other_similarity
@@ -106,15 +105,16 @@ def load_metrics(config: RunConfig) -> dict[str, Any]:
     try:
         metrics = json.loads(path.read_text())
     except ValueError as error:
+        from shc.presets import compute_command  # not at import: shc.results imports no trainer
+
         raise ValueError(f"{path} is damaged ({error}); the pipeline moves a damaged stage aside and recomputes it: "
-                         f"rerun `{compute_command(config)}`.") from None
+                         f"rerun {compute_command(config)}.") from None
     if metrics.get("evaluation", 0) < EVALUATION_VERSION:
         raise StaleRunError(
             f"{_artifact(config, 'stage3', 'metrics.json')} was measured by evaluation version "
             f"{metrics.get('evaluation', 'before 3')}, older than this package's {EVALUATION_VERSION} (tie-aware "
-            f"metrics). Re-evaluate it from its stored codes, nothing is retrained: `{compute_command(config)}"
-            "` (it re-evaluates the runs it finds; `--reevaluate` does only that), or in Python "
-            "`shc.pipeline.reevaluate(config)`.")
+            "metrics). Re-evaluate it from its stored codes, nothing is retrained: run the pipeline command of the "
+            "grid with --reevaluate, or in Python `shc.pipeline.reevaluate(config)`.")
     validation = f"val_{PRIMARY_METRIC}"
     if validation not in metrics:  # runs trained before it was recorded: the same number, from their history
         history = _artifact(config, "stage3", "metrics.json").parent / "train" / "history.json"
@@ -194,9 +194,11 @@ def classifier_code_rows(configs: Iterable[RunConfig], rules: Sequence[str] = ("
             if not stage.applies():
                 continue
             if stage.cached() is None:
+                from shc.presets import compute_command  # not at import: shc.results imports no trainer
+
                 raise MissingRunError(f"the {rule} classifier-code baseline of ({config.method}, {config.bits} bits, "
-                                      f"seed {config.seed}) is not in {config.run_dir!r}: `{compute_command(config)}"
-                                      "` computes it after the run (or shc.pipeline.run_classifier_codes(configs)).")
+                                      f"seed {config.seed}) is not in {config.run_dir!r}: {compute_command(config)} "
+                                      "computes it after the run (or shc.pipeline.run_classifier_codes(configs)).")
             metrics = stage.load()
             rows.append({**_identity(config), "label": f"{config.method} ({rule} classifier codes)",
                          **{key: metrics[key] for key in REPORTED_MAP_KEYS},

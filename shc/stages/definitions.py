@@ -651,8 +651,7 @@ def artifact(config: Any, stage: str, name: str) -> Path:
              else f"run_dir {str(config.run_dir)!r}, which does not exist (no run of it was computed on this machine)")
     raise MissingRunError(
         f"{path} is missing: {stage} of ({describe(config)}) has not been computed in {where}. Compute it first: "
-        f"`{compute_command(config)}` (cached stages are read, not recomputed; in Python "
-        "`shc.pipeline.run(config)` / `shc.pipeline.run_grid(configs)`)."
+        f"{compute_command(config)}; cached stages are read, not recomputed."
     )
 
 
