@@ -497,3 +497,16 @@ def test_plain_and_markdown_tables_show_the_same_mean_and_std_in_grid_order():
     assert plain[2].split() == ["shc", "0.6000", "±", "0.1414"] and plain[3].split() == ["csq", "0.2000"]
     assert _markdown_table(rows, "mAP@ALL", order=["shc", "csq"]).splitlines()[2:] == [
         "| shc | 0.6000 ± 0.1414 |", "| csq | 0.2000 |"]
+
+
+def test_the_selected_epoch_share_reads_each_runs_own_budget():
+    import pandas as pd
+
+    from shc.results import selected_epoch_share
+    from shc.runs import RunConfig
+
+    configs = [RunConfig(method="csq", bits=16, seed=0, epochs=80), RunConfig(method="lth", bits=16, seed=0, epochs=320)]
+    runs = pd.DataFrame({"method": ["lth", "csq"], "bits": [16, 16], "seed": [0, 0], "selected_epoch": [160, 80]})
+    assert selected_epoch_share(runs, configs).tolist() == [0.5, 1.0]
+    with pytest.raises(ValueError, match=r"no config for the run\(s\) \[\('lth', 32, 0\)\]"):
+        selected_epoch_share(runs.assign(bits=[32, 16]), configs)

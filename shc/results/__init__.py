@@ -39,7 +39,7 @@ from shc.results.reading import (IDENTITY_COLUMNS, REACH_KEYS, REPORTED_MAP_KEYS
                                  has_centers,
                                  history_rows, load_center_history, load_center_quality, load_centers, load_codes,
                                  load_history, load_metrics, load_similarity, load_stage1_metrics, result_rows,
-                                 run_label, similarity_sources)
+                                 run_label, selected_epoch_share, similarity_sources)
 from shc.results.statistics import headline_rows, ranking_line, regime_rows, verdict_sentence
 from shc.results.tables import RankedTable, center_table, classifier_table, readable_table, retrieval_table, value_name
 from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, load_data
@@ -100,6 +100,7 @@ __all__ = [
     "result_rows",
     "retrieval_table",
     "run_label",
+    "selected_epoch_share",
     "similarity_sources",
     "top_results",
     "value_name",

@@ -150,6 +150,18 @@ def _identity(config: RunConfig) -> dict[str, Any]:
             "label": run_label(config), "bits": config.bits, "seed": config.seed}
 
 
+def selected_epoch_share(runs: pd.DataFrame, configs: Iterable[RunConfig]) -> pd.Series:
+    """Each run's selected epoch over its own hashing budget (the epochs of its config; methods of one grid may train
+    different budgets), matched by method, code length and seed: 1 where the last epoch was the best."""
+    budget = {(config.method, config.bits, config.seed): config.epochs for config in configs}
+    keys = list(zip(runs["method"], runs["bits"], runs["seed"]))
+    missing = [key for key in keys if key not in budget]
+    if missing:
+        raise ValueError(f"no config for the run(s) {missing[:3]} (method, bits, seed): pass the configs the rows "
+                         "were read from.")
+    return runs["selected_epoch"] / [budget[key] for key in keys]
+
+
 def result_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
     """One row per config with its identity and stage-3 headline numbers (a DataFrame).
 
