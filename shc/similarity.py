@@ -29,6 +29,7 @@ __all__ = [
     "coarse_class_table",
     "hierarchical_similarity",
     "hierarchy_agreement",
+    "hierarchy_agreement_table",
     "most_similar_pairs",
     "most_similar_ties",
     "planted_similarity",
@@ -532,6 +533,13 @@ def hierarchy_agreement(S: Any, coarse_labels: Any) -> dict[str, float]:
         "top1_same_coarse": float(same[np.arange(num_classes), nearest].mean()),
         "top1_chance": float(((group_sizes - 1) / (num_classes - 1)).mean()),
     }
+
+
+def hierarchy_agreement_table(sources: Mapping[str, Any], coarse_labels: Any):
+    """:func:`hierarchy_agreement` of each named similarity matrix, one row per source, in the given order."""
+    import pandas as pd
+
+    return pd.DataFrame({name: hierarchy_agreement(matrix, coarse_labels) for name, matrix in sources.items()}).T
 
 
 def coarse_class_table(coarse_labels: Any, coarse_names: Sequence[str]):

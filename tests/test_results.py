@@ -510,3 +510,17 @@ def test_the_selected_epoch_share_reads_each_runs_own_budget():
     assert selected_epoch_share(runs, configs).tolist() == [0.5, 1.0]
     with pytest.raises(ValueError, match=r"no config for the run\(s\) \[\('lth', 32, 0\)\]"):
         selected_epoch_share(runs.assign(bits=[32, 16]), configs)
+
+
+def test_measured_pairings_are_the_pairing_columns_that_hold_values():
+    import numpy as np
+    import pandas as pd
+
+    from shc.results import measured_pairings
+
+    runs = pd.DataFrame({"unseen@all_tie_aware_mAP@ALL": [0.3, np.nan], "seen@seen_tie_aware_mAP@ALL": [np.nan] * 2,
+                         "unseen@all_tie_aware_mAP@100": [0.4, 0.5], "tie_aware_mAP@ALL": [0.6, 0.7]})
+    assert measured_pairings(runs) == ["unseen@all_tie_aware_mAP@ALL"]
+    assert measured_pairings(runs, ("tie_aware_mAP@ALL", "tie_aware_mAP@100")) == [
+        "unseen@all_tie_aware_mAP@ALL", "unseen@all_tie_aware_mAP@100"]
+    assert measured_pairings(runs[["tie_aware_mAP@ALL"]]) == []

@@ -261,3 +261,15 @@ def test_stage1_logits_come_from_the_shared_inference_path_in_dataset_order():
     import shc.similarity
 
     assert not hasattr(shc.similarity, "collect_logits"), "one inference path: shc.train.predict"
+
+
+def test_the_hierarchy_agreement_table_has_one_row_per_source_in_order():
+    from shc.similarity import hierarchy_agreement, hierarchy_agreement_table
+
+    coarse = np.array([0, 0, 1, 1])
+    sources = {"planted": np.array([[1, .8, -.2, -.3], [.8, 1, -.1, -.2], [-.2, -.1, 1, .7], [-.3, -.2, .7, 1]]),
+               "flat": np.eye(4)}
+    table = hierarchy_agreement_table(sources, coarse)
+    assert table.index.tolist() == ["planted", "flat"]
+    for name, matrix in sources.items():
+        assert table.loc[name].to_dict() == pytest.approx(hierarchy_agreement(matrix, coarse), nan_ok=True)

@@ -39,7 +39,7 @@ from shc.results.reading import (IDENTITY_COLUMNS, REACH_KEYS, REPORTED_MAP_KEYS
                                  has_centers,
                                  history_rows, load_center_history, load_center_quality, load_centers, load_codes,
                                  load_history, load_metrics, load_similarity, load_stage1_metrics, result_rows,
-                                 run_label, selected_epoch_share, similarity_sources)
+                                 measured_pairings, run_label, selected_epoch_share, similarity_sources)
 from shc.results.statistics import headline_rows, ranking_line, regime_rows, verdict_sentence
 from shc.results.tables import RankedTable, center_table, classifier_table, readable_table, retrieval_table, value_name
 from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, load_data
@@ -93,6 +93,7 @@ __all__ = [
     "load_similarity",
     "load_stage1_metrics",
     "main",
+    "measured_pairings",
     "pr_curves_by_method",
     "ranking_line",
     "readable_table",

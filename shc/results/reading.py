@@ -150,6 +150,14 @@ def _identity(config: RunConfig) -> dict[str, Any]:
             "label": run_label(config), "bits": config.bits, "seed": config.seed}
 
 
+def measured_pairings(runs: pd.DataFrame, metrics: Sequence[str] = ("tie_aware_mAP@ALL",)) -> list[str]:
+    """The unseen-class pairing columns (:data:`~shc.evaluation.UNSEEN_KEYS`) of ``metrics`` that hold a value in
+    ``runs``, in their order; empty for a grid without held-out classes."""
+    from shc.evaluation import UNSEEN_KEYS
+
+    return [key for key in UNSEEN_KEYS if key.endswith(tuple(metrics)) and key in runs and runs[key].notna().any()]
+
+
 def selected_epoch_share(runs: pd.DataFrame, configs: Iterable[RunConfig]) -> pd.Series:
     """Each run's selected epoch over its own hashing budget (the epochs of its config; methods of one grid may train
     different budgets), matched by method, code length and seed: 1 where the last epoch was the best."""
