@@ -39,17 +39,19 @@ def train_both_ways(config) -> list[dict[str, float]]:
 
     from shc.methods import build_criterion
     from shc.models import build_hashing_network
-    from shc.pipeline import run_centers
+    from shc.pipeline import run_centers, run_pretraining
     from shc.runs import load_data, method_spec
     from shc.stages import Similarity, encode
-    from shc.stages.definitions import _train_config
+    from shc.stages.definitions import _start_weights, _train_config
     from shc.train import fit, set_seed
 
     data, spec = load_data(config), method_spec(config)
     centers = run_centers(config)
-    is_seen = np.asarray(data.database.labels) < data.num_classes  # what DatasetSplits.selection_database keeps
+    start = _start_weights(config, {"stage0": run_pretraining(config)})  # a pretrained regime's backbone, as stage 3
+    selected = data.selection_mask()  # the images stage 3's selection ranks against (DatasetSplits.selection_database)
     set_seed(config.seed)
-    model = build_hashing_network(config.backbone, config.bits, pretrained=config.pretrained, **dict(spec.head))
+    model = build_hashing_network(config.backbone, config.bits, pretrained=config.pretrained, weights=start,
+                                  **dict(spec.head))
     similarity = Similarity(config).load() if spec.needs_similarity else None
     criterion = build_criterion(config.method, data.num_classes, config.bits, data.train.labels, centers=centers,
                                 seed=config.seed, similarity=similarity, **dict(config.method_options))
@@ -60,8 +62,8 @@ def train_both_ways(config) -> list[dict[str, float]]:
         query = encode(network, data.query, config)
         codes = {"query_codes": query, "query_labels": data.query.labels, "database_codes": database,
                  "database_labels": data.database.labels, "seen_classes": np.array(data.num_classes)}
-        return {PRIMARY_METRIC: selection_scores(val, data.val.labels, database[is_seen],
-                                                 data.database.labels[is_seen])[PRIMARY_METRIC],
+        return {PRIMARY_METRIC: selection_scores(val, data.val.labels, database[selected],
+                                                 data.database.labels[selected])[PRIMARY_METRIC],
                 OLD: selection_scores(val, data.val.labels, database, data.database.labels)[PRIMARY_METRIC],
                 **{key: value for key, value in unseen_scores(codes).items() if key in QUERY_KEYS}}
 

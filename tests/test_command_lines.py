@@ -184,7 +184,8 @@ def test_results_on_a_run_folder_that_does_not_exist_say_so_and_where_the_commit
     assert results_main(["--preset", "standard", "--run-dir", str(tmp_path / "absent")]) != 0
     err = capsys.readouterr().err
     assert "absent does not exist: no run of preset 'standard' was computed here" in err
-    assert "`python -m shc.pipeline --preset standard`" in err and "docs/results.md" in err
+    assert f"`python -m shc.pipeline --preset standard --run-dir {tmp_path / 'absent'}`" in err
+    assert "docs/results.md" in err
 
 
 def test_results_suggest_a_metric_or_method_typed_in_another_case_and_say_when_no_reference_is_read(capsys):

@@ -306,6 +306,19 @@ class Counting(nn.Module):
         return self.returns(epoch) if self.returns else None
 
 
+class ThreeArguments(Counting):
+    """A hook written to the three-argument protocol of docs/architecture.md."""
+
+    def on_epoch_end(self, model, train_set, epoch):
+        self.calls.append(epoch)
+
+
+def test_a_hook_of_three_arguments_is_called_without_the_precision(tmp_path):
+    criterion = ThreeArguments()
+    fit(network(), criterion, Indexed(*blobs()), dataclasses.replace(SETTINGS, epochs=2), tmp_path, progress=False)
+    assert criterion.calls == [1, 2]
+
+
 def test_fit_calls_the_epoch_hook_after_every_epoch_and_records_its_scalars(tmp_path):
     criterion = Counting(returns=lambda epoch: {"targets_changed": 10 * epoch})
     history = fit(network(), criterion, Indexed(*blobs()), dataclasses.replace(SETTINGS, epochs=3), tmp_path,

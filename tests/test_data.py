@@ -738,3 +738,17 @@ def test_the_protocol_says_at_what_size_the_networks_see_the_images():
     pair = load_dataset("digits-composite", image_size=(12, 20))
     assert pair.protocol.endswith("; the networks see the images at 12x20 pixels")
     assert pair.query[0][0].shape[-2:] == (12, 20)
+
+
+def test_a_hand_made_protocol_leaves_out_only_what_it_declares():
+    """Splits built without source_ids number their samples from 0 each, so equal ids mean nothing: only a protocol
+    that declares its database holds the validation images (val_in_database) has them left out of selection."""
+    from shc.data.splits import DatasetSplits, HashingSplit
+
+    def split(n):
+        return HashingSplit(np.arange(n) % 2, images=np.zeros((n, 4, 4), np.uint8))
+
+    parts = {"train": split(8), "val": split(4), "query": split(4), "database": split(10)}
+    own = DatasetSplits(name="mine", **parts, class_names=["a", "b"], num_classes=2, multi_label=False,
+                        coarse_labels=None, coarse_names=None, protocol="by hand")
+    assert own.selection_database() is own.database and own.selection_left_out() == ()

@@ -550,3 +550,11 @@ def test_progress_prints_one_summary_line_per_epoch(tmp_path, capsys):
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ")]
     assert [line.split(":")[0] for line in lines] == ["epoch 1/2", "epoch 2/2"]
     assert all("loss=" in line and "lr=" in line for line in lines)
+
+
+def test_a_set_too_small_for_batch_norm_names_the_fix(tmp_path):
+    """One sample makes no batch BatchNorm can train on, whatever the batch size: the error says to give more."""
+    inputs, labels = blobs(num_samples=1)
+    with pytest.raises(ValueError, match=r"BatchNorm needs at least 2 samples \(2 per process\); give more"):
+        fit(mlp(), CrossEntropy(), IndexedTensors(inputs, labels), config(batch_size=64, epochs=1), tmp_path,
+            progress=False)

@@ -38,8 +38,10 @@ class _Catalog:
     coarse_labels: np.ndarray | None = None
     coarse_names: list[str] | None = None
 
-    def split(self, name: str, indices: dict[str, np.ndarray], protocol: str) -> DatasetSplits:
-        """The DatasetSplits of the given train / val / query / database indices."""
+    def split(self, name: str, indices: dict[str, np.ndarray], protocol: str,
+              val_in_database: bool = False) -> DatasetSplits:
+        """The DatasetSplits of the given train / val / query / database indices (``val_in_database``: the database
+        indices include the validation ones, as an official protocol's do)."""
         return DatasetSplits(
             name=name,
             **{split: self.everything.subset(idx) for split, idx in indices.items()},
@@ -49,6 +51,7 @@ class _Catalog:
             coarse_labels=self.coarse_labels,
             coarse_names=self.coarse_names,
             protocol=f"{protocol}: {_describe_sizes(indices)}",
+            val_in_database=val_in_database,
         )
 
     def random_split(self, name: str, seed: int, sizes: tuple, protocol: str) -> DatasetSplits:
@@ -217,6 +220,7 @@ def _load_stanford_cars_a(root: Path | None, seed: int, *, val_size: int | float
         indices,
         "Stanford Cars-A, official split: query = official test, database = full official train, "
         "val carved from official train",
+        val_in_database=True,
     )
 
 
@@ -330,6 +334,7 @@ def _load_nabirds_a(
         indices,
         f"NABirds-A, official split: database = full {roles}, query = the other part, val carved from "
         "train; coarse class = parent in hierarchy.txt",
+        val_in_database=True,
     )
 
 

@@ -217,6 +217,9 @@ class DatasetSplits:
         and database splits is ``unseen_names[i]``); empty when every class is seen.
     unseen_coarse_labels : np.ndarray or None
         The coarse class of each held-out class (with a hierarchy), in ``unseen_names``' order.
+    val_in_database : bool
+        Whether the database also holds the validation images (an official protocol whose database is the whole
+        official training set, from which ``val`` is carved; the splits' ``source_ids`` then index one image list).
     """
 
     name: str
@@ -232,6 +235,7 @@ class DatasetSplits:
     protocol: str
     unseen_names: list[str] = field(default_factory=list, repr=False)
     unseen_coarse_labels: np.ndarray | None = field(default=None, repr=False)
+    val_in_database: bool = False
 
     def __post_init__(self) -> None:
         if len(self.class_names) != self.num_classes:
@@ -247,9 +251,18 @@ class DatasetSplits:
         left_out = []
         if self.unseen_names:
             left_out.append("held-out classes")
-        if _shared_rows(self.val.source_ids, self.database.source_ids).any():
+        if self.val_in_database:
             left_out.append("validation images")
         return tuple(left_out)
+
+    def selection_mask(self) -> np.ndarray:
+        """Which database images :meth:`selection_database` keeps (a boolean mask over ``database``)."""
+        keep = np.ones(len(self.database), bool)
+        if self.val_in_database:  # found by source_ids, which such a protocol's splits share
+            keep &= ~_shared_rows(self.val.source_ids, self.database.source_ids)
+        if self.unseen_names:
+            keep &= np.asarray(self.database.labels) < self.num_classes
+        return keep
 
     def selection_database(self) -> HashingSplit:
         """The database stage 3's model selection ranks the validation queries against: this database without the
@@ -257,9 +270,7 @@ class DatasetSplits:
         them) and without the validation images themselves (an official protocol's database is the whole official
         training set, from which ``val`` is carved, so each validation query would find itself at distance 0);
         the database itself where neither applies (every composite and ``fashion-modes`` protocol)."""
-        keep = ~_shared_rows(self.val.source_ids, self.database.source_ids)
-        if self.unseen_names:
-            keep &= np.asarray(self.database.labels) < self.num_classes
+        keep = self.selection_mask()
         return self.database if keep.all() else self.database.subset(np.flatnonzero(keep))
 
     def fingerprint(self) -> str:

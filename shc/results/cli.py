@@ -135,7 +135,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if not args.from_csv and not Path(run_dir).is_dir():
         raise FileNotFoundError(
             f"{run_dir} does not exist: no run of preset {args.preset!r} was computed here. Compute the grid: "
-            f"`python -m shc.pipeline --preset {args.preset}` (hours for an evidence preset: docs/presets.md), or "
+            f"`python -m shc.pipeline --preset {args.preset}"
+            f"{f' --run-dir {args.run_dir}' if args.run_dir else ''}` (hours for an evidence preset: "
+            "docs/presets.md), or "
             "read the committed results files without the runs: docs/results.md lists them with the `--from-csv` "
             "commands that print the README's tables.")
     unknown = sorted(set(args.bits or ()) - set(preset.bits))  # seeds may go beyond the grid: a replication

@@ -135,7 +135,8 @@ def _criterion_epoch_end(criterion: Callable, model: nn.Module, train_set: Datas
                          precision: str) -> dict[str, float]:
     """Call the criterion's epoch hook, if it has one, and return its scalars for the history row.
 
-    The hook protocol: ``criterion.on_epoch_end(model, train_set, epoch, precision) -> dict of scalars or None``,
+    The hook protocol: ``criterion.on_epoch_end(model, train_set, epoch[, precision]) -> dict of scalars or None``
+    (``precision`` is passed by keyword where the hook takes it),
     called on every rank after each epoch's training steps, before the learning-rate step, the evaluation
     and the checkpoint (so the checkpoint holds what the hook changed). ``model`` is the bare network (not
     the DDP wrapper) in training mode; ``train_set`` is the dataset ``fit`` trains on, with its training transform
@@ -148,7 +149,11 @@ def _criterion_epoch_end(criterion: Callable, model: nn.Module, train_set: Datas
     hook = getattr(criterion, "on_epoch_end", None)
     if hook is None:
         return {}
-    scalars = hook(model, train_set, epoch, precision)
+    import inspect
+
+    parameters = inspect.signature(hook).parameters  # precision is optional: a hook of three arguments still works
+    takes_precision = "precision" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+    scalars = hook(model, train_set, epoch, precision=precision) if takes_precision else hook(model, train_set, epoch)
     return {} if scalars is None else _scalar_metrics(scalars, _ROW_KEYS, "criterion.on_epoch_end")
 
 
@@ -507,8 +512,10 @@ def _train_epoch(
     batches = _epoch_batches(len(train_set), config, epoch, ranks)
     _require(
         len(batches) > 0,
-        f"No complete batch: {len(train_set)} samples, batch_size={config.batch_size}, drop_last={config.drop_last}. "
-        "Lower batch_size or set drop_last=False.",
+        f"No batch to train on: {len(train_set)} samples, batch_size={config.batch_size}, "
+        f"drop_last={config.drop_last}. "
+        + ("Lower batch_size or set drop_last=False." if config.drop_last else
+           f"BatchNorm needs at least {2 * ranks.world_size} samples ({2} per process); give more training samples."),
     )
     loader = DataLoader(
         train_set,
