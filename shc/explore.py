@@ -557,6 +557,7 @@ def serve(port: int = 8866, notebook_path: str | Path | None = None, *, open_bro
     ``port`` 0 takes a free port. The port is checked before Voila starts, Voila may not move to another one,
     and the address is printed once the server answers there.
     """
+    import os
     import shutil
     import subprocess
     import sys
@@ -572,7 +573,7 @@ def serve(port: int = 8866, notebook_path: str | Path | None = None, *, open_bro
         raise ImportError("serving the explorer needs voila; install the extra: pip install -e '.[explore]'") \
             from error
     port = _port_to_serve(port)
-    folder = Path(tempfile.mkdtemp(prefix="shc-explorer-"))  # the app page of this serving process, removed after
+    folder = Path(tempfile.gettempdir()) / f"shc-explorer-{os.getpid()}"  # this serving process's page, removed after
     page = write_text(folder / "center_explorer.ipynb", nbformat.writes(app_notebook(notebook_path)))
     command = [sys.executable, "-m", "voila", str(page), f"--port={port}", f"--Voila.ip={_HOST}",
                "--Voila.port_retries=0", "--theme=light", *([] if open_browser else ["--no-browser"]),

@@ -292,7 +292,7 @@ CASES = [
                                        "--output", "{bad_}/reports", "--no-compute"), ["--runs", "is a file"],
      "codes.npz"),
     ("results of an empty run folder", _with(results.main, "--preset", "tiny", "--run-dir", "{bad_}/folder"),
-     ["missing", "shc.reports"], "codes.npz"),
+     ["missing", "python -m shc.pipeline --preset tiny"], "codes.npz"),
     ("results --reference unknown", _with(results.main, "--preset", "tiny", "--run-dir", "{run_dir}",
                                           "--reference", "nosuch"), ["--reference", "nosuch"], "codes.npz"),
 ]

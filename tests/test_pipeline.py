@@ -507,6 +507,6 @@ def test_the_command_an_error_names_computes_that_very_run(tmp_path):
                                                       "this configuration)")
     with pytest.raises(MissingRunError, match=r"which does not exist .* Compute it first: `python -m shc.pipeline "
                                               r"--preset quick --methods shc --bits 16 --seeds 2 --run-dir"):
-        from shc.stages import artifact
+        from shc.results import load_metrics
 
-        artifact(elsewhere.replace(run_dir=str(tmp_path / "absent")), "stage3", "metrics.json")
+        load_metrics(elsewhere.replace(run_dir=str(tmp_path / "absent")))

@@ -35,14 +35,13 @@ Modules, each importing only those listed before it:
 This package re-exports their public names; a module of the package imports its siblings, never the package.
 """
 
-from shc.centers.baselines import csq_centers, random_centers
+from shc.centers.baselines import csq_centers, hadamard_capacity_table, random_centers
 from shc.centers.distance import gv_min_distance, hamming_distances, max_codes_upper_bound
 from shc.centers.mds import DENSE_MDS_LIMIT, MDS_DEFAULTS, greedy_code, mds_centers
 from shc.centers.quality import (
     center_quality,
     distance_cap_bound,
     geometry_lesson,
-    hadamard_capacity_table,
     packed_min_distance,
     psd_cap_bound,
     quality_table,

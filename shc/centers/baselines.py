@@ -8,7 +8,7 @@ from scipy.linalg import hadamard
 
 from shc.centers.distance import _check_sizes
 
-__all__ = ["csq_centers", "random_centers"]
+__all__ = ["csq_centers", "hadamard_capacity_table", "random_centers"]
 
 
 def _balanced_random_rows(rng: np.random.Generator, num_rows: int, num_bits: int) -> np.ndarray:
@@ -50,3 +50,20 @@ def csq_centers(num_classes: int, num_bits: int, seed: int = 0) -> np.ndarray:
         rng = np.random.default_rng(seed)
         rows = np.concatenate([rows, _balanced_random_rows(rng, C - 2 * q, q)])
     return rows.astype(np.int8)
+
+
+def hadamard_capacity_table(num_bits: int, classes: Any = (), seed: int = 0):
+    """Where CSQ's Hadamard rows run out: for C in {q, 2q, 2q + 1, 4q} and ``classes`` (e.g. a page's own C), whether
+    C <= 2q, the d_min of CSQ's centers (Hadamard rows and their negations up to 2q, then random fill), the GV
+    distance d (Eq. 13) and q / 2, the distance of two Hadamard rows. Index ``C``, ascending."""
+    import pandas as pd
+
+    from shc.centers.distance import gv_min_distance
+    from shc.centers.quality import center_quality
+
+    q = int(num_bits)
+    rows = [{"C": c, "C <= 2q": "yes" if c <= 2 * q else "no",
+             "d_min of CSQ centers": center_quality(csq_centers(c, q, seed=seed))["d_min"],
+             "GV distance d": gv_min_distance(c, q), "q / 2": q // 2}
+            for c in sorted({q, 2 * q, 2 * q + 1, 4 * q, *(int(c) for c in classes)})]
+    return pd.DataFrame(rows).set_index("C")

@@ -13,7 +13,7 @@ from shc.centers.distance import _as_sign_matrix, _offdiag, _resolve_min_distanc
 from shc.similarity import validate_similarity
 
 __all__ = [
-    "center_quality", "distance_cap_bound", "geometry_lesson", "hadamard_capacity_table", "packed_min_distance",
+    "center_quality", "distance_cap_bound", "geometry_lesson", "packed_min_distance",
     "psd_cap_bound", "quality_table", "rank_cap_bound", "relaxation_bound", "spherical_relaxation",
     "unit_diagonal_bound",
 ]
@@ -29,23 +29,6 @@ def quality_table(center_sets: dict[str, Any], similarity: Any | None = None, mi
     if min_distance is not None:
         table.insert(0, "GV distance d", int(min_distance))
     return table
-
-
-def hadamard_capacity_table(num_bits: int, classes: Any = (), seed: int = 0):
-    """Where CSQ's Hadamard rows run out: for C in {q, 2q, 2q + 1, 4q} and ``classes`` (e.g. a page's own C), whether
-    C <= 2q, the d_min of CSQ's centers (Hadamard rows and their negations up to 2q, then random fill), the GV
-    distance d (Eq. 13) and q / 2, the distance of two Hadamard rows. Index ``C``, ascending."""
-    import pandas as pd
-
-    from shc.centers.baselines import csq_centers
-    from shc.centers.distance import gv_min_distance
-
-    q = int(num_bits)
-    rows = [{"C": c, "C <= 2q": "yes" if c <= 2 * q else "no",
-             "d_min of CSQ centers": center_quality(csq_centers(c, q, seed=seed))["d_min"],
-             "GV distance d": gv_min_distance(c, q), "q / 2": q // 2}
-            for c in sorted({q, 2 * q, 2 * q + 1, 4 * q, *(int(c) for c in classes)})]
-    return pd.DataFrame(rows).set_index("C")
 
 
 def center_quality(centers: Any, similarity: Any | None = None) -> dict[str, float]:

@@ -45,7 +45,18 @@ def run_label(config: RunConfig) -> str:
     return f"{config.method} ({config.similarity} S)" if _other_similarity(config) else config.method
 
 
-_artifact = artifact
+def _artifact(config: RunConfig, stage: str, name: str):
+    """:func:`shc.stages.artifact`, whose missing-run error here names the exact command that computes the run."""
+    try:
+        return artifact(config, stage, name)
+    except StaleRunError:
+        raise
+    except MissingRunError as error:
+        from shc.presets import compute_command  # not at import: shc.results imports no trainer
+
+        raise MissingRunError(str(error).replace(
+            "the pipeline command of its preset with its method, bits and seed (`shc.presets.compute_command(config)` "
+            "names it), or in Python `shc.pipeline.run(config)`", compute_command(config))) from None
 
 
 def load_similarity(config: RunConfig) -> np.ndarray:

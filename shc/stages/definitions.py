@@ -645,13 +645,12 @@ def artifact(config: Any, stage: str, name: str) -> Path:
     path = found.directory / name
     if path.exists() and read_identity(found.directory) == jsonable(found.identity):
         return path
-    from shc.presets import compute_command
-
     where = (f"run_dir {str(config.run_dir)!r}" if Path(config.run_dir).is_dir()
              else f"run_dir {str(config.run_dir)!r}, which does not exist (no run of it was computed on this machine)")
     raise MissingRunError(
         f"{path} is missing: {stage} of ({describe(config)}) has not been computed in {where}. Compute it first: "
-        f"{compute_command(config)}; cached stages are read, not recomputed."
+        "the pipeline command of its preset with its method, bits and seed (`shc.presets.compute_command(config)` "
+        "names it), or in Python `shc.pipeline.run(config)`; cached stages are read, not recomputed."
     )
 
 

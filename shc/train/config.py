@@ -87,8 +87,8 @@ class TrainConfig:
     grad_clip_norm : float or None
         Clip the global gradient norm to this value; ``None`` disables.
     drop_last : bool
-        Drop the last incomplete batch of every epoch. Without it a last batch too small for BatchNorm (a single
-        sample, or under DDP a single sample on some rank) is dropped all the same.
+        Drop the last incomplete batch of every epoch. Without it a last batch of one sample (too small for
+        BatchNorm; under DDP one smaller than the world) is dropped all the same.
     """
 
     epochs: int = 300

@@ -93,14 +93,15 @@ def _epoch_batches(
     The permutation depends only on ``(seed, epoch)``, never on the rank or
     the world size, so every run of the same config sees the same global
     batches; each is cut into ``world_size`` contiguous, near-equal shares.
-    Without ``drop_last`` a trailing batch that would give a rank fewer than
-    two samples (under ``2 * world_size``; one sample in a single process)
-    is dropped: BatchNorm cannot normalise one sample in training mode, and
-    every backbone has it.
+    Without ``drop_last`` a trailing batch of one sample is dropped
+    (BatchNorm cannot normalise one sample in training mode, and every
+    backbone has it), and under DDP one smaller than ``world_size`` (some
+    rank would get no sample), so that a world of two trains the batches of
+    a single process.
     """
     order = torch.randperm(num_samples, generator=_generator(_derived_seed(config.seed, epoch)))
     global_batches = list(order.split(config.batch_size))
-    minimum = config.batch_size if config.drop_last else 2 * ranks.world_size
+    minimum = config.batch_size if config.drop_last else max(2, ranks.world_size)
     global_batches = [batch for batch in global_batches if len(batch) >= minimum]
     return [(torch.tensor_split(batch, ranks.world_size)[ranks.rank].tolist(), len(batch)) for batch in global_batches]
 

@@ -515,7 +515,7 @@ def _train_epoch(
         f"No batch to train on: {len(train_set)} samples, batch_size={config.batch_size}, "
         f"drop_last={config.drop_last}. "
         + ("Lower batch_size or set drop_last=False." if config.drop_last else
-           f"BatchNorm needs at least {2 * ranks.world_size} samples ({2} per process); give more training samples."),
+           f"BatchNorm needs at least {max(2, ranks.world_size)} samples; give more training samples."),
     )
     loader = DataLoader(
         train_set,
