@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from shc.registry import Registry
 
-__all__ = ["EXECUTORS", "Outcome", "dask_executor", "fixed_threads", "grid_workers", "local_executor", "open_executor",
-           "positive_jobs", "ray_executor"]
+__all__ = ["EXECUTORS", "Outcome", "dask_executor", "fixed_threads", "grid_workers", "in_turn",
+           "interruptible_worker", "local_executor", "open_executor", "positive_jobs", "ray_executor", "stop_workers"]
 
 Outcome = tuple[int, Any, BaseException | None, float]
 """``(position, result, error, seconds)`` of one call: ``result`` is None where ``error`` is not."""
@@ -100,11 +102,41 @@ def grid_workers(jobs: int, threads: int | None = None) -> Iterator[Any]:
 
     threads = max(1, _cpu_count() // positive_jobs(jobs)) if threads is None else threads
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=set_threads, initargs=(threads,))
+                               initializer=interruptible_worker, initargs=(threads,))
     try:
         yield pool
+    except BaseException:  # Ctrl-C, SIGTERM (through shc.cli_common.run_cli) or an error: the running calls stop too
+        stop_workers(pool)
+        raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def interruptible_worker(threads: int | None = None) -> None:
+    """The initializer of a worker that its parent stops (:func:`stop_workers`): SIGTERM raises
+    ``KeyboardInterrupt`` once (the call unwinds as after Ctrl-C: a run keeps its last epoch, a report page its
+    previous version), and the terminal's Ctrl-C, which reaches every process of the group, is left to the parent,
+    so that each worker is interrupted once, not again in the middle of its cleanup. With ``threads``, the worker
+    computes with that many (:func:`set_threads`).
+
+    Without it, a SIGTERM to the parent alone (``kill PID``, a batch scheduler) would cancel the calls not started
+    and wait for the running ones to finish: hours, for a training run."""
+    def interrupt(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, interrupt)
+    if threads is not None:
+        set_threads(threads)
+
+
+def stop_workers(pool: Any) -> None:
+    """Pass the parent's interruption on: SIGTERM to each live worker process of ``pool`` (a
+    ``ProcessPoolExecutor`` whose workers started with :func:`interruptible_worker`)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(OSError):
+            os.kill(process.pid, signal.SIGTERM)
 
 
 def _timed(function: Callable[[Any], Any], argument: Any, threads: int | None = None) -> tuple[Any, float]:
@@ -115,38 +147,56 @@ def _timed(function: Callable[[Any], Any], argument: Any, threads: int | None = 
     return function(argument), time.perf_counter() - started
 
 
+def in_turn(keys: Iterable[Hashable], submit: Callable[[Hashable], Future], workers: int
+            ) -> Iterator[tuple[Hashable, Future]]:
+    """``(key, future)`` of each ``submit(key)`` as it finishes, with at most ``workers`` submitted at once, in the
+    order of ``keys`` (those finishing together: in that order too).
+
+    A call is submitted only when a worker is free, so none waits in the pool's queue, where an interruption could no
+    longer cancel it (``ProcessPoolExecutor`` moves one call more than it has workers into its queue and starts it
+    even after ``shutdown(cancel_futures=True)``). An interruption cancels nothing that runs: :func:`stop_workers`
+    does that."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    waiting = list(keys)
+    running: dict[Future, Hashable] = {}
+    position = {key: index for index, key in enumerate(waiting)}
+    while waiting or running:
+        while waiting and len(running) < workers:
+            key = waiting.pop(0)
+            running[submit(key)] = key
+        done, _ = wait(running, return_when=FIRST_COMPLETED)
+        for future in sorted(done, key=lambda finished: position[running[finished]]):
+            yield running.pop(future), future
+
+
 class _Local:
     """:func:`local_executor`'s mapper: computes in spawned worker processes of this machine."""
 
     remote = False  #: stages shared between runs are computed by the caller, in its own process
 
-    def __init__(self, pool) -> None:
+    def __init__(self, pool, workers: int) -> None:
         self._pool = pool
+        self._workers = workers
 
     def map(self, function: Callable[[Any], Any], arguments: Sequence[Any]) -> Iterator[Outcome]:
-        from concurrent.futures import as_completed
+        def submit(position: int) -> Future:
+            return self._pool.submit(_timed, function, arguments[position])
 
-        futures = {self._pool.submit(_timed, function, argument): position
-                   for position, argument in enumerate(arguments)}
-        try:
-            for future in as_completed(futures):
-                try:
-                    result, seconds = future.result()
-                except Exception as error:  # the run's own failure: reported, the others go on
-                    yield futures[future], None, error, 0.0
-                else:
-                    yield futures[future], result, None, seconds
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+        for position, future in in_turn(range(len(arguments)), submit, self._workers):
+            try:
+                result, seconds = future.result()
+            except Exception as error:  # the run's own failure: reported, the others go on
+                yield position, None, error, 0.0
+            else:
+                yield position, result, None, seconds
 
 
 @contextlib.contextmanager
 def local_executor(jobs: int = 1, threads: int | None = None, **_: Any) -> Iterator[_Local]:
     """``jobs`` spawned worker processes on this machine, ``threads`` each (default cores // jobs)."""
     with grid_workers(positive_jobs(jobs), threads) as pool:
-        yield _Local(pool)
+        yield _Local(pool, positive_jobs(jobs))
 
 
 def _check_resources(num_cpus: Any, num_gpus: Any) -> None:

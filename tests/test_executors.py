@@ -199,6 +199,37 @@ def test_the_local_pool_reports_a_failing_call_and_goes_on():
     assert isinstance(outcomes[1][2], ValueError) and outcomes[0][2] is None
 
 
+def test_calls_are_submitted_in_turn_never_more_than_the_workers():
+    """``in_turn`` keeps the pool's queue empty: a call is submitted only when one of ``workers`` is free, in the
+    order of the keys, and each comes back with its own key (the bug it prevents: an interrupted grid started a
+    queued run after stopping the running ones)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from shc.executors import in_turn
+
+    lock, running, most, submitted = threading.Lock(), [0], [0], []
+
+    def call(key: str) -> str:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        threading.Event().wait(0.05)
+        with lock:
+            running[0] -= 1
+        return key.upper()
+
+    with ThreadPoolExecutor(4) as pool:  # more threads than the workers allowed: only in_turn can hold it to two
+        def submit(key: str):
+            submitted.append(key)
+            return pool.submit(call, key)
+
+        finished = list(in_turn(["c", "a", "d", "b", "e"], submit, workers=2))
+    assert submitted == ["c", "a", "d", "b", "e"]
+    assert most[0] == 2
+    assert sorted((key, future.result()) for key, future in finished) == [(k, k.upper()) for k in "abcde"]
+
+
 def test_both_grid_command_lines_take_the_executor_options(capsys):
     from shc.pipeline import main as pipeline_main
     from shc.reports.cli import main as reports_main

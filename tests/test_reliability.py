@@ -237,6 +237,62 @@ def test_an_interrupted_pool_stops_every_running_notebook_and_keeps_their_pages(
     assert not [p for p in pages.iterdir() if ".building" in p.name], "a building folder was left"
 
 
+_SLOW_CALLS = """
+import time
+from pathlib import Path
+
+
+def slow(marker):  # a long run: says it started, and whether an interrupt reached it
+    Path(marker + ".started").touch()
+    try:
+        time.sleep(300)
+    except KeyboardInterrupt:
+        Path(marker + ".interrupted").touch()
+        raise
+"""
+
+_GRID_PARENT = """
+import sys
+import slow_calls
+from shc.cli_common import run_cli
+from shc.executors import local_executor
+
+
+def main(argv):
+    with local_executor(jobs=2, threads=1) as executor:
+        for outcome in executor.map(slow_calls.slow, argv):
+            print(outcome, flush=True)
+    return 0
+
+
+if __name__ == "__main__":  # a spawned worker imports this file too
+    sys.exit(run_cli(main))
+"""
+
+
+def test_sigterm_to_a_parallel_grid_stops_its_running_runs(tmp_path):
+    """SIGTERM to the parent of ``--jobs 2`` alone (``kill PID``, a scheduler): the workers do not get it from the
+    system, so the parent passes it on and both running calls stop at once (not after their 300 s) and unwind as
+    after Ctrl-C. Before, the parent cancelled the calls not started and waited for the running ones."""
+    (tmp_path / "slow_calls.py").write_text(_SLOW_CALLS)
+    (tmp_path / "parent.py").write_text(_GRID_PARENT)
+    markers = [str(tmp_path / name) for name in ("a", "b", "c")]  # c never starts: two workers
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)])}
+    process = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), *markers], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(tmp_path.glob("*.started"))) < 2:
+        time.sleep(0.2)
+    assert sorted(p.stem for p in tmp_path.glob("*.started")) == ["a", "b"], "the two calls never ran at once"
+    started = time.time()
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert time.time() - started < 60 and process.returncode == 130, err
+    assert "interrupted" in err
+    assert sorted(p.stem for p in tmp_path.glob("*.interrupted")) == ["a", "b"], "a running call was not stopped"
+    assert not (tmp_path / "c.started").exists()
+
+
 def test_two_batches_into_one_folder_are_refused_not_mixed(tmp_path):
     from shc._io import exclusive_lock
 

@@ -6,18 +6,17 @@ Command line: ``python -m shc.reports --preset NAME`` (see ``--help``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import json
 import math
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from shc.executors import in_turn, interruptible_worker, stop_workers
 from shc.offline import drop_unused_assets
 from shc.reports.execute import BUNDLE_FILE, ReportResult, describe_error, execute_report, output_lock
 from shc.reports.bundle import write_bundle
@@ -188,41 +187,24 @@ def _executed(jobs: Sequence[ReportJob], execute: Callable[[ReportJob], ReportRe
             yield number, execute(job)
         return
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import ProcessPoolExecutor
 
     log(f"executing {len(jobs)} notebooks, {workers} at a time ...")
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_interruptible_worker)
+                               initializer=interruptible_worker)
+
+    def submit(number: int) -> Any:  # announced as a worker takes it, so "running" is true when said
+        announce(number, jobs[number - 1])
+        return pool.submit(execute, jobs[number - 1])
+
     try:
-        waiting = [(number, jobs[number - 1]) for number in (first or range(1, len(jobs) + 1))]
-        running: dict[Any, int] = {}
-        while waiting or running:
-            while waiting and len(running) < workers:  # submit as workers free up, so "running" is true when said
-                number, job = waiting.pop(0)
-                announce(number, job)
-                running[pool.submit(execute, job)] = number
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=running.get):
-                yield running.pop(future), future.result()
+        for number, future in in_turn(first or range(1, len(jobs) + 1), submit, workers):
+            yield number, future.result()
     except BaseException:
-        for process in list((getattr(pool, "_processes", None) or {}).values()):  # its notebook stops there
-            with contextlib.suppress(OSError):
-                os.kill(process.pid, signal.SIGTERM)
+        stop_workers(pool)  # each running notebook stops there; its page keeps its previous version
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _interruptible_worker() -> None:
-    """A notebook worker: SIGTERM raises KeyboardInterrupt (the page being built keeps its previous one, as
-    :func:`execute_report` promises), and the terminal's Ctrl-C, which reaches every process of the group, is left to
-    the parent, so that each worker is interrupted once, not in the middle of its cleanup."""
-    def interrupt(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, interrupt)
 
 
 def summary_table(results: Sequence[ReportResult]) -> str:
