@@ -3,6 +3,7 @@ or lost earlier output."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -279,14 +280,18 @@ def test_sigterm_to_a_parallel_grid_stops_its_running_runs(tmp_path):
     markers = [str(tmp_path / name) for name in ("a", "b", "c")]  # c never starts: two workers
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)])}
     process = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), *markers], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and len(list(tmp_path.glob("*.started"))) < 2:
-        time.sleep(0.2)
-    assert sorted(p.stem for p in tmp_path.glob("*.started")) == ["a", "b"], "the two calls never ran at once"
-    started = time.time()
-    process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=60)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and len(list(tmp_path.glob("*.started"))) < 2:
+            time.sleep(0.2)
+        assert sorted(p.stem for p in tmp_path.glob("*.started")) == ["a", "b"], "the two calls never ran at once"
+        started = time.time()
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:  # a failing test leaves no sleeping workers behind
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
     assert time.time() - started < 60 and process.returncode == 130, err
     assert "interrupted" in err
     assert sorted(p.stem for p in tmp_path.glob("*.interrupted")) == ["a", "b"], "a running call was not stopped"
