@@ -300,8 +300,10 @@ def similarity_from_text(
     data-dependent S is centred per row. With the row map, each class's row has mean 0 and its most
     similar other class gets +1 before symmetrisation, as in Eq. 8-9, so stage 2's hyper-parameters
     transfer between the two sources. The self-cosine (always 1) is left out of each row's mean and
-    extremes, as masking (Eq. 5) leaves the own class out of the logits path. With two classes every row
-    has a single off-diagonal entry and the result is the identity.
+    extremes: kept, it would be every row's maximum and take the +1 of its most similar class. This is not
+    quite the logits path, where the masked own class (Eq. 5) still enters Eq. 8-9, as a probability of 0.
+    With two classes every row has a single off-diagonal entry and the result is the identity (the logits
+    path gives all ones there: each row's only other class is its maximum, and the masked 0 its minimum).
 
     Parameters
     ----------

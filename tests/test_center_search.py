@@ -737,3 +737,19 @@ def test_relaxation_gap_benchmark_row_is_ordered(monkeypatch, bench):
     assert row["rank/MDS"] <= row["relax/MDS"] < row["shc-ls/MDS"] < 1
     assert row["shc-ls/relax"] == pytest.approx(row["shc-ls/MDS"] / row["relax/MDS"], rel=2e-3)
     assert row["relax/MDS"] < row["shc-ls+relax/MDS"] < 1
+
+
+@pytest.mark.parametrize(("largest", "points", "expected"), [
+    (7, 6, [0, 1, 3, 4, 6, 7]),   # 0, 1.4, 2.8, 4.2, 5.6, 7 rounded
+    (2, 6, [0, 1, 2]),            # 0, .4, .8, 1.2, 1.6, 2: repeats dropped
+    (5, 6, [0, 1, 2, 3, 4, 5]),
+    (9, 2, [0, 9]),
+])
+def test_the_distance_grid_spans_zero_to_the_largest_in_whole_bits(largest, points, expected):
+    assert cs.distance_grid(largest, points) == expected
+
+
+@pytest.mark.parametrize(("largest", "points"), [(-1, 6), (3, 1), (2.5, 6), (True, 6)])
+def test_the_distance_grid_names_a_bad_argument(largest, points):
+    with pytest.raises(ValueError, match="must be an integer of at least"):
+        cs.distance_grid(largest, points)

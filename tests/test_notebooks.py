@@ -27,7 +27,7 @@ import pytest
 from matplotlib.figure import Figure
 from scipy.stats import spearmanr
 
-from shc import pipeline, plots, reports, results
+from shc import findings, pipeline, plots, reports, results
 from shc.metrics import mean_average_precision
 from shc.similarity import hierarchy_agreement, most_similar_pairs, similarity_correlations, similarity_from_labels
 
@@ -214,6 +214,18 @@ def test_center_quality_is_computed_from_the_stored_centers_and_the_data_depende
     quality = _csv_rows(_report(batch, "02_hash_centers") / "tables" / "center_quality.csv")
     shc_row = next(row for row in quality if row[1] == "shc")
     assert float(shc_row[3]) == pytest.approx(runs.loc["shc", "s_loss"], abs=5e-5)  # d_min, S_loss, ...
+
+
+def test_the_shc_ls_history_table_holds_each_run_s_records_and_its_target_distance(batch):
+    from shc.centers import gv_min_distance
+
+    table = pd.read_csv(_report(batch, "02_hash_centers") / "tables" / "shc_ls_history.csv")
+    (config,) = batch["configs"](["shc-ls"])
+    records = json.loads((pipeline.stage_directories(config)["stage2"] / "history.json").read_text())
+    assert len(table) == len(records) and set(table["method"]) == {"shc-ls"}
+    np.testing.assert_allclose(table["s_loss"], [record["s_loss"] for record in records], atol=5e-5)
+    assert set(table["gv_distance"]) == {gv_min_distance(len(np.load(
+        pipeline.stage_directories(config)["stage2"] / "centers.npy")), config.bits)}
 
 
 def test_similarity_report_recovers_the_known_hierarchy_consistently(batch):
@@ -524,6 +536,23 @@ def test_plot_center_history_draws_every_record_and_the_target_distance():
     assert any(np.array_equal(y, [4, 4, 5]) for y in ys) and any(np.allclose(y, 4) and len(y) == 2 for y in ys)
     with pytest.raises(ValueError, match="lacks the columns"):
         plots.plot_center_history(frame.drop(columns="slack_residual"))
+
+
+def test_plot_search_history_draws_the_seed_mean_per_code_length_and_says_whether_d_held():
+    frame = pd.DataFrame({"cycle": [0, 1, 2] * 3, "seed": [0, 0, 0, 1, 1, 1, 0, 0, 0],
+                          "bits": [16] * 6 + [32] * 3, "s_loss": [0.3, 0.2, 0.1, 0.5, 0.4, 0.3, 0.2, 0.2, 0.1],
+                          "d_min": [4, 5, 5, 4, 4, 3, 9, 9, 9], "gv_distance": [4] * 6 + [9] * 3})
+    fig = plots.plot_search_history(frame)
+    lines = {line.get_label(): line.get_ydata() for line in fig.axes[0].get_lines()}
+    np.testing.assert_allclose(lines["16 bits"], [0.4, 0.3, 0.2])  # mean of seeds 0 and 1
+    np.testing.assert_allclose(lines["32 bits"], [0.2, 0.2, 0.1])
+    with pytest.raises(ValueError, match="lacks the columns"):
+        plots.plot_search_history(frame.drop(columns="seed"))
+    # d from the history's own gv_distance column: seed 1's last 16-bit record fell to 3 < 4
+    assert findings.record_distance_finding(frame) == "d_min fell below d at 1 of 9 records."
+    assert findings.record_distance_finding(frame, {16: 3, 32: 9}) == "d_min \u2265 d held at all 9 records."
+    with pytest.raises(ValueError, match="pass targets"):
+        findings.record_distance_finding(frame.drop(columns="gv_distance"))
 
 
 def test_similarity_comparison_figures(tmp_path):

@@ -30,6 +30,7 @@ Modules, each importing only those listed before it:
 ``mds``        ``"mds"`` (and :func:`greedy_code` above :data:`DENSE_MDS_LIMIT` classes)
 ``semantic``   ``"shc"`` (Algorithm 1) and ``"semantic"``; :class:`CenterOptimisation`
 ``search``     ``"shc-ls"``: :func:`local_search_centers`, :func:`steepest_descent`, :func:`distance_tradeoff`
+               (at the distances of :func:`distance_grid`)
 ``registry``   :data:`CENTER_GENERATORS`, :func:`run_center_method`, :func:`generate_centers`
 
 This package re-exports their public names; a module of the package imports its siblings, never the package.
@@ -58,7 +59,7 @@ from shc.centers.registry import (
     generate_centers,
     run_center_method,
 )
-from shc.centers.search import LS_DEFAULTS, distance_tradeoff, local_search_centers, steepest_descent
+from shc.centers.search import LS_DEFAULTS, distance_grid, distance_tradeoff, local_search_centers, steepest_descent
 from shc.centers.semantic import (
     SEMANTIC_DEFAULTS,
     SHC_DEFAULTS,
@@ -83,6 +84,7 @@ __all__ = [
     "center_quality",
     "csq_centers",
     "distance_cap_bound",
+    "distance_grid",
     "distance_tradeoff",
     "generate_centers",
     "geometry_lesson",

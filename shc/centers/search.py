@@ -32,7 +32,7 @@ D_ij by -2 only for the j that differ from h_i in both bits, so it is feasible i
 distance d or d + 1: a pair at distance d whose every single flip is blocked can still move, one bit
 towards and one away. Everything is seeded (numba's generator), so the
 same inputs and seed give the same centers. :func:`steepest_descent` is the plain numpy reference, and
-:func:`distance_tradeoff` the price of separation.
+:func:`distance_tradeoff` the price of separation (at the distances of :func:`distance_grid`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from shc.centers.quality import center_quality, packed_min_distance, relaxation_
 from shc.centers.semantic import CenterOptimisation, optimize_semantic_centers
 from shc.similarity import validate_similarity
 
-__all__ = ["LS_DEFAULTS", "distance_tradeoff", "local_search_centers", "steepest_descent"]
+__all__ = ["LS_DEFAULTS", "distance_grid", "distance_tradeoff", "local_search_centers", "steepest_descent"]
 
 #: The starts :func:`local_search_centers` knows; each draws its annealing seed from its place here.
 START_NAMES = ("mds", "shc", "spectral", "relax")
@@ -343,6 +343,15 @@ def steepest_descent(similarity: Any, init: Any, min_distance: int) -> np.ndarra
         D[:, i] += s * H[:, k]
         D[i, i] = q + 1
         H[i, k] = -s
+
+
+def distance_grid(largest: int, points: int = 6) -> list[int]:
+    """Required distances for :func:`distance_tradeoff`: ``points`` evenly spaced from 0 to ``largest`` (the GV
+    distance, say), rounded to whole bits, without repeats, ascending: ``distance_grid(7) == [0, 1, 3, 4, 6, 7]``."""
+    for name, value, least in (("largest", largest, 0), ("points", points, 2)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}.")
+    return sorted({int(d) for d in np.linspace(0, largest, points).round()})
 
 
 def distance_tradeoff(similarity: Any, num_bits: int, distances: Any, seed: int = 0, **options: Any) -> list[dict]:

@@ -99,9 +99,10 @@ def _centers(rows: Any, reference: str | Sequence[str] = "shc", baseline: str = 
     return center_findings(rows, reference, baseline)
 
 
-def _record_distance(history: Any, targets: Mapping[Any, int]) -> list[str]:
+def _record_distance(history: Any, targets: Mapping[Any, int] | None = None) -> list[str]:
     """:func:`record_distance_finding` with the targets as JSON gives them back (code lengths as strings)."""
-    return [record_distance_finding(history, {int(bits): int(d) for bits, d in targets.items()})]
+    return [record_distance_finding(history, None if targets is None else
+                                    {int(bits): int(d) for bits, d in targets.items()})]
 
 
 for _name, _function, _tables in (

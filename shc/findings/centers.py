@@ -264,9 +264,14 @@ def _fixed(value: float, decimals: int = 3) -> str:
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
-def record_distance_finding(history: Any, targets: Mapping[int, int]) -> str:
-    """Whether ``d_min >= d`` held at every record of a search history (columns ``bits``, ``d_min``), in words."""
-    required = history["bits"].map(targets)
+def record_distance_finding(history: Any, targets: Mapping[int, int] | None = None) -> str:
+    """Whether ``d_min >= d`` held at every record of a search history (columns ``bits``, ``d_min``), in words; d
+    per code length from ``targets``, else from the history's ``gv_distance`` column
+    (:func:`shc.results.center_history_rows`)."""
+    if targets is None and "gv_distance" not in history:
+        raise ValueError("the history has no gv_distance column; pass targets={bits: d} (or read it with "
+                         "shc.results.center_history_rows).")
+    required = history["gv_distance"] if targets is None else history["bits"].map(targets)
     below = int((history["d_min"] < required).sum())
     if below == 0:
         return f"d_min \u2265 d held at all {len(history)} records."

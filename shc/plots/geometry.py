@@ -495,6 +495,38 @@ def plot_center_history(history_frame, group: str = "bits") -> Figure:
     return fig
 
 
+
+def plot_search_history(history_frame, group: str = "bits") -> Figure:
+    """shc-ls's search record by record: S_loss at each record (per start: the start, its descent, its annealing
+    blocks, its final descent; last: the pair descent), one line per ``group`` value (default the code length),
+    the mean over seeds with a +-1 std band.
+
+    Parameters
+    ----------
+    history_frame : pandas.DataFrame
+        One row per record (columns ``cycle``, ``seed``, ``s_loss`` and ``group``):
+        ``shc.results.center_history_rows(configs, "shc-ls")``.
+    group : str
+        Column telling the lines apart.
+    """
+    import pandas as pd
+
+    from shc.plots.curves import plot_curves
+
+    if not isinstance(history_frame, pd.DataFrame) or history_frame.empty:
+        raise ValueError("history_frame must be a non-empty DataFrame (shc.results.center_history_rows).")
+    missing = [c for c in ("cycle", "seed", "s_loss", group) if c not in history_frame]
+    if missing:
+        raise ValueError(f"history_frame lacks the columns {missing}; it has {list(history_frame.columns)}.")
+    records = np.sort(history_frame["cycle"].unique())
+    curves = {}
+    for value, frame in history_frame.groupby(group, sort=True):
+        per_seed = frame.pivot_table(index="seed", columns="cycle", values="s_loss").reindex(columns=records)
+        curves[f"{value} bits" if group == "bits" else str(value)] = per_seed.to_numpy()
+    return plot_curves(records, curves, xlabel="record (start, descent, annealing blocks, final descent; per start; "
+                       "last: pair descent)", ylabel="S_loss (mean squared error, unitless)",
+                       title="shc-ls center optimisation", legend_title="code length" if group == "bits" else group)
+
 def distance_frame(centers_by_method: Mapping[str, np.ndarray]):
     """Tidy ``method, distance, pairs`` rows: how many center pairs (i < j) of each set lie at each Hamming
     distance 0..q, the bars :func:`plot_distance_histograms` draws (zero counts included, so ``d_min`` is the

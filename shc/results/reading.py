@@ -94,9 +94,10 @@ def load_center_quality(config: RunConfig) -> dict[str, Any]:
 
 
 def load_center_history(config: RunConfig) -> pd.DataFrame:
-    """Stage 2's ``history.json`` as a DataFrame, one row per outer cycle of Algorithm 1 (cycle 0 is the
+    """Stage 2's ``history.json`` as a DataFrame: for "shc", one row per outer cycle of Algorithm 1 (cycle 0 is the
     MDS start): objective (Eq. 22), s_loss, d_min, violated pairs, proxy and slack residuals, accepted and
-    rejected column updates. Empty for generators without cycles (all but "shc")."""
+    rejected column updates; for "shc-ls", one row per record of its search (``cycle``, ``s_loss``, ``d_min``).
+    Empty for generators without a search (random, csq, mds, semantic)."""
     import pandas as pd
 
     _require_centers(config)
@@ -282,21 +283,26 @@ def center_rows(configs: Iterable[RunConfig], similarity: str = "logits") -> pd.
     return pd.DataFrame(rows)
 
 
-def center_history_rows(configs: Iterable[RunConfig]) -> pd.DataFrame:
-    """The per-cycle records of Algorithm 1 (:func:`load_center_history`) of the configs whose generator
-    has cycles ("shc"), stacked with the identity columns and the target distance ``gv_distance``
-    (Eq. 13) in front."""
+def center_history_rows(configs: Iterable[RunConfig], method: str = "shc") -> pd.DataFrame:
+    """The per-record history of a center search (:func:`load_center_history`) of the configs whose generator is
+    ``method`` ("shc": Algorithm 1, one row per outer cycle; "shc-ls": the local search, one row per record),
+    stacked with the identity columns and the target distance ``gv_distance`` (Eq. 13) in front."""
     import pandas as pd
 
     from shc.centers import gv_min_distance
 
+    searches = {"shc": "Algorithm 1", "shc-ls": "the local search"}
+    if method not in searches:
+        raise ValueError(f"method must be one of {sorted(searches)} (the center searches that keep a history), "
+                         f"got {method!r}.")
     frames = []
     for config in configs:
-        if _method(config).centers == "shc":
+        if _method(config).centers == method:
             gv_distance = gv_min_distance(load_data(config).num_classes, config.bits)
             frames.append(load_center_history(config).assign(**_identity(config), gv_distance=gv_distance))
     if not frames:
-        raise ValueError("none of the configs generates its centers with Algorithm 1; include method 'shc'.")
+        raise ValueError(f"none of the configs generates its centers with {searches[method]}; include method "
+                         f"{method!r}.")
     frame = pd.concat(frames, ignore_index=True)
     return frame[IDENTITY_COLUMNS + [column for column in frame.columns if column not in IDENTITY_COLUMNS]]
 
