@@ -7,6 +7,7 @@ import math
 import pandas as pd
 import pytest
 
+from shc import results
 from shc.results import ranking_line, regime_rows
 
 METRIC = "tie_aware_mAP@ALL"
@@ -524,3 +525,29 @@ def test_measured_pairings_are_the_pairing_columns_that_hold_values():
     assert measured_pairings(runs, ("tie_aware_mAP@ALL", "tie_aware_mAP@100")) == [
         "unseen@all_tie_aware_mAP@ALL", "unseen@all_tie_aware_mAP@100"]
     assert measured_pairings(runs[["tie_aware_mAP@ALL"]]) == []
+
+
+def test_relabelled_renames_only_the_named_rows_from_the_chosen_column():
+    rows = pd.DataFrame({"label": ["shc", "shc (text S)", "csq"], "similarity": ["logits", "text", "logits"],
+                         "mAP@ALL": [0.5, 0.4, 0.3]})
+    by_label = results.relabelled(rows, {"shc": "SHC", "absent": "never used"})
+    assert by_label["label"].tolist() == ["SHC", "shc (text S)", "csq"]
+    by_source = results.relabelled(rows, {"text": "text S"}, by="similarity")
+    assert by_source["label"].tolist() == ["shc", "text S", "csq"]
+    assert rows["label"].tolist() == ["shc", "shc (text S)", "csq"]  # a copy: the rows are untouched
+    with pytest.raises(ValueError, match="no 'source' column"):
+        results.relabelled(rows, {}, by="source")
+
+
+def test_a_readable_table_writes_every_cell_as_text_and_names_value_columns_on_request():
+    import numpy as np
+
+    frame = pd.DataFrame({"tie_aware_mAP@ALL": [0.51234, np.nan], "train_center_hit_rate": [0.9, 1.0],
+                          "kept": [True, False], "never": [np.nan, np.nan], "options": [{"a": 1}, {}]})
+    table = results.readable_table(frame).frame  # shown in full, never cut to "..."
+    assert table.index.name == "rank" and table.index.tolist() == [1, 2]
+    assert "never" not in table.columns  # no value at all: left out
+    assert table.loc[1, "tie_aware_mAP@ALL"] == "0.5123" and table.loc[2, "tie_aware_mAP@ALL"] == "n/a"
+    assert table["kept"].tolist() == ["yes", "no"] and table["options"].tolist() == ["a = 1", "none"]
+    named = results.readable_table(frame, named=True, drop_empty=False).frame
+    assert named.columns.tolist() == ["mAP@ALL (tie-aware)", "center hit rate (train)", "kept", "never", "options"]

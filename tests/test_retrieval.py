@@ -112,6 +112,23 @@ def test_mih_equals_linear_scan_on_clustered_codes():
             np.testing.assert_array_equal(linear[1], mih[1])
 
 
+@pytest.mark.parametrize("k", [10, 300])
+def test_mih_equals_linear_scan_when_more_codes_tie_than_its_first_buffer_holds(k):
+    """Hash-center codes: thousands of items on a few codes, so a query's candidates within the k-th distance
+    outgrow MIH's first buffer (max(4k, 1024)). Its growth inside numba's parallel loop once returned row 0 ten
+    times for ten identical codes, and out-of-range rows for queries far from the clusters (an audit's find)."""
+    rng = np.random.default_rng(7)
+    centers = _codes(rng, 4, 32)
+    database = np.concatenate([np.repeat(centers, 1500, axis=0),  # 1,500 copies of each center
+                               centers[rng.integers(0, 4, 2000)] * np.where(rng.random((2000, 32)) < 0.05, -1, 1)])
+    queries = np.concatenate([centers, _codes(rng, 20, 32)]).astype(np.int8)  # on the clusters and far from them
+    index = HashIndex(32).add(database.astype(np.int8))
+    linear = index.search(queries, k, method="linear")
+    mih = index.search(queries, k, method="mih")
+    np.testing.assert_array_equal(linear[0], mih[0])
+    np.testing.assert_array_equal(linear[1], mih[1])
+
+
 def test_ranking_is_the_one_shc_metrics_evaluates():
     """mAP@K recomputed from HashIndex's top K (AP = mean precision at the relevant ranks) equals shc.metrics."""
     rng = np.random.default_rng(6)

@@ -16,7 +16,7 @@ every public name is re-exported (``from shc.results import result_rows, retriev
 - :mod:`~shc.results.statistics`: paired comparisons over seeds (:func:`ranking_line`, :func:`regime_rows`);
 - :mod:`~shc.results.tables`: tables in the paper's layouts, mean ± std over seeds with best bold and second
   underlined: :func:`retrieval_table` (Tables 4-8), :func:`center_table` (Table 3), :func:`classifier_table`
-  (Table 2); the command line's Markdown tables; :func:`readable_table`;
+  (Table 2); the command line's Markdown tables; :func:`readable_table`; display names (:func:`relabelled`);
 - :mod:`~shc.results.prose`: the computed sentences around the tables (:func:`budget_phrase`, :func:`device_phrase`, the paired
   comparisons, the paper side by side, two presets side by side);
 - :mod:`~shc.results.files`: a preset's results file, one CSV row per run (:func:`write_results`,
@@ -41,7 +41,8 @@ from shc.results.reading import (IDENTITY_COLUMNS, REACH_KEYS, REPORTED_MAP_KEYS
                                  load_history, load_metrics, load_similarity, load_stage1_metrics, result_rows,
                                  measured_pairings, run_label, selected_epoch_share, similarity_sources)
 from shc.results.statistics import headline_rows, ranking_line, regime_rows, verdict_sentence
-from shc.results.tables import RankedTable, center_table, classifier_table, readable_table, retrieval_table, value_name
+from shc.results.tables import (RankedTable, center_table, classifier_table, readable_table, relabelled,
+                                retrieval_table, value_name)
 from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, load_data
 from shc.stages import artifact
 
@@ -98,6 +99,7 @@ __all__ = [
     "ranking_line",
     "readable_table",
     "regime_rows",
+    "relabelled",
     "result_rows",
     "retrieval_table",
     "run_label",

@@ -59,8 +59,9 @@ _VALUE_DIGITS = {"d_min": 1, "gv_distance": 1, "num_at_d_min": 1, "mean_distance
                  "train_seconds": 1, "selected_epoch": 1}
 _VALUE_NAMES = {**{key: f"{key.removeprefix('tie_aware_')} (tie-aware)" for key in TIE_AWARE_MAP_KEYS},
                 **{key: f"{key} (ties by index)" for key in MAP_KEYS}, "s_loss": "S_loss",
-                "mean_distance": "mean distance", "spearman": "Spearman", "gv_distance": "GV d", "num_at_d_min": "pairs at d_min", "train_seconds": "train seconds",
-                "selected_epoch": "selected epoch",
+                "mean_distance": "mean distance", "spearman": "Spearman", "gv_distance": "GV d",
+                "num_at_d_min": "pairs at d_min", "train_seconds": "train seconds", "selected_epoch": "selected epoch",
+                "reach_targets": "reached targets",
                 **{key: f"{key.split('_', 1)[1].replace('_', ' ')} ({key.split('_', 1)[0]})" for key in REACH_KEYS},
                 # the unseen-class pairings: "unseen@all mAP@ALL (tie-aware)"
                 **{key: f"{key.split('_', 1)[0]} {key.split('_', 1)[1].removeprefix('tie_aware_')} "
@@ -211,6 +212,18 @@ def _ranked_table(frame, values: Sequence[str], index: Sequence[str], columns: S
                        table("count").fillna(0).astype(int), table("rank").astype(float))
 
 
+def relabelled(rows: Any, names: Mapping[Any, str], by: str = "label") -> pd.DataFrame:
+    """A copy of ``rows`` (:func:`result_rows`) whose ``label`` is ``names[value of by]`` where ``names`` has it
+    (the others keep their label), so a table, its statistics (:func:`shc.stats.summary_frame`) and the findings
+    all read the same display names: ``relabelled(rows, {"text": "text S"}, by="similarity")``."""
+    frame = _as_frame(rows)
+    for column in {by, "label"}:
+        if column not in frame:
+            raise ValueError(f"rows have no {column!r} column; build them with result_rows(configs).")
+    frame["label"] = [names.get(value, label) for value, label in zip(frame[by], frame["label"])]
+    return frame
+
+
 def retrieval_table(rows: Any, metric: str | Sequence[str] = "mAP@ALL", row: str = "label",
                     order: Sequence[Any] | None = None, labels: Mapping[Any, str] | None = None,
                     digits: int = 4) -> RankedTable:
@@ -306,11 +319,14 @@ def _print_table(title: str, rows: pd.DataFrame, metric: str, order: Sequence[st
     print()
 
 
-def readable_table(frame: Any, digits: int = 4, index_name: str = "rank", drop_empty: bool = True):
+def readable_table(frame: Any, digits: int = 4, index_name: str = "rank", drop_empty: bool = True,
+                   named: bool = False):
     """A frame as a reader should see it: every cell text (numbers through :func:`shc.stats.format_value`,
     so no ``NaN`` and no ``True``/``False``: ``n/a``, ``yes``/``no``; dicts as ``key = value`` lists; nothing cut
     to "..."), a default 0..n-1 index replaced by a 1-based one named ``index_name``, and columns that hold no
-    value at all left out (``drop_empty``). Display it; save the numeric frame (:func:`shc.plots.save_table`)."""
+    value at all left out (``drop_empty``). With ``named``, value columns carry the tables' names
+    (:func:`value_name`: ``train_center_hit_rate`` -> ``center hit rate (train)``). Display it; save the numeric
+    frame (:func:`shc.plots.save_table`)."""
     import pandas as pd
 
     from shc.stats import format_value
@@ -318,6 +334,8 @@ def readable_table(frame: Any, digits: int = 4, index_name: str = "rank", drop_e
     frame = frame.copy()
     if drop_empty:
         frame = frame.loc[:, [column for column in frame.columns if not frame[column].isna().all()]]
+    if named:
+        frame.columns = [value_name(column) for column in frame.columns]
     if isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1:
         frame.index = pd.RangeIndex(1, len(frame) + 1, name=index_name)
 

@@ -284,6 +284,101 @@ def _next_within(flat, query, n_words, start, end, threshold):
     return end, np.int64(0)
 
 
+@numba.njit
+def _mih_query(query, k, table_codes, table_rows, offsets, sub_start, sub_length, max_length, out_rows,
+               out_distances):
+    """:func:`mih_search` for one query, into its rows of the outputs. A serial function of its own: compiled
+    inside the parallel loop, the growth of the candidate buffer (arrays rebound to larger ones) kept stale
+    values under numba's ``parallel=True``, so a query with more than 1024 candidates within the k-th distance
+    (many items on one code, as hash centers make) got wrong rows (found by an audit, 2026-12-02)."""
+    n_words = query.shape[0]
+    m = sub_start.shape[0]
+    n_values = 64 * n_words + 1
+    keys = np.empty(m, np.int64)
+    for j in range(m):
+        keys[j] = _substring(query, sub_start[j], sub_length[j])
+    hist = np.zeros(n_values, np.int64)
+    capacity = max(4 * k, 1024)
+    found_d = np.empty(capacity, np.int64)
+    found_row = np.empty(capacity, np.int64)
+    n_found = 0
+    threshold = n_values - 1  # codes farther than this can no longer enter the top k
+    xor = np.empty(n_words, np.uint64)
+    done = False
+    for r in range(max_length + 1):
+        for j in range(m):
+            length = sub_length[j]
+            flat_j = table_codes[j].reshape(table_codes.shape[1] * n_words)
+            if r <= length:
+                mask = (np.int64(1) << r) - 1  # Gosper's hack: every length-bit mask with r bits set
+                limit = np.int64(1) << length
+                while mask < limit:
+                    bucket = keys[j] ^ mask
+                    p = offsets[j, bucket] - 1
+                    end = offsets[j, bucket + 1]
+                    while True:
+                        p, d = _next_within(flat_j, query, n_words, p + 1, end, threshold)
+                        if p == end:
+                            break
+                        for w in range(n_words):
+                            xor[w] = query[w] ^ table_codes[j, p, w]
+                        first = True
+                        for jj in range(m):
+                            if jj != j:
+                                s = popcount(u64(_substring(xor, sub_start[jj], sub_length[jj])))
+                                if s < r or (s == r and jj < j):
+                                    first = False
+                                    break
+                        if not first:
+                            continue
+                        if n_found == capacity:  # drop what can no longer qualify, grow if still full
+                            threshold = _kth_distance(hist, k)
+                            kept = 0
+                            for c in range(n_found):
+                                if found_d[c] <= threshold:
+                                    found_d[kept] = found_d[c]
+                                    found_row[kept] = found_row[c]
+                                    kept += 1
+                            n_found = kept
+                            if n_found > capacity // 2:
+                                capacity *= 2
+                                grown_d = np.empty(capacity, np.int64)
+                                grown_row = np.empty(capacity, np.int64)
+                                grown_d[:n_found] = found_d[:n_found]
+                                grown_row[:n_found] = found_row[:n_found]
+                                found_d, found_row = grown_d, grown_row
+                            if d > threshold:
+                                continue
+                        found_d[n_found] = d
+                        found_row[n_found] = table_rows[j, p]
+                        n_found += 1
+                        hist[d] += 1
+                    if r == 0:
+                        break
+                    lowest = mask & -mask
+                    ripple = mask + lowest
+                    mask = (((ripple ^ mask) >> 2) // lowest) | ripple
+                threshold = _kth_distance(hist, k)
+                if threshold <= m * r + j:
+                    done = True
+            else:
+                done = True  # table j is exhausted: every code has been reached through it
+            if done:
+                break
+        if done:
+            break
+    keys_sorted = np.empty(n_found, np.int64)
+    n_kept = 0
+    for c in range(n_found):
+        if found_d[c] <= threshold:
+            keys_sorted[n_kept] = (found_d[c] << 40) | found_row[c]
+            n_kept += 1
+    keys_sorted = np.sort(keys_sorted[:n_kept])
+    for c in range(k):
+        out_distances[c] = keys_sorted[c] >> 40
+        out_rows[c] = keys_sorted[c] & ((np.int64(1) << 40) - 1)
+
+
 @cached_njit(parallel=True)
 def mih_search(queries, k, table_codes, table_rows, offsets, sub_start, sub_length, out_rows, out_distances):
     """Exact top-k by multi-index hashing; rows sorted by (distance, row), ``k <= n_db``.
@@ -297,94 +392,10 @@ def mih_search(queries, k, table_codes, table_rows, offsets, sub_start, sub_leng
     the search stops once the k-th smallest distance found is within that bound, and all ties at that
     distance are known, so breaking them by row gives exactly the linear scan's answer.
     """
-    n_queries, n_words = queries.shape
-    m = sub_start.shape[0]
-    n_values = 64 * n_words + 1
+    n_queries = queries.shape[0]
     max_length = 0
-    for j in range(m):
+    for j in range(sub_start.shape[0]):
         max_length = max(max_length, sub_length[j])
     for i in numba.prange(n_queries):
-        query = queries[i]
-        keys = np.empty(m, np.int64)
-        for j in range(m):
-            keys[j] = _substring(query, sub_start[j], sub_length[j])
-        hist = np.zeros(n_values, np.int64)
-        capacity = max(4 * k, 1024)
-        found_d = np.empty(capacity, np.int64)
-        found_row = np.empty(capacity, np.int64)
-        n_found = 0
-        threshold = n_values - 1  # codes farther than this can no longer enter the top k
-        xor = np.empty(n_words, np.uint64)
-        done = False
-        for r in range(max_length + 1):
-            for j in range(m):
-                length = sub_length[j]
-                flat_j = table_codes[j].reshape(table_codes.shape[1] * n_words)
-                if r <= length:
-                    mask = (np.int64(1) << r) - 1  # Gosper's hack: every length-bit mask with r bits set
-                    limit = np.int64(1) << length
-                    while mask < limit:
-                        bucket = keys[j] ^ mask
-                        p = offsets[j, bucket] - 1
-                        end = offsets[j, bucket + 1]
-                        while True:
-                            p, d = _next_within(flat_j, query, n_words, p + 1, end, threshold)
-                            if p == end:
-                                break
-                            for w in range(n_words):
-                                xor[w] = query[w] ^ table_codes[j, p, w]
-                            first = True
-                            for jj in range(m):
-                                if jj != j:
-                                    s = popcount(u64(_substring(xor, sub_start[jj], sub_length[jj])))
-                                    if s < r or (s == r and jj < j):
-                                        first = False
-                                        break
-                            if not first:
-                                continue
-                            if n_found == capacity:  # drop what can no longer qualify, grow if still full
-                                threshold = _kth_distance(hist, k)
-                                kept = 0
-                                for c in range(n_found):
-                                    if found_d[c] <= threshold:
-                                        found_d[kept] = found_d[c]
-                                        found_row[kept] = found_row[c]
-                                        kept += 1
-                                n_found = kept
-                                if n_found > capacity // 2:
-                                    capacity *= 2
-                                    grown_d = np.empty(capacity, np.int64)
-                                    grown_row = np.empty(capacity, np.int64)
-                                    grown_d[:n_found] = found_d[:n_found]
-                                    grown_row[:n_found] = found_row[:n_found]
-                                    found_d, found_row = grown_d, grown_row
-                                if d > threshold:
-                                    continue
-                            found_d[n_found] = d
-                            found_row[n_found] = table_rows[j, p]
-                            n_found += 1
-                            hist[d] += 1
-                        if r == 0:
-                            break
-                        lowest = mask & -mask
-                        ripple = mask + lowest
-                        mask = (((ripple ^ mask) >> 2) // lowest) | ripple
-                    threshold = _kth_distance(hist, k)
-                    if threshold <= m * r + j:
-                        done = True
-                else:
-                    done = True  # table j is exhausted: every code has been reached through it
-                if done:
-                    break
-            if done:
-                break
-        keys_sorted = np.empty(n_found, np.int64)
-        n_kept = 0
-        for c in range(n_found):
-            if found_d[c] <= threshold:
-                keys_sorted[n_kept] = (found_d[c] << 40) | found_row[c]
-                n_kept += 1
-        keys_sorted = np.sort(keys_sorted[:n_kept])
-        for c in range(k):
-            out_distances[i, c] = keys_sorted[c] >> 40
-            out_rows[i, c] = keys_sorted[c] & ((np.int64(1) << 40) - 1)
+        _mih_query(queries[i], k, table_codes, table_rows, offsets, sub_start, sub_length, max_length, out_rows[i],
+                   out_distances[i])
