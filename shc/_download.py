@@ -9,6 +9,7 @@ progress and raises :class:`DownloadError` with the caller's instructions for a 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import urllib.error
 import urllib.request
@@ -51,13 +52,28 @@ def _digest(path: Path, algorithm: str) -> str:
     return hasher.hexdigest()
 
 
-def _fetch(url: str, destination: Path, timeout: float) -> None:
-    """Stream ``url`` into a temporary file next to ``destination``, then rename it (never half a file)."""
+class _BadFile(ValueError):
+    """A download that arrived but is not the file: cut short, or with another checksum."""
+
+
+def _fetch(url: str, destination: Path, timeout: float, checksum: tuple[str, str] | None) -> None:
+    """Stream ``url`` into a temporary file next to ``destination``; only a whole file (as many bytes as the
+    server announced) with the right ``checksum`` replaces it: a failed download never leaves half a file, and
+    never removes the file that was there before."""
     request = urllib.request.Request(url, headers={"User-Agent": "shc"})
     with urllib.request.urlopen(request, timeout=timeout) as response, \
-            atomic_path(destination, suffix=".part") as partial, open(partial, "wb") as handle:
-        for chunk in iter(lambda: response.read(_CHUNK), b""):
-            handle.write(chunk)
+            atomic_path(destination, suffix=".part") as partial:
+        with open(partial, "wb") as handle:
+            for chunk in iter(lambda: response.read(_CHUNK), b""):
+                handle.write(chunk)
+        announced, received = response.headers.get("Content-Length"), partial.stat().st_size
+        if announced is not None and announced.isdigit() and int(announced) != received:
+            raise _BadFile(f"the connection ended after {received} of {announced} bytes")
+        if checksum is not None:
+            algorithm, expected = checksum
+            actual = _digest(partial, algorithm)
+            if not actual.startswith(expected.lower()):
+                raise _BadFile(f"{algorithm} {actual} does not start with the expected {expected}")
 
 
 def download_file(
@@ -82,6 +98,8 @@ def download_file(
     checksum : (algorithm, hex prefix), optional
         ``("md5", "8d4f...")`` or ``("sha256", "f37072fd")``: the file's digest must start with the prefix
         (torch hub file names carry the first 8 hex digits of the SHA-256); a mismatch counts as a failure.
+        Checked before the file takes its place, as is its length where the server announces one: a bad
+        download keeps whatever ``destination`` held.
     timeout : float, optional
         Seconds to wait for the connection and for each chunk; default :func:`download_timeout`.
 
@@ -107,18 +125,13 @@ def download_file(
     failures = []
     for url in urls:
         try:
-            _fetch(url, destination, timeout)
-        except (OSError, urllib.error.URLError, ValueError) as error:  # timeouts are OSErrors
-            failures.append(f"{url}: {error!r}")
-            continue
-        if checksum is not None:
-            algorithm, expected = checksum
-            actual = _digest(destination, algorithm)
-            if not actual.startswith(expected.lower()):
-                destination.unlink()
-                failures.append(f"{url}: {algorithm} {actual} does not start with the expected {expected}")
-                continue
-        return destination
+            _fetch(url, destination, timeout, checksum)
+        except _BadFile as error:
+            failures.append(f"{url}: {error}")
+        except (OSError, urllib.error.URLError, http.client.HTTPException, ValueError) as error:
+            failures.append(f"{url}: {error!r}")  # timeouts are OSErrors; a garbled or cut reply, HTTPException
+        else:
+            return destination
     raise DownloadError(
         f"could not download {destination.name} (timeout {timeout:g} s per connection and chunk; set "
         f"$SHC_DOWNLOAD_TIMEOUT to change it). Tried: {'; '.join(failures)}. {instructions}"

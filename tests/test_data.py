@@ -15,6 +15,7 @@ from scipy.io import savemat
 from sklearn.datasets import load_digits
 
 import shc.data.composites as composites
+from shc._download import DownloadError
 from shc.data import (
     CompositeTransform,
     DatasetSplits,
@@ -406,6 +407,34 @@ def test_the_gpu_record_s_cifar100_stand_in_is_official_format_with_known_pixels
     assert sum(len(part) for part in splits.splits.values()) == 1200  # 12 a class, train+test pooled
 
 
+def test_cifar100_download_fetches_the_official_archive_with_a_timeout_and_extracts_it(tmp_path, monkeypatch):
+    """download=True through shc._download (a timeout, the MD5 checked), not torchvision's untimed download: the
+    archive is the official tar.gz of the cifar-100-python folder, here a tiny one served as a file:// URL."""
+    import hashlib
+    import tarfile
+
+    import shc.data.formats as formats
+
+    write_tiny_cifar(tmp_path / "source")
+    archive = tmp_path / "server" / "cifar-100-python.tar.gz"
+    archive.parent.mkdir()
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tmp_path / "source" / "cifar-100-python", arcname="cifar-100-python")
+    monkeypatch.setattr(formats, "CIFAR100_URLS", (archive.as_uri(),))
+    monkeypatch.setattr(formats, "CIFAR100_MD5", "0000")  # a wrong checksum: refused, nothing extracted
+    root = tmp_path / "data"
+    with pytest.raises(DownloadError, match="md5 .* does not start with the expected 0000"):
+        load_dataset("cifar100", root=root, download=True, train_size=30, query_size=20, val_size=10, image_size=32)
+    assert not (root / "cifar-100-python").exists()
+    monkeypatch.setattr(formats, "CIFAR100_MD5", hashlib.md5(archive.read_bytes()).hexdigest())
+    downloaded = load_dataset("cifar100", root=root, download=True, train_size=30, query_size=20, val_size=10,
+                              image_size=32)
+    local = load_dataset("cifar100", root=tmp_path / "source", train_size=30, query_size=20, val_size=10,
+                         image_size=32)
+    assert np.array_equal(downloaded.train.labels, local.train.labels)
+    assert sorted(p.name for p in root.iterdir()) == ["cifar-100-python", "cifar-100-python.tar.gz"]
+
+
 def test_cifar100_seeded(tmp_path):
     write_tiny_cifar(tmp_path)
     first, again, other = (
@@ -583,6 +612,25 @@ def test_nabirds_b_random_disjoint_database_is_the_rest(tmp_path):
     assert [len(ids[s]) for s in SPLITS] == [4, 4, 8, 8]
     assert set().union(*ids.values()) == set(range(24)) and sum(map(len, ids.values())) == 24
     assert "25,612" in splits.protocol
+
+
+@pytest.mark.parametrize(("dataset", "write", "damage"), [
+    ("cifar100", write_tiny_cifar, ("cifar-100-python/train", lambda data: data[: len(data) // 2])),
+    ("stanford-cars-a", write_tiny_cars, ("devkit/cars_train_annos.mat", lambda data: b"MATLAB 5.0 garbage" * 9)),
+    ("stanford-cars-a", write_tiny_cars, ("devkit/cars_meta.mat", lambda data: data[:200])),
+    ("nabirds-a", write_tiny_nabirds, ("classes.txt", lambda data: b"\xff\xfe" + data)),
+])
+def test_a_damaged_dataset_file_is_named_with_the_fix(tmp_path, dataset, write, damage):
+    """A truncated pickle, a garbled or cut .mat, a text file that is not UTF-8: the error names the file and how
+    to restore it, not a bare UnpicklingError, IndexError or UnicodeDecodeError."""
+    write(tmp_path)
+    name, change = damage
+    path = tmp_path / name
+    path.write_bytes(change(path.read_bytes()))
+    with pytest.raises(ValueError, match="is damaged or not the official file") as raised:
+        load_dataset(dataset, root=tmp_path, **({"train_size": 30, "query_size": 20, "val_size": 10}
+                                                 if dataset == "cifar100" else {}))
+    assert str(path) in str(raised.value)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ timeout), and the idx files are tiny ones written here in the official format.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import socket
@@ -88,6 +89,60 @@ def test_download_with_a_wrong_checksum_fails_and_keeps_nothing(tmp_path):
     with pytest.raises(DownloadError, match="md5 900150983cd24fb0d6963f7d28e17f72 does not start with"):
         download_file(source.as_uri(), target, instructions="", checksum=("md5", "ffff"))
     assert not target.exists()
+
+
+class RawServer:
+    """A one-connection HTTP server on 127.0.0.1 that sends ``reply`` (raw bytes) and hangs up: a reply cut short
+    or garbled, as a proxy or a dropped connection gives one."""
+
+    def __init__(self, reply: bytes) -> None:
+        import threading
+
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(1)
+        self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}/file.bin"
+        self.thread = threading.Thread(target=self._serve, args=(reply,), daemon=True)
+        self.thread.start()
+
+    def _serve(self, reply: bytes) -> None:
+        with contextlib.suppress(OSError):
+            connection, _ = self.socket.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(reply)
+
+    def __enter__(self) -> RawServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.socket.close()
+        self.thread.join(5)
+
+
+def test_a_reply_cut_short_or_garbled_fails_over_to_the_next_mirror(tmp_path):
+    good = tmp_path / "good.bin"
+    good.write_bytes(b"the whole file")
+    for reply, said in ((b"HTTP/1.0 200 OK\r\nContent-Length: 100\r\n\r\nhello", "after 5 of 100 bytes"),
+                        (b"garbage, not HTTP\r\n\r\n", "BadStatusLine")):
+        target = tmp_path / "out" / "file.bin"
+        with RawServer(reply) as server:
+            assert download_file([server.url, good.as_uri()], target, instructions="", timeout=5) == target
+        assert target.read_bytes() == b"the whole file"
+        target.unlink()
+        with RawServer(reply) as server, pytest.raises(DownloadError, match=said):
+            download_file(server.url, target, instructions="", timeout=5)
+        assert not target.exists() and not list(target.parent.iterdir())  # nothing half-written left
+
+
+def test_a_bad_download_keeps_the_file_that_was_there(tmp_path):
+    source = tmp_path / "source.bin"
+    source.write_bytes(b"a new file with another checksum")
+    target = tmp_path / "kept.bin"
+    target.write_bytes(b"GOOD OLD FILE")
+    with pytest.raises(DownloadError, match="does not start with the expected ffff"):
+        download_file(source.as_uri(), target, instructions="", checksum=("md5", "ffff"))
+    assert target.read_bytes() == b"GOOD OLD FILE"
 
 
 def test_refused_connection_fails_fast_with_the_instructions(tmp_path):
@@ -180,3 +235,34 @@ def test_missing_fashion_without_download_names_every_way(tmp_path, no_debian):
     for text in ("apt-get install dataset-fashion-mnist", "download=True", "t10k-labels-idx1-ubyte",
                  str(tmp_path / "data"), str(composites.DEBIAN_FASHION_MNIST)):
         assert text in message, text
+
+
+def write_official_size_idx(folder: Path, train_counts: np.ndarray) -> None:
+    """The four idx files at the official sizes (60,000 + 10,000 blank 28x28 images; they compress to little),
+    with ``train_counts`` training labels of each class."""
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays = {"train-images-idx3-ubyte.gz": np.zeros((60_000, 28, 28), np.uint8),
+              "train-labels-idx1-ubyte.gz": np.repeat(np.arange(10, dtype=np.uint8), train_counts),
+              "t10k-images-idx3-ubyte.gz": np.zeros((10_000, 28, 28), np.uint8),
+              "t10k-labels-idx1-ubyte.gz": np.repeat(np.arange(10, dtype=np.uint8), 1_000)}
+    for name, array in arrays.items():
+        with gzip.open(folder / name, "wb", compresslevel=1) as handle:
+            handle.write(idx_bytes(array))
+
+
+MNIST_TRAIN_COUNTS = np.array([5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949])  # the real ones
+
+
+def test_mnist_files_where_fashion_mnist_is_looked_for_are_refused_not_read(tmp_path, no_debian):
+    """Both datasets name their files alike and both are looked for in the data root itself: MNIST's training
+    labels (unbalanced) under the Fashion-MNIST loader, or Fashion-MNIST's (6,000 of each) under MNIST's, are named
+    with the fix; the right files load."""
+    assert MNIST_TRAIN_COUNTS.sum() == 60_000
+    write_official_size_idx(tmp_path / "mnist-here", MNIST_TRAIN_COUNTS)
+    with pytest.raises(ValueError, match=r"holds MNIST's training labels .* not Fashion-MNIST's.*FashionMNIST/raw"):
+        composites._idx_base("fashion", tmp_path / "mnist-here", download=False)
+    assert len(composites._idx_base("mnist", tmp_path / "mnist-here", download=False).labels) == 70_000
+    write_official_size_idx(tmp_path / "fashion-here", np.full(10, 6_000))
+    with pytest.raises(ValueError, match=r"holds Fashion-MNIST's training labels .* not MNIST's.*MNIST/raw"):
+        composites._idx_base("mnist", tmp_path / "fashion-here", download=False)
+    assert len(composites._idx_base("fashion", tmp_path / "fashion-here", download=False).labels) == 70_000

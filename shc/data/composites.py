@@ -249,6 +249,23 @@ def _download_idx_files(kind: str, folder: Path, folders: Sequence[Path]) -> Non
                       checksum=("md5", md5), instructions=_manual_install(kind, folders))
 
 
+def _check_which_idx(kind: str, train_labels: np.ndarray, path: Path, folders: Sequence[Path]) -> None:
+    """Refuse MNIST's files where Fashion-MNIST's were asked for, and the other way round: both use the same file
+    names, and both may sit in the data root itself. The official training labels tell them apart: Fashion-MNIST
+    has exactly 6,000 of each class among its 60,000, MNIST between 5,421 and 6,742. Files of another size (a
+    subset, a test's tiny files) are not judged."""
+    if train_labels.ndim != 1 or len(train_labels) != 60_000 or train_labels.max(initial=0) > 9:
+        return
+    balanced = bool(np.all(np.bincount(train_labels, minlength=10) == 6_000))
+    if balanced == (kind == "fashion"):
+        return
+    found, wanted = ("Fashion-MNIST", "MNIST") if balanced else ("MNIST", "Fashion-MNIST")
+    home = "FashionMNIST/raw" if balanced else "MNIST/raw"
+    raise ValueError(f"{path} holds {found}'s training labels ({'exactly' if balanced else 'not'} 6,000 per "
+                     f"class), not {wanted}'s: the two share their file names. Move {found}'s four files into "
+                     f"<data root>/{home}, where only {found} is looked for. {_manual_install(kind, folders)}")
+
+
 def _idx_base(kind: str, root: Path | None, download: bool) -> _BaseImages:
     """Fashion-MNIST or MNIST base images (train and t10k pooled) from idx files.
 
@@ -272,8 +289,10 @@ def _idx_base(kind: str, root: Path | None, download: bool) -> _BaseImages:
             f"{folder_name} idx files not found in any of: {', '.join(map(str, folders))}. "
             + _manual_install(kind, folders)
         )
+    train_labels = _read_idx(files[1])
+    _check_which_idx(kind, train_labels, files[1], folders)
     images = np.concatenate([_read_idx(files[0]), _read_idx(files[2])])
-    labels = np.concatenate([_read_idx(files[1]), _read_idx(files[3])]).astype(np.int64)
+    labels = np.concatenate([train_labels, _read_idx(files[3])]).astype(np.int64)
     if images.ndim != 3 or len(images) != len(labels) or labels.max() > 9:
         raise ValueError(
             f"inconsistent idx files in {files[0].parent}: {images.shape} images, {labels.shape} labels"

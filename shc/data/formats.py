@@ -86,11 +86,66 @@ def _text(value: Any) -> str:
     return value.decode("latin1") if isinstance(value, bytes) else str(value)
 
 
+def _damaged(path: Path, error: BaseException, fix: str) -> ValueError:
+    """A dataset file that exists but cannot be read, named with ``fix`` (a bare ``UnpicklingError`` or
+    ``IndexError`` names no file)."""
+    return ValueError(f"{path} is damaged or not the official file ({type(error).__name__}: {error}); {fix}")
+
+
 def _read_cifar_pickle(path: Path) -> dict[str, Any]:
     """One CIFAR python pickle (the official format: trusted input only, as with torchvision)."""
-    with open(path, "rb") as handle:
-        content = pickle.load(handle, encoding="latin1")
-    return {_text(key): value for key, value in content.items()}
+    try:
+        with open(path, "rb") as handle:
+            content = pickle.load(handle, encoding="latin1")
+        return {_text(key): value for key, value in content.items()}
+    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError, IndexError) as error:
+        raise _damaged(path, error, "extract cifar-100-python.tar.gz again (https://www.cs.toronto.edu/~kriz/"
+                                    "cifar.html).") from error
+
+
+def _load_mat(path: Path, key: str) -> np.ndarray:
+    """The struct or array ``key`` of a Stanford Cars devkit .mat file, as a 1-D array."""
+    from scipy.io import loadmat
+
+    try:
+        return np.atleast_1d(loadmat(path, squeeze_me=True)[key])
+    except (OSError, ValueError, TypeError, IndexError, KeyError, NotImplementedError) as error:
+        raise _damaged(path, error, "restore it from the devkit (car_devkit.tgz) or the official "
+                                    "cars_test_annos_withlabels.mat.") from error
+
+
+#: Where ``download=True`` fetches CIFAR-100 (the python version), and its archive's MD5 (torchvision's too).
+CIFAR100_URLS = ("https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",)
+CIFAR100_MD5 = "eb9058c3a382ffc7106e4002c42a8d85"
+
+
+def _download_cifar100(target: Path) -> None:
+    """``cifar-100-python.tar.gz`` into ``target`` through :func:`shc._download.download_file` (a timeout, the
+    MD5 checked; torchvision's own download has no timeout and can hang forever), then its folder extracted
+    beside it: into a temporary folder first, so that an interrupted extraction leaves no half folder that
+    would be read as the dataset."""
+    import shutil
+    import tarfile
+    import tempfile
+
+    from shc._download import download_file
+
+    archive = download_file(CIFAR100_URLS, target / "cifar-100-python.tar.gz", checksum=("md5", CIFAR100_MD5),
+                            instructions="Download cifar-100-python.tar.gz from "
+                                         f"https://www.cs.toronto.edu/~kriz/cifar.html and extract it in {target}.")
+    with tempfile.TemporaryDirectory(dir=target, prefix=".cifar-100-extract-") as scratch:
+        try:
+            with tarfile.open(archive, "r:gz") as tar:
+                tar.extractall(scratch, filter="data")  # no paths out of the folder, no links, no devices
+        except (tarfile.TarError, OSError, EOFError) as error:
+            raise ValueError(f"{archive} could not be extracted ({error}); delete it and download it again.") from error
+        extracted = Path(scratch) / "cifar-100-python"
+        if not extracted.is_dir():
+            raise ValueError(f"{archive} holds no cifar-100-python folder; delete it and download it again.")
+        destination = target / "cifar-100-python"
+        if destination.exists():  # a partial folder from before: replaced by the archive's complete one
+            shutil.rmtree(destination)
+        extracted.rename(destination)
 
 
 def _load_cifar100(root: Path | None, seed: int, *, train_size: int | float = 10_000, query_size: int | float = 5_000,
@@ -101,16 +156,7 @@ def _load_cifar100(root: Path | None, seed: int, *, train_size: int | float = 10
     required = ("train", "test", "meta")
     folder = _find_folder(root, ["cifar-100-python"], required)
     if folder is None and download:
-        from shc._compat import torchvision
-
-        target = root if root is not None else default_data_root()
-        try:
-            torchvision.datasets.CIFAR100(str(target), download=True)
-        except Exception as error:  # report, never hide
-            raise RuntimeError(
-                f"downloading CIFAR-100 into {target} failed ({error!r}); download cifar-100-python.tar.gz "
-                "from https://www.cs.toronto.edu/~kriz/cifar.html and extract it there"
-            ) from error
+        _download_cifar100(root if root is not None else default_data_root())
         folder = _find_folder(root, ["cifar-100-python"], required)
     if folder is None:
         raise _missing_dataset(
@@ -118,7 +164,7 @@ def _load_cifar100(root: Path | None, seed: int, *, train_size: int | float = 10
             root,
             "cifar-100-python/{train,test,meta} (the python version)",
             "Download cifar-100-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and extract "
-            "it, or pass download=True (torchvision, online).",
+            "it, or pass download=True (online).",
         )
     parts = [_read_cifar_pickle(folder / name) for name in ("train", "test")]
     meta = _read_cifar_pickle(folder / "meta")
@@ -162,9 +208,7 @@ def _check_listed_images(ids: Sequence[Any], paths: Sequence[str], source: Path)
 
 def _read_cars_annotations(path: Path, image_folder: Path) -> tuple[np.ndarray, np.ndarray]:
     """(paths, 0-based labels) from a devkit annotation .mat (struct array ``annotations``)."""
-    from scipy.io import loadmat
-
-    annotations = np.atleast_1d(loadmat(path, squeeze_me=True)["annotations"])
+    annotations = _load_mat(path, "annotations")
     labels = _integers(np.asarray(annotations["class"], dtype=object), path) - 1  # the devkit's classes are 1-based
     names = [str(name) for name in annotations["fname"]]
     paths = np.array([str(image_folder / name) for name in names], dtype=object)
@@ -174,8 +218,6 @@ def _read_cars_annotations(path: Path, image_folder: Path) -> tuple[np.ndarray, 
 
 def _stanford_cars(root: Path | None) -> _Catalog:
     """All 16,185 Stanford Cars images (official train first, then test) and the class names."""
-    from scipy.io import loadmat
-
     layouts = [  # (meta, train annotations, test annotations, train images, test images)
         (CARS_META, CARS_TRAIN_ANNOTATIONS, test_annotations, *image_folders)
         for test_annotations in CARS_TEST_ANNOTATIONS
@@ -198,7 +240,7 @@ def _stanford_cars(root: Path | None) -> _Catalog:
     _, _, test_annotations, train_images, test_images = layout
     train_paths, train_labels = _read_cars_annotations(folder / CARS_TRAIN_ANNOTATIONS, folder / train_images)
     test_paths, test_labels = _read_cars_annotations(folder / test_annotations, folder / test_images)
-    class_names = [str(n) for n in np.atleast_1d(loadmat(folder / CARS_META, squeeze_me=True)["class_names"])]
+    class_names = [str(n) for n in _load_mat(folder / CARS_META, "class_names")]
     labels = np.concatenate([train_labels, test_labels])
     if labels.min() < 0 or labels.max() >= len(class_names):
         raise ValueError(f"{folder}: class ids outside 1..{len(class_names)} (the classes of {CARS_META}) in the "
@@ -239,7 +281,12 @@ def _load_stanford_cars_b(root: Path | None, seed: int, *, train_size: int | flo
 
 def _read_pairs(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """Columns of a whitespace-separated ``<key> <value...>`` text file (values may hold spaces)."""
-    rows = [line.split(maxsplit=1) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise _damaged(path, error, "restore the official NABirds text files (https://dl.allaboutbirds.org/"
+                                    "nabirds).") from error
+    rows = [line.split(maxsplit=1) for line in text.splitlines() if line.strip()]
     if any(len(row) != 2 for row in rows):
         raise ValueError(f"{path}: every line must be '<id> <value>'")
     keys, values = zip(*rows) if rows else ((), ())
