@@ -203,6 +203,12 @@ OUTSIDE_PAPER: Mapping[str, tuple[str, str]] = MappingProxyType({
                                          "(`docs/centers.md`), trained like SHC"),
     "crh": ("AAAI 2026, after the paper", "Center-Reassigned Hashing (Yin et al.), which learns its centers while the "
                                           "network trains (`docs/baselines.md`)"),
+    "scrh": ("ours, not in the paper", "CRH started at shc-ls's semantic centers and reassigned with their fit to S "
+                                       "in the cost (`docs/baselines.md`, \"SCRH\")"),
+    "scrh-start": ("ours, not in the paper", "SCRH's ablation: CRH started at shc-ls's semantic centers and "
+                                             "reassigned as CRH, the semantic start alone (`docs/baselines.md`)"),
+    "scrh-late": ("ours, not in the paper", "SCRH whose first reassignment waits until after epoch 40, when the "
+                                            "network is near its semantic start (`docs/baselines.md`)"),
 })
 
 

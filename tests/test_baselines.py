@@ -108,6 +108,16 @@ def test_methods_outside_the_paper_are_registered_tagged_and_introduced_only_whe
     assert "docs/" in description  # where the reader finds more
 
 
+@pytest.mark.parametrize("name", available_methods())
+def test_every_method_is_the_paper_s_or_tagged_as_not(name):
+    """The paper's own (SHC, its nine baselines, the center baselines and Table 7's variants) carry no tag;
+    every other registered method must, or its rows on page 06 would read as the paper's."""
+    from shc.paper import PAPER_BASELINES
+
+    papers = {"shc", "random", "semantic", "distance", *PAPER_BASELINES}
+    assert (name in papers) != (name in OUTSIDE_PAPER), name
+
+
 def test_a_page_of_the_papers_methods_alone_gets_no_outside_paper_sentence():
     paper = ["dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "csq", "mds", "lth", "orthohash", "shc"]
     assert outside_paper_markdown(paper) == ""

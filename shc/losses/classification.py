@@ -105,6 +105,12 @@ def _log1m_softmax(logits: torch.Tensor) -> torch.Tensor:
     ``1 - p_k = sum_{j != k} e^{z_j} / sum_j e^{z_j}``. For every k but the row's arg-max the sum of the
     others is ``total - e^{z_k}``, which keeps the maximal term (no cancellation); for the arg-max it is
     summed directly.
+
+    Limit: the sum is clamped at the dtype's smallest normal number, so where the arg-max leads every other logit
+    by more than about 87 (float32) its value stops at ``log(tiny)`` and its gradient is 0. MDS, the one user,
+    does not get there with its default scale: its logits are ``s cos`` with ``s = sqrt(q)``, a lead of at most
+    ``2 sqrt(q)`` (16 at 64 bits; 64 at 1,024); a ``scale`` above about 43 could (none ships). Computing it
+    another way would move every committed MDS run's last digits, so it stays.
     """
     shifted = (logits - logits.max(dim=1, keepdim=True).values).exp()
     total = shifted.sum(dim=1, keepdim=True)
