@@ -110,9 +110,9 @@ def our_differences(rows: pd.DataFrame, metric: str, source: str, baselines: Seq
     """
     from shc.stats import paired_by_seed, summary_frame
 
-    summary, per_seed = summary_frame(rows, [metric], method="method")
     out: list[dict[str, Any]] = []
     for (dataset, bits), _ in rows.groupby(["dataset", "bits"], sort=True):
+        summary, per_seed = summary_frame(rows[rows["dataset"] == dataset], [metric], method="method")  # per dataset
         here = summary[(summary["bits"] == bits)].set_index("method")["mean"]
         present = [b for b in baselines if b in here.index]
         if "shc" not in here.index or not present:

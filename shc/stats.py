@@ -291,7 +291,8 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
     """The best method at one code length and its margin to the runner-up, from the numbers.
 
     With ``per_seed`` (of :func:`summary_frame`) the margin is also checked by a paired interval, and
-    the sentence says when the two are not distinguishable.
+    the sentence says when the two are not distinguishable, and when the seeds both ran reverse the order of the
+    means (possible only where one method has seeds the other lacks).
     """
     rows = _ranked(summary, metric, bits, higher_is_better)
     best = rows.iloc[0]
@@ -328,6 +329,11 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
                     f"{signed_interval(interval.mean, interval.low, interval.high, digits).split(' ', 1)[1]}, holds 0.")
         elif interval.verdict == "undetermined":
             sentence += "; with fewer than two paired seeds the margin is not tested"
+        elif interval.verdict != ("higher" if higher_is_better else "lower"):  # the seeds both ran say otherwise
+            return (sentence + f"; but on the {interval.n} seeds both ran, the paired {interval.confidence:.0%} "
+                    f"interval of {best['method']} minus {second['method']}, "
+                    f"{signed_interval(interval.mean, interval.low, interval.high, digits).split(' ', 1)[1]}, puts "
+                    f"{second['method']} ahead: the means include seeds only one of them ran.")
         else:
             sentence += (f"; the paired {interval.confidence:.0%} interval of the difference, "
                          f"{signed_interval(interval.mean, interval.low, interval.high, digits).split(' ', 1)[1]}, "

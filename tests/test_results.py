@@ -551,3 +551,56 @@ def test_a_readable_table_writes_every_cell_as_text_and_names_value_columns_on_r
     assert table["kept"].tolist() == ["yes", "no"] and table["options"].tolist() == ["a = 1", "none"]
     named = results.readable_table(frame, named=True, drop_empty=False).frame
     assert named.columns.tolist() == ["mAP@ALL (tie-aware)", "center hit rate (train)", "kept", "never", "options"]
+
+
+def _seeded(values: dict[str, dict[int, float]], bits: int = 16) -> pd.DataFrame:
+    """Rows whose seeds differ between methods: ``{method: {seed: value}}``."""
+    return pd.DataFrame([{"method": method, "bits": bits, "seed": seed, METRIC: value}
+                         for method, per_seed in values.items() for seed, value in per_seed.items()])
+
+
+# A's mean (0.620) is above B's (0.572) only through its seed 3, which B lacks; on seeds 0-2, A is below B.
+REVERSED = _seeded({"a": {0: 0.50, 1: 0.52, 2: 0.51, 3: 0.95}, "b": {0: 0.56, 1: 0.57, 2: 0.585}})
+
+
+def test_an_order_of_means_that_the_shared_seeds_reverse_is_said_not_hidden():
+    from shc.findings import best_methods
+    from shc.stats import ranking_sentence, summary_frame
+
+    assert ranking_line(REVERSED, METRIC, 16) == "a < b"  # was "a ? b", as if untested
+    summary, per_seed = summary_frame(REVERSED, [METRIC], method="method")
+    sentence = ranking_sentence(summary, METRIC, 16, per_seed=per_seed)
+    assert "excludes 0" not in sentence and "puts b ahead" in sentence  # was: a is best, "excludes 0"
+    assert best_methods(REVERSED.rename(columns={"method": "label"}), METRIC, 16) == ["a", "b"]  # was ["a"]
+
+
+def test_methods_without_a_shared_seed_are_said_to_be_unpaired_not_one_seed():
+    disjoint = _seeded({"shc": {0: 0.50, 1: 0.52, 2: 0.51}, "lth": {3: 0.61, 4: 0.60, 5: 0.62}})
+    assert ranking_line(disjoint, METRIC, 16) == "lth ? shc"
+    cell = results.headline_rows(disjoint, METRIC, ours=()).iloc[0]["best baseline"]
+    assert cell.endswith("; no seed shared with shc") and "nan" not in cell  # was "+nan from one seed"
+    assert results.verdict_sentence(disjoint, 16, METRIC) == "At 16 bits, shc not compared with lth (no seed ran both)."
+
+
+def test_a_one_seed_difference_that_rounds_to_zero_has_no_sign():
+    one = _seeded({"shc": {0: 0.5000}, "lth": {0: 0.49999}})
+    cell = results.headline_rows(one, METRIC, ours=()).iloc[0]["best baseline"]
+    assert "-0.000 " not in cell and cell.endswith("; -0.000010 from one seed")  # two significant digits
+    frame = regime_rows(one, _seeded({"shc": {0: 0.49999}, "lth": {0: 0.5}}), METRIC).set_index("method")
+    assert frame.loc["shc", "change [95% CI]"] == "-0.000010 (one seed)"
+
+
+def test_regime_rows_leave_out_a_run_without_the_metric_instead_of_failing():
+    a = SCRATCH.copy()
+    a.loc[(a["method"] == "x") & (a["seed"] == 2), METRIC] = float("nan")  # a failed run
+    frame = regime_rows(a, PRETRAINED, METRIC).set_index("method")
+    assert frame.loc["x", "seeds"] == 2 and frame.loc["y", "seeds"] == 3
+
+
+def test_rows_with_two_runs_of_one_method_and_seed_are_refused_with_the_fix():
+    twice = pd.concat([SCRATCH.assign(label=SCRATCH["method"]),
+                       SCRATCH[SCRATCH["method"] == "x"].assign(label="x (top1 codes)")])
+    with pytest.raises(ValueError, match=r"several runs of x at 16 bits, seed 0 \(they differ in label\)"):
+        results.headline_rows(twice, METRIC, reference="x", ours=())
+    with pytest.raises(ValueError, match="keep one dataset and one variant per method"):
+        ranking_line(twice, METRIC, 16)

@@ -187,3 +187,15 @@ def test_a_tie_at_the_top_names_both_methods_and_small_differences_keep_their_si
     interval = stats.PairedInterval(-0.00032, -0.00044, -0.00021, 3, 0.95)
     sentence = stats.compare_sentence("shc", "mds", interval, "S_loss", 64)
     assert "-0.000 " not in sentence and "-0.00032 [-0.00044, -0.00021]" in sentence and "shc is lower" in sentence
+
+
+def test_our_differences_pair_each_dataset_on_its_own():
+    from shc.paper import our_differences
+
+    rows = pd.DataFrame([{"dataset": dataset, "method": method, "bits": 16, "seed": seed, "m": value + shift}
+                         for dataset, shift in (("cars-a", 0.0), ("cars-b", 0.3))
+                         for method, values in (("shc", [0.5, 0.6, 0.7]), ("csq", [0.4, 0.4, 0.4]))
+                         for seed, value in enumerate(values)])
+    got = our_differences(rows, "m", "ours", baselines=("csq",)).set_index("dataset")  # raised before
+    assert got.loc["cars-a", "shc"] == pytest.approx(0.6) and got.loc["cars-b", "shc"] == pytest.approx(0.9)
+    assert got.loc["cars-a", "shc - csq"] == pytest.approx(0.2) and got.loc["cars-b", "shc - csq"] == pytest.approx(0.2)

@@ -312,8 +312,9 @@ def precision_at_k_findings(frame: Any, bits: int, method: str = "method") -> li
 
 
 def best_methods(runs: Any, metric: str, bits: int, method: str = "label", confidence: float = 0.95) -> list[str]:
-    """The methods at the top of ``metric`` at ``bits``: the highest mean and every method the paired interval
-    cannot tell apart from it (one seed: only the highest). Best first."""
+    """The methods at the top of ``metric`` at ``bits``: the highest mean and every method the paired interval does
+    not put below it: those it cannot tell apart from it, and any it puts above it on the seeds both ran (possible
+    where the highest mean includes seeds the other lacks). One seed: only the highest. Best mean first."""
     from shc.stats import paired_by_seed
 
     summary, per_seed = summary_frame(runs, [metric], method=method)
@@ -324,7 +325,8 @@ def best_methods(runs: Any, metric: str, bits: int, method: str = "label", confi
     names = list(here["method"])
     top = names[0]
     tied = [other for other in names[1:]
-            if paired_by_seed(per_seed, metric, bits, top, other, confidence).verdict == "not distinguishable"]
+            if paired_by_seed(per_seed, metric, bits, top, other, confidence).verdict in ("not distinguishable",
+                                                                                          "lower")]
     return [top, *tied]
 
 

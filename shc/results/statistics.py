@@ -16,18 +16,38 @@ import pandas as pd
 from shc.evaluation import PRIMARY_METRIC
 
 
+def _per_method(rows: pd.DataFrame, metrics: list[str]):
+    """:func:`shc.stats.summary_frame` by method, for rows with at most one run per (method, code length, seed): a
+    results file holds other datasets and other S sources or classifier codes of a method too, which would be
+    paired as if they were seeds."""
+    from shc.stats import summary_frame
+
+    keys = [column for column in ("method", "bits", "seed") if column in rows]
+    twice = rows[rows.duplicated(keys, keep=False)] if len(keys) == 3 else rows.iloc[:0]
+    if not twice.empty:
+        differ = [column for column in ("dataset", "label", "similarity", "classifier_codes") if column in rows
+                  and twice[column].nunique(dropna=False) > 1]
+        first = twice.iloc[0]
+        raise ValueError(f"the rows hold several runs of {first['method']} at {first['bits']} bits, seed "
+                         f"{first['seed']} (they differ in {', '.join(differ) or 'nothing recorded'}); keep one "
+                         "dataset and one variant per method first, as python -m shc.results does.")
+    return summary_frame(rows, metrics, method="method")
+
+
 def ranking_line(rows: pd.DataFrame, metric: str, bits: int) -> str:
     """The methods at ``bits`` from best to worst mean ``metric``, each joined to the next by ``>`` when the paired
-    95% interval of their difference over seeds lies above 0 and by ``≈`` when it contains 0 (``?``: one seed,
-    no interval), e.g. ``lth > greedyhash ≈ shc-ls > shc``. ``rows``: :func:`result_rows`."""
-    from shc.stats import paired_by_seed, summary_frame
+    95% interval of their difference over seeds lies above 0 and by ``≈`` when it contains 0, e.g.
+    ``lth > greedyhash ≈ shc-ls > shc``; ``<`` where it lies below 0 (the means include seeds only one of the two
+    ran, and on the seeds both ran the order reverses), ``?`` where fewer than two seeds have both (no interval).
+    ``rows``: :func:`result_rows`."""
+    from shc.stats import paired_by_seed
 
-    summary, per_seed = summary_frame(rows, [metric], method="method")
+    summary, per_seed = _per_method(rows, [metric])
     at = summary[summary["bits"] == bits].sort_values("mean", ascending=False, kind="stable")
     if at.empty:
         raise ValueError(f"no {metric} values at {bits} bits; code lengths there: {sorted(summary['bits'].unique())}.")
     names = list(at["method"])
-    joints = {"higher": " > ", "not distinguishable": " ≈ "}
+    joints = {"higher": " > ", "not distinguishable": " ≈ ", "lower": " < "}
     parts = [names[0]]
     for upper, lower in zip(names, names[1:]):
         parts.append(joints.get(paired_by_seed(per_seed, metric, bits, upper, lower).verdict, " ? ") + lower)
@@ -41,10 +61,11 @@ def regime_rows(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = PRIMAR
     each. Only the (method, bits) cells both presets have are compared."""
     import pandas as pd
 
-    from shc.stats import paired_interval, signed_interval
+    from shc.stats import paired_interval, signed_interval, signed_number
 
     keys = ["method", "bits", "seed"]
     merged = rows_a[[*keys, metric]].merge(rows_b[[*keys, metric]], on=keys, suffixes=(" a", " b"))
+    merged = merged.dropna(subset=[f"{metric} a", f"{metric} b"])  # a run without the metric pairs with nothing
     if merged.empty:
         raise ValueError("the two grids share no (method, code length, seed) run; compare presets with common "
                          "methods, lengths and seeds.")
@@ -56,7 +77,7 @@ def regime_rows(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = PRIMAR
                     float("nan"), "mean b": b.mean(), "std b": b.std(ddof=1) if b.size > 1 else float("nan"),
                     "change": change.mean, "low": change.low, "high": change.high, "seeds": a.size,
                     "change [95% CI]": signed_interval(change.mean, change.low, change.high)
-                    if change.defined else f"{change.mean:+.3f} (one seed)", "verdict": change.verdict})
+                    if change.defined else f"{signed_number(change.mean)} (one seed)", "verdict": change.verdict})
     frame = pd.DataFrame(out)
     for side in ("a", "b"):
         frame[f"rank {side}"] = frame.groupby("bits")[f"mean {side}"].rank(ascending=False, method="min").astype(int)
@@ -83,9 +104,9 @@ def verdict_changes(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = PR
     and method that both grids hold with the reference, the paired interval's verdict in each ("above", "below",
     "ties"; "untested" under two paired seeds), whether it ``moved`` and whether it ``reversed`` (above in one, below
     in the other). Which of a grid's findings held when it was trained again (``--versus-csv``)."""
-    from shc.stats import paired_by_seed, summary_frame
+    from shc.stats import paired_by_seed
 
-    sides = [summary_frame(rows, [metric], method="method") for rows in (rows_a, rows_b)]
+    sides = [_per_method(rows, [metric]) for rows in (rows_a, rows_b)]
     cells = [{(int(bits), name) for bits, name in zip(summary["bits"], summary["method"])} for summary, _ in sides]
     common = cells[0] & cells[1]
     order = list(dict.fromkeys(rows_a["method"]))  # the grid's method order at each length
@@ -112,10 +133,10 @@ def headline_rows(rows: pd.DataFrame, metric: str = PRIMARY_METRIC, reference: s
     reach its targets), and, for all but the reference, its paired difference from the reference over the seeds both
     have with the 95% t-interval and the verdict ("above", "below", "ties"; one seed: no verdict). A method without
     runs at a length reads "not run". ``rows``: :func:`~shc.results.reading.result_rows` (or a results file's rows)."""
-    from shc.stats import format_value, paired_by_seed, signed_interval, summary_frame
+    from shc.stats import format_value, paired_by_seed, signed_interval, signed_number
 
-    summary, per_seed = summary_frame(rows, [metric], method="method")
-    hits = summary_frame(rows, ["train_center_hit_rate"], method="method")[1] \
+    summary, per_seed = _per_method(rows, [metric])
+    hits = _per_method(rows, ["train_center_hit_rate"])[1] \
         if "train_center_hit_rate" in rows and rows["train_center_hit_rate"].notna().any() else None
     if reference not in set(summary["method"]):
         raise ValueError(f"the headline compares with {reference!r}, which has no runs here; methods: "
@@ -134,8 +155,10 @@ def headline_rows(rows: pd.DataFrame, metric: str = PRIMARY_METRIC, reference: s
         if name == reference or reference not in set(summary[summary["bits"] == bits]["method"]):
             return text
         interval = paired_by_seed(per_seed, metric, bits, name, reference, confidence)
+        if interval.n == 0:
+            return f"{text}; no seed shared with {reference}"
         if not interval.defined:
-            return f"{text}; {interval.mean:+.3f} from one seed"
+            return f"{text}; {signed_number(interval.mean)} from one seed"
         difference = signed_interval(interval.mean, interval.low, interval.high)
         return f"{text}; {_HEADLINE_VERDICTS[interval.verdict]}, {difference}"
 
@@ -152,23 +175,24 @@ def verdict_sentence(rows: pd.DataFrame, bits: int, metric: str = PRIMARY_METRIC
                      confidence: float = 0.95) -> str:
     """One computed sentence of the reference against every other method at ``bits``, grouped by the paired
     interval's verdict, e.g. "At 16 bits, shc is above random, csq and mds; ties greedyhash; is below shc-ls and crh
-    (paired 95% intervals over 3 seeds)." Methods with fewer than two seeds paired with the reference are named
-    as untested. ``rows``: :func:`~shc.results.reading.result_rows` (or a results file's rows)."""
-    from shc.stats import paired_by_seed, summary_frame
+    (paired 95% intervals over 3 seeds)." Methods with one seed paired with the reference are named as untested,
+    those with none (no seed ran both) as not compared. ``rows``: :func:`~shc.results.reading.result_rows` (or a
+    results file's rows)."""
+    from shc.stats import paired_by_seed
 
-    summary, per_seed = summary_frame(rows, [metric], method="method")
+    summary, per_seed = _per_method(rows, [metric])
     here = summary[summary["bits"] == bits].sort_values("mean", ascending=True, kind="stable")
     if reference not in set(here["method"]):
         raise ValueError(f"no {metric} runs of {reference!r} at {bits} bits; methods there: {sorted(here['method'])}.")
-    groups: dict[str, list[str]] = {"above": [], "ties": [], "below": [], "untested": []}
+    groups: dict[str, list[str]] = {"above": [], "ties": [], "below": [], "untested": [], "unpaired": []}
     seeds = set()
     for name in here["method"]:
         if name == reference:
             continue
         interval = paired_by_seed(per_seed, metric, bits, reference, name, confidence)
-        key = _HEADLINE_VERDICTS.get(interval.verdict, "untested")
+        key = _HEADLINE_VERDICTS.get(interval.verdict, "untested" if interval.n else "unpaired")
         groups[key].append(name)
-        if key != "untested":
+        if key not in ("untested", "unpaired"):
             seeds.add(interval.n)
 
     def names(items: list[str]) -> str:
@@ -180,4 +204,7 @@ def verdict_sentence(rows: pd.DataFrame, bits: int, metric: str = PRIMARY_METRIC
     sentence = f"At {bits} bits, {reference} " + "; ".join(parts) if parts else f"At {bits} bits, {reference}"
     if groups["untested"]:
         sentence += f"{';' if parts else ''} untested against {names(groups['untested'])} (one seed)"
+    if groups["unpaired"]:
+        sentence += (f"{';' if parts or groups['untested'] else ''} not compared with {names(groups['unpaired'])} "
+                     "(no seed ran both)")
     return sentence + (f" ({counted})." if counted else ".")
