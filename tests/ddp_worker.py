@@ -61,6 +61,24 @@ class FailingCrossEntropy(CrossEntropy):
         return super().forward(outputs, labels, indices)
 
 
+class FailingBank(nn.Module):
+    """DPSH's loss, whose memory bank holds each rank's own samples' latest codes, raising at a 1-based step (0:
+    never): the criterion state a resume must give back to every rank."""
+
+    def __init__(self, labels: torch.Tensor, at_step: int) -> None:
+        from shc.losses.pairwise import DPSHLoss
+
+        super().__init__()
+        self.inner = DPSHLoss(labels.numpy(), 3, 3)
+        self.at_step, self.calls = at_step, 0
+
+    def forward(self, outputs, labels, indices):
+        self.calls += 1
+        if self.calls == self.at_step:
+            raise RuntimeError("simulated interruption")
+        return self.inner(outputs, labels, indices)
+
+
 def problem(dropout: float = 0.0) -> tuple[nn.Module, IndexedTensors]:
     """The same model (seeded init, no BatchNorm) and data on every rank."""
     generator = torch.Generator().manual_seed(0)
@@ -108,6 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dropout", type=float, default=0.0)
     parser.add_argument("--fail-at-step", type=int, default=0, help="raise at this 1-based step (0: never)")
     parser.add_argument("--first-epoch", type=int, default=1, help="the epoch a resumed run starts at")
+    parser.add_argument("--bank", action="store_true", help="DPSH's loss with its per-rank memory bank")
     parser.add_argument("--leave-probe", choices=("ok", "fail"),
                         help="no training: time when each rank reaches and leaves the end of _process_group "
                              "(fail: rank 0 raises there)")
@@ -116,11 +135,15 @@ def main(argv: list[str] | None = None) -> None:
         leave_probe(args.out_dir, fail=args.leave_probe == "fail")
         return
     model, dataset = problem(args.dropout)
-    criterion = FailingCrossEntropy(args.fail_at_step) if args.fail_at_step else CrossEntropy()
+    if args.bank:
+        criterion = FailingBank(dataset.labels, args.fail_at_step)
+    else:
+        criterion = FailingCrossEntropy(args.fail_at_step) if args.fail_at_step else CrossEntropy()
     history = fit(model, criterion, dataset, CONFIG, args.out_dir / "run", evaluate=scripted_evaluate(args.first_epoch),
                   progress=False)
     rank_file = args.out_dir / f"rank{os.environ['RANK']}.pt"
-    torch.save({"model": model.state_dict(), "best_epoch": history.best_epoch}, rank_file)
+    torch.save({"model": model.state_dict(), "best_epoch": history.best_epoch,
+                "criterion": criterion.state_dict()}, rank_file)
 
 
 if __name__ == "__main__":

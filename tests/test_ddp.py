@@ -130,6 +130,24 @@ def test_interrupted_ddp_run_resumes_exactly(tmp_path):
             assert torch.equal(resumed["model"][name], value), name
 
 
+@needs_gloo
+def test_an_interrupted_ddp_run_gives_each_rank_its_own_memory_bank_back(tmp_path):
+    """DPSH's bank holds each rank's own samples: last.pt keeps every rank's criterion state and a resume restores
+    each, so model and banks equal an uninterrupted run's on every rank (before, every rank resumed with rank 0's
+    bank: the weights differed by 0.13 after one more epoch, an audit's find)."""
+    check_ok(torchrun(tmp_path / "uninterrupted", "--bank"))
+    failed = torchrun(tmp_path / "interrupted", "--bank", "--fail-at-step=7", retry_abort=False)  # in epoch 2
+    assert failed.returncode != 0 and "simulated interruption" in failed.stdout + failed.stderr
+    check_ok(torchrun(tmp_path / "interrupted", "--bank", "--first-epoch=2"))
+    expected = load_ranks(tmp_path / "uninterrupted")
+    banks = [reference["criterion"] for reference in expected]
+    assert any(not torch.equal(banks[0][name], banks[1][name]) for name in banks[0])  # the ranks' banks differ
+    for resumed, reference in zip(load_ranks(tmp_path / "interrupted"), expected, strict=True):
+        for part in ("model", "criterion"):
+            for name, value in reference[part].items():
+                assert torch.equal(resumed[part][name], value), (part, name)
+
+
 @pytest.mark.parametrize("fails", [False, True])
 def test_process_group_protocol_timeout_barrier_then_destroy(monkeypatch, fails):
     """The group torchrun's env vars describe is created with DDP_TIMEOUT on gloo for a CPU device; a normal

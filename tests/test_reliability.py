@@ -544,3 +544,18 @@ def test_reading_a_damaged_metrics_file_names_it_and_the_command_that_repairs_it
     _cut(path)
     with pytest.raises(ValueError, match=rf"{path.name} is damaged .*moves a damaged stage aside and recomputes it"):
         load_metrics(config)
+
+
+@pytest.mark.parametrize(("method", "model"), [("csq", "the hashing network"), ("shc", "the classifier")])
+def test_an_empty_validation_split_is_refused_before_any_epoch_trains(tmp_path, method, model):
+    """val_per_class=0 is a valid split size, but every stage selects its model on validation: it used to train
+    eval_every epochs and then fail in predict with "dataset is empty; nothing to predict", losing them."""
+    from shc.pipeline import RunConfig, run_grid
+
+    options = {"num_classes": 6, "train_per_class": 8, "val_per_class": 0, "query_per_class": 2,
+               "database_per_class": 4}
+    config = RunConfig(method=method, epochs=3, eval_every=3, bits=16, precision="fp32", dataset_options=options,
+                       run_dir=str(tmp_path))  # shc: stage 1's classifier is the first to select on validation
+    with pytest.raises(Exception, match=f"the validation split is empty, and {model} is selected on it"):
+        run_grid([config], progress=False)
+    assert not list(tmp_path.rglob("last.pt")), "an epoch trained before the refusal"

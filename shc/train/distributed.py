@@ -140,9 +140,14 @@ def _restore_rng(state: Mapping[str, Any]) -> None:
 
 def _gather_rng(ranks: _Ranks) -> list[dict[str, Any]]:
     """Every rank's random state, in rank order (a collective call under DDP)."""
-    state = _capture_rng()
+    return _gather(ranks, _capture_rng())
+
+
+def _gather(ranks: _Ranks, state: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every rank's ``state`` (its tensors moved to the CPU), in rank order (a collective call under DDP)."""
     if not ranks.distributed:
         return [state]
+    local = {key: value.detach().cpu() if torch.is_tensor(value) else value for key, value in state.items()}
     states: list[Any] = [None] * ranks.world_size
-    dist.all_gather_object(states, state)
+    dist.all_gather_object(states, local)
     return states

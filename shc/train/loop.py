@@ -47,6 +47,7 @@ from shc.train.checkpoint import (
 from shc.train.config import _ROW_KEYS, SGD_MOMENTUM, History, TrainConfig
 from shc.train.distributed import (
     _epoch_batches,
+    _gather,
     _gather_rng,
     _process_group,
     _Ranks,
@@ -244,7 +245,15 @@ def _resume(state: _TrainingState, last_path: Path, identity: dict[str, Any], co
         _check_same_run({**checkpoint["identity"], **ignored}, {**identity, **ignored}, last_path)
     else:  # written before 2026-12-01: the settings as configured; the arithmetic of its epochs is not known
         _check_same_run(checkpoint["identity"], identity, last_path)
-    state.load_state_dict(checkpoint)
+    state.load_state_dict(checkpoint)  # the criterion: rank 0's (a single process's: its own)
+    criteria = checkpoint.get("criteria")
+    if ranks.distributed and state.criterion is not None and checkpoint["criterion"]:
+        if criteria is not None and len(criteria) == ranks.world_size:
+            state.criterion.load_state_dict(criteria[ranks.rank])  # each rank its own memory bank
+        else:
+            warnings.warn(f"{last_path} holds the criterion state (a memory bank) of rank 0 only, written before "
+                          "2026-12-02 or by another number of ranks: every rank resumes with it, so the resume is "
+                          "not bit-exact.", stacklevel=4)
     epoch, rng_states = checkpoint["epoch"], checkpoint["rng"]
     if len(rng_states) == ranks.world_size:
         _restore_rng(rng_states[ranks.rank])
@@ -431,10 +440,14 @@ def _fit(
             _evaluate_and_select(model, evaluate, epoch, row, history, config, best_path)
         history.rows.append(row)
         rng_states = _gather_rng(ranks)  # collective: every rank's state goes into rank 0's checkpoint
+        # and so does every rank's criterion state under DDP (a memory bank holds that rank's own samples)
+        criteria = _gather(ranks, state.criterion.state_dict()) if ranks.distributed and state.criterion is not None \
+            else None
         if ranks.is_main:
             checkpoint = {"version": CHECKPOINT_VERSION, "identity": identity, "device": device.type,
                           "precision": precision, "epoch": epoch,
-                          **state.state_dict(), "history": history.to_dict(), "rng": rng_states,
+                          **state.state_dict(), **({"criteria": criteria} if criteria is not None else {}),
+                          "history": history.to_dict(), "rng": rng_states,
                           "elapsed_seconds": history.resumed_seconds + time.perf_counter() - started}
             _save_torch(checkpoint, last_path)
             _settle_best(best_path, history)
