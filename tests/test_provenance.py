@@ -125,6 +125,9 @@ def test_a_committed_report_set_needs_a_clean_checkout_or_the_flag():
     assert clean_commit_problem(True, clean, allow_dirty=False) is None
     assert clean_commit_problem(False, dirty, allow_dirty=False) is None  # a folder outside the checkout: not committed
     assert clean_commit_problem(True, {"commit": None, "dirty": None}, allow_dirty=False) is None  # no git: unknown
+    unread = {"commit": "ab" * 20, "dirty": None}  # git status failed or timed out: the changes are not known
+    assert "could not say whether" in clean_commit_problem(True, unread, allow_dirty=False)
+    assert clean_commit_problem(True, unread, allow_dirty=True) is None
 
 
 def test_the_index_says_which_commit_built_its_pages():
@@ -137,3 +140,35 @@ def test_the_index_says_which_commit_built_its_pages():
     assert not clean
     assert text.startswith("These 3 pages come from 2 commits (`111111111111`, `222222222222`)")
     assert "1 of them from a tree with uncommitted changes;" in text and "1 record no commit" in text
+    text, clean = commit_summary([one, {"commit": "1" * 40, "dirty": None}])  # one commit, one tree not read
+    assert not clean and "1 of them from a tree whose changes were not read" in text
+
+
+def test_the_checker_fails_an_index_whose_commit_sentence_the_run_records_contradict(tmp_path):
+    """An audit: a page's run.json naming another commit, or a dirty tree, or an index sentence edited by hand, all
+    passed the checker while the index said "Every page was built from one clean commit"."""
+    import json
+
+    from shc.reports.check import check_report_folder
+    from shc.reports.index import write_index
+
+    folder = tmp_path / "tiny"
+    for page in ("00_x", "01_y"):
+        (folder / page).mkdir(parents=True)
+        (folder / page / "run.json").write_text(json.dumps({"notebook": page, "status": "ok", "provenance": {
+            "git": {"commit": "1" * 40, "dirty": False}}}))
+    write_index(folder)
+
+    def provenance() -> list[str]:
+        return [problem.detail for problem in check_report_folder(folder) if problem.kind == "provenance"]
+
+    assert provenance() == []
+    index = (folder / "index.html").read_text()
+    (folder / "index.html").write_text(index.replace("<code>111111111111</code>", "<code>222222222222</code>"))
+    assert "Every page was built from one clean commit, `111111111111`." in provenance()[0]  # edited by hand
+    (folder / "index.html").write_text(index)
+    for change in ({"commit": "2" * 40, "dirty": False}, {"commit": "1" * 40, "dirty": True}):
+        record = json.loads((folder / "01_y" / "run.json").read_text())
+        (folder / "01_y" / "run.json").write_text(json.dumps({**record, "provenance": {"git": change}}))
+        (problem,) = provenance()
+        assert "These 2 pages come from" in problem and "the index says: Every page was built" in problem

@@ -657,6 +657,31 @@ def test_a_record_names_the_run_folder_as_given_not_through_its_links(tmp_path):
     assert recorded == {"run_dir": "../../../runs/standard", "output_dir": ".", "bits": [16]}
 
 
+def test_a_record_of_a_committed_page_names_a_run_folder_outside_the_repository_by_its_name_only(tmp_path):
+    """An audit: reports in the repository built from ``--runs /scratch/alice/runs`` recorded
+    ``../../../../../scratch/alice/runs/quick``, relative to the page though the record said "relative to the
+    repository", and the checker let it through; so it did ``/exports/...`` (a root it did not know) and ``~/runs``."""
+    import json
+
+    from shc.reports.check import check_report_folder
+    from shc.reports.execute import OUTSIDE_REPOSITORY, _relative_command, _relative_parameters
+
+    repo = Path(__file__).resolve().parents[1]
+    out = repo / "reports" / "standard" / "04_retrieval"  # only path arithmetic: nothing is written there
+    recorded = _relative_parameters({"run_dir": "/scratch/alice/runs/standard", "output_dir": str(out)}, out)
+    assert recorded == {"run_dir": f"{OUTSIDE_REPOSITORY}/standard", "output_dir": "reports/standard/04_retrieval"}
+    assert _relative_parameters({"run_dir": str(repo / "runs" / "standard")}, out) == {"run_dir": "runs/standard"}
+    assert _relative_command(["python", "-m", "shc.reports", "--runs", "/scratch/alice/runs"], out)[-1] == \
+        f"{OUTSIDE_REPOSITORY}/runs"
+    folder = _seeded_folder(tmp_path, _CLEAN_BODY)
+    for leaked in ("../../../../../scratch/alice/runs/quick", "/exports/alice/runs/quick", "~/runs/quick",
+                   f"{OUTSIDE_REPOSITORY}/quick"):
+        (folder / "00_x" / "run.json").write_text(json.dumps({"parameters": {"run_dir": leaked},
+                                                               "paths_relative_to": "repository"}))
+        problems = [(p.kind, p.detail.split(" ")[0]) for p in check_report_folder(folder)]
+        assert problems == ([] if leaked.startswith(OUTSIDE_REPOSITORY) else [("absolute-path", leaked)]), leaked
+
+
 def test_with_figure_files_links_only_byte_identical_saved_figures(tmp_path):
     from shc.reports.export import with_figure_files
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import fnmatch
 import gzip
+import html
 import json
 import os
 import re
@@ -502,6 +503,46 @@ def _page_dataset(page: Path, folder: Path) -> str | None:
     return max(dict.fromkeys(named), key=named.count) if named else None
 
 
+def _provenance_problems(index: str, folder: Path) -> Iterator[Problem]:
+    """The index's sentence about the code behind the pages, re-derived from every page's ``run.json`` git state
+    (:func:`shc.reports.index.commit_summary`): an index that claims one clean commit while a page names another,
+    or a dirty tree, or whose sentence is missing, is a problem. Whether the set *should* be clean is the builder's
+    rule (``--allow-dirty``); the checker makes sure the index tells the truth about it."""
+    from shc.reports.index import _markdown_inline, commit_summary
+
+    states = []
+    for record_path in sorted(folder.rglob("run.json")):  # as the index reads them
+        try:
+            record = json.loads(record_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # named by the run.json check
+        states.append((record.get("provenance") or {}).get("git") or {})
+    sentence, _ = commit_summary(states)
+    if sentence and _markdown_inline(sentence) not in index:
+        said = re.search(r"(Every page was built from[^<]*<code>[^<]*</code>\.|These \d+ pages come from[^<]*"
+                         r"(?:<code>[^<]*</code>[^<]*)*)", index)
+        yield Problem("index.html", "provenance", f"the pages' run.json files say: {sentence!r}; the index says: "
+                      f"{html.unescape(re.sub('<[^>]+>', '`', said.group(0))) if said else 'nothing'}; rebuild the "
+                      "set from one commit (python -m shc.reports --preset NAME), which writes the index anew")
+
+
+def _record_path_problems(record: dict, relative: str) -> Iterator[Problem]:
+    """A run record's folders (``output_dir``, ``run_dir``, the command's arguments) must name no place of the
+    building machine: no absolute or ``~`` path (any root, not only the usual ones), and, where its paths are
+    relative to the repository, none that climbs out of it (``../../scratch/...``)."""
+    values = [value for key, value in (record.get("parameters") or {}).items() if key in ("output_dir", "run_dir")]
+    values += list((record.get("provenance") or {}).get("command") or [])
+    for value in values:
+        if not isinstance(value, str):
+            continue
+        outside = record.get("paths_relative_to") == "repository" and \
+            os.path.normpath(value).split(os.sep)[0] == ".."
+        if value.startswith(("/", "~")) or re.match(r"[A-Za-z]:\\", value) or outside:
+            yield Problem(relative, "absolute-path", f"{value} names a folder of the machine that built the page; "
+                          "rebuild it (a folder outside the repository is recorded as "
+                          "'<outside the repository>/NAME')")
+
+
 def _iter_problems(folder: Path) -> Iterator[Problem]:
     published = {path.relative_to(folder).as_posix() for path in published_files(folder)}
     if not any(name.endswith(".html") for name in published):
@@ -538,6 +579,8 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
                             and is_published(resolved[3:], shared_root=True))
                 return resolved in published or (resolved == "." or any(p.startswith(resolved + "/")
                                                                         for p in published))
+            if relative == "index.html":
+                yield from _provenance_problems(text, folder)
             yield from _page_end_problem(text, relative)
             yield from check_page(text, relative, exists=exists)
             yield from findings_problems(text, relative, folder)
@@ -551,6 +594,7 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
             except ValueError:
                 yield Problem(relative, "dead-link", "run.json is not valid JSON")
                 continue
+            yield from _record_path_problems(record, relative)
             record_dir = PurePosixPath(relative).parent
             for key, name in (record.get("files") or {}).items():
                 names = name if isinstance(name, list) else [name]

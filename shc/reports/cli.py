@@ -310,8 +310,12 @@ def clean_commit_problem(in_checkout: bool, state: Mapping[str, Any], allow_dirt
     """Why a batch may not build into the folder it was given (issue 38: a committed report set comes from one clean
     commit), or None. Only a folder inside the package's own checkout is checked (the pages that get committed); the
     report folder's own changes do not count (``state``: :func:`shc.provenance.git_state` with it excluded)."""
-    if not in_checkout or allow_dirty or state.get("dirty") is not True:
-        return None
+    if not in_checkout or allow_dirty or state.get("dirty") is False or not state.get("commit"):
+        return None  # no commit: no git here at all, which the index says ("record no commit")
+    if state.get("dirty") is None:
+        return ("git could not say whether the checkout has uncommitted changes (git status failed or timed out), "
+                "and these reports would be committed from it: run `git status` to see why, or pass --allow-dirty "
+                "(the index then says the tree's changes were not read).")
     return ("the checkout has uncommitted changes outside the report folder, and these reports would be committed "
             f"from it (commit {str(state.get('commit'))[:12]}): commit or stash the changes first, so every page says "
             "which code built it, or pass --allow-dirty (the index then says the pages come from a dirty tree).")

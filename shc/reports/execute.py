@@ -396,47 +396,65 @@ def _report_footer(building: Path, up: str) -> str:
     return "\n".join(lines)
 
 
-def _relative_command(command: list, output_dir: Path) -> list:
-    """The command line with absolute paths made relative like :func:`_relative_parameters`'s."""
+#: How a record names a folder outside the repository when its paths are relative to the repository.
+OUTSIDE_REPOSITORY = "<outside the repository>"
+
+
+def _record_path(value: str, output_dir: Path) -> str:
+    """A path as a record keeps it: relative to the repository when the report folder is in it (a folder outside
+    the repository then reads ``<outside the repository>/<its name>``: a clone has no such folder, and the machine's
+    path is not published), else relative to the report folder. Links are not followed (``runs/`` linked to a
+    folder in the home directory stays ``runs/...``)."""
     repository = Path(__file__).resolve().parents[2]
-    base = repository if output_dir.is_relative_to(repository) else output_dir
-    return [Path(os.path.relpath(argument, base)).as_posix() if isinstance(argument, str) and os.path.isabs(argument)
+    path = Path(os.path.abspath(os.path.expanduser(value)))  # not resolve(): a link stays the name the user gave
+    if not output_dir.is_relative_to(repository):
+        return Path(os.path.relpath(path, output_dir)).as_posix()
+    if not path.is_relative_to(repository):
+        return f"{OUTSIDE_REPOSITORY}/{path.name}"
+    return Path(os.path.relpath(path, repository)).as_posix()
+
+
+def _relative_command(command: list, output_dir: Path) -> list:
+    """The command line with absolute paths recorded as :func:`_record_path` records them."""
+    return [_record_path(argument, output_dir) if isinstance(argument, str) and os.path.isabs(argument)
             else argument for argument in command]
 
 
 def _relative_parameters(parameters: dict, output_dir: Path) -> dict:
-    """``output_dir`` and ``run_dir`` as paths relative to the repository (or, outside it, to the report folder):
-    a record names no folder of the machine that built it. Links are not followed (``runs/`` linked to a folder in
-    the home directory stays ``runs/...``)."""
-    repository = Path(__file__).resolve().parents[2]
+    """``output_dir`` and ``run_dir`` as :func:`_record_path` records them: a record names no folder of the machine
+    that built it."""
     relative = dict(parameters)
     for key in ("output_dir", "run_dir"):
         if key in relative and relative[key] is not None:
-            path = Path(os.path.abspath(relative[key]))  # not resolve(): a link stays the name the user gave
-            base = repository if path.is_relative_to(repository) and output_dir.is_relative_to(repository) \
-                else output_dir
-            relative[key] = Path(os.path.relpath(path, base)).as_posix()
+            relative[key] = _record_path(str(relative[key]), output_dir)
     return relative
 
 
-def inputs_digest(job: ReportJob, run_root: str | os.PathLike) -> str:
-    """SHA-256 of what a report's notebook reads (:func:`shc.presets.notebook_configs`): each run's stage folder
-    (its name ends with the identity key) and the bytes of its ``metrics.json``, ``centers.npy`` or
-    ``similarity.npy``. A report is up to date only while this is the value its ``run.json`` records."""
+def inputs_digest(job: ReportJob, run_root: str | os.PathLike) -> str | None:
+    """SHA-256 of what a report's notebook reads (:func:`shc.presets.notebook_configs`): for each run, its stage
+    folder's name (ending with the identity key) and the bytes of the files the notebooks read there: stage 3's
+    ``metrics.json``, ``codes.npz`` and ``train/history.csv``, stage 2's ``centers.npy``, stage 1's
+    ``similarity.npy``. A report is up to date only while this is the value its ``run.json`` records.
+
+    None where it would prove nothing: a page that reads no run, or one whose runs are not all there (a digest of
+    "missing" markers would look like any other); :func:`_is_up_to_date` then does not compare inputs, and the
+    first digest of complete inputs differs from the None recorded, so the page is built again."""
     import hashlib
 
     from shc.presets import notebook_configs
     from shc.stages import stage_directories
 
     needs = notebook_configs(job.parameters, str(Path(run_root) / job.preset), job.notebook)
-    read = {"runs": ("stage3", "metrics.json"), "centers": ("stage2", "centers.npy"),
-            "similarity": ("stage1", "similarity.npy")}
-    paths = sorted({stage_directories(config)[read[kind][0]] / read[kind][1]
-                    for kind, configs in needs.items() for config in configs})
+    read = {"runs": ("stage3", ("metrics.json", "codes.npz", "train/history.csv")),
+            "centers": ("stage2", ("centers.npy",)), "similarity": ("stage1", ("similarity.npy",))}
+    files = sorted({(stage_directories(config)[read[kind][0]], name)
+                    for kind, configs in needs.items() for config in configs for name in read[kind][1]})
+    if not files or not all((folder / name).is_file() for folder, name in files):
+        return None
     digest = hashlib.sha256()
-    for path in paths:
-        digest.update(f"{path.parent.name}/{path.name}\x1f".encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest() if path.is_file() else b"missing")
+    for folder, name in files:
+        digest.update(f"{folder.name}/{name}\x1f".encode())
+        digest.update(hashlib.sha256((folder / name).read_bytes()).digest())
     return digest.hexdigest()
 
 

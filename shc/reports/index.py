@@ -87,12 +87,15 @@ def commit_summary(states: list[dict]) -> tuple[str, bool]:
     commits = sorted({state["commit"] for state in states if state.get("commit")})
     dirty = sum(state.get("dirty") is True for state in states)
     unknown = sum(not state.get("commit") for state in states)
-    if len(commits) == 1 and not dirty and not unknown:
+    unread = sum(bool(state.get("commit")) and not isinstance(state.get("dirty"), bool) for state in states)
+    if len(commits) == 1 and not dirty and not unknown and not unread:
         return f"Every page was built from one clean commit, `{commits[0][:12]}`.", True
     parts = [f"These {len(states)} pages come from {len(commits)} commit{'s' if len(commits) != 1 else ''}"
              + (f" ({', '.join(f'`{commit[:12]}`' for commit in commits)})" if commits else "")]
     if dirty:
         parts.append(f"{dirty} of them from a tree with uncommitted changes")
+    if unread:  # git status failed or timed out: the tree may have had changes
+        parts.append(f"{unread} of them from a tree whose changes were not read")
     if unknown:
         parts.append(f"{unknown} record no commit")
     return "; ".join(parts) + ": rebuild them from one clean commit (`python -m shc.reports --preset <preset>`).", False
