@@ -70,6 +70,16 @@ def test_a_wrong_tie_verdict_in_a_quoted_sentence_is_a_false_sentence(tmp_path):
     assert [p.kind for p in problems] == ["false-sentence"] and "do not print" in problems[0].detail
 
 
+def test_a_swapped_table_header_is_a_false_sentence(tmp_path):
+    """An audit: swapping two column names of a quoted table put every number under another method and passed."""
+    body = _quoted_body(_printed())
+    header = next(line for line in body.splitlines() if line.startswith("| bits |"))
+    assert " shc-ls | crh " in header
+    problems = markdown_problems(_document(tmp_path, body.replace(header, header.replace(" shc-ls | crh ",
+                                                                                         " crh | shc-ls "))))
+    assert [p.kind for p in problems] == ["false-sentence"] and "table header" in problems[0].detail
+
+
 def test_a_dropped_row_is_a_false_sentence(tmp_path):
     command = COMMAND.replace("--headline ", "--metrics tie_aware_mAP@ALL ")
     printed = _printed(command)

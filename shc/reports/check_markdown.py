@@ -123,25 +123,36 @@ def _output_difference(quoted: list[str], printed: list[str]) -> str | None:
     return None
 
 
-def _quoted(section: list[str], printed: set[str] | None = None) -> tuple[list[str], list[str]]:
-    """The table rows and the verbatim items of a block's section, which ends at a bold paragraph opener (``**``)
-    that the commands do not print (``printed``: the stripped printed lines; None: the whole section)."""
+def _quoted(section: list[str], printed: set[str] | None = None) -> tuple[list[str], list[str], list[str]]:
+    """The table rows, the verbatim items and the table headers of a block's section, which ends at a bold paragraph
+    opener (``**``) that the commands do not print (``printed``: the stripped printed lines; None: the whole
+    section)."""
     end = next((i for i, line in enumerate(section)
                 if printed is not None and line.startswith("**") and line.strip() not in printed), len(section))
-    return _table_body(section[:end]), _verbatim_items(section[:end])
+    headers, rows = _table_parts(section[:end])
+    return rows, _verbatim_items(section[:end]), headers
 
 
 def _table_body(lines: list[str]) -> list[str]:
     """The body rows of the Markdown tables in ``lines`` (a row after a ``|---|`` separator), stripped."""
-    rows, in_body = [], False
+    return _table_parts(lines)[1]
+
+
+def _table_parts(lines: list[str]) -> tuple[list[str], list[str]]:
+    """``(headers, body rows)`` of the Markdown tables in ``lines``, stripped: a header is the row above a ``|---|``
+    separator (a header swapped by hand would put every number under another method)."""
+    headers, rows, in_body, previous = [], [], False, ""
     for line in (line.strip() for line in lines):
         if not line.startswith("|"):
             in_body = False
         elif re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", line):
             in_body = True
+            if previous.startswith("|"):
+                headers.append(previous)
         elif in_body:
             rows.append(line)
-    return rows
+        previous = line
+    return headers, rows
 
 
 def _verbatim_items(section: list[str]) -> list[str]:
@@ -279,7 +290,7 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
     root = _repository_root(path)
     problems = []
     for block in quoted_outputs(path.read_text(encoding="utf-8")):
-        if not any(_quoted(block["section"])) and block["output"] is None:
+        if not any(_quoted(block["section"])[:2]) and block["output"] is None:
             continue  # commands named, nothing of their output quoted
         where = f"the commands of line {block['line']}"
         if block["record"] is not None:
@@ -305,8 +316,13 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
             if difference:
                 problems.append(Problem(name, "false-sentence", f"{where}: {difference}"))
             continue
-        table, verbatim = _quoted(block["section"], {line.strip() for line in printed})
+        table, verbatim, shown_headers = _quoted(block["section"], {line.strip() for line in printed})
         rows = _table_body(printed)
+        printed_headers = set(_table_parts(printed)[0])
+        for header in shown_headers if table else []:  # several commands' tables may share one shown header
+            if header not in printed_headers:
+                problems.append(Problem(name, "false-sentence", f"{where}: the table header {header!r} is not what "
+                                                                "the commands print"))
         if table and table != rows:
             wrong = next((shown for shown in table if shown not in rows), None)
             detail = (f"the table row {wrong!r} is not printed" if wrong else
