@@ -50,7 +50,7 @@ DELEGATES = {("cli.py", "index.save(out)"), ("retrieval/cli.py", "index.save(out
              ("stages/base.py", "self.save(outputs, directory)")}  # each Stage's save: scanned in its own module
 
 
-_MODULE_OPENERS = {"io", "gzip", "bz2", "lzma", "codecs", "Image"}  # name.open(path, mode)
+_MODULE_OPENERS = {"io", "gzip", "bz2", "lzma", "codecs", "Image", "tarfile"}  # name.open(path, mode)
 
 
 def _call_name(func: ast.AST) -> str:

@@ -40,7 +40,6 @@ notebooks, the with-code HTML, SVGs and kernel logs are regenerated locally and 
 
 from __future__ import annotations
 
-import fnmatch
 import gzip
 import html
 import json
@@ -53,6 +52,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from shc.reports.problem import Problem
+from shc.reports.published import is_published
 
 __all__ = ["LEGACY_BUDGET_BYTES", "PAGE_END", "PLACEHOLDER_ALT", "PUBLISHED_BUDGET_BYTES", "Problem", "check_page",
            "check_report_folder", "findings_problems", "is_published", "main", "prose_problems",
@@ -71,31 +71,6 @@ PAGE_END = "</html>"
 #: The alt text nbconvert gives every output image.
 PLACEHOLDER_ALT = "No description has been provided for this image"
 _MEANINGLESS_ALT = {"", "image", "figure", "png", "svg", "plot", "img", PLACEHOLDER_ALT.lower()}
-
-#: Files under ``reports/`` that ``.gitignore`` keeps out of the repository (``tests/test_reports.py`` checks
-#: that this agrees with ``git check-ignore``). Names relative to a preset folder.
-_UNPUBLISHED = ("*.ipynb", "*.svg", "kernel.log", ".lock", ".*.lock", "*.tmp", "*.tmp.*")
-
-
-def is_published(relative: str | os.PathLike, *, shared_root: bool = False) -> bool:
-    """Whether a file of a preset's report folder is committed (reading pages, index, figures, tables, records).
-
-    With ``shared_root``, ``relative`` is relative to the reports root instead, where only the shared ``_assets``
-    folder (MathJax, the pages' stylesheet) and the preset folders are published."""
-    path = PurePosixPath(Path(relative).as_posix())
-    if shared_root:
-        if not path.parts or path.parts[0] != "_assets":
-            return False
-        path = PurePosixPath(*path.parts[1:]) if len(path.parts) > 1 else path
-    name = path.name
-    if any(part.startswith(".") and part not in (".", "..") for part in path.parts[:-1]):
-        return False  # building and old folders of an interrupted batch
-    if any(fnmatch.fnmatch(name, pattern) for pattern in _UNPUBLISHED):
-        return False
-    if name.endswith(".html"):
-        return name.endswith("-report.html") or (name == "index.html" and len(path.parts) == 1)
-    return True
-
 
 def published_files(folder: str | os.PathLike) -> list[Path]:
     """Every published file below ``folder`` (a preset's report folder), sorted; the vendored ``_assets`` too."""

@@ -374,7 +374,7 @@ def _data_files(folder: Path) -> dict[str, list[str]]:
 
 
 def _published(files: dict[str, str]) -> dict[str, str]:
-    from shc.reports.check import is_published
+    from shc.reports.published import is_published
 
     return {key: name for key, name in files.items() if is_published(name)}
 

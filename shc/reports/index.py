@@ -146,7 +146,7 @@ def _index_row(preset_dir: Path, folder: Path, record: dict, summary: dict | Non
 def _data_links(preset_dir: Path, folder: Path, record: dict) -> str:
     """Links to the report's run record, tables and figure data: those that are published and there, each named by
     its path in the page's folder (``tables/gv_bound.csv`` and ``figures/gv_bound.csv`` are two files)."""
-    from shc.reports.check import is_published
+    from shc.reports.published import is_published
 
     files = record.get("files") or {}
     names = [RECORD_FILE, *files.get("tables", []), *files.get("figure_data", [])]

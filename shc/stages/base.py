@@ -42,7 +42,7 @@ from shc._io import exclusive_lock, jsonable, write_json
 from shc.executors import fixed_threads
 from shc.runs import STAGE_THREADS
 
-__all__ = ["Stage", "identity_key", "is_main", "read_identity"]
+__all__ = ["Stage", "identity_key", "is_main", "read_identity", "require_validation"]
 
 Check = Callable[[Path], None]
 """A check that a file parses: raises any exception when it does not."""
@@ -336,3 +336,11 @@ class Stage:
                 self.save(outputs, directory)
         barrier()
         return self.load()
+
+
+def require_validation(split, model: str) -> None:
+    """Refuse an empty validation split before training (it would fail at the first evaluation, after
+    ``eval_every`` epochs, losing them, with no word of the split)."""
+    if len(split) == 0:
+        raise ValueError(f"the validation split is empty, and {model} is selected on it: give it images (a composite's "
+                         "dataset_options val_per_class >= 1; a random protocol's val_size > 0).")

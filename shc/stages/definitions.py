@@ -52,6 +52,7 @@ from shc.stages.base import (
     json_object,
     load_array,
     read_identity,
+    require_validation,
     threads,
     torch_file,
 )
@@ -98,14 +99,6 @@ def _accuracy(model, split, config: Any) -> float:
     return float((logits.argmax(dim=1).numpy() == split.labels).mean())
 
 
-def _require_validation(split, model: str) -> None:
-    """Refuse an empty validation split before training (it would fail at the first evaluation, after
-    ``eval_every`` epochs, losing them, with no word of the split)."""
-    if len(split) == 0:
-        raise ValueError(f"the validation split is empty, and {model} is selected on it: give it images (a composite's "
-                         "dataset_options val_per_class >= 1; a random protocol's val_size > 0).")
-
-
 def _fit_classifier(config: Any, classes: int, train, val, directory: Path, epochs: int, lr: float,
                     weights: str | None, progress: bool):
     """A classifier (backbone + FC, softmax cross-entropy) trained into ``directory/classifier``, selected on
@@ -115,7 +108,7 @@ def _fit_classifier(config: Any, classes: int, train, val, directory: Path, epoc
     from shc.models import build_classifier
     from shc.train import fit, set_seed
 
-    _require_validation(val, "the classifier")
+    require_validation(val, "the classifier")
     set_seed(config.seed)  # the initial weights must not depend on what ran before in this process
     model = build_classifier(config.backbone, classes, pretrained=config.pretrained, weights=weights)
     started = time.perf_counter()
@@ -421,7 +414,7 @@ class Hashing(Stage):
                                     centers=centers, seed=config.seed, similarity=similarity,
                                     **dict(config.method_options))
 
-        _require_validation(data.val, "the hashing network")
+        require_validation(data.val, "the hashing network")
         database = data.selection_database()  # no held-out class, no validation query's own image
 
         def validate(network) -> dict[str, float]:
