@@ -37,7 +37,7 @@ This package re-exports their public names; a module of the package imports its 
 """
 
 from shc.centers.baselines import csq_centers, hadamard_capacity_table, random_centers
-from shc.centers.distance import gv_min_distance, hamming_distances, max_codes_upper_bound
+from shc.centers.distance import distance_table, gv_min_distance, hamming_distances, max_codes_upper_bound
 from shc.centers.mds import DENSE_MDS_LIMIT, MDS_DEFAULTS, greedy_code, mds_centers
 from shc.centers.quality import (
     center_quality,
@@ -91,6 +91,7 @@ __all__ = [
     "greedy_code",
     "gv_min_distance",
     "hadamard_capacity_table",
+    "distance_table",
     "hamming_distances",
     "local_search_centers",
     "max_codes_upper_bound",

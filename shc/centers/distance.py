@@ -15,7 +15,7 @@ from scipy.special import comb
 
 from shc.validation import hamming_distance_matrix, sign_codes
 
-__all__ = ["gv_min_distance", "hamming_distances", "max_codes_upper_bound"]
+__all__ = ["distance_table", "gv_min_distance", "hamming_distances", "max_codes_upper_bound"]
 
 
 def _check_sizes(num_classes: int, num_bits: int) -> tuple[int, int]:
@@ -44,6 +44,18 @@ def _as_sign_matrix(centers: Any) -> np.ndarray:
 def hamming_distances(centers: Any) -> np.ndarray:
     """Pairwise Hamming distances (C, C) of +-1 centers, via Eq. 17: D = (q - H H^T) / 2."""
     return hamming_distance_matrix(sign_codes(centers, "centers"))
+
+
+def distance_table(centers: Any, count: int = 5):
+    """The pairwise Hamming distances (Eq. 17) of the first ``count`` centers as a table to show and save, rows and
+    columns ``h0``, ``h1``, ...; its index is named ``center``."""
+    import pandas as pd
+
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+        raise ValueError(f"count must be a positive integer (how many centers to show), got {count!r}.")
+    codes = sign_codes(centers, "centers")[: int(count)]
+    names = [f"h{i}" for i in range(len(codes))]
+    return pd.DataFrame(hamming_distance_matrix(codes), index=pd.Index(names, name="center"), columns=names)
 
 
 def _offdiag(matrix: np.ndarray) -> np.ndarray:

@@ -22,6 +22,9 @@ checks, each a *kind* of :class:`Problem`:
   edited by hand, or a table changed after the page was built (issue 38: no sentence is typed);
 - ``unverifiable``: a marked list without its record in ``findings.json``, or a record whose tables are not
   published or whose finding cannot run on them;
+- ``table-mismatch``: a displayed table that no published file beside its page holds (its ``tables/`` or
+  ``summary.json``), cell by cell (:mod:`shc.reports.check_tables`): a cell typed or edited by hand, a file changed
+  after the page was built, or a table shown without saving it;
 - ``typed-budget``: typed prose (a Markdown cell) that states a budget or a count of runs ("80 epochs", "(epoch
   160)", "same epochs"): budgets differ between methods and are stated by computed lines;
 - ``foreign-prose``: a phrase that describes another dataset's classes (``shc.data.foreign_prose``) on a page about
@@ -51,6 +54,7 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
+from shc.reports.check_tables import table_problems
 from shc.reports.problem import Problem
 from shc.reports.published import is_published
 
@@ -559,6 +563,8 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
             yield from _page_end_problem(text, relative)
             yield from check_page(text, relative, exists=exists)
             yield from findings_problems(text, relative, folder)
+            if relative != "index.html":  # the index's table is built from the pages' records, not a notebook's
+                yield from table_problems(text, relative, folder)
             yield from prose_problems(text, relative, _page_dataset(folder / relative, folder))
             continue
         for found in _absolute_paths(text):

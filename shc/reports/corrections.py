@@ -18,11 +18,12 @@ import html
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-__all__ = ["CORRECTIONS", "Correction", "correct_pages", "correction_note"]
+__all__ = ["CORRECTIONS", "Correction", "SHOWN_TABLES", "correct_pages", "correction_note", "publish_shown_tables"]
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,56 @@ def _insert_finding(text: str, page_dir: Path, correction: Correction, stamp: st
     return text[:end] + block + "\n" + text[end:]
 
 
+def _example_distances(parameters: Mapping[str, Any]):
+    """Page 00's worked example: the Hamming distances of the first five random centers the page drew."""
+    from shc import centers
+
+    drawn = centers.generate_centers("random", int(parameters.get("num_classes", 100)),
+                                     int(parameters.get("bits", 32)), seed=int(parameters.get("seed", 0)))
+    return centers.distance_table(drawn, count=5)
+
+
+#: Tables that pages built before 2026-12-02 showed without saving them: page -> (file stem, how to compute it from
+#: the page's recorded parameters, its ``run.json``'s ``parameters``, with the notebook's defaults where a parameter
+#: was not given). :func:`publish_shown_tables` publishes each beside its page; the checker
+#: (:mod:`shc.reports.check_tables`) then compares what the page shows with it, so a recomputation that differs from
+#: the page is a ``table-mismatch``, not a silent replacement.
+SHOWN_TABLES: Mapping[str, tuple[tuple[str, Callable[[Mapping[str, Any]], Any]], ...]] = {
+    "00_center_geometry": (("example_distances", _example_distances),),
+}
+
+
+def publish_shown_tables(folder: str | os.PathLike,
+                         shown: Mapping[str, Sequence[tuple[str, Callable]]] = SHOWN_TABLES) -> list[str]:
+    """Publish, beside each page of the preset folder ``folder`` built before it was saved, every table of
+    ``shown`` the page displays without its file, and name it in the page's ``run.json`` (``files.tables``, and under
+    ``published_after_build`` with the stamp: when and by which commit); return the pages (relative paths). A page
+    that has the file is left as it is, so a second run changes nothing."""
+    from shc._io import write_json
+    from shc.plots import save_table
+
+    from .refresh import _stamp
+
+    folder = Path(folder)
+    changed = []
+    for page_dir in sorted(path for path in folder.iterdir() if path.name in shown and path.is_dir()):
+        record_file = page_dir / "run.json"
+        if not record_file.is_file():
+            continue  # no recorded parameters to compute from: the checker names the table
+        record = json.loads(record_file.read_text(encoding="utf-8"))
+        for stem, compute in shown[page_dir.name]:
+            if any((page_dir / "tables").glob(f"{stem}.csv*")):
+                continue
+            saved = save_table(compute(record.get("parameters") or {}), page_dir / "tables" / stem)
+            files = record.setdefault("files", {})
+            name = saved.relative_to(page_dir).as_posix()
+            files["tables"] = sorted({*files.get("tables", []), name})
+            record.setdefault("published_after_build", {})[name] = _stamp(folder)
+            write_json(record_file, record)
+            changed.append(f"{page_dir.name}/{page_dir.name}-report.html")
+    return changed
+
+
 def correct_pages(folder: str | os.PathLike, stamp: str | None = None,
                   corrections: Sequence[Correction] = CORRECTIONS) -> list[str]:
     """Replace each false sentence of ``corrections`` on the pages of the preset folder ``folder`` and note it under
@@ -154,7 +205,7 @@ def correct_pages(folder: str | os.PathLike, stamp: str | None = None,
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a report folder; give a preset's folder, e.g. reports/standard.")
-    changed = []
+    changed = publish_shown_tables(folder)
     for page in sorted(folder.glob("*/*-report.html")):
         text = original = page.read_text(encoding="utf-8")
         for correction in (c for c in corrections if c.page == page.parent.name):
@@ -174,7 +225,7 @@ def correct_pages(folder: str | os.PathLike, stamp: str | None = None,
             write_text(page, text)
             changed.append(page.relative_to(folder).as_posix())
     note_refreshed_pages_in_index(folder)
-    return changed
+    return sorted(set(changed))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

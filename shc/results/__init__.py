@@ -41,8 +41,8 @@ from shc.results.reading import (IDENTITY_COLUMNS, REACH_KEYS, REPORTED_MAP_KEYS
                                  load_history, load_metrics, load_similarity, load_stage1_metrics, result_rows,
                                  measured_pairings, run_label, selected_epoch_share, similarity_sources)
 from shc.results.statistics import headline_rows, ranking_line, regime_rows, verdict_sentence
-from shc.results.tables import (RankedTable, center_table, classifier_table, readable_table, relabelled,
-                                retrieval_table, value_name)
+from shc.results.tables import (RankedTable, center_table, classifier_table, readable_cell, readable_table,
+                                relabelled, retrieval_table, value_name)
 from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, load_data
 from shc.stages import artifact
 
@@ -97,6 +97,7 @@ __all__ = [
     "measured_pairings",
     "pr_curves_by_method",
     "ranking_line",
+    "readable_cell",
     "readable_table",
     "regime_rows",
     "relabelled",

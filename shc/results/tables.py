@@ -319,6 +319,28 @@ def _print_table(title: str, rows: pd.DataFrame, metric: str, order: Sequence[st
     print()
 
 
+def readable_cell(value: Any, digits: int = 4) -> str:
+    """One cell as :func:`readable_table` shows it: numbers through :func:`shc.stats.format_value` (``digits``
+    significant digits), NaN and None as ``n/a``, bools ``yes``/``no``, a dict as ``key = value, ...``, a list as
+    ``a, b``, an empty one as ``none``; text as it is."""
+    import pandas as pd
+
+    from shc.stats import format_value
+
+    if isinstance(value, dict):
+        return ", ".join(f"{key} = {readable_cell(item, digits)}" for key, item in value.items()) or "none"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(readable_cell(item, digits) for item in value) or "none"
+    if isinstance(value, str):
+        return value
+    try:
+        if pd.isna(value):
+            return "n/a"
+    except (TypeError, ValueError):
+        pass
+    return format_value(value, digits)
+
+
 def readable_table(frame: Any, digits: int = 4, index_name: str = "rank", drop_empty: bool = True,
                    named: bool = False):
     """A frame as a reader should see it: every cell text (numbers through :func:`shc.stats.format_value`,
@@ -329,8 +351,6 @@ def readable_table(frame: Any, digits: int = 4, index_name: str = "rank", drop_e
     frame (:func:`shc.plots.save_table`)."""
     import pandas as pd
 
-    from shc.stats import format_value
-
     frame = frame.copy()
     if drop_empty:
         frame = frame.loc[:, [column for column in frame.columns if not frame[column].isna().all()]]
@@ -338,22 +358,9 @@ def readable_table(frame: Any, digits: int = 4, index_name: str = "rank", drop_e
         frame.columns = [value_name(column) for column in frame.columns]
     if isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1:
         frame.index = pd.RangeIndex(1, len(frame) + 1, name=index_name)
-
-    def cell(value: Any) -> str:
-        if isinstance(value, dict):
-            return ", ".join(f"{key} = {cell(item)}" for key, item in value.items()) or "none"
-        if isinstance(value, (list, tuple)):
-            return ", ".join(cell(item) for item in value) or "none"
-        if isinstance(value, str):
-            return value
-        try:
-            if pd.isna(value):
-                return "n/a"
-        except (TypeError, ValueError):
-            pass
-        return format_value(value, digits)
-
-    return _FullTable(frame.apply(lambda column: column.map(cell)) if len(frame.columns) else frame)
+    if not len(frame.columns):
+        return _FullTable(frame)
+    return _FullTable(frame.apply(lambda column: column.map(lambda value: readable_cell(value, digits))))
 
 
 class _FullTable:
