@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .refresh import folders_command
 
     return folders_command(argv, "shc.reports.corrections", main.__doc__.split(";")[0], correct_pages,
-                           "false sentences corrected", "corrected")
+                           "false sentences corrected or shown tables published", "corrected")
 
 
 if __name__ == "__main__":
