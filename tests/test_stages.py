@@ -153,3 +153,42 @@ def test_a_stage_3_cut_off_before_its_evaluation_is_measured_without_retraining(
     metrics = run(config).metrics
     assert metrics["evaluation"] == EVALUATION_VERSION and 0 <= metrics["tie_aware_mAP@ALL"] <= 1
     assert {key: metrics[key] for key in record} == record  # the training fields kept as they were
+
+
+def _small(tmp_path, **changes) -> RunConfig:
+    return RunConfig(**{"method": "shc", "bits": 16, "epochs": 1, "classifier_epochs": 4, "eval_every": 1,
+                        "run_dir": str(tmp_path), "dataset_options": {
+                            "num_classes": 10, "train_per_class": 6, "val_per_class": 2, "query_per_class": 2,
+                            "database_per_class": 6}, **changes})
+
+
+def test_a_classifier_evaluated_at_other_epochs_is_refused_not_reused(tmp_path):
+    """eval_every fixes which epochs the stage-1 classifier is evaluated (and selected) at, but is not in the
+    identity (adding it would re-key every finished run): a finished folder evaluated at other epochs is refused,
+    naming both schedules, where it would have served another config's S (an audit, 2026-12-02)."""
+    from shc.runs import StaleRunError
+
+    every_epoch = _small(tmp_path)
+    Similarity(every_epoch).run()
+    history = json.loads((Similarity(every_epoch).directory / "classifier" / "history.json").read_text())
+    assert [row["epoch"] for row in history["rows"] if "accuracy" in row] == [1, 2, 3, 4]
+    assert Similarity(every_epoch).evaluation_epochs() == (1, 2, 3, 4)
+    every_third = _small(tmp_path, eval_every=3)
+    assert Similarity(every_third).directory == Similarity(every_epoch).directory  # the same folder
+    assert Similarity(every_third).evaluation_epochs() == (3, 4)  # every 3rd and the last, as fit evaluates
+    with pytest.raises(StaleRunError, match=r"evaluated at epochs \[1, 2, 3, 4\].*evaluates it at \[3, 4\]"):
+        Similarity(every_third).run()
+    assert Similarity(_small(tmp_path, eval_every=8)).evaluation_epochs() == (4,)  # min(eval_every, epochs)
+    np.testing.assert_array_equal(Similarity(every_epoch).run(), Similarity(every_epoch).load())  # still served
+
+
+def test_a_stage_finished_by_another_process_while_this_one_waited_is_used_not_recomputed(tmp_path, monkeypatch):
+    """The cache is read before the lock: a process that found nothing, then got the lock after another finished
+    the folder, used to compute it again and overwrite it (an audit, 2026-12-02)."""
+    config = _small(tmp_path, method="mds")
+    expected = Centers(config).run()  # the other process's result
+    calls = []
+    monkeypatch.setattr(Centers, "cached", lambda self: None)  # this process looked before the other finished
+    monkeypatch.setattr(Centers, "compute", lambda self, *args: calls.append(1))
+    np.testing.assert_array_equal(Centers(config).run(), expected)
+    assert calls == []

@@ -164,6 +164,9 @@ class Stage:
     - ``files``: what a finished folder holds, each with the check that it parses; ``complete``, the one whose
       presence marks the stage finished (written last),
     - ``training``: the training run inside the folder that a recomputation resumes from (None: none),
+    - ``schedule``: the config field of that training's epochs, where the identity leaves out ``eval_every``
+      (which fixes the epochs it evaluates and selects): a finished folder evaluated at other epochs is refused
+      (:meth:`check_schedule`; None: not checked),
     - ``trains``: whether :meth:`compute` runs on every rank under torchrun (DDP) or on rank 0 alone,
 
     and implements :meth:`own_identity`, :meth:`label`, :meth:`compute`, :meth:`save` and :meth:`load`.
@@ -174,6 +177,7 @@ class Stage:
     files: ClassVar[tuple[tuple[str, Check], ...]] = ()
     complete: ClassVar[str]
     training: ClassVar[str | None] = None
+    schedule: ClassVar[str | None] = None
     trains: ClassVar[bool] = False
 
     def __init__(self, config: Any) -> None:
@@ -243,7 +247,40 @@ class Stage:
             if damage is not None:
                 self.set_aside(damage)
                 found = False
+            else:
+                self.check_schedule()
         return path if agreed(found) else None
+
+    def evaluation_epochs(self) -> tuple[int, ...] | None:
+        """The epochs at which this config evaluates (and so may select) the network of the folder's
+        :attr:`training` run, where the identity does not fix them (:attr:`schedule`); None: nothing to check."""
+        from shc.train import TrainConfig
+
+        if self.schedule is None:
+            return None
+        epochs = getattr(self.config, self.schedule)
+        return TrainConfig(epochs=epochs, eval_every=min(self.config.eval_every, epochs)).evaluation_epochs()
+
+    def check_schedule(self) -> None:
+        """Refuse a finished folder whose training evaluated at other epochs than this config does
+        (:meth:`evaluation_epochs`): its selected network, and everything computed from it, would be another
+        config's. Raised, not recomputed: the stages that read this one were built on it under the same identity."""
+        from shc.runs import StaleRunError
+
+        expected = self.evaluation_epochs()
+        record = self.directory / (self.training or "") / "history.json"
+        if expected is None or self.training is None or not record.is_file():
+            return
+        history = json.loads(record.read_text(encoding="utf-8"))
+        metric = history.get("select_metric")
+        evaluated = tuple(row["epoch"] for row in history.get("rows", []) if metric in row)
+        if metric is not None and evaluated != tuple(expected):
+            raise StaleRunError(
+                f"{self.directory} holds a {self.training} evaluated at epochs {list(evaluated)}, but this config "
+                f"evaluates it at {list(expected)} (eval_every): its selected {self.training}, and what later stages "
+                f"computed from it, come from other settings. Give this run another run_dir, or delete "
+                f"{self.directory} and the folders of the same seed that read it (their identities nest "
+                f"{self.name}'s), then run again.")
 
     def damage(self) -> str | None:
         """The first file of the finished folder that is missing or does not parse, with why; None if all parse."""
@@ -331,11 +368,17 @@ class Stage:
             return self.load()
         inputs = self.inputs(progress)
         with self.open() as directory:
-            outputs = self.compute(inputs, directory, progress) if self.trains or is_main() else None
-            if is_main():
-                self.save(outputs, directory)
+            # another process may have finished the folder between cached() and the lock: use its result
+            if not agreed(is_main() and self.intact()):
+                outputs = self.compute(inputs, directory, progress) if self.trains or is_main() else None
+                if is_main():
+                    self.save(outputs, directory)
         barrier()
         return self.load()
+
+    def intact(self) -> bool:
+        """Whether the folder holds this stage's finished, intact result (checked under its lock by :meth:`run`)."""
+        return (self.directory / self.complete).exists() and self.recorded() and self.damage() is None
 
 
 def require_validation(split, model: str) -> None:

@@ -43,19 +43,8 @@ from shc._io import jsonable, save_npy, save_npz, save_torch, write_json
 from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC, evaluate_codes, selection_scores
 from shc.registry import Registry
 from shc.runs import MissingRunError, describe, load_data, method_spec, other_similarity
-from shc.stages.base import (
-    Stage,
-    archive_file,
-    array_file,
-    is_main,
-    json_file,
-    json_object,
-    load_array,
-    read_identity,
-    require_validation,
-    threads,
-    torch_file,
-)
+from shc.stages.base import (Stage, archive_file, array_file, is_main, json_file, json_object, load_array,
+                             read_identity, require_validation, threads, torch_file)
 
 __all__ = ["CLASSIFIER_RULES", "STAGES", "Centers", "ClassifierCodes", "Evaluation", "Hashing", "Pretraining",
            "Similarity", "artifact", "classifier_codes", "classifier_config", "data_identity", "encode", "paired_seeds",
@@ -130,7 +119,7 @@ class Pretraining(Stage):
     name = "stage0"
     files = (("metrics.json", json_object("source", "train_seconds")), ("weights.pt", torch_file))
     complete = "weights.pt"
-    training = "classifier"
+    training, schedule = "classifier", "pretrain_epochs"  # eval_every is not in the identity: Stage.check_schedule
     trains = True
 
     def applies(self) -> bool:
@@ -186,7 +175,7 @@ class Similarity(Stage):
     parents = (Pretraining,)
     files = (("metrics.json", json_object("source")), ("similarity.npy", array_file))
     complete = "similarity.npy"
-    training = "classifier"
+    training, schedule = "classifier", "classifier_epochs"  # eval_every is not in the identity: Stage.check_schedule
     trains = True
 
     def applies(self) -> bool:
@@ -520,6 +509,9 @@ class Evaluation(Stage):
 
     def load(self) -> dict[str, Any]:
         return self.hashing.load()
+
+    def intact(self) -> bool:  # stage 3 finished and measured by today's evaluation
+        return not self.force and self.hashing.intact() and self.load().get("evaluation", 0) >= EVALUATION_VERSION
 
     def finished(self) -> dict[str, Any] | None:
         """The measures of a finished stage 3 (re-measured when stale), None when it has not finished."""

@@ -109,6 +109,15 @@ class TrainConfig:
     grad_clip_norm: float | None = None
     drop_last: bool = False
 
+    def evaluates(self, epoch: int) -> bool:
+        """Whether :func:`shc.train.fit` evaluates (and may select) the network after ``epoch`` (1-based): every
+        ``eval_every`` epochs and after the last."""
+        return epoch % self.eval_every == 0 or epoch == self.epochs
+
+    def evaluation_epochs(self) -> tuple[int, ...]:
+        """Every epoch :meth:`evaluates`, in order."""
+        return tuple(epoch for epoch in range(1, self.epochs + 1) if self.evaluates(epoch))
+
     def __post_init__(self) -> None:
         def positive_int(name: str) -> None:
             value = getattr(self, name)

@@ -436,7 +436,7 @@ def _fit(
         )
         row.update(_criterion_epoch_end(criterion, model, train_set, epoch, precision))
         state.scheduler.step()
-        if evaluate is not None and ranks.is_main and (epoch % config.eval_every == 0 or epoch == config.epochs):
+        if evaluate is not None and ranks.is_main and config.evaluates(epoch):
             _evaluate_and_select(model, evaluate, epoch, row, history, config, best_path)
         history.rows.append(row)
         rng_states = _gather_rng(ranks)  # collective: every rank's state goes into rank 0's checkpoint
