@@ -31,7 +31,8 @@ from typing import Any
 from shc.registry import Registry
 
 __all__ = ["EXECUTORS", "Outcome", "dask_executor", "fixed_threads", "grid_workers", "in_turn",
-           "interruptible_worker", "local_executor", "open_executor", "positive_jobs", "ray_executor", "stop_workers"]
+           "interruptible_worker", "local_executor", "open_executor", "positive_jobs", "ray_executor", "stop_workers",
+           "WorkerDied"]
 
 Outcome = tuple[int, Any, BaseException | None, float]
 """``(position, result, error, seconds)`` of one call: ``result`` is None where ``error`` is not."""
@@ -170,33 +171,68 @@ def in_turn(keys: Iterable[Hashable], submit: Callable[[Hashable], Future], work
             yield running.pop(future), future
 
 
+class WorkerDied(RuntimeError):
+    """A local worker process died in the middle of a run (killed for memory, a crash in native code): the run it
+    held, and the others running beside it, stopped with it; their finished stages and last epochs are kept."""
+
+
 class _Local:
     """:func:`local_executor`'s mapper: computes in spawned worker processes of this machine."""
 
     remote = False  #: stages shared between runs are computed by the caller, in its own process
 
-    def __init__(self, pool, workers: int) -> None:
-        self._pool = pool
+    def __init__(self, open_pool: Callable[[], Any], workers: int) -> None:
+        self._open_pool = open_pool
+        self._pool = open_pool()
         self._workers = workers
 
     def map(self, function: Callable[[Any], Any], arguments: Sequence[Any]) -> Iterator[Outcome]:
-        def submit(position: int) -> Future:
-            return self._pool.submit(_timed, function, arguments[position])
+        """Each call's outcome as it finishes. When a worker dies (``BrokenProcessPool``: the pool stops every
+        worker), each call that was running fails with :class:`WorkerDied`, and the calls not started yet go on in
+        a new pool: one run killed for memory does not end the grid."""
+        from concurrent.futures import BrokenExecutor
 
-        for position, future in in_turn(range(len(arguments)), submit, self._workers):
+        died = ("a worker process died while this run or one beside it was computing (killed for memory? see the "
+                "system log): rerun the grid to resume it, with fewer --jobs if memory ran out")
+        left = list(range(len(arguments)))
+        while left:
+            started: list[int] = []
+
+            def submit(position: int) -> Future:
+                future = self._pool.submit(_timed, function, arguments[position])
+                started.append(position)
+                return future
+
+            broken = False
             try:
-                result, seconds = future.result()
-            except Exception as error:  # the run's own failure: reported, the others go on
-                yield position, None, error, 0.0
-            else:
-                yield position, result, None, seconds
+                for position, future in in_turn(list(left), submit, self._workers):
+                    left.remove(position)
+                    try:
+                        result, seconds = future.result()
+                    except BrokenExecutor:
+                        broken = True
+                        yield position, None, WorkerDied(died), 0.0
+                    except Exception as error:  # the run's own failure: reported, the others go on
+                        yield position, None, error, 0.0
+                    else:
+                        yield position, result, None, seconds
+            except BrokenExecutor:  # the pool broke while a call was being submitted
+                if not started:
+                    raise  # a new pool cannot even start a worker: nothing to go on with
+                broken = True
+            if broken:
+                for position in [position for position in started if position in left]:  # stopped with the pool
+                    left.remove(position)
+                    yield position, None, WorkerDied(died), 0.0
+                if left:
+                    self._pool = self._open_pool()
 
 
 @contextlib.contextmanager
 def local_executor(jobs: int = 1, threads: int | None = None, **_: Any) -> Iterator[_Local]:
     """``jobs`` spawned worker processes on this machine, ``threads`` each (default cores // jobs)."""
-    with grid_workers(positive_jobs(jobs), threads) as pool:
-        yield _Local(pool, positive_jobs(jobs))
+    with contextlib.ExitStack() as pools:  # a new pool after a worker died; each is stopped and shut down at the end
+        yield _Local(lambda: pools.enter_context(grid_workers(positive_jobs(jobs), threads)), positive_jobs(jobs))
 
 
 def _check_resources(num_cpus: Any, num_gpus: Any) -> None:

@@ -238,6 +238,32 @@ def _shared_stages_remotely(configs: Sequence[RunConfig], executor: Any, log, pr
     return failed
 
 
+def _shared_stages_here(configs: Sequence[RunConfig], log, progress: bool) -> dict[int, BaseException]:
+    """Stages 0, 1 and 2 of ``configs`` in this process (shared between cells, each locked while computed), as
+    :func:`_shared_stages_remotely` does on a cluster: a stage that fails blocks the runs that read it, logged once
+    per stage folder, and the others go on (before, its error ended the grid, naming no run)."""
+    failed: dict[int, BaseException] = {}
+    errors: dict[Any, BaseException] = {}  # stage folder (or the config, where even its identity fails) -> error
+    for position, config in enumerate(configs):
+        for kind in SHARED:
+            stage, key = kind(config), (kind.name, position)
+            try:
+                if not stage.applies():
+                    continue
+                key = stage.directory
+                if key in errors:
+                    raise errors[key]
+                stage.run(progress)
+            except Exception as error:  # the stage's own failure: the runs reading it are not started
+                if key not in errors:
+                    errors[key] = error
+                    log(f"FAILED {kind.name} of {_run_name(config)}: {type(error).__name__}: "
+                        f"{describe_error(error)}")
+                failed[position] = error
+                break
+    return failed
+
+
 #: The reachability numbers a grid row carries (shc.reachability), when the run has them.
 _REACH_ROW_KEYS = ("reach_targets", "train_center_hit_rate", "train_center_bit_error", "query_center_hit_rate")
 
@@ -332,10 +358,7 @@ def run_grid(configs: Iterable[RunConfig], progress: bool = True, log=print, job
         if pool.remote:
             blocked = _shared_stages_remotely(configs, pool, log, progress and is_main())
         else:
-            for config in configs:  # stages 0-2 here (shared between cells, and each locked while computed)
-                for kind in SHARED:
-                    if kind(config).applies():
-                        kind(config).run(progress)
+            blocked = _shared_stages_here(configs, log, progress)
         for index, error in blocked.items():
             failed(index, error)
         pending = []

@@ -199,6 +199,37 @@ def test_the_local_pool_reports_a_failing_call_and_goes_on():
     assert isinstance(outcomes[1][2], ValueError) and outcomes[0][2] is None
 
 
+def test_a_worker_that_dies_fails_the_runs_it_stopped_and_the_grid_goes_on_in_a_new_pool():
+    """A run killed for memory breaks a ProcessPoolExecutor: every call then fails with BrokenProcessPool and the next
+    submission raises it out of the grid, so one dead worker ended the whole grid, naming no run (an audit,
+    2026-12-02). Now the calls it stopped fail with WorkerDied, saying what to do, and the rest run in a new pool."""
+    from shc.executors import WorkerDied
+
+    calls = ["__import__('time').sleep(120) or 0", "__import__('os')._exit(3)", "2", "3", "4"]
+    with open_executor("local", jobs=2, threads=1) as pool:
+        outcomes = sorted(pool.map(eval, calls), key=lambda outcome: outcome[0])
+    assert [position for position, *_ in outcomes] == [0, 1, 2, 3, 4]  # each reported once
+    assert isinstance(outcomes[1][2], WorkerDied) and "fewer --jobs" in str(outcomes[1][2])
+    assert isinstance(outcomes[0][2], WorkerDied)  # running beside it (120 s): stopped with the pool, not waited for
+    assert [(result, error) for _, result, error, _ in outcomes[2:]] == [(2, None), (3, None), (4, None)]
+
+
+def test_a_failing_shared_stage_blocks_only_the_runs_that_read_it_on_the_local_executor(tmp_path):
+    """Stages 0-2 run in the planner's process on the local executor; a failure there ended the grid, naming no run,
+    and the other runs never trained (an audit, 2026-12-02). Now, as on a cluster, the runs reading the failed stage
+    fail by name and the others train."""
+    common = dict(epochs=1, eval_every=1, bits=16, precision="fp32", dataset_options=OPTIONS, run_dir=str(tmp_path))
+    configs = [RunConfig(method="csq", center_options={"bogus": 1}, **common), RunConfig(method="greedyhash", **common),
+               RunConfig(method="csq", center_options={"bogus": 1}, seed=1, **common)]
+    lines = []
+    with pytest.raises(GridFailures) as failure:
+        run_grid(configs, progress=True, log=lines.append, jobs=2)
+    assert list(failure.value.failures) == ["digits-composite csq 16 bits seed 0", "digits-composite csq 16 bits seed 1"]
+    assert all("bogus" in str(error) for error in failure.value.failures.values())
+    assert failure.value.rows[1] is not None and failure.value.rows[1]["method"] == "greedyhash"  # it trained
+    assert sum(line.startswith("FAILED stage") for line in lines) >= 1
+
+
 def test_calls_are_submitted_in_turn_never_more_than_the_workers():
     """``in_turn`` keeps the pool's queue empty: a call is submitted only when one of ``workers`` is free, in the
     order of the keys, and each comes back with its own key (the bug it prevents: an interrupted grid started a
