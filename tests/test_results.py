@@ -353,6 +353,33 @@ def test_several_results_files_read_as_one_taking_each_cell_at_its_settings(tmp_
         read_results([first, second], preset("tiny", run_dir=str(tmp_path / "runs"), seeds=[1]))
 
 
+@pytest.mark.parametrize("field, other", [("eval_every", 7), ("classifier_lr", 0.5), ("mask", "argmax"),
+                                          ("center_options", {"x": 1}), ("pretrain_epochs", 9), ("weights", "w.pt")])
+def test_a_results_row_trained_with_any_other_setting_is_refused(tmp_path, field, other):
+    """An audit (2026-12-02) found rows trained with another eval_every, classifier_lr, mask or center_options read
+    as the preset's: only ten fields were compared. A file written before they were recorded lacks their columns, and
+    its rows are compared on the ten (the committed files)."""
+    import dataclasses
+
+    from shc.pipeline import preset
+    from shc.results.files import REQUIRED_CONFIG_COLUMNS, _settings, read_results
+    from shc.results.reading import _identity
+
+    configs = preset("tiny", run_dir=str(tmp_path / "runs"))
+    assert getattr(configs[0], field) != other
+    rows = [{**_identity(config), **_settings(config), METRIC: 0.5} for config in configs]
+    path = tmp_path / "r.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    assert len(read_results(path, configs)) == len(configs)
+    changed = [dataclasses.replace(config, **{field: other}) for config in configs]
+    with pytest.raises(ValueError, match=rf"other {field} \(asked"):
+        read_results(path, changed)
+    old = tmp_path / "old.csv"  # written before 2026-12-02: the required columns only
+    pd.DataFrame(rows).drop(columns=[c for c in _settings(configs[0]) if c not in REQUIRED_CONFIG_COLUMNS]).to_csv(
+        old, index=False)
+    assert len(read_results(old, changed)) == len(configs)
+
+
 def test_hashing_epochs_reads_the_runs_of_another_budget_on_the_presets_stage_1(tmp_path, capsys):
     """`--hashing-epochs E` reads the runs a validation budget check trained (the hashing network at E epochs, the
     preset's stage-1 classifier, as `benchmarks/standard_convergence.py` trains them): their own mAP, a header that

@@ -30,12 +30,19 @@ import pandas as pd
 from shc.results.reading import IDENTITY_COLUMNS, _identity, load_metrics, result_rows
 from shc.runs import RunConfig
 
-__all__ = ["CONFIG_COLUMNS", "read_classifier_codes", "read_results", "results_frame", "write_results"]
+__all__ = ["CONFIG_COLUMNS", "REQUIRED_CONFIG_COLUMNS", "read_classifier_codes", "read_results", "results_frame",
+           "write_results"]
 
-#: The configuration fields a results file records beside each run's identity (JSON for the mappings).
-CONFIG_COLUMNS = ("dataset_options", "backbone", "pretrained", "pretrain", "epochs", "lr", "batch_size", "optimizer",
-                  "classifier_epochs", "method_options")
-_JSON_COLUMNS = ("dataset_options", "method_options")
+#: The configuration fields every results file records beside each run's identity (JSON for the mappings).
+REQUIRED_CONFIG_COLUMNS = ("dataset_options", "backbone", "pretrained", "pretrain", "epochs", "lr", "batch_size",
+                           "optimizer", "classifier_epochs", "method_options")
+#: Every configuration field a results file records and reading compares: the required ones, then those files
+#: written since 2026-12-02 record too (the rest of the settings a run's numbers depend on; an audit found a row
+#: trained with another ``eval_every``, ``classifier_lr``, ``mask`` or ``center_options`` accepted). A file written
+#: before lacks them, and its rows are compared on the required fields only.
+CONFIG_COLUMNS = (*REQUIRED_CONFIG_COLUMNS, "mask", "weights", "pretrain_epochs", "pretrain_lr", "classifier_lr",
+                  "eval_every", "center_options")
+_JSON_COLUMNS = ("dataset_options", "method_options", "center_options")
 
 
 def _settings(config: RunConfig) -> dict[str, Any]:
@@ -127,7 +134,8 @@ def read_results(paths: str | Path | Sequence[str | Path], configs: Sequence[Run
         cell = f"{identity['label']} {config.bits} bits seed {config.seed}"
         positions = index.get(tuple(identity[k] for k in key), [])
         different = {position: [name for name, value in _settings(config).items()
-                                if not _same(table.loc[position, name], value)] for position in positions}
+                                if name in table.columns and not _same(table.loc[position, name], value)]
+                     for position in positions}
         matching = [position for position in positions if not different[position]]
         if not positions:
             problems.append(f"{cell}: missing")
@@ -152,7 +160,7 @@ def read_results(paths: str | Path | Sequence[str | Path], configs: Sequence[Run
 
 
 #: The columns without which a CSV is not a results file (:func:`write_results` writes them all).
-_REQUIRED = ("dataset", "method", "similarity", "label", "bits", "seed", *CONFIG_COLUMNS)
+_REQUIRED = ("dataset", "method", "similarity", "label", "bits", "seed", *REQUIRED_CONFIG_COLUMNS)
 
 
 def _read_table(path: Path) -> pd.DataFrame:
