@@ -399,3 +399,111 @@ def test_milvus_binary_layout_stores_packed_bytes_with_hamming_and_searches_exac
     _assert_exact(codes, ids, queries, distances, found, 10)
     with pytest.raises(ValueError, match="exists at .*--overwrite"):
         export_codes(index, "milvus", "http://milvus.invalid:19530", collection="binary", layout="binary")
+
+
+def test_a_failed_milvus_overwrite_keeps_the_old_collection(tmp_path):
+    """--overwrite dropped the collection before creating the new one, so an export that then failed (Lite refuses
+    binary vectors; a lost connection) lost it (an audit, 2026-12-02). Now the new one is built beside it and swapped
+    in only when complete."""
+    uri = _milvus_client_or_skip(tmp_path)
+    codes = _clustered(200, 16)
+    index = HashIndex(16).add(codes)
+    export_codes(index, "milvus", uri, collection="kept")  # float layout on Lite
+    queries = codes[::41]
+    before = search_store(index, "milvus", uri, queries, 5, collection="kept")
+    try:
+        export_codes(HashIndex(16).add(-codes), "milvus", uri, collection="kept", layout="binary", overwrite=True)
+    except ValueError as error:
+        assert "does not support binary vectors" in str(error)
+    else:
+        pytest.skip("this Milvus takes binary vectors: the overwrite succeeded")
+    after = search_store(index, "milvus", uri, queries, 5, collection="kept")
+    np.testing.assert_array_equal(after[0], before[0])
+    import pymilvus
+
+    assert pymilvus.MilvusClient(uri=uri).list_collections() == ["kept"]  # no staging collection left
+    export_codes(HashIndex(16).add(-codes), "milvus", uri, collection="kept", overwrite=True)  # a good one replaces it
+    assert round_trip(HashIndex(16).add(-codes), "milvus", uri, -codes[::41], k=5, collection="kept")["same"]
+
+
+def test_an_overwrite_on_a_server_builds_beside_the_old_collection_and_renames(codes_and_ids, monkeypatch):
+    pymilvus = pytest.importorskip("pymilvus")
+    calls = []
+
+    class Client(_FakeMilvusServer):
+        create_schema = pymilvus.MilvusClient.create_schema
+        prepare_index_params = pymilvus.MilvusClient.prepare_index_params
+        collections = {}
+
+        def rename_collection(self, old, new):
+            calls.append(("rename", old, new))
+            self.collections[new] = self.collections.pop(old)
+
+        def insert(self, name, rows):
+            if name == "c__shc_new" and rows[0]["id"] == -1:
+                raise ConnectionError("lost the server")
+            super().insert(name, rows)
+
+    monkeypatch.setattr(pymilvus, "MilvusClient", Client)
+    codes, ids = codes_and_ids
+    uri = "http://milvus.invalid:19530"
+    export_codes(HashIndex(codes.shape[1]).add(codes, ids), "milvus", uri, collection="c", layout="binary")
+    with pytest.raises(ConnectionError):  # the connection lost while filling: the old collection stays
+        export_codes(HashIndex(codes.shape[1]).add(codes, np.arange(len(ids)) - 1), "milvus", uri, collection="c",
+                     layout="binary", overwrite=True)
+    assert set(Client.collections) == {"c"} and {row["id"] for row in Client.collections["c"]["rows"]} == set(ids)
+    export_codes(HashIndex(codes.shape[1]).add(-codes, ids), "milvus", uri, collection="c", layout="binary",
+                 overwrite=True)
+    assert calls == [("rename", "c__shc_new", "c")] and set(Client.collections) == {"c"}
+
+
+def test_an_inverted_file_milvus_export_is_approximate_not_a_failed_exact_one():
+    from shc.retrieval.stores import export_is_exact
+
+    server = "http://milvus.invalid:19530"
+    assert export_is_exact("milvus", server, "binary", "BIN_FLAT")
+    assert not export_is_exact("milvus", server, "binary", "BIN_IVF_FLAT")  # searches nprobe lists only
+    assert export_is_exact("milvus", server, "float", "BIN_IVF_FLAT")  # the float layout is always FLAT
+    assert export_is_exact("npy", "x.npy") and not export_is_exact("usearch", "x.usearch")
+
+
+def test_compare_topk_does_not_count_an_id_returned_twice():
+    codes = np.array([[1, 1, 1, 1], [1, 1, 1, -1], [1, 1, -1, 1], [-1, -1, -1, -1]], np.int8)
+    index = HashIndex(4).add(codes)
+    reference = index.search(codes[:1], 3)  # distances 0, 1, 1: ids 0, then the tie {1, 2}
+    twice = (np.array([[0, 1, 1]]), np.array([[0, 1, 1]]))  # id 1 for both slots of the tie
+    result = compare_topk(index, codes[:1], reference, twice)
+    assert not result["same"] and result["recall"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"PK\x03\x04 cut short", "cannot be read as a codes archive"),
+    (b"\x00garbage bytes", "cannot be read as a codes archive"),
+    ("npy", "holds a single array"),
+])
+def test_a_damaged_or_wrong_npz_source_is_named_with_the_fix(tmp_path, capsys, content, words):
+    from shc.cli import main
+
+    source = tmp_path / "codes.npz"
+    if content == "npy":
+        np.save(tmp_path / "a.npy", np.ones((3, 8)))
+        (tmp_path / "a.npy").rename(source)
+    else:
+        source.write_bytes(content)
+    assert main(["export", str(source), "--to", "npy", "--out", str(tmp_path / "o.npy")]) == 2
+    err = capsys.readouterr().err
+    assert words in err and str(source) in err and "Traceback (most recent" not in err and "allow_pickle" not in err
+
+
+def test_an_npy_set_renamed_together_imports_and_a_contradicting_bits_is_refused(tmp_path):
+    codes = _clustered(50, 12)
+    index = HashIndex(12).add(codes, np.arange(50) * 7)
+    export_codes(index, "npy", tmp_path / "o1.npy")
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for suffix in (".npy", ".ids.npy", ".json"):
+        (tmp_path / f"o1{suffix}").rename(moved / f"r9{suffix}")
+    back = load_codes("npy", moved / "r9.npy")  # the description names o1.*: the set's own names are read
+    np.testing.assert_array_equal(back.ids, index.ids)
+    with pytest.raises(ValueError, match="--bits 16 contradicts .*12 bits"):
+        load_codes("npy", moved / "r9.npy", num_bits=16)

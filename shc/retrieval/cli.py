@@ -24,7 +24,7 @@ import numpy as np
 
 from shc.cli_common import output_file, output_folder, positive_int, refuse_overwriting, run_cli
 from shc.retrieval.index import HashIndex
-from shc.retrieval.stores import STORES, export_codes, load_codes, round_trip, store_files
+from shc.retrieval.stores import STORES, export_codes, export_is_exact, load_codes, round_trip, store_files
 
 __all__ = ["add_commands", "main", "read_source"]
 
@@ -37,13 +37,29 @@ def read_source(path: str | Path) -> HashIndex:
                                 "(`shc encode`) or a run's codes.npz.")
     if file.suffix != ".npz":
         return HashIndex.load(file)
-    with np.load(file, allow_pickle=False) as archive:
+    import zipfile
+    import zlib
+
+    damaged = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
+    remedy = ("it is damaged or not such a file; write it again (`shc encode --out`, or rerun the pipeline, which "
+              "moves a damaged run aside and recomputes it)")
+    try:
+        archive = np.load(file, allow_pickle=False)
+    except damaged as error:
+        raise ValueError(f"{path} cannot be read as a codes archive ({type(error).__name__}); {remedy}.") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path} holds a single array (.npy renamed .npz?), not the archive `shc encode` or a run "
+                         "writes; give a codes file, a run's codes.npz or an index (.shcidx).")
+    with archive:
         key = "codes" if "codes" in archive.files else "database_codes" if "database_codes" in archive.files else None
         if key is None:
             raise ValueError(f"{path} holds neither 'codes' (`shc encode`) nor 'database_codes' (a run's codes.npz); "
                              "give one of those files.")
-        codes = archive[key]
-        bits = int(archive["bits"]) if "bits" in archive.files else codes.shape[1]
+        try:
+            codes = archive[key]
+            bits = int(archive["bits"]) if "bits" in archive.files else codes.shape[1]
+        except damaged as error:
+            raise ValueError(f"{path} is damaged ({type(error).__name__}); {remedy}.") from None
     return HashIndex(bits).add(codes)
 
 
@@ -95,7 +111,9 @@ def _export(args: argparse.Namespace) -> int:
     where = f"Milvus collection {args.collection!r} at {location}" if args.to == "milvus" else \
         ", ".join(map(str, store_files(args.to, location)))
     print(f"exported {len(index)} codes of {index.num_bits} bits to {args.to}: {where}")
-    report = round_trip(index, args.to, location, _queries(index, args.queries), k=args.k, **options)
+    exact = export_is_exact(args.to, location, **({"layout": args.milvus_layout, "index_type": args.milvus_index}
+                                                  if args.to == "milvus" else {}))
+    report = round_trip(index, args.to, location, _queries(index, args.queries), k=args.k, exact=exact, **options)
     if report["exact"]:
         verdict = "identical to HashIndex (up to the order inside a tie)" if report["same"] else \
             f"DIFFERENT from HashIndex (recall@{report['k']} {report['recall']:.4f})"

@@ -57,8 +57,8 @@ from shc._io import atomic_path, jsonable
 from shc.registry import Registry
 from shc.retrieval.index import HashIndex, pack_codes
 
-__all__ = ["STORES", "Store", "compare_topk", "export_codes", "from_faiss", "from_npy", "load_codes", "round_trip",
-           "search_store", "store_files", "to_faiss", "to_milvus", "to_npy", "to_usearch"]
+__all__ = ["STORES", "Store", "compare_topk", "export_codes", "export_is_exact", "from_faiss", "from_npy", "load_codes",
+           "round_trip", "search_store", "store_files", "to_faiss", "to_milvus", "to_npy", "to_usearch"]
 
 _INSTALL = "pip install -e '.[stores]'"
 _REVERSE_BITS = np.array([int(f"{value:08b}"[::-1], 2) for value in range(256)], np.uint8)
@@ -258,8 +258,11 @@ def from_npy(path: str | os.PathLike, num_bits: int | None = None) -> HashIndex:
     """
     codes_path, ids_path, meta_path = _npy_paths(path)
     meta = _npy_description(meta_path)
-    codes_path = meta_path.with_name(Path(str(meta.get("codes", codes_path.name))).name)
-    ids_path = meta_path.with_name(Path(str(meta.get("ids", ids_path.name))).name)
+    # the names the description records, unless the set was renamed together (its SHA-256s still check the files)
+    recorded = [meta_path.with_name(Path(str(meta.get(key, given.name))).name)
+                for key, given in (("codes", codes_path), ("ids", ids_path))]
+    if recorded[0].is_file() or not codes_path.is_file():
+        codes_path, ids_path = recorded
     if not codes_path.is_file():
         raise FileNotFoundError(f"no packed codes at {codes_path}: write them with `shc export --to npy`.")
     if "ids" in meta and not ids_path.is_file():
@@ -269,6 +272,9 @@ def from_npy(path: str | os.PathLike, num_bits: int | None = None) -> HashIndex:
         raise ValueError(f"{meta_path} says bitorder {meta['bitorder']!r}; this reader takes np.packbits's "
                          "'big' order: repack with np.packbits(bits, axis=1).")
     bits = num_bits if num_bits is not None else meta.get("num_bits")
+    if num_bits is not None and meta.get("num_bits") is not None and int(num_bits) != int(meta["num_bits"]):
+        raise ValueError(f"--bits {num_bits} contradicts {meta_path}, which says the codes have {meta['num_bits']} "
+                         "bits: leave --bits out (the description gives it) or give the export's own length.")
     if bits is None:
         raise ValueError(f"{meta_path} is missing, so the code length is unknown: pass num_bits (--bits).")
     codes = _load_described(codes_path, meta_path, meta, "codes")
@@ -407,40 +413,61 @@ def to_milvus(index: HashIndex, uri: str, collection: str = "shc_codes", *, layo
 
 def _insert_milvus(pymilvus, client, index: HashIndex, collection: str, *, layout: str, index_type: str, nlist: int,
                    overwrite: bool, uri: str) -> None:
-    """:func:`to_milvus`'s work on an open client (closed at the end)."""
+    """:func:`to_milvus`'s work on an open client (closed at the end). With ``overwrite``, the new collection is
+    built and filled beside the old one (``<name>__shc_new``), which is dropped and replaced only once the new one is
+    complete: a failed export (a layout the server refuses, a lost connection) leaves the old collection as it was."""
     try:
-        if client.has_collection(collection):
-            if not overwrite:
-                raise ValueError(f"Milvus collection {collection!r} exists at {uri}: choose another --collection or "
-                                 "pass --overwrite to replace it.")
-            client.drop_collection(collection)
-        schema = pymilvus.MilvusClient.create_schema(auto_id=False, description=f"shc {index.num_bits}-bit codes")
-        schema.add_field("id", pymilvus.DataType.INT64, is_primary=True)
-        dim = 8 * ((index.num_bits + 7) // 8)
-        params = client.prepare_index_params()
-        if layout == "binary":
-            schema.add_field("code", pymilvus.DataType.BINARY_VECTOR, dim=dim)
-            params.add_index(field_name="code", index_type=index_type, metric_type="HAMMING",
-                             params={"nlist": nlist} if index_type == "BIN_IVF_FLAT" else {})
-        else:
-            schema.add_field("code", pymilvus.DataType.FLOAT_VECTOR, dim=dim)
-            params.add_index(field_name="code", index_type="FLAT", metric_type="L2")
+        exists = client.has_collection(collection)
+        if exists and not overwrite:
+            raise ValueError(f"Milvus collection {collection!r} exists at {uri}: choose another --collection or "
+                             "pass --overwrite to replace it.")
+        target = f"{collection}__shc_new" if exists else collection
+        if exists and client.has_collection(target):
+            client.drop_collection(target)  # what a failed overwrite before this one left
         try:
-            client.create_collection(collection, schema=schema, index_params=params)
-        except pymilvus.MilvusException as error:
-            if layout == "binary" and "BinaryVector" in str(error):
-                raise ValueError(f"this Milvus ({uri}) does not support binary vectors ({error.message}); use a "
-                                 "Milvus server (--uri http://HOST:19530) or layout='float' (--milvus-layout "
-                                 "float).") from None
+            _create_milvus(pymilvus, client, index, target, layout=layout, index_type=index_type, nlist=nlist,
+                           uri=uri)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                if exists:
+                    client.drop_collection(target)
             raise
-        packed, ids = _packed_bytes(index), index._ids
-        for start in range(0, len(ids), MILVUS_INSERT_ROWS):  # chunks, not codes: one message each
-            stop = start + MILVUS_INSERT_ROWS
-            client.insert(collection, [{"id": i, "code": v} for i, v in
-                                       zip(ids[start:stop].tolist(), _milvus_rows(packed[start:stop], layout))])
-        client.flush(collection)
+        if exists:
+            client.drop_collection(collection)
+            client.rename_collection(target, collection)
+            client.load_collection(collection)
     finally:
         client.close()
+
+
+def _create_milvus(pymilvus, client, index: HashIndex, collection: str, *, layout: str, index_type: str, nlist: int,
+                   uri: str) -> None:
+    """Create ``collection`` with the codes and ids of ``index`` (:func:`to_milvus`'s layouts)."""
+    schema = pymilvus.MilvusClient.create_schema(auto_id=False, description=f"shc {index.num_bits}-bit codes")
+    schema.add_field("id", pymilvus.DataType.INT64, is_primary=True)
+    dim = 8 * ((index.num_bits + 7) // 8)
+    params = client.prepare_index_params()
+    if layout == "binary":
+        schema.add_field("code", pymilvus.DataType.BINARY_VECTOR, dim=dim)
+        params.add_index(field_name="code", index_type=index_type, metric_type="HAMMING",
+                         params={"nlist": nlist} if index_type == "BIN_IVF_FLAT" else {})
+    else:
+        schema.add_field("code", pymilvus.DataType.FLOAT_VECTOR, dim=dim)
+        params.add_index(field_name="code", index_type="FLAT", metric_type="L2")
+    try:
+        client.create_collection(collection, schema=schema, index_params=params)
+    except pymilvus.MilvusException as error:
+        if layout == "binary" and "BinaryVector" in str(error):
+            raise ValueError(f"this Milvus ({uri}) does not support binary vectors ({error.message}); use a "
+                             "Milvus server (--uri http://HOST:19530) or layout='float' (--milvus-layout "
+                             "float).") from None
+        raise
+    packed, ids = _packed_bytes(index), index._ids
+    for start in range(0, len(ids), MILVUS_INSERT_ROWS):  # chunks, not codes: one message each
+        stop = start + MILVUS_INSERT_ROWS
+        client.insert(collection, [{"id": i, "code": v} for i, v in
+                                   zip(ids[start:stop].tolist(), _milvus_rows(packed[start:stop], layout))])
+    client.flush(collection)
 
 
 def _search_milvus(uri: str, queries: np.ndarray, k: int, collection: str = "shc_codes", token: str = "",
@@ -534,7 +561,7 @@ def compare_topk(index: HashIndex, queries: Any, reference: tuple[np.ndarray, np
     """Compare a store's top-k (``candidate``) with ``HashIndex``'s exact top-k (``reference``) of ``queries``.
 
     Returns ``same``: every query's distances are equal, each returned id lies at the distance reported for it
-    (recomputed from ``index``'s codes) and the ids agree except inside the tie at the last distance (docs in
+    (recomputed from ``index``'s codes), no id is returned twice for one query, and the ids agree except inside the tie at the last distance (docs in
     the module); ``recall``: the mean fraction of the reference's ids found, counting ids swapped inside that
     tie as found; and ``queries``, ``k``.
     """
@@ -549,7 +576,12 @@ def compare_topk(index: HashIndex, queries: Any, reference: tuple[np.ndarray, np
     packed = pack_codes(queries, index.num_bits)
     xor = (packed[:, None, :] ^ index._codes[rows]).view(np.uint8)
     true = np.unpackbits(xor, axis=-1).sum(axis=-1, dtype=np.int64)
-    honest = known & (true == distances)
+    order = np.argsort(ids, axis=1, kind="stable")
+    repeated_sorted = np.zeros(ids.shape, bool)
+    repeated_sorted[:, 1:] = np.diff(np.take_along_axis(ids, order, axis=1), axis=1) == 0
+    repeated = np.zeros(ids.shape, bool)
+    np.put_along_axis(repeated, order, repeated_sorted, axis=1)  # an id returned twice counts once
+    honest = known & (true == distances) & ~repeated
     last = ref_distances[:, -1:]
     # recall: reference ids strictly inside the last distance that the store found, plus the slots at the last
     # distance filled with any (honest) id of that distance
@@ -566,11 +598,22 @@ def compare_topk(index: HashIndex, queries: Any, reference: tuple[np.ndarray, np
 
 
 def round_trip(index: HashIndex, target: str, location: str | os.PathLike, queries: Any, k: int = 10,
-               **options: Any) -> dict[str, Any]:
+               exact: bool | None = None, **options: Any) -> dict[str, Any]:
     """Search the exported store and compare its top-k with ``index.search`` (:func:`compare_topk`); adds
-    ``store`` and ``exact`` (whether the store's search is exact, so ``same`` is expected)."""
+    ``store`` and ``exact`` (whether the store's search is exact, so ``same`` is expected): the store's own
+    (:class:`Store`) unless ``exact`` says how this export searches (:func:`export_is_exact`)."""
     k = min(int(k), len(index))
     reference = index.search(queries, k, method="linear")
     candidate = search_store(index, target, location, queries, k, **options)
     store = STORES.get(target)
-    return {"store": store.name, "exact": store.exact, **compare_topk(index, queries, reference, candidate)}
+    exact = store.exact if exact is None else bool(exact)
+    return {"store": store.name, "exact": exact, **compare_topk(index, queries, reference, candidate)}
+
+
+def export_is_exact(target: str, location: str | os.PathLike, layout: str = "auto",
+                    index_type: str = "BIN_FLAT") -> bool:
+    """Whether an export to ``target`` searches exactly: the store's kind (:class:`Store`), except Milvus's
+    inverted-file index (``BIN_IVF_FLAT`` on binary vectors), which searches ``nprobe`` of its lists only."""
+    if target == "milvus":
+        return _milvus_layout(str(location), layout) == "float" or index_type == "BIN_FLAT"
+    return STORES.get(target).exact
