@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from shc.centers import (CENTER_GENERATORS, center_quality, geometry_lesson, gv_min_distance, hamming_distances,
-                         run_center_method)
+                         max_codes_upper_bound, run_center_method)
 from shc.explore_sources import (SIMILARITY_SOURCES, PageSimilarity, SimilaritySource, live_settings, page_similarity,
                                  preset_similarity, similarity_for)
 from shc.similarity import validate_similarity
@@ -146,6 +146,20 @@ def explorer_view(method: str, S: np.ndarray, bits: int, class_names: Sequence[s
                         center_quality(centers, S), np.bincount(upper, minlength=int(bits) + 1), H @ H.T / int(bits))
 
 
+def _gv_or_zero(num_classes: int, bits: int) -> int:
+    """The Gilbert-Varshamov d of C classes at q bits (Eq. 13), 0 where no C distinct codes exist (C > 2^q)."""
+    return gv_min_distance(num_classes, bits) if bits >= 63 or num_classes <= 2 ** bits else 0
+
+
+def _reachable(num_classes: int, bits: int) -> bool:
+    """Whether C codes of q bits at the Gilbert-Varshamov d (Eq. 13) can exist (C <= 2^q, and C at most the
+    Hamming/Plotkin bound at that d: :func:`shc.centers.max_codes_upper_bound`). GV guarantees C codes at d - 1
+    only; at small q no C codes reach d (C = 150 at q = 8: d = 2 allows 128)."""
+    if bits < 63 and num_classes > 2 ** bits:
+        return False
+    return max_codes_upper_bound(bits, gv_min_distance(num_classes, bits)) >= num_classes
+
+
 def nearest_centers(view: ExplorerView, class_name: str, k: int = 5):
     """The ``k`` centers nearest to the center of ``class_name`` (ties in class order): Hamming distance and S."""
     import pandas as pd
@@ -180,8 +194,10 @@ def precompute_grid(classes: Sequence[int] = (16, 32, 100), bits: Sequence[int] 
                     similarity: tuple[np.ndarray, Sequence[str]] | None = None) -> dict[str, Any]:
     """Every (C, q, method) of the grid through :func:`explorer_view`: the data of :func:`offline_view` and of
     :func:`geometry_lessons`. ``methods`` None: every registered center method. Settings with C > 2^q are
-    left out (no C distinct centers exist), and a q that no C of the grid fits is left out of its ``bits`` (the
-    explorer does not offer it: at C = 333, q = 8 would open on an empty view).
+    left out (no C distinct centers exist), and so are those where no C codes reach the Gilbert-Varshamov d that
+    MDS and SHC are asked for (its bound guarantees d - 1 only: C = 150 at q = 8, C = 9 at q = 6); a q that no C of
+    the grid fits is left out of its ``bits`` (the explorer does not offer it: at C = 333, q = 8 would open on an
+    empty view). A source of fixed classes (``"preset"``: a run's stage-1 S) needs ``classes`` = its C.
 
     ``similarity`` = ``(S, class names)`` gives the grid one matrix of its own (a page's testbed S,
     :func:`page_similarity`) instead of a registered source: then ``classes`` must be ``[C]`` of that S, and
@@ -202,9 +218,12 @@ def precompute_grid(classes: Sequence[int] = (16, 32, 100), bits: Sequence[int] 
     similarities = {}
     for C in classes:
         S, names = (given, [str(n) for n in similarity[1]]) if similarity is not None else similarity_for(source, C, seed)
+        if S.shape[0] != int(C):  # a source of fixed classes (a preset's stage-1 S) ignores C
+            raise ValueError(f"the similarity source {source!r} has {S.shape[0]} classes, not {C}: give "
+                             f"classes=[{S.shape[0]}] for it.")
         similarities[int(C)] = (S, names)
         for q in bits:
-            if q < 63 and C > 2 ** int(q):
+            if not _reachable(int(C), int(q)):
                 continue
             for method in methods:
                 if progress is not None:
@@ -331,17 +350,19 @@ class Explorer:
         self._show_lock = threading.RLock()
         self._similarities: dict[tuple, tuple[np.ndarray, list[str]]] = {}
         style = {"description_width": "initial"}
-        self.classes = w.IntSlider(value=int(num_classes), min=2, max=int(max_classes), description="classes C",
-                                   continuous_update=False, style=style)
-        self.bits = w.Dropdown(options=[int(q) for q in bit_choices], value=int(bits), description="bits q",
-                               style=style)
+        # the values asked for are always offered: a C above max_classes or a q outside bit_choices is added, not
+        # clamped to another setting (a page's 333 classes showed 200) or refused with a widget's TraitError
+        self.classes = w.IntSlider(value=int(num_classes), min=2, max=max(int(max_classes), int(num_classes)),
+                                   description="classes C", continuous_update=False, style=style)
+        self.bits = w.Dropdown(options=sorted({*(int(q) for q in bit_choices), int(bits)}), value=int(bits),
+                               description="bits q", style=style)
         self.source = w.Dropdown(options=SIMILARITY_SOURCES.names(), value=source, description="similarity S",
                                  style=style)
         self.method = w.Dropdown(options=CENTER_GENERATORS.names(), value=method, description="center method",
                                  style=style)
         self.use_gv = w.Checkbox(value=True, description="d = Gilbert-Varshamov d (Eq. 13)", style=style)
-        self.distance = w.IntSlider(value=0, min=0, max=int(bits), description="required d", disabled=True,
-                                    continuous_update=False, style=style)
+        self.distance = w.IntSlider(value=_gv_or_zero(int(num_classes), int(bits)), min=0, max=int(bits),
+                                    description="required d", disabled=True, continuous_update=False, style=style)
         self.class_name = w.Dropdown(options=[], description="class", style=style)
         self.progress = w.IntProgress(value=0, min=0, max=1, description="", bar_style="info",
                                       layout=w.Layout(visibility="hidden", width="30%"))
@@ -375,6 +396,10 @@ class Explorer:
     def _changed(self, change: Any = None) -> None:
         self.distance.disabled = self.use_gv.value or not _takes_distance(self.method.value)
         self.distance.max = int(self.bits.value)
+        if self.use_gv.value:  # the slider waits at the GV d, so unticking the box starts from it, not from 0
+            self.distance.unobserve(self._changed, names="value")
+            self.distance.value = _gv_or_zero(self.classes.value, self.bits.value)
+            self.distance.observe(self._changed, names="value")
         self.update()
 
     def _similarity(self) -> tuple[np.ndarray, list[str]]:

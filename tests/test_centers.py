@@ -53,7 +53,33 @@ def test_gv_min_distance_is_smallest_d_meeting_the_bound(num_classes, num_bits):
 def test_max_codes_upper_bound_known_values():
     assert max_codes_upper_bound(7, 3) == 16  # the Hamming code is perfect: A(7,3) = 16
     assert max_codes_upper_bound(8, 5) == 4  # Plotkin: A(8,5) = 4
-    assert max_codes_upper_bound(16, 9) == 8  # Plotkin: 2 * floor(9 / 2)
+    assert max_codes_upper_bound(16, 9) == 6  # Plotkin at A(17, 10) (odd d: one bit longer): 2 * floor(10 / 3)
+    assert max_codes_upper_bound(8, 2) == 128  # even d: A(8, 2) = A(7, 1) = 2^7, the even-weight code
+    assert max_codes_upper_bound(5, 3) == 4  # odd d: A(5, 3) = A(6, 4) <= Plotkin 2 * floor(4 / 2)
+    assert max_codes_upper_bound(6, 3) == 8
+
+
+def _lexicode(num_bits: int, min_distance: int) -> int:
+    """The size of the lexicographic code (greedy over all words in order): a code that exists, so no valid bound
+    is below it; for these lengths it is optimal (the Hamming and even-weight codes among them)."""
+    words = ((np.arange(2 ** num_bits)[:, None] >> np.arange(num_bits)) & 1).astype(np.int8)
+    kept = np.zeros((0, num_bits), np.int8)
+    for word in words:
+        if not len(kept) or (kept != word).sum(axis=1).min() >= min_distance:
+            kept = np.vstack([kept, word])
+    return len(kept)
+
+
+@pytest.mark.parametrize("num_bits, min_distance", [(n, d) for n in range(3, 10) for d in range(1, n + 1)])
+def test_max_codes_upper_bound_is_never_below_a_code_that_exists(num_bits, min_distance):
+    assert max_codes_upper_bound(num_bits, min_distance) >= _lexicode(num_bits, min_distance)
+
+
+def test_the_default_gv_distance_no_c_codes_reach_is_refused_at_once_with_the_fix():
+    """The GV argument guarantees d - 1; at small q no C codes reach d, and MDS searched 500 restarts (14.5 s) before
+    failing (an audit, 2026-12-02)."""
+    with pytest.raises(ValueError, match=r"reach the Gilbert-Varshamov distance d = 2.*at most 128.*min_distance=1"):
+        generate_centers("mds", 150, 8, seed=0)
 
 
 # ---------------------------------------------------------------------------------- baselines

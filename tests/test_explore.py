@@ -361,3 +361,32 @@ def test_a_preset_page_shows_its_stage1_s_once_computed_and_else_says_which_comm
     _check_view(grid["views"][(20, 8, "shc")], "shc", stored.matrix, 8)
     with pytest.raises(ValueError, match=r"needs classes=\[20\]"):
         explore.precompute_grid([10, 20], [8], similarity=(stored.matrix, stored.class_names))
+
+
+def test_a_grid_leaves_out_the_settings_where_no_c_codes_reach_the_gv_distance():
+    """The GV argument guarantees d - 1 only: at C = 9, q = 6 the GV d is 3 and at most 8 codes keep it, so MDS
+    searched, then failed the whole grid with a fix precompute_grid does not offer (an audit, 2026-12-02)."""
+    grid = explore.precompute_grid([5, 9], [6, 12], methods=["random", "mds"], cache=explore.CenterCache())
+    assert sorted({key[:2] for key in grid["views"]}) == [(5, 6), (5, 12), (9, 12)]
+    assert grid["views"][(5, 6, "mds")].summary()["d_min"] >= 3  # the GV d where it is reachable
+
+
+def test_a_fixed_class_source_of_another_size_than_asked_is_refused(monkeypatch):
+    """A preset's stage-1 S has its own C: a grid asked for C = 16 stored the 100-class views under 16, and the
+    offline page mixed the two (an audit, 2026-12-02)."""
+    monkeypatch.setattr(explore, "similarity_for", lambda source, C, seed, **_: (_tens_digit_S(20),
+                                                                                 [str(i) for i in range(20)]))
+    with pytest.raises(ValueError, match=r"has 20 classes, not 16: give classes=\[20\]"):
+        explore.precompute_grid([16], [16], methods=["random"], source="preset", cache=explore.CenterCache())
+
+
+def test_the_live_explorer_offers_the_c_and_q_it_was_given_and_unticking_gv_starts_at_it():
+    explorer = explore.Explorer(num_classes=40, bits=12, method="random", max_classes=30, background=False,
+                                cache=explore.CenterCache())
+    assert explorer.classes.value == 40 and explorer.view.num_classes == 40  # not clamped to 30
+    assert 12 in explorer.bits.options and explorer.view.bits == 12  # not a TraitError
+    gv = explore.gv_min_distance(40, 12)
+    assert explorer.distance.value == gv > 0
+    explorer.method.value = "mds"
+    explorer.use_gv.value = False  # the slider starts at the GV d, so the view still asks for it (it said 0)
+    assert explorer.settings()["min_distance"] == gv and explorer.view.required_distance == gv

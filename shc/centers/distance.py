@@ -84,9 +84,22 @@ def gv_min_distance(num_classes: int, num_bits: int) -> int:
 def max_codes_upper_bound(num_bits: int, min_distance: int) -> int:
     """An upper bound on A(q, d), the size of any binary code with minimum distance d.
 
-    The smaller of the Hamming (sphere-packing) bound and, where it applies, the Plotkin bound.
+    The smaller of the Hamming (sphere-packing) bound and, where it applies, the Plotkin bound, each also at the
+    length and distance of the same code one bit shorter or longer: A(q, d) = A(q - 1, d - 1) for even d, and
+    A(q, d) = A(q + 1, d + 1) for odd d (MacWilliams & Sloane, ch. 2, Th. 2 and its corollary). The parity step
+    is what bounds C = 150 at q = 8, d = 2 (A(7, 1) = 128) and C = 5 at q = 5, d = 3 (A(6, 4) <= 4).
     """
     q, d = int(num_bits), int(min_distance)
+    if d <= 1:
+        return 2**q
+    if d > q:
+        return 1
+    other = _sphere_plotkin(q - 1, d - 1) if d % 2 == 0 else _sphere_plotkin(q + 1, d + 1)
+    return min(_sphere_plotkin(q, d), other)
+
+
+def _sphere_plotkin(q: int, d: int) -> int:
+    """The Hamming (sphere-packing) bound on A(q, d), and the Plotkin bound where 2d >= q."""
     if d <= 1:
         return 2**q
     if d > q:
@@ -102,7 +115,14 @@ def max_codes_upper_bound(num_bits: int, min_distance: int) -> int:
 
 def _resolve_min_distance(num_classes: int, num_bits: int, min_distance: int | None) -> int:
     if min_distance is None:
-        return gv_min_distance(num_classes, num_bits)
+        d = gv_min_distance(num_classes, num_bits)
+        bound = max_codes_upper_bound(num_bits, d)
+        if num_classes > bound:  # the GV argument guarantees d - 1 only: refused now, not after a long search
+            raise ValueError(
+                f"No {num_classes} codes of length {num_bits} reach the Gilbert-Varshamov distance d = {d} (Eq. 13 "
+                f"guarantees d - 1): the Hamming/Plotkin bounds allow at most {bound}. Pass min_distance={d - 1}, "
+                "or use more bits.")
+        return d
     d = int(min_distance)
     if d < 0:
         raise ValueError(f"min_distance must be >= 0, got {d}.")
