@@ -290,6 +290,22 @@ def test_a_results_file_rebuilds_the_tables_and_comparisons_without_the_run_fold
         read_results(csv, preset("tiny", run_dir=str(run_dir), seeds=[1])[1:])
 
 
+def test_a_metric_no_run_stores_is_said_to_be_missing_not_printed_as_an_empty_frame(tmp_path, capsys):
+    from shc.pipeline import preset, run_grid
+    from shc.results.cli import main
+
+    run_dir, csv = tmp_path / "runs", tmp_path / "tiny.csv"
+    run_grid(preset("tiny", run_dir=str(run_dir)), progress=False)
+    assert main(["--preset", "tiny", "--run-dir", str(run_dir), "--write-csv", str(csv)]) == 0
+    table = pd.read_csv(csv)
+    table["query_center_hit_rate"] = float("nan")  # as in a file of runs measured before reachability
+    table.to_csv(csv, index=False)
+    capsys.readouterr()
+    assert main(["--preset", "tiny", "--from-csv", str(csv), "--metrics", "query_center_hit_rate"]) == 0
+    out = capsys.readouterr().out
+    assert "n/a: none of these runs stores it" in out and "Empty DataFrame" not in out
+
+
 def test_a_results_file_holds_the_classifier_code_baseline_where_the_preset_computes_it(tmp_path, capsys):
     """Issue 37's baseline from a clone: written beside the runs, read back row for row (by rule and center method);
     a file written before it was computed says so and names the command, a file missing one of its rows is refused."""

@@ -192,3 +192,17 @@ def test_a_stage_finished_by_another_process_while_this_one_waited_is_used_not_r
     monkeypatch.setattr(Centers, "compute", lambda self, *args: calls.append(1))
     np.testing.assert_array_equal(Centers(config).run(), expected)
     assert calls == []
+
+
+def test_an_artifact_of_a_stage_killed_before_it_finished_is_missing_not_served(tmp_path):
+    """load_history read the one-row history of a run killed after its first epoch while load_metrics called it
+    missing (an audit, 2026-12-02): an artifact counts once its stage finished."""
+    from shc.results import load_history
+    from shc.runs import MissingRunError
+
+    config = _small(tmp_path, method="csq", epochs=2)
+    run(config)
+    assert len(load_history(config)) == 2
+    (Hashing(config).directory / "metrics.json").unlink()  # as if killed before its last file
+    with pytest.raises(MissingRunError, match="has not been computed"):
+        load_history(config)

@@ -241,6 +241,10 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"**{_metric_title(metric)}**: preset `{args.preset}` holds no class out of training (its runs have "
                   "no unseen-class pairings; the `*-unseen` presets do).\n")
             continue
+        if metric not in rows or rows[metric].isna().all():  # printed "Empty DataFrame" before
+            print(f"**{_metric_title(metric)}**: n/a: none of these runs stores it (they were measured before it was "
+                  "recorded).\n")
+            continue
         _print_table(f"**{_metric_title(metric)}**", rows, metric, order, args.markdown)
     if reference not in order and len(order) > 1:  # never drop the comparisons silently
         print(f"No paired comparisons: their reference, {reference}, is not among the methods read; pass "

@@ -44,7 +44,7 @@ from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC, evaluate_codes, s
 from shc.registry import Registry
 from shc.runs import MissingRunError, describe, load_data, method_spec, other_similarity
 from shc.stages.base import (Stage, archive_file, array_file, is_main, json_file, json_object, load_array,
-                             read_identity, require_validation, threads, torch_file)
+                             require_validation, threads, torch_file)
 
 __all__ = ["CLASSIFIER_RULES", "STAGES", "Centers", "ClassifierCodes", "Evaluation", "Hashing", "Pretraining",
            "Similarity", "artifact", "classifier_codes", "classifier_config", "data_identity", "encode", "paired_seeds",
@@ -634,11 +634,12 @@ def stage_directories(config: Any) -> dict[str, Path]:
 
 def artifact(config: Any, stage: str, name: str) -> Path:
     """The path of a stage's artifact, or a :class:`~shc.runs.MissingRunError` naming the command that computes
-    it. An artifact counts only when its stage's ``config.json`` records the stage's identity (a folder whose
-    record is missing or damaged is not trusted)."""
+    it. An artifact counts only when its stage finished (its completing file is there: a run killed mid-training
+    has a partial history) and its ``config.json`` records the stage's identity (a folder whose record is missing
+    or damaged is not trusted)."""
     found = STAGES.get(stage)(config)
     path = found.directory / name
-    if path.exists() and read_identity(found.directory) == jsonable(found.identity):
+    if path.exists() and (found.directory / found.complete).exists() and found.recorded():
         return path
     where = (f"run_dir {str(config.run_dir)!r}" if Path(config.run_dir).is_dir()
              else f"run_dir {str(config.run_dir)!r}, which does not exist (no run of it was computed on this machine)")
