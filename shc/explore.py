@@ -28,6 +28,7 @@ import errno
 import html
 import json
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,9 +134,15 @@ def explorer_view(method: str, S: np.ndarray, bits: int, class_names: Sequence[s
     S = validate_similarity(S)
     C = S.shape[0]
     CENTER_GENERATORS.get(method)  # an unknown method names the known ones
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)):
+        raise TypeError(f"bits must be an integer (the code length q), got {bits!r}.")
     names = [str(c) for c in range(C)] if class_names is None else [str(name) for name in class_names]
     if len(names) != C:
         raise ValueError(f"class_names has {len(names)} names for {C} classes; give one name per row of S.")
+    if len(set(names)) != C:
+        repeated = sorted(name for name, count in Counter(names).items() if count > 1)[:3]
+        raise ValueError(f"class_names repeats {repeated}: each class needs its own name (nearest_centers looks a "
+                         "class up by it).")
     gv = gv_min_distance(C, int(bits))
     centers, history = (cache or SHARED_CACHE).get(method, S, bits, min_distance, seed)
     H = centers.astype(np.float64)
@@ -164,6 +171,8 @@ def nearest_centers(view: ExplorerView, class_name: str, k: int = 5):
     """The ``k`` centers nearest to the center of ``class_name`` (ties in class order): Hamming distance and S."""
     import pandas as pd
 
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive integer (how many nearest centers), got {k!r}.")
     if class_name not in view.class_names:
         raise ValueError(f"unknown class {class_name!r}; pick one of the {len(view.class_names)} class names, "
                          f"e.g. {view.class_names[0]!r}.")

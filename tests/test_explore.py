@@ -390,3 +390,14 @@ def test_the_live_explorer_offers_the_c_and_q_it_was_given_and_unticking_gv_star
     explorer.method.value = "mds"
     explorer.use_gv.value = False  # the slider starts at the GV d, so the view still asks for it (it said 0)
     assert explorer.settings()["min_distance"] == gv and explorer.view.required_distance == gv
+
+
+def test_a_view_refuses_a_fractional_q_repeated_class_names_and_a_k_below_one():
+    S = _tens_digit_S(10)
+    with pytest.raises(TypeError, match="bits must be an integer"):
+        explore.explorer_view("random", S, 16.7, cache=explore.CenterCache())  # was read as 16
+    with pytest.raises(ValueError, match=r"class_names repeats \['a'\]"):
+        explore.explorer_view("random", S, 16, ["a", "a", *map(str, range(8))], cache=explore.CenterCache())
+    view = explore.explorer_view("random", S, 16, cache=explore.CenterCache())
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        explore.nearest_centers(view, "0", k=-1)  # gave C - 2 rows

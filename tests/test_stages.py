@@ -206,3 +206,32 @@ def test_an_artifact_of_a_stage_killed_before_it_finished_is_missing_not_served(
     (Hashing(config).directory / "metrics.json").unlink()  # as if killed before its last file
     with pytest.raises(MissingRunError, match="has not been computed"):
         load_history(config)
+
+
+def test_a_stage_lock_names_the_host_beside_the_pid(tmp_path):
+    """On a run_dir shared by cluster workers, "pid N" alone does not say which machine computes the folder."""
+    import os
+    import socket
+
+    stage = Centers(_small(tmp_path, method="csq"))
+    with stage.lock():
+        assert (stage.directory / ".lock").read_text() == f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+def test_a_classifier_code_baseline_of_an_older_evaluation_is_measured_again(tmp_path):
+    """Its stage checked only that an "evaluation" field exists, so after a version bump the baseline kept its old
+    measures beside re-measured networks (an audit, 2026-12-02)."""
+    from shc.results import classifier_code_rows
+    from shc.runs import MissingRunError
+    from shc.stages import ClassifierCodes
+
+    config = _small(tmp_path, method="mds")
+    ClassifierCodes(config).run()
+    record = ClassifierCodes(config).directory / "metrics.json"
+    stale = {**json.loads(record.read_text()), "evaluation": EVALUATION_VERSION - 1, "mAP@ALL": -1.0}
+    write_json(record, stale)
+    assert ClassifierCodes(config).cached() is None
+    with pytest.raises(MissingRunError, match="older evaluation"):
+        classifier_code_rows([config], rules=("top1",))
+    assert ClassifierCodes(config).run()["evaluation"] == EVALUATION_VERSION
+    assert json.loads(record.read_text())["mAP@ALL"] >= 0  # measured again, not the stale number

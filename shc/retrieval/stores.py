@@ -142,7 +142,7 @@ def from_faiss(path: str | os.PathLike, num_bits: int | None = None) -> HashInde
         The code length q; default the index's d (FAISS keeps whole bytes: a 12-bit code was stored in 16, and
         the bits after the q-th must then be 0).
     """
-    import faiss
+    faiss = _require("faiss", "faiss")  # without it: the install command, not a bare ModuleNotFoundError
 
     stored = _read_faiss(path)
     inner, ids = stored, None

@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -226,7 +227,7 @@ class Stage:
     # ---- lock and cache ------------------------------------------------------------------
     def lock(self):
         """The folder's lock: a second process computing it at the same time is refused with a message."""
-        return exclusive_lock(self.directory / ".lock", f"pid {os.getpid()}",
+        return exclusive_lock(self.directory / ".lock", f"pid {os.getpid()} on {socket.gethostname()}",
                               f"{self.directory} is being computed by {{holder}} right now. Wait for it to finish "
                               "(its result is then reused), or give this run another run_dir.")
 
@@ -249,7 +250,13 @@ class Stage:
                 found = False
             else:
                 self.check_schedule()
+                found = self.current(path)
         return path if agreed(found) else None
+
+    def current(self, path: Path) -> bool:
+        """Whether the finished folder's result (its completing file ``path``) is today's; a stage whose result
+        carries a version (a measure of an older evaluation) overrides it, and is then computed again."""
+        return True
 
     def evaluation_epochs(self) -> tuple[int, ...] | None:
         """The epochs at which this config evaluates (and so may select) the network of the folder's
@@ -378,7 +385,8 @@ class Stage:
 
     def intact(self) -> bool:
         """Whether the folder holds this stage's finished, intact result (checked under its lock by :meth:`run`)."""
-        return (self.directory / self.complete).exists() and self.recorded() and self.damage() is None
+        path = self.directory / self.complete
+        return path.exists() and self.recorded() and self.damage() is None and self.current(path)
 
 
 def require_validation(split, model: str) -> None:

@@ -561,6 +561,9 @@ class ClassifierCodes(Stage):
     files = (("codes.npz", archive_file), ("metrics.json", json_object("rule", "evaluation")))
     complete = "metrics.json"
 
+    def current(self, path: Path) -> bool:  # measured by an older evaluation: measured again, as Evaluation does
+        return json.loads(path.read_text(encoding="utf-8")).get("evaluation", 0) >= EVALUATION_VERSION
+
     def __init__(self, config: Any, rule: str = "top1") -> None:
         if rule not in CLASSIFIER_RULES:
             raise ValueError(f"unknown classifier-code rule {rule!r}; choose one of: {', '.join(CLASSIFIER_RULES)}.")
