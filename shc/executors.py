@@ -349,11 +349,16 @@ class _Dask:
                    for position, argument in enumerate(arguments)}
         try:
             for future in as_completed(list(futures)):
+                position = futures.pop(future)  # released once read: a lost worker's finished runs are not redone
                 if future.status == "error":
-                    yield futures[future], None, future.exception(), 0.0
+                    yield position, None, future.exception(), 0.0
+                elif future.status != "finished":  # cancelled (by the scheduler, or a worker that kept dying)
+                    yield position, None, RuntimeError(f"the Dask task was {future.status}, not finished: read the "
+                                                       "workers' logs and rerun (finished runs are kept)"), 0.0
                 else:
                     result, seconds = future.result()
-                    yield futures[future], result, None, seconds
+                    yield position, result, None, seconds
+                future.release()
         except BaseException:
             self._client.cancel(list(futures))
             raise
@@ -379,8 +384,13 @@ def dask_executor(address: str | None = None, num_cpus: float = 1, num_gpus: flo
                          "tcp://HOST:8786 --nthreads 1 --resources GPU=1` per GPU and pass --address, or use "
                          "--executor ray (which assigns GPUs itself).")
     if address is None:
-        cluster = LocalCluster(n_workers=max(1, int(_cpu_count() // num_cpus)), threads_per_worker=1,
-                               processes=True, dashboard_address=None)
+        import dask
+
+        # a run that kills its worker (out of memory) fails once, as on the local executor and Ray: the scheduler's
+        # default (3 allowed failures) trained it four times, each time killing a worker (docs/scale-out.md)
+        with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+            cluster = LocalCluster(n_workers=max(1, int(_cpu_count() // num_cpus)), threads_per_worker=1,
+                                   processes=True, dashboard_address=None)
     client = Client(address or cluster)
     try:
         yield _Dask(client, num_cpus, num_gpus)

@@ -431,3 +431,14 @@ def test_fixed_threads_holds_when_numba_is_first_imported_inside_it():
             "print(torch.get_num_threads())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["1", "1", "2"]
+
+
+def test_a_local_dask_cluster_fails_a_task_that_kills_its_worker_once_and_names_it():
+    """The scheduler's default retried a task whose worker died three more times (four out-of-memory kills of one
+    run); the local cluster now allows none, like the local executor and Ray (an audit, 2026-12-02)."""
+    pytest.importorskip("distributed")
+    with open_executor("dask", num_cpus=1) as pool:
+        assert pool._client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures) == 0
+        outcomes = sorted(pool.map(eval, ["1", "__import__('os')._exit(3)", "2"]), key=lambda outcome: outcome[0])
+    assert [(position, result) for position, result, _, _ in outcomes] == [(0, 1), (1, None), (2, 2)]
+    assert outcomes[1][2] is not None
