@@ -72,9 +72,8 @@ def _items(config) -> PretrainData:
     composite = load_data(config).train.raw_image(0)
     num_items = composite.shape[1] // composite.shape[0]  # square base items side by side
     counts = {key: value for key, value in options.items() if key.endswith("_per_class")}
-    items = composite_items(config.dataset, None if config.data_root is None else config.data_root, config.seed,
-                            exclude=("query",), num_items=num_items, download=bool(options.get("download", False)),
-                            **counts)
+    items = composite_items(config.dataset, config.data_root, config.seed, exclude=("query",), num_items=num_items,
+                            download=bool(options.get("download", False)), **counts)  # a str root is made a Path
     held_out = np.random.default_rng([config.seed, 0x5E1]).random(len(items.labels)) < VAL_FRACTION
     splits = [HashingSplit(items.labels[part], images=items.images[part], source_ids=items.source_ids[part],
                            transform=default_transforms(config.dataset, train, image_size))

@@ -99,3 +99,23 @@ def test_a_tiny_variant_of_the_pretrained_preset_runs(tmp_path):
     assert len(rows) == len(configs) and all(0 < row["tie_aware_mAP@ALL"] <= 1 for row in rows)
     # one stage 0 for the whole grid (same dataset and seed)
     assert len(list((tmp_path / "digits-composite" / "seed0").glob("stage0-pretrain-items-*"))) == 1
+
+
+def test_item_pretraining_takes_a_data_root_given_as_text(tmp_path):
+    """RunConfig.data_root is a string; composite_items joined it with "/" as a Path and every pretrain="items" run
+    with --data-root failed with a TypeError (an audit, 2026-12-02). Built here in the official idx format."""
+    import gzip
+
+    root = tmp_path / "fashion"
+    root.mkdir()
+    rng = np.random.default_rng(0)
+    for split, count in (("train", 60), ("t10k", 20)):
+        labels = np.tile(np.arange(10, dtype=np.uint8), count // 10)
+        images = rng.integers(0, 256, (count, 28, 28), dtype=np.uint8)
+        (root / f"{split}-labels-idx1-ubyte.gz").write_bytes(gzip.compress(
+            b"\x00\x00\x08\x01" + count.to_bytes(4, "big") + labels.tobytes()))
+        (root / f"{split}-images-idx3-ubyte.gz").write_bytes(gzip.compress(
+            b"\x00\x00\x08\x03" + count.to_bytes(4, "big") + (28).to_bytes(4, "big") * 2 + images.tobytes()))
+    counts = {"train_per_class": 2, "val_per_class": 1, "query_per_class": 1, "database_per_class": 2}
+    items = composite_items("fashion-composite", str(root), 0, **counts)  # text, as in a RunConfig
+    assert len(items.labels) > 0 and set(np.unique(items.labels)) <= set(range(10))

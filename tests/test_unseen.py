@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from shc.data import load_dataset
@@ -326,3 +327,32 @@ def test_the_04_and_06_pages_show_the_three_pairings_of_the_stored_codes(tiny_un
                     assert shown == pytest.approx(expected, abs=5e-5), (stem, config.method, pairing, name)
     problems = check_report_folder(tmp_path / "tiny-unseen")
     assert problems == [], "\n".join(map(str, problems))
+
+
+def test_stage1_test_accuracy_counts_the_classes_its_classifier_knows_and_old_records_are_not_shown(tmp_path):
+    """The query split of a preset that holds classes out has images of classes the classifier cannot name; the
+    test accuracy counted them as errors, so with a quarter held out it could not pass 0.75, and the page compared
+    it with the paper's range (an audit, 2026-12-02)."""
+    from shc import findings
+    from shc._io import write_json
+    from shc.pipeline import preset
+    from shc.results import classifier_table
+    from shc.runs import load_data
+    from shc.stages import Similarity
+
+    config = preset("tiny-unseen", methods=["shc"], run_dir=str(tmp_path))[0]
+    Similarity(config).run()
+    record_file = Similarity(config).directory / "metrics.json"
+    record = json.loads(record_file.read_text())
+    data = load_data(config)
+    seen = int((data.query.labels < data.num_classes).sum())
+    assert record["test_classes"] == "seen" and 0 < seen < len(data.query)
+    # every held-out image is an error of the all-queries number, so the two are tied by the counts
+    assert record["test_accuracy_all_queries"] == pytest.approx(record["test_accuracy"] * seen / len(data.query))
+    assert classifier_table([config])["test accuracy"].iloc[0] == pytest.approx(record["test_accuracy"])
+    old = {key: value for key, value in record.items() if key not in ("test_classes", "test_accuracy_all_queries")}
+    write_json(record_file, old)  # as recorded before 2026-12-02
+    table = classifier_table([config])
+    assert np.isnan(table["test accuracy"].iloc[0])
+    sentence = findings.similarity_findings(table, pd.DataFrame(index=["data-dependent S"]), None)[0]
+    assert "not shown" in sentence and "paper's range" not in sentence

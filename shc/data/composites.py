@@ -328,7 +328,7 @@ class ItemImages:
     description: str
 
 
-def composite_items(name: str, root: Path | None, seed: int, exclude: Sequence[str] = ("query",),
+def composite_items(name: str, root: str | Path | None, seed: int, exclude: Sequence[str] = ("query",),
                     num_items: int = 2, download: bool = False, **per_class: int) -> ItemImages:
     """Every base image of composite dataset ``name`` outside the pools of the ``exclude`` splits, alone on a
     canvas the size of a ``num_items`` composite (the pools are those of :func:`shc.data.load_dataset` with the
@@ -348,7 +348,7 @@ def composite_items(name: str, root: Path | None, seed: int, exclude: Sequence[s
     unknown = sorted(set(exclude) - set(split_counts))
     if unknown:
         raise ValueError(f"exclude names unknown split(s) {unknown}; choose from {list(split_counts)}.")
-    base = COMPOSITE_BASES[name](root, download)
+    base = COMPOSITE_BASES[name](None if root is None else Path(root).expanduser(), download)  # a str root too
     _, _, pool_of = _pools(base, split_counts, seed)
     excluded = [list(split_counts).index(split) for split in exclude]
     members = np.flatnonzero(~np.isin(pool_of, excluded))
