@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from shc.cli_common import device_name, output_file, positive_int, run_cli
+from shc.cli_common import device_name, output_file, positive_int, refuse_overwriting, run_cli
 
 __all__ = ["main"]
 
@@ -50,7 +50,12 @@ def _encode(args: argparse.Namespace) -> int:
     if not paths:
         raise ValueError(f"--images: no image files under {root} (looked for .png, .jpg, .jpeg, .bmp, .gif, .tif, "
                          ".webp); give a folder that holds some.")
+    refuse_overwriting([out], [*paths, *(path for path in Path(args.run).expanduser().rglob("*") if path.is_file())],
+                       "--out")  # an image it encodes, or a file of the network encoding them
     codes, kept, failed = encode_images(encoder, paths, batch_size=args.batch_size, progress=not args.quiet)
+    if not kept:
+        raise ValueError(f"--images: none of the {len(paths)} image files under {root} could be read (the first: "
+                         f"{failed[0][1]}); nothing was written.")
     relative = np.array([paths[i].relative_to(root).as_posix() for i in kept], dtype=str)
     save_npz(out, codes=codes, paths=relative, root=str(root), bits=encoder.num_bits,
              run=encoder.provenance["run"], provenance=json.dumps(encoder.provenance))
@@ -121,6 +126,7 @@ def _index(args: argparse.Namespace) -> int:
     from shc.retrieval import HashIndex
 
     out = output_file(args.out, "--out")
+    refuse_overwriting([out], [args.codes], "--out")
     data = _read_codes(args.codes)
     index = HashIndex(int(data["bits"])).add(data["codes"])
     index.metadata = {"paths": data["paths"].tolist(), "root": str(data["root"]),
@@ -165,6 +171,8 @@ def _search(args: argparse.Namespace) -> int:
     from shc.retrieval.encoder import encode_images, load_encoder, verify_provenance
 
     gallery = output_file(args.html, "--html") if args.html else None
+    if gallery is not None:
+        refuse_overwriting([gallery], [args.index, args.image], "--html")
     query = Path(args.image).expanduser()
     if not query.is_file():
         raise FileNotFoundError(f"--image {args.image!r} is not an image file; give the query image's path.")
@@ -192,13 +200,19 @@ def _search(args: argparse.Namespace) -> int:
     print(f"query {query} ({encoder.num_bits} bits), {len(index)} indexed images under {root}")
     print(f"{'rank':>4}  {'distance':>8}  path")
     for rank, distance, path in rows:
-        print(f"{rank:>4}  {distance:>8}  {path.relative_to(root).as_posix()}")
+        shown = path.relative_to(root).as_posix().encode("utf-8", "replace").decode("utf-8")  # any bytes of a name
+        print(f"{rank:>4}  {distance:>8}  {shown}")
     if gallery is not None:
+        inside = gallery.resolve().is_relative_to(root.resolve())
+        if inside and gallery.resolve().relative_to(root.resolve()).as_posix() in set(paths):
+            raise ValueError(f"--html would overwrite {gallery}, an image of the index; choose another --html.")
         missing = [str(path) for _, _, path in rows if not path.is_file()]
         if missing:
             raise ValueError(f"--html: cannot write the gallery: indexed images moved or deleted ({missing[0]} ...); "
                              "rebuild the index from the images where they are now.")
-        write_text(gallery, _gallery(query, rows, f"top {len(rows)} of {len(index)} for {query.name}", root))
+        page = _gallery(query, rows, f"top {len(rows)} of {len(index)} for {query.name}", root)
+        # a file name that is not UTF-8 (Linux allows any bytes) shows with a replacement character, not a crash
+        write_text(gallery, page.encode("utf-8", "replace").decode("utf-8"))
         print(f"gallery: {gallery}")
     return 0
 

@@ -260,3 +260,59 @@ def test_search_takes_the_run_the_index_records_when_none_is_given(tiny_run, tmp
     moved.save(tmp_path / "moved.shcidx")
     assert main(["search", "--index", str(tmp_path / "moved.shcidx"), "--image", query]) == 2
     assert "which is not on this machine; pass --run" in capsys.readouterr().err
+
+
+def test_no_command_overwrites_a_file_it_reads(tiny_run, tmp_path, capsys):
+    """index --out onto its codes file, search --html onto the index, the query or an indexed image, and encode --out
+    onto an image it encodes all wrote over their own input and exited 0 (an audit, 2026-12-02)."""
+    _, stage3, images, codes, root = tiny_run
+    copy = tmp_path / "c.npz"
+    copy.write_bytes(codes.read_bytes())
+    assert main(["index", str(copy), "--out", str(copy)]) == 2
+    assert "--out would overwrite" in capsys.readouterr().err and copy.read_bytes() == codes.read_bytes()
+    index_path = tmp_path / "db.shcidx"
+    assert main(["index", str(codes), "--out", str(index_path)]) == 0
+    with np.load(codes) as archive:
+        indexed = images / archive["paths"][3]
+    query = tmp_path / "q.png"
+    query.write_bytes(indexed.read_bytes())
+    before = {path: path.read_bytes() for path in (index_path, query, indexed)}
+    for target in before:
+        capsys.readouterr()
+        assert main(["search", "--index", str(index_path), "--run", str(stage3), "--image", str(query),
+                     "--html", str(target)]) == 2, target
+        assert "--html would overwrite" in capsys.readouterr().err
+    assert all(path.read_bytes() == data for path, data in before.items())
+    image = sorted(images.rglob("*.png"))[0]
+    kept = image.read_bytes()
+    assert main(["encode", "--run", str(stage3), "--images", str(images), "--out", str(image), "--quiet"]) == 2
+    assert "--out would overwrite" in capsys.readouterr().err and image.read_bytes() == kept
+
+
+def test_encoding_no_readable_image_writes_nothing_and_says_so(tiny_run, tmp_path, capsys):
+    _, stage3, _, _, _ = tiny_run
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "a.png").write_bytes(b"not a png")
+    out = tmp_path / "c.npz"
+    assert main(["encode", "--run", str(stage3), "--images", str(broken), "--out", str(out), "--quiet"]) == 2
+    assert "none of the 1 image files" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_gallery_of_a_file_name_that_is_not_utf8_is_written(tiny_run, tmp_path, capsys):
+    import os
+
+    _, stage3, images, _, _ = tiny_run
+    folder = tmp_path / "weird"
+    folder.mkdir()
+    source = sorted(images.rglob("*.png"))[0].read_bytes()
+    with open(os.path.join(os.fsencode(folder), b"\xff.png"), "wb") as handle:  # Linux allows any bytes
+        handle.write(source)
+    codes, index_path, page = tmp_path / "c.npz", tmp_path / "i.shcidx", tmp_path / "g.html"
+    assert main(["encode", "--run", str(stage3), "--images", str(folder), "--out", str(codes), "--quiet"]) == 0
+    assert main(["index", str(codes), "--out", str(index_path)]) == 0
+    query = tmp_path / "q.png"
+    query.write_bytes(source)
+    assert main(["search", "--index", str(index_path), "--run", str(stage3), "--image", str(query),
+                 "--html", str(page)]) == 0
+    assert "<br>?.png</figcaption>" in page.read_text(encoding="utf-8")  # the undecodable byte shown as ?
