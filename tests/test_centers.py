@@ -233,7 +233,7 @@ def test_bad_sizes_are_refused(num_classes, num_bits, message):
 
 
 def test_infeasible_min_distance_is_refused():
-    with pytest.raises(ValueError, match="No 100 codes of length 16 .* at most 8"):
+    with pytest.raises(ValueError, match="No 100 codes of length 16 .* at most 6"):  # A(16, 9) = A(17, 10) <= 6
         generate_centers("mds", 100, 16, min_distance=9)
 
 

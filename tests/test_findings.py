@@ -394,3 +394,36 @@ def test_tradeoff_findings_say_where_the_fit_is_best_and_call_a_lower_loss_at_la
     monotone = findings.tradeoff_findings(table.assign(s_loss=[0.0280, 0.0290, 0.0335, 0.0410]).reset_index())
     assert monotone[0].endswith("d = 0 (no separation required).") and monotone[1] == "S_loss never falls as d grows."
     assert not any("does not give the best fit" in sentence for sentence in monotone)
+
+
+def test_the_best_method_label_says_which_method_the_shared_seeds_put_ahead():
+    """A method higher on every seed both ran, but with fewer seeds and so a lower mean, was labelled "(not
+    distinguishable)" beside the top (an audit, 2026-12-02)."""
+    a = [{"label": "A", "bits": 16, "seed": s, "tie_aware_mAP@ALL": v} for s, v in enumerate([0.40, 0.41, 0.42, 0.9])]
+    b = [{"label": "B", "bits": 16, "seed": s, "tie_aware_mAP@ALL": v} for s, v in enumerate([0.50, 0.50, 0.52])]
+    runs = pd.DataFrame(a + b)  # A's mean 0.5325 > B's 0.5067; B higher on seeds 0-2 by ~0.1
+    assert findings.best_methods_label(runs, "tie_aware_mAP@ALL", 16) == "A; B ahead of A on the seeds both ran"
+    assert findings.best_methods_label(runs, "tie_aware_mAP@ALL", 32) == "n/a (no run at 32 bits)"
+    one = _runs([0.5], [0.4])
+    assert findings.best_methods_label(one, "tie_aware_mAP@ALL", 16) == "shc (one seed, untested)"
+
+
+def test_findings_word_a_fall_a_missing_record_and_a_near_total_share_as_they_are():
+    runs = pd.DataFrame({"label": ["shc"], "bits": [16], "seed": [0], "selected_epoch": [6]})
+    history = pd.DataFrame({"label": "shc", "bits": 16, "seed": 0, "epoch": [2, 4, 6, 8],
+                            "mAP@ALL": [0.3, 0.4, 0.5, 0.49]})
+    assert "fell by 0.010 on average" in findings.convergence_findings(runs, history)[0]  # "rose by -0.010" before
+    hits = _runs([0.99, 0.98], [np.nan, np.nan], metric="train_center_hit_rate")
+    assert not any("every method's network reached" in s and "mds" in s for s in findings.reachability_findings(hits))
+    only_nan = _runs([np.nan], [np.nan], metric="train_center_hit_rate").assign(bits=32)
+    both = pd.concat([_runs([0.95], [0.96], metric="train_center_hit_rate"), only_nan])
+    assert any("At 32 bits no run records reachability" in s for s in findings.reachability_findings(both))
+    partly = _runs([0.5, 0.5], [0.4, 0.4]).assign(device=["cuda"] * 3 + [None], precision="fp32")
+    assert findings.device_findings(partly)[0].startswith("These runs may have trained on more than one device")
+    history = pd.DataFrame({"bits": [32] * 4, "d_min": [3] * 4})
+    with pytest.raises(ValueError, match=r"no required d for the records at \[32\] bits"):
+        findings.record_distance_finding(history, targets={16: 4})
+    S = -np.ones((201, 201))
+    np.fill_diagonal(S, 1)
+    S[0, 1] = S[1, 0] = 0.5  # 2 of 40,200 off-diagonal entries are not negative
+    assert findings.sign_findings(S)[0].startswith("over 99% of the off-diagonal entries")

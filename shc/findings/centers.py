@@ -184,7 +184,10 @@ def sign_findings(S: Any, source: str = "data-dependent S") -> list[str]:
     negative = (matrix < 0) & off
     per_row = negative.sum(axis=1)
     share = negative.sum() / off.sum()
-    sentence = (f"{share:.0%} of the off-diagonal entries of the {source} are negative (per class: {per_row.min()} to "
+    percent = f"{share:.0%}"
+    if percent in ("0%", "100%") and 0 < share < 1:  # not all, not none: never rounded to a contradiction
+        percent = "under 1%" if share < 0.5 else "over 99%"
+    sentence = (f"{percent} of the off-diagonal entries of the {source} are negative (per class: {per_row.min()} to "
                 f"{per_row.max()} of its {len(matrix) - 1} others)")
     median = float(np.median(matrix[negative])) if negative.any() else 0.0
     if negative.any() and median > -FAINT:
@@ -277,6 +280,10 @@ def record_distance_finding(history: Any, targets: Mapping[int, int] | None = No
         raise ValueError("the history has no gv_distance column; pass targets={bits: d} (or read it with "
                          "shc.results.center_history_rows).")
     required = history["gv_distance"] if targets is None else history["bits"].map(targets)
+    if required.isna().any():  # a comparison with NaN is False: the record would count as held
+        missing = sorted({int(bits) for bits in history.loc[required.isna(), "bits"]})
+        raise ValueError(f"no required d for the records at {missing} bits; give targets for every code length of "
+                         "the history.")
     below = int((history["d_min"] < required).sum())
     if below == 0:
         return f"d_min \u2265 d held at all {len(history)} records."

@@ -80,6 +80,9 @@ def device_phrase(rows: Any, markdown: bool = True) -> str:
     parts = [f"{device} ({count} runs)" for device, count in counts.items()]
     if len(recorded) < len(rows):
         parts.append(f"not recorded ({len(rows) - len(recorded)} runs)")
+    if len(counts) < 2:  # one recorded device and unrecorded runs: they may all have trained on it
+        return (f"{bold}These runs may have trained {'in' if one_device else 'on'} more than one {what}{bold}: " + ", ".join(parts) + ". Runs "
+                f"are not bit-identical across {where}: compare methods within one {what}'s runs.")
     return (f"{bold}These runs {trained_in} more than one {what}{bold}: " + ", ".join(parts) + ". Runs are not "
             f"bit-identical across {where}: compare methods within one {what}'s runs.")
 
@@ -111,7 +114,11 @@ def reachability_findings(runs: Any) -> list[str]:
     sentences = []
     means = runs.groupby(["bits", "label"], sort=False)[key].mean()
     for bits in sorted(runs["bits"].unique()):
-        at = means.loc[bits]
+        at = means.loc[bits].dropna()  # a method without the record is named below, not counted as reached
+        if at.empty:
+            sentences.append(f"At {bits} bits no run records reachability: whether the networks reached their "
+                             "targets is unknown.")
+            continue
         short = at[at < REACHED]
         single = _single_runs_short(runs[(runs["bits"] == bits) & ~runs["label"].isin(short.index)], key, REACHED)
         if short.empty:
@@ -191,8 +198,10 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
         (label, bits, seed), largest = max(gains.items(), key=lambda item: item[1])
         tops = sum(np.isclose(gain, largest) for gain in gains.values())
         whose = f": {label}, {bits} bits, seed {seed}" if tops == 1 else f", {tops} runs"  # a tie names no one run
-        sentence += (f" Over the last quarter of training, validation {metric_name(column)} rose by "
-                     f"{np.mean(list(gains.values())):+.3f} on average (largest {largest:+.3f}{whose}); whether the "
+        mean = float(np.mean(list(gains.values())))
+        moved = f"rose by {mean:+.3f}" if mean >= 0 else f"fell by {-mean:.3f}"  # "rose by -0.010" before
+        sentence += (f" Over the last quarter of training, validation {metric_name(column)} {moved} on average "
+                     f"(largest {largest:+.3f}{whose}); whether the "
                      "budget suffices is tested by doubling it (benchmarks/standard_convergence.py).")
     by_method = table.groupby(level="label")["at_end"].mean()
     worst = by_method.sort_values(ascending=False)
@@ -311,33 +320,52 @@ def precision_at_k_findings(frame: Any, bits: int, method: str = "method") -> li
     return [f"Precision@K at {bits} bits (mean over seeds): " + "; ".join(sentences) + "."] if sentences else []
 
 
-def best_methods(runs: Any, metric: str, bits: int, method: str = "label", confidence: float = 0.95) -> list[str]:
-    """The methods at the top of ``metric`` at ``bits``: the highest mean and every method the paired interval does
-    not put below it: those it cannot tell apart from it, and any it puts above it on the seeds both ran (possible
-    where the highest mean includes seeds the other lacks). One seed: only the highest. Best mean first."""
+def _top_verdicts(runs: Any, metric: str, bits: int, method: str, confidence: float
+                  ) -> tuple[str | None, int, list[tuple[str, str]]]:
+    """The method of the highest mean of ``metric`` at ``bits``, its number of seeds, and each other method with the
+    paired interval's verdict of the top against it (:func:`shc.stats.paired_by_seed`), best mean first."""
     from shc.stats import paired_by_seed
 
     summary, per_seed = summary_frame(runs, [metric], method=method)
     here = summary[(summary["bits"] == bits) & (summary["metric"] == metric)].sort_values("mean", ascending=False,
                                                                                          kind="stable")
     if here.empty:
-        return []
+        return None, 0, []
     names = list(here["method"])
     top = names[0]
-    tied = [other for other in names[1:]
-            if paired_by_seed(per_seed, metric, bits, top, other, confidence).verdict in ("not distinguishable",
-                                                                                          "lower")]
-    return [top, *tied]
+    return top, int(here["n"].iloc[0]), [(other, paired_by_seed(per_seed, metric, bits, top, other,
+                                                                 confidence).verdict) for other in names[1:]]
+
+
+def best_methods(runs: Any, metric: str, bits: int, method: str = "label", confidence: float = 0.95) -> list[str]:
+    """The methods at the top of ``metric`` at ``bits``: the highest mean and every method the paired interval does
+    not put below it: those it cannot tell apart from it, and any it puts above it on the seeds both ran (possible
+    where the highest mean includes seeds the other lacks). One seed: only the highest. Best mean first."""
+    top, _, verdicts = _top_verdicts(runs, metric, bits, method, confidence)
+    if top is None:
+        return []
+    return [top, *(other for other, verdict in verdicts if verdict in ("not distinguishable", "lower"))]
 
 
 def best_methods_label(runs: Any, metric: str, bits: int, method: str = "label") -> str:
     """:func:`best_methods` as a report index shows it: the one best method, or the tied ones "(not distinguishable)",
-    naming those whose network did not reach its targets on the training set (mean center hit rate below
-    :data:`shc.reachability.REACHED`), since their place in a ranking measures what the network could fit."""
+    a method the paired interval puts above the highest mean on the seeds both ran as "ahead on the shared seeds",
+    "one seed, untested" where the top has a single seed, naming those whose network did not reach its targets on
+    the training set (mean center hit rate below :data:`shc.reachability.REACHED`), since their place in a ranking
+    measures what the network could fit."""
     from shc.reachability import REACHED
 
-    best = best_methods(runs, metric, bits, method=method)
-    label = best[0] if len(best) == 1 else f"{', '.join(best)} (not distinguishable)"
+    top, seeds, verdicts = _top_verdicts(runs, metric, bits, method, 0.95)
+    if top is None:
+        return f"n/a (no run at {bits} bits)"
+    tied = [other for other, verdict in verdicts if verdict == "not distinguishable"]
+    ahead = [other for other, verdict in verdicts if verdict == "lower"]  # the top is lower than these
+    best = [top, *tied, *ahead]
+    label = top if not tied else f"{', '.join([top, *tied])} (not distinguishable)"
+    if ahead:
+        label += f"; {', '.join(ahead)} ahead of {top} on the seeds both ran"
+    if seeds < 2 and not tied and not ahead:
+        label += " (one seed, untested)"
     key = "train_center_hit_rate"
     if key in runs and best:
         at = runs[runs["bits"] == bits].groupby(method)[key].mean()
