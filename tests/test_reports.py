@@ -19,6 +19,7 @@ import os
 import re
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
@@ -195,11 +196,10 @@ def test_skip_existing_reruns_a_report_whose_runs_now_hold_other_numbers(batch, 
         np.save(centers, np.full((4, 16), k, np.int8))
     files, notebook = reports.execute._report_files(job), reports.default_notebooks_dir() / "02_hash_centers.ipynb"
     output_dir.mkdir()
-    (output_dir / "run.json").write_text(json.dumps({"status": "ok", "parameters": parameters,
-                                                     "inputs": reports.execute.inputs_digest(job, run_root)}))
+    future = datetime.fromtimestamp(time.time() + 3600, timezone.utc).isoformat()  # started after every source
+    (output_dir / "run.json").write_text(json.dumps({"status": "ok", "parameters": parameters, "finished": future,
+                                                     "seconds": 10, "inputs": reports.execute.inputs_digest(job, run_root)}))
     (output_dir / files["report"]).write_text("<html></html>")
-    future = time.time() + 3600
-    os.utime(output_dir / files["report"], (future, future))
 
     def up_to_date() -> bool:
         return reports.execute._is_up_to_date(output_dir, files, notebook, parameters,
@@ -214,8 +214,9 @@ def test_skip_existing_reruns_a_report_whose_runs_now_hold_other_numbers(batch, 
 def test_skip_existing_skips_an_up_to_date_report(batch):
     tiny = reports.notebook_table()["00_center_geometry"]["tiny"][0]
     job = reports.ReportJob("00_center_geometry", "tiny", {**tiny, "bits": 16}, "bits-16")
-    future = time.time() + 3600  # newer than any source file, even if the package is edited meanwhile
-    os.utime(batch["ok"] / "00_center_geometry-report.html", (future, future))
+    record = json.loads((batch["ok"] / "run.json").read_text())  # started after any source, even if edited meanwhile
+    record["finished"] = datetime.fromtimestamp(time.time() + 3600, timezone.utc).isoformat()
+    (batch["ok"] / "run.json").write_text(json.dumps(record))
     result = reports.execute_report(job, output_root=batch["root"] / "reports", run_root=batch["root"] / "runs",
                                     skip_existing=True)  # fmt: skip
     assert result.status == "skipped" and result.ok
@@ -260,6 +261,103 @@ def test_a_variant_build_removes_the_page_an_earlier_layout_left_in_its_notebook
     assert result.ok, result.error
     assert sorted(e.name for e in notebook_dir.iterdir() if not e.name.startswith(".")) == ["bits-12", "bits-16"]
     assert (notebook_dir / "bits-16" / "figures" / "gv_bound.png").read_bytes() == b"new"
+
+
+def _failing_notebook(folder: Path, stem: str) -> Path:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell('output_dir = "."', metadata={"tags": ["parameters"]}),
+                      nbformat.v4.new_code_cell("raise ValueError('boom')")]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, folder / f"{stem}.ipynb")
+    return folder
+
+
+def test_a_failed_variant_build_keeps_the_last_good_page_and_an_old_failure_is_not_kept_beside_a_new_one(tmp_path):
+    """A failed first build of a variant removed the good page of the earlier layout (an audit, 2026-12-02); a second
+    failure that wrote no notebook left the first failure's files linked as its own."""
+    tiny = reports.notebook_table()["00_center_geometry"]["tiny"][0]
+    notebooks = _failing_notebook(tmp_path / "notebooks", "00_center_geometry")
+    notebook_dir = tmp_path / "tiny" / "00_center_geometry"
+    notebook_dir.mkdir(parents=True)
+    (notebook_dir / "00_center_geometry-report.html").write_text("<html>the good page</html>")
+    (notebook_dir / "run.json").write_text(json.dumps({"status": "ok"}))
+    job = reports.ReportJob("00_center_geometry", "tiny", {**tiny, "bits": 16}, "bits-16")
+    result = reports.execute_report(job, notebooks_dir=notebooks, output_root=tmp_path, run_root=tmp_path / "runs")
+    assert result.status == "failed"
+    assert (notebook_dir / "00_center_geometry-report.html").read_text() == "<html>the good page</html>"
+    page = notebook_dir / "page"  # a good page with a failure kept beside it, then a failure writing nothing
+    page.mkdir()
+    (page / "run.json").write_text(json.dumps({"status": "ok"}))
+    (page / "00_x.failed.html").write_text("failure 1")
+    from shc.reports.execute import _keep_failure
+
+    building = tmp_path / "building"
+    building.mkdir()
+    _keep_failure(building, page, {"notebook": "00_x.ipynb", "html": "00_x.html"}, {"status": "failed"})
+    assert not (page / "00_x.failed.html").exists()
+
+
+def test_skip_existing_reads_the_build_time_from_the_record_and_rebuilds_after_a_kept_failure(tmp_path):
+    """A page rewritten after its build (refresh, corrections) looked newer than the code by its file time, and a
+    failure kept beside it still let it count as up to date (an audit, 2026-12-02)."""
+    from shc.reports.execute import FAILURE_FILE, _is_up_to_date
+
+    notebook = tmp_path / "00_x.ipynb"
+    notebook.write_text("{}")
+    output = tmp_path / "00_x"
+    output.mkdir()
+    files = {"report": "00_x-report.html"}
+    (output / files["report"]).write_text("<html></html>")  # its file time: now, after every source
+
+    def record(finished: float) -> None:
+        (output / "run.json").write_text(json.dumps({"status": "ok", "parameters": {"output_dir": "."},
+                                                     "finished": datetime.fromtimestamp(finished, timezone.utc)
+                                                     .isoformat(), "seconds": 5}))
+
+    record(time.time() - 10 ** 7)  # built long before the package's files last changed, rewritten just now
+    assert not _is_up_to_date(output, files, notebook, {"output_dir": str(output)})
+    record(time.time() + 3600)
+    assert _is_up_to_date(output, files, notebook, {"output_dir": str(output)})
+    (output / FAILURE_FILE).write_text("{}")
+    assert not _is_up_to_date(output, files, notebook, {"output_dir": str(output)})
+
+
+def test_an_interrupted_swap_puts_the_old_report_back(tmp_path, monkeypatch):
+    from shc.reports import execute
+
+    output, building = tmp_path / "04_x", tmp_path / ".04_x.building-1"
+    output.mkdir()
+    (output / "page.html").write_text("old")
+    building.mkdir()
+    real = os.replace
+    calls = []
+
+    def replace(source, target):
+        calls.append(source)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(source, target)
+
+    monkeypatch.setattr(execute.os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        execute._swap(building, output)
+    monkeypatch.setattr(execute.os, "replace", real)
+    assert (output / "page.html").read_text() == "old"
+
+
+def test_the_index_lists_no_hidden_folder_and_keeps_the_pages_notes(tmp_path):
+    from shc.reports.index import write_index
+
+    folder = tmp_path / "tiny"
+    for name in ("04_x", ".04_x.old-42", ".05_y.building-7"):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "run.json").write_text(json.dumps({"notebook": name, "status": "ok", "title": name}))
+    (folder / "04_x" / "04_x-report.html").write_text(
+        '<html><p class="muted" data-corrected="2026-12-02 by shc at abc1234">Corrected.</p></html>')
+    text = write_index(folder).read_text()
+    assert "1 reports, 0 failed" in text and ".04_x.old" not in text and ".05_y" not in text
+    assert "Sentences of 1 page(s) (04_x)" in text  # every batch rewrote the index without it
 
 
 # --------------------------------------------------------------------------------------

@@ -206,9 +206,10 @@ def correct_pages(folder: str | os.PathLike, stamp: str | None = None,
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a report folder; give a preset's folder, e.g. reports/standard.")
     changed = publish_shown_tables(folder)
-    for page in sorted(folder.glob("*/*-report.html")):
+    for page in sorted([*folder.glob("*/*-report.html"), *folder.glob("*/*/*-report.html")]):  # variants too
         text = original = page.read_text(encoding="utf-8")
-        for correction in (c for c in corrections if c.page == page.parent.name):
+        notebook = page.relative_to(folder).parts[0]
+        for correction in (c for c in corrections if c.page == notebook):
             notes = [note.span() for note in _NOTE.finditer(text)]  # a note quotes the old words: not a match
             match = next((found for found in correction.pattern.finditer(text)
                           if not any(start <= found.start() < end for start, end in notes)), None)

@@ -189,7 +189,7 @@ def execute_report(
             previous_ok = (read_record(output_dir / RECORD_FILE) or {}).get("status") == "ok"
             failed_notebook = None
             if status == "ok" or not previous_ok:
-                if job.variant:
+                if job.variant and status == "ok":  # a failed variant never costs the last good page
                     _retire_unvaried_page(output_dir.parent)
                 _swap(building, output_dir)
                 if status == "failed" and written:
@@ -227,7 +227,12 @@ def _swap(building: Path, output_dir: Path) -> None:
     old = output_dir.with_name(f".{output_dir.name}.old-{os.getpid()}")
     if output_dir.exists():
         os.replace(output_dir, old)
-    os.replace(building, output_dir)
+    try:
+        os.replace(building, output_dir)
+    except BaseException:  # interrupted between the two moves: the old report goes back, whole
+        if old.exists() and not output_dir.exists():
+            os.replace(old, output_dir)
+        raise
     shutil.rmtree(old, ignore_errors=True)
 
 
@@ -235,6 +240,7 @@ def _keep_failure(building: Path, output_dir: Path, files: dict[str, str], recor
     stem = Path(files["notebook"]).stem
     kept = None
     for key, suffix in (("notebook", ".failed.ipynb"), ("html", ".failed.html")):
+        (output_dir / f"{stem}{suffix}").unlink(missing_ok=True)  # an earlier failure's files are not this one's
         source = building / files[key]
         if source.is_file():
             target = output_dir / f"{stem}{suffix}"
@@ -460,20 +466,31 @@ def inputs_digest(job: ReportJob, run_root: str | os.PathLike) -> str | None:
 
 def _is_up_to_date(output_dir: Path, files: dict[str, str], notebook_path: Path, parameters: dict,
                    inputs: str | None = None) -> bool:
-    """Whether the last report of these ``parameters`` succeeded, read the same ``inputs`` (:func:`inputs_digest`;
-    None: not compared) and is newer than the notebook and every file of the package."""
+    """Whether the last report of these ``parameters`` succeeded (and no failure of a later build is kept beside
+    it), read the same ``inputs`` (:func:`inputs_digest`; None: not compared) and started after the notebook and
+    every file of the package last changed. The start is the record's (``finished`` less ``seconds``), not the
+    page's file time: a page rewritten after its build (``shc.reports.refresh``, ``corrections``), or a source
+    edited while its notebook ran, made an old build look newer than the code (an audit, 2026-12-02)."""
+    from datetime import datetime
+
     record = read_record(output_dir / RECORD_FILE)
     html_path = output_dir / files["report"]
     if not record or record.get("status") != "ok" or record.get("parameters") != jsonable(
             json.loads(json.dumps(_relative_parameters(parameters, output_dir), default=str))):
         return False
+    if (output_dir / FAILURE_FILE).is_file():  # the last run failed; the page kept is an earlier one
+        return False
     if inputs is not None and record.get("inputs") != inputs:  # its runs were recomputed with other numbers
         return False
     if not html_path.is_file():
         return False
+    try:
+        started = datetime.fromisoformat(record["finished"]).timestamp() - float(record.get("seconds") or 0)
+    except (KeyError, TypeError, ValueError):
+        return False  # no readable time: built again
     package_files = Path(__file__).resolve().parents[1].rglob("*.py")
     newest_source = max(path.stat().st_mtime for path in [notebook_path, *package_files])
-    return html_path.stat().st_mtime > newest_source
+    return started > newest_source
 
 
 def _record(job: ReportJob, status: str, seconds: float, parameters: dict, files: dict[str, str],

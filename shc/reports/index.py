@@ -44,6 +44,8 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
     preset_dir = Path(preset_dir)
     records = []
     for record_path in sorted(preset_dir.rglob(RECORD_FILE)):
+        if any(part.startswith(".") for part in record_path.relative_to(preset_dir).parts):
+            continue  # a page being built (.NAME.building-PID) or an old one being swapped out: not a page
         record = read_record(record_path)
         if record:
             records.append((record_path.parent.relative_to(preset_dir), record))
@@ -75,7 +77,11 @@ def write_index(preset_dir: str | os.PathLike) -> Path:
 </tbody></table>
 </body></html>
 """
-    return write_text(preset_dir / INDEX_FILE, page)
+    written = write_text(preset_dir / INDEX_FILE, page)
+    from shc.reports.refresh import note_refreshed_pages_in_index  # here: refresh reads the index's names
+
+    note_refreshed_pages_in_index(preset_dir)  # the pages' re-derived and corrected notes survive every batch
+    return written
 
 
 def commit_summary(states: list[dict]) -> tuple[str, bool]:

@@ -57,7 +57,7 @@ def refresh_findings(folder: str | os.PathLike, stamp: str | None = None) -> lis
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a report folder; give a preset's folder, e.g. reports/quick.")
     changed = []
-    for record_file in sorted(folder.glob(f"*/{FINDINGS_FILE}")):
+    for record_file in sorted([*folder.glob(f"*/{FINDINGS_FILE}"), *folder.glob(f"*/*/{FINDINGS_FILE}")]):  # variants
         page_dir = record_file.parent
         records = {record["key"]: record for record in json.loads(record_file.read_text(encoding="utf-8"))["findings"]}
         for page in sorted(page_dir.glob("*-report.html")):
