@@ -13,11 +13,10 @@ from shc._io import write_text
 from shc.reports.export import plain_title
 from shc.reports.execute import BUNDLE_FILE, FAILURE_FILE, RECORD_FILE, describe_error, read_record, smoke_notice
 from shc.reports.plan import RUNNER_PARAMETERS
+from shc.reports.published import INDEX_FILE
 from shc.reports.summary import format_summary, read_summary
 
-__all__ = ["INDEX_FILE", "commit_summary", "write_index"]
-
-INDEX_FILE = "index.html"
+__all__ = ["INDEX_FILE", "commit_summary", "write_index"]  # INDEX_FILE: from shc.reports.published
 
 _INDEX_STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 80rem;

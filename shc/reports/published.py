@@ -7,7 +7,11 @@ import fnmatch
 import os
 from pathlib import Path, PurePosixPath
 
-__all__ = ["is_published"]
+__all__ = ["INDEX_FILE", "is_published"]
+
+#: A preset folder's index page (written by :func:`shc.reports.index.write_index`; its notes by
+#: :func:`shc.reports.refresh.note_refreshed_pages_in_index`: both read the name here, so neither imports the other).
+INDEX_FILE = "index.html"
 
 #: Files under ``reports/`` that ``.gitignore`` keeps out of the repository (``tests/test_reports.py`` checks
 #: that this agrees with ``git check-ignore``). Names relative to a preset folder.

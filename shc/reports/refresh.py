@@ -99,7 +99,7 @@ def note_refreshed_pages_in_index(folder: str | os.PathLike) -> bool:
     and name the pages and the stamps; an index without such pages loses them. Returns whether the index changed."""
     from shc._io import write_text
 
-    from .index import INDEX_FILE
+    from .published import INDEX_FILE
 
     folder = Path(folder)
     index = folder / INDEX_FILE
