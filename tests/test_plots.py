@@ -303,6 +303,9 @@ def test_plot_curves_draws_mean_and_band_of_several_runs(tmp_path):
     np.testing.assert_allclose(csq_line.get_ydata(), [0.5, 0.4, 0.3])
     assert to_hex(shc_line.get_color()) == plots.METHOD_COLORS["shc"].lower()
     assert len(axes.collections) == 1  # the +-std band of the two shc runs only
+    band = axes.collections[0].get_paths()[0].vertices[:, 1]
+    std = runs.std(axis=0, ddof=1)  # the tables' std (0.141 here), not ddof = 0's 0.1
+    np.testing.assert_allclose([band.max(), band.min()], [0.8 + std[0], 0.6 - std[2]])
     assert axes.get_legend() is None and fig.legends
     assert axes.get_xlabel() == "K (retrieved items)"
     _check_saved(fig, tmp_path, "precision_at_k")
@@ -855,6 +858,22 @@ def test_alt_text_names_the_lines_of_a_legend_beside_the_panels():
     plt.close(fig)
 
 
+def test_alt_text_says_which_panels_draw_an_entry_of_a_figure_legend():
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2)
+    axes[0].set_title("left")
+    axes[1].set_title("right")
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="shc")
+    axes[1].plot([0, 1], [1, 0], label="lth")  # drawn in the right panel only
+    fig.legend(*axes[1].get_legend_handles_labels())
+    text = plots.figure_alt_text(fig)
+    plt.close(fig)
+    assert text.endswith("Legend: lth (in right); in every panel: shc")
+    assert "lth" not in text.split("Legend:")[1].split("in every panel")[1]
+
+
 def _png(pixels: np.ndarray, dpi: int = 150) -> bytes:
     import io
 
@@ -1030,6 +1049,28 @@ def test_metric_by_bits_gives_display_labels_their_methods_colours():
         assert to_hex(lines[label].get_color()) == to_hex(plots.method_color(method)), label
         assert lines[label].get_marker() == plots.method_style(method)["marker"]
     assert len({to_hex(line.get_color()) for line in lines.values()}) == 3
+
+
+def test_metric_by_bits_draws_no_bar_for_one_seed_and_names_its_confidence():
+    import matplotlib.pyplot as plt
+
+    per_seed = pd.DataFrame([{"method": "shc", "bits": 16, "metric": "m", "value": 0.5, "seed": 0}]
+                            + [{"method": "shc", "bits": 32, "metric": "m", "value": v, "seed": s}
+                               for s, v in enumerate([0.6, 0.7, 0.8])])
+    frame = plots.interval_frame(per_seed, "m", confidence=0.9)
+    assert frame["confidence"].tolist() == [0.9, 0.9] and np.isnan(frame["low"].iloc[0])
+    fig = plots.plot_metric_by_bits(frame, "mAP")
+    axes = fig.axes[0]
+    bars = axes.containers[0].lines[2][0].get_segments()
+    title = axes.get_title()
+    plt.close(fig)
+    assert [segment[0, 0] for segment in bars if len(segment)] == [32]  # one seed: no bar, not a bar of length 0
+    assert "90% t-interval" in title and "one-seed points have none" in title
+    one_seed = plots.plot_metric_by_bits(frame[frame["bits"] == 16], "mAP")
+    assert "one seed: no interval" in one_seed.axes[0].get_title() and "t-interval" not in one_seed.axes[0].get_title()
+    plt.close(one_seed)
+    with pytest.raises(ValueError, match="confidence"):
+        plots.interval_frame(per_seed, "m", confidence=95)
 
 
 def test_distance_frame_counts_the_center_pairs_at_each_distance():

@@ -27,7 +27,8 @@ def plot_curves(
     x : (n,) array
         Shared x values.
     ys_by_method : mapping str -> (n,) or (runs, n) array
-        A 2-D array holds several runs (e.g. seeds): drawn as the mean with a +-1 std band.
+        A 2-D array holds several runs (e.g. seeds): drawn as the mean with a band of +-1 sample standard
+        deviation (ddof = 1, as every table's "mean ± std over seeds"); one run draws no band.
     xlabel, ylabel : str
         Axis labels; include units (e.g. "K (retrieved items)").
     title : str, optional
@@ -49,7 +50,7 @@ def plot_curves(
         style = method_style(method)
         axes.plot(x_values, mean, **style, **_marker_spacing(x_values.size), label=method, zorder=_zorder(style))
         if runs.shape[0] > 1:
-            spread = runs.std(axis=0)
+            spread = runs.std(axis=0, ddof=1)  # the tables' std: the band and the table of one figure agree
             axes.fill_between(x_values, mean - spread, mean + spread, color=style["color"], alpha=0.2, linewidth=0)
     if np.array_equal(x_values, np.round(x_values)):
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # K, epochs, cycles: no 2.5 ticks
@@ -436,8 +437,10 @@ def _zorder(style: dict) -> float:
 
 def interval_frame(per_seed, metric: str, confidence: float = 0.95):
     """Per method and code length: the mean of ``metric`` over seeds and its ``confidence`` t-interval
-    (``method, bits, metric, mean, low, high, n``; one seed gives NaN bounds). ``per_seed`` is the second frame
-    of :func:`shc.stats.summary_frame`."""
+    (``method, bits, metric, mean, low, high, n, confidence``; one seed gives NaN bounds). ``per_seed`` is the second
+    frame of :func:`shc.stats.summary_frame`."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}; e.g. 0.95 for a 95% interval.")
     import pandas as pd
     from scipy import stats as scipy_stats
 
@@ -451,14 +454,28 @@ def interval_frame(per_seed, metric: str, confidence: float = 0.95):
         else:
             half = float("nan")
         rows.append({"method": method, "bits": int(bits), "metric": metric, "mean": mean, "low": mean - half,
-                     "high": mean + half, "n": n})
+                     "high": mean + half, "n": n, "confidence": confidence})
     return pd.DataFrame(rows)
+
+
+def _interval_words(frame) -> str:
+    """What the error bars of :func:`plot_metric_by_bits` are, read from the frame: the confidence it was computed
+    at, and which points have none (one seed)."""
+    seeds = frame["n"] if "n" in frame else None
+    if seeds is not None and (seeds <= 1).all():
+        return "one seed: no interval"
+    level = frame["confidence"].iloc[0] if "confidence" in frame else 0.95
+    words = f"mean over seeds, {100 * float(level):g}% t-interval"
+    if seeds is not None and (seeds <= 1).any():
+        words += "; one-seed points have none"
+    return words
 
 
 def plot_metric_by_bits(frame, ylabel: str, title: str | None = None,
                         styles: Mapping[str, str] | None = None) -> Figure:
     """One line per method of ``frame`` (:func:`interval_frame`): the mean against the code length, with its
-    interval as error bars (none where one seed gives no interval).
+    interval as error bars (none where one seed gives no interval). ``title`` names what is shown; the figure's
+    title adds what the bars are, read from the frame (its confidence, and the points of one seed).
 
     ``styles`` maps a displayed name to the registered method whose style it takes (e.g. ``{"d only (MDS
     centers)": "distance"}``), so display labels keep each method's own colour and marker; names it does not
@@ -469,12 +486,13 @@ def plot_metric_by_bits(frame, ylabel: str, title: str | None = None,
         group = group.sort_values("bits")
         style = method_style((styles or {}).get(str(method), str(method)))
         errors = np.vstack([group["mean"] - group["low"], group["high"] - group["mean"]])
-        axes.errorbar(group["bits"], group["mean"], yerr=np.nan_to_num(errors), capsize=4, label=str(method),
+        errors = np.where(np.isfinite(errors), errors, np.nan)  # no interval (one seed): no bar, not a bar of 0
+        axes.errorbar(group["bits"], group["mean"], yerr=errors, capsize=4, label=str(method),
                       zorder=_zorder(style), **style)
     axes.set_xscale("log", base=2)
     axes.set_xticks(sorted(frame["bits"].unique()), [str(q) for q in sorted(frame["bits"].unique())])
     axes.set_xlabel("code length q (bits)")
     axes.set_ylabel(ylabel)
-    axes.set_title(title or f"{ylabel} by code length (mean over seeds, 95% t-interval)")
+    axes.set_title(f"{title or f'{ylabel} by code length'} ({_interval_words(frame)})")
     axes.legend()
     return fig

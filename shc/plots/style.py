@@ -131,6 +131,26 @@ def _is_colorbar(axes) -> bool:
     return getattr(axes, "_colorbar", None) is not None or axes.get_label() == "<colorbar>"
 
 
+def _figure_legend_words(entries: list[str], drawn: list[tuple[str, set[str]]]) -> str:
+    """The entries of a figure legend, said with where they are drawn: "in every panel" only for the entries that
+    every panel draws (one per code length in a figure of panels per method), the others with their panels' names
+    (a method drawn in its own panel only). An entry no panel labels is listed as the legend's."""
+    shown = entries[:12]
+    more = ", ..." if len(entries) > 12 else ""
+    if len(drawn) <= 1:
+        return "Lines in the panel: " + ", ".join(shown) + more
+    everywhere = [entry for entry in shown if all(entry in labels for _, labels in drawn)]
+    somewhere = {entry: [name for name, labels in drawn if entry in labels] for entry in shown
+                 if entry not in everywhere}
+    if not somewhere:
+        return "Lines in every panel: " + ", ".join(shown) + more
+    words = ["Legend: " + ", ".join(
+        f"{entry} (in {', '.join(names)})" if names else entry for entry, names in somewhere.items())]
+    if everywhere:
+        words.append("in every panel: " + ", ".join(everywhere))
+    return "; ".join(words) + more
+
+
 def figure_alt_text(fig: Figure, limit: int = 600) -> str:
     """A description of ``fig`` for readers who cannot see it (an image's alt text), from its own text.
 
@@ -146,13 +166,14 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
     suptitle = plain_text(fig._suptitle.get_text()) if getattr(fig, "_suptitle", None) is not None else ""
     if suptitle:
         parts.append(suptitle)
-    panels, count = [], 0
+    panels, count, drawn = [], 0, []
     for axes in fig.axes:
         if not axes.get_visible() or _is_colorbar(axes):
             continue
         count += 1
         title = " ".join(plain_text(axes.get_title(loc)) for loc in ("left", "center", "right")
                          if axes.get_title(loc))  # a panel's name is often its left-aligned title
+        drawn.append((title or f"panel {count}", {plain_text(label) for label in axes.get_legend_handles_labels()[1]}))
         x, y = (plain_text(text) for text in (axes.get_xlabel(), axes.get_ylabel()))
         words = [title] if title else []
         if x and y:
@@ -168,9 +189,8 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
         unique = list(dict.fromkeys(panels))
         parts.append(f"{count} panels: " + " | ".join(unique) if count > 1 else unique[0])
     shared = [plain_text(text.get_text()) for legend in fig.legends for text in legend.get_texts() if text.get_text()]
-    if shared:  # a legend beside the panels (``fig.legend``): its lines are in every panel, e.g. one per code length
-        scope = "in every panel" if count > 1 else "in the panel"
-        parts.append(f"Lines {scope}: " + ", ".join(shared[:12]) + (", ..." if len(shared) > 12 else ""))
+    if shared:  # a legend beside the panels (``fig.legend``): the panels each of its entries is drawn in
+        parts.append(_figure_legend_words(shared, drawn))
     text = ". ".join(parts) or "A figure of this report"
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
