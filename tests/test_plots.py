@@ -1107,6 +1107,32 @@ def test_matrix_frame_keeps_the_upper_triangle_of_symmetric_matrices_and_everyth
         plots.matrix_from_frame(frame, "B")
 
 
+def test_matrix_frame_records_where_the_clustered_heatmap_draws_each_class():
+    import matplotlib.pyplot as plt
+
+    S = np.array([[1.0, -0.5, 0.9, -0.4], [-0.5, 1.0, -0.6, 0.8], [0.9, -0.6, 1.0, -0.5], [-0.4, 0.8, -0.5, 1.0]])
+    names = ["a", "b", "c", "d"]
+    order = plots.similarity_order(S)
+    frame = plots.matrix_frame({"S": S}, names, order=order)
+    fig = plots.plot_similarity_heatmap(S, names, cluster=True)
+    drawn = [label.get_text() for label in fig.axes[0].get_xticklabels()]
+    image = fig.axes[0].images[0].get_array()
+    plt.close(fig)
+    shown_at = dict(zip(frame["row"], frame["shown_at"]))
+    assert [name for name, _ in sorted(shown_at.items(), key=lambda item: item[1])] == drawn  # the figure's order
+    assert {drawn[0], drawn[1]} in ({"a", "c"}, {"b", "d"})  # similar classes side by side
+    for i, row in enumerate(names):  # a cell of the file is the figure's cell at its shown_at positions
+        for j, column in enumerate(names):
+            assert image[shown_at[row], shown_at[column]] == S[i, j]
+    rebuilt, read_names = plots.matrix_from_frame(frame, "S")
+    np.testing.assert_array_equal(rebuilt, S)
+    assert read_names == names and list(frame.columns[:3]) == ["source", "row", "shown_at"]
+    with pytest.raises(ValueError, match="permutation"):
+        plots.matrix_frame(S, order=[0, 0, 1, 2])
+    with pytest.raises(ValueError, match="shown_at"):
+        plots.matrix_frame(S, ["a", "b", "shown_at", "d"])
+
+
 def test_a_matrix_frame_file_gives_back_its_matrix_with_class_names_that_look_like_numbers(tmp_path):
     """Class names such as "00" head the columns of the file; read back, the matrix and the names are the same."""
     import pandas as pd

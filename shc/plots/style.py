@@ -581,8 +581,13 @@ def _categorical_colors(count: int) -> list:
     return [palette(i % palette.N) for i in range(count)]
 
 
-def matrix_frame(matrices, names=None, coarse_labels=None, triangle: bool | None = None):
-    """One or several (C, C) matrices as a heatmap draws them: ``source, row[, row_coarse], <class 1> ... <class C>``.
+#: The columns of a :func:`matrix_frame` table before its class columns.
+MATRIX_FRONT_COLUMNS = ("source", "row", "row_coarse", "shown_at")
+
+
+def matrix_frame(matrices, names=None, coarse_labels=None, triangle: bool | None = None, order=None):
+    """One or several (C, C) matrices as a heatmap draws them: ``source, row[, row_coarse][, shown_at], <class 1> ...
+    <class C>``.
 
     A matrix is C lines, one a class (``row``), with one column a class in the same order, so each class name is
     written once a line and once in the header rather than twice a cell: at C = 333 the long ``source, row, column,
@@ -591,7 +596,10 @@ def matrix_frame(matrices, names=None, coarse_labels=None, triangle: bool | None
     0..C-1; they must be distinct, as they head the columns); ``coarse_labels`` adds each class's coarse class
     (``row_coarse``; the columns are the same classes). ``triangle`` keeps only the entries with row <= column and
     leaves the cells below the diagonal empty (a symmetric matrix's lower triangle mirrors its upper one, so nothing
-    is lost); the default does so for every symmetric matrix and keeps all entries of one that is not.
+    is lost); the default does so for every symmetric matrix and keeps all entries of one that is not. ``order`` is
+    the figure's class order (e.g. :func:`shc.plots.similarity_order`, the clustered heatmap's), a permutation of
+    0..C-1: it adds each class's position in the figure (``shown_at``), so the file says where a drawn cell comes
+    from while its rows and columns keep the classes' own order.
     """
     import pandas as pd
 
@@ -606,9 +614,9 @@ def matrix_frame(matrices, names=None, coarse_labels=None, triangle: bool | None
         labels = [str(name) for name in names] if names is not None else [str(i) for i in range(count)]
         if len(labels) != count:
             raise ValueError(f"{len(labels)} names for a {count} x {count} matrix.")
-        if len(set(labels)) != count or {"source", "row", "row_coarse"} & set(labels):
-            raise ValueError("the class names head the columns, so they must be distinct and not 'source', 'row' or "
-                             "'row_coarse'; pass names that are.")
+        if len(set(labels)) != count or set(MATRIX_FRONT_COLUMNS) & set(labels):
+            raise ValueError(f"the class names head the columns, so they must be distinct and none of "
+                             f"{', '.join(MATRIX_FRONT_COLUMNS)}; pass names that are.")
         symmetric = bool(np.array_equal(matrix, matrix.T))
         if triangle and not symmetric:
             raise ValueError(f"matrix {source!r} is not symmetric: its upper triangle would lose entries; "
@@ -619,6 +627,12 @@ def matrix_frame(matrices, names=None, coarse_labels=None, triangle: bool | None
         front = {"source": source, "row": labels}
         if coarse_labels is not None:
             front["row_coarse"] = np.asarray(coarse_labels)
+        if order is not None:
+            permutation = np.asarray(order)
+            if permutation.shape != (count,) or not np.array_equal(np.sort(permutation), np.arange(count)):
+                raise ValueError(f"order must be a permutation of 0..{count - 1} (the figure's class order, e.g. "
+                                 f"shc.plots.similarity_order(S)); got {np.asarray(order).shape} values.")
+            front["shown_at"] = np.argsort(permutation)  # class i is drawn at row/column shown_at[i]
         frames.append(pd.concat([pd.DataFrame(front), frame], axis=1))
     table = pd.concat(frames, ignore_index=True)
     table.attrs["digits"] = MATRIX_DIGITS  # what save_figure keeps of a heatmap's data by default
