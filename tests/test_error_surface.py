@@ -548,6 +548,27 @@ def test_shc_encode_refuses_the_folder_of_an_interrupted_export_images(world, tm
     assert cli.main(["encode", "--run", world["run"], "--images", str(out), "--out", str(codes), "--quiet"]) == 0
 
 
+def test_export_images_refuses_a_folder_of_other_files(world, tmp_path, capsys):
+    """A second export of another split into the same folder mixed the two splits' images, and shc encode then
+    encoded both as one; a folder of other files was written into the same way."""
+    out = tmp_path / "export"
+    database = ["export-images", "digits-composite", "--out", str(out), *world["options"]]
+    assert data_main(database) == 0
+    before = sorted(path.relative_to(out) for path in out.rglob("*.png"))
+    capsys.readouterr()
+    assert data_main([*database, "--split", "query"]) == 2
+    line = _one_line(capsys)
+    assert "another export" in line and "'database'" in line and "new or empty --out" in line, line
+    assert sorted(path.relative_to(out) for path in out.rglob("*.png")) == before  # nothing added, nothing lost
+    assert data_main(database) == 0  # the same export again rewrites its own files
+    other = tmp_path / "holiday"
+    other.mkdir()
+    (other / "photo.png").write_bytes(b"not an export")
+    assert data_main(["export-images", "digits-composite", "--out", str(other), *world["options"]]) == 2
+    assert "files of its own" in _one_line(capsys)
+    assert [path.name for path in other.iterdir()] == ["photo.png"]
+
+
 # --------------------------------------------------------------------------------------------
 # The explorer's port (issue 39 items 4, 6)
 # --------------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ def export_images(dataset: str, split: str, out: str | Path, seed: int = 0, root
     part = data.splits[split]
     out = Path(out)
     record = {"dataset": dataset, "split": split, "seed": seed, "options": options, "count": len(part)}
+    _refuse_foreign_files(out, record)
     write_json(out / EXPORT_RECORD, {**record, "complete": False})
     for position in range(len(part)):
         folder = "images" if data.multi_label else _folder_name(data.class_names[int(part.labels[position])])
@@ -50,6 +51,25 @@ def export_images(dataset: str, split: str, out: str | Path, seed: int = 0, root
             Image.fromarray(part.raw_image(position)).save(temporary, format="PNG")
     write_json(out / EXPORT_RECORD, {**record, "complete": True})
     return len(part)
+
+
+def _refuse_foreign_files(out: Path, record: dict) -> None:
+    """Refuse a folder that holds files of something else: ``shc encode`` encodes every image below its folder, so a
+    new export beside an older one (another split, seed or dataset) would mix their images. The folder of this
+    very export (its record names the same dataset, split, seed, options and count) is allowed: rerunning finishes
+    an interrupted export or rewrites a finished one, file for file."""
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    try:
+        found = json.loads((out / EXPORT_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        found = None
+    if isinstance(found, dict) and {key: found.get(key) for key in record} == json.loads(json.dumps(record)):
+        return
+    what = ("another export's images (" + ", ".join(f"{key} {found.get(key)!r}" for key in ("dataset", "split", "seed"))
+            + ")") if isinstance(found, dict) else "files of its own"
+    raise ValueError(f"{out} already holds {what}; exporting here would mix them with these, and shc encode reads "
+                     f"every image below the folder. Pass a new or empty --out folder, or delete {out} first.")
 
 
 def unfinished_export(folder: str | Path) -> Path | None:
