@@ -323,6 +323,19 @@ def test_fashion_composite_from_idx_files(tmp_path):
     )
 
 
+def test_idx_files_of_two_image_sizes_or_a_cut_header_are_named(tmp_path):
+    """Training images of 28 x 28 beside test images of 32 x 32 (files of two datasets) stopped in a raw numpy
+    concatenate error; a header cut short, in numpy's "buffer is smaller than requested size"."""
+    write_tiny_mnist(tmp_path, np.random.default_rng(0))
+    write_idx(tmp_path / "t10k-images-idx3-ubyte.gz", np.zeros((40, 32, 32), dtype=np.uint8))
+    with pytest.raises(ValueError, match=r"do not hold images of one size.*\(120, 28, 28\) and \(40, 32, 32\)"):
+        load_dataset("fashion-composite", root=tmp_path, **SMALL_COMPOSITE)
+    write_tiny_mnist(tmp_path, np.random.default_rng(0))
+    (tmp_path / "train-labels-idx1-ubyte").write_bytes(bytes([0, 0, 0x08, 3, 0, 0]))  # three sizes named, half of one
+    with pytest.raises(ValueError, match="truncated or damaged: its header names 3 dimensions and holds 0"):
+        load_dataset("fashion-composite", root=tmp_path, **SMALL_COMPOSITE)
+
+
 def test_mnist_composite_torchvision_layout(tmp_path):
     images, labels = write_tiny_mnist(tmp_path / "MNIST" / "raw", np.random.default_rng(1))
     splits = load_dataset("mnist-composite", root=tmp_path, num_classes=10, **SMALL_COMPOSITE)

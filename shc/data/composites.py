@@ -200,7 +200,10 @@ def _read_idx(path: Path) -> np.ndarray:
     if len(content) < 4 or content[:2] != b"\x00\x00" or content[2] != 0x08:
         raise ValueError(f"{path} is not an unsigned-byte idx file (bad magic number {content[:4]!r})")
     ndim = content[3]
-    shape = tuple(np.frombuffer(content, dtype=">i4", count=ndim, offset=4))
+    if ndim == 0 or len(content) < 4 + 4 * ndim:
+        raise ValueError(f"{path} is truncated or damaged: its header names {ndim} dimensions and holds "
+                         f"{max(len(content) - 4, 0) // 4}; delete it and install or download it again.")
+    shape = tuple(int(size) for size in np.frombuffer(content, dtype=">i4", count=ndim, offset=4))
     data = np.frombuffer(content, dtype=np.uint8, offset=4 + 4 * ndim)
     if data.size != np.prod(shape):
         raise ValueError(f"{path} is truncated: header says {shape}, found {data.size} values")
@@ -291,7 +294,13 @@ def _idx_base(kind: str, root: Path | None, download: bool) -> _BaseImages:
         )
     train_labels = _read_idx(files[1])
     _check_which_idx(kind, train_labels, files[1], folders)
-    images = np.concatenate([_read_idx(files[0]), _read_idx(files[2])])
+    parts = [_read_idx(files[0]), _read_idx(files[2])]
+    if any(part.ndim != 3 for part in parts) or parts[0].shape[1:] != parts[1].shape[1:]:
+        raise ValueError(
+            f"the idx image files {files[0].name} and {files[2].name} in {files[0].parent} do not hold images of one "
+            f"size ({parts[0].shape} and {parts[1].shape}; each should be (count, 28, 28)): they come from "
+            f"different datasets or one is damaged. {_manual_install(kind, folders)}")
+    images = np.concatenate(parts)
     labels = np.concatenate([train_labels, _read_idx(files[3])]).astype(np.int64)
     if images.ndim != 3 or len(images) != len(labels) or labels.max() > 9:
         raise ValueError(
