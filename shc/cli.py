@@ -168,7 +168,7 @@ font-size:11px;vertical-align:top}} img{{height:96px;image-rendering:pixelated;b
 def _search(args: argparse.Namespace) -> int:
     from shc._io import write_text
     from shc.retrieval import HashIndex
-    from shc.retrieval.encoder import encode_images, load_encoder, verify_provenance
+    from shc.retrieval.encoder import arithmetic_note, encode_images, load_encoder, verify_provenance
 
     gallery = output_file(args.html, "--html") if args.html else None
     if gallery is not None:
@@ -187,6 +187,9 @@ def _search(args: argparse.Namespace) -> int:
     warning = verify_provenance(index.metadata.get("provenance"), encoder, f"index {args.index}", force=args.force)
     if warning:
         print(f"warning: {warning}; searching anyway (--force).", file=sys.stderr)
+    note = arithmetic_note(index.metadata.get("provenance"), encoder, f"index {args.index}")
+    if note:
+        print(f"note: {note}.", file=sys.stderr)
     paths, root = index.metadata.get("paths"), Path(index.metadata.get("root") or ".")
     if paths is None:
         raise ValueError(f"{args.index} holds no file paths: build it with `shc index codes.npz`.")

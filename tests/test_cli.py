@@ -147,6 +147,34 @@ def test_codes_and_index_record_the_run_and_a_digest_of_its_weights(tiny_run, tm
     assert weights_digest(state) != recorded["weights_sha256"]
 
 
+def test_codes_record_their_arithmetic_and_search_notes_another(tiny_run, tmp_path, capsys):
+    """Codes encoded in bf16 on one CPU and a query encoded in fp32 on another come from the same weights but may
+    differ in a bit whose output is near 0; the codes now say how they were made, and search says when it differs."""
+    import torch
+
+    from shc.devices import resolve_precision
+    from shc.retrieval import arithmetic_note
+
+    _, stage3, images, _, _ = tiny_run
+    index_path = _index_of(stage3, images, tmp_path)
+    index = HashIndex.load(index_path)
+    recorded = index.metadata["provenance"]
+    here = resolve_precision("auto", torch.device("cpu"))
+    assert (recorded["device"], recorded["precision"]) == ("cpu", here)
+    encoder = load_encoder(stage3, device="cpu")
+    assert arithmetic_note(recorded, encoder, "db") is None
+    assert arithmetic_note({k: v for k, v in recorded.items() if k != "precision"}, encoder, "db") is None  # older
+    other = "fp32" if here == "bf16" else "bf16"
+    index.metadata = {**index.metadata, "provenance": {**recorded, "precision": other}}
+    moved = tmp_path / "other.shcidx"
+    index.save(moved)
+    query = next(images.rglob("*.png"))
+    capsys.readouterr()
+    assert main(["search", "--index", str(moved), "--run", str(stage3), "--image", str(query), "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    assert f"made on cpu in {other}" in err and f"encoded on cpu in {here}" in err and "near 0" in err, err
+
+
 def test_search_refuses_an_index_encoded_by_another_run_naming_both(tiny_run, other_run, tmp_path, capsys):
     _, stage3, images, _, _ = tiny_run
     index_path = _index_of(stage3, images, tmp_path)

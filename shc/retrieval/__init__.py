@@ -6,7 +6,8 @@
 - :func:`load_encoder` / :func:`encode_images`: a trained hashing network of a pipeline run, and the codes
   of a folder of image files (what ``shc encode`` runs);
 - :func:`verify_provenance`: whether codes (an index's ``metadata["provenance"]``) were made by an encoder's
-  exact weights (``shc search`` refuses them otherwise).
+  exact weights (``shc search`` refuses them otherwise); :func:`arithmetic_note`: whether they were made in another
+  arithmetic (device type, precision) than the encoder's (``shc search`` notes it).
 
 Speed and memory: ``benchmarks/bench_retrieval.py`` (table in ``docs/retrieval.md``).
 """
@@ -20,6 +21,7 @@ __all__ = [
     "Encoder",
     "HashIndex",
     "RangeResult",
+    "arithmetic_note",
     "encode_images",
     "find_images",
     "load_encoder",
@@ -31,7 +33,7 @@ __all__ = [
 
 
 def __getattr__(name: str):  # the encoder half imports torch: only on demand
-    if name in ("Encoder", "encode_images", "find_images", "load_encoder", "verify_provenance", "weights_digest",
+    if name in ("Encoder", "arithmetic_note", "encode_images", "find_images", "load_encoder", "verify_provenance", "weights_digest",
                 "write_encoder_record"):
         from shc.retrieval import encoder
 

@@ -25,7 +25,7 @@ import numpy as np
 # the stage-3 record this module reads is written by the stage (shc.stages.Hashing); its format lives there
 from shc.stages import ENCODER_FILE, ENCODER_FORMAT, write_encoder_record
 
-__all__ = ["ENCODER_FILE", "Encoder", "encode_images", "find_images", "load_encoder", "verify_provenance",
+__all__ = ["ENCODER_FILE", "Encoder", "arithmetic_note", "encode_images", "find_images", "load_encoder", "verify_provenance",
            "weights_digest", "write_encoder_record"]
 
 WEIGHT_FILES = ("train/best.pt", "train/last.pt")
@@ -204,10 +204,29 @@ def load_encoder(run_dir: str | Path, device: str = "auto", allow_unfinished: bo
                                        image_size=tuple(size) if isinstance(size, list) else size)
     else:
         transform = natural_image_transform(False, int(spec["image_size"]))
+    from shc.devices import resolve_precision
+
     provenance = {"run": str(run_dir.resolve()), "identity": _run_identity(run_dir),
                   "weights": weights.relative_to(run_dir).as_posix(), "weights_sha256": weights_digest(state),
-                  "finished": finished}
+                  "finished": finished, "device": device.type,  # the arithmetic the codes are made in: another
+                  "precision": resolve_precision(record.get("precision", "auto"), device)}  # may flip a near-0 bit
     return Encoder(model, transform, record, run_dir, device, provenance)
+
+
+def arithmetic_note(recorded: Mapping[str, Any] | None, encoder: Encoder, source: str) -> str | None:
+    """A note when ``encoder`` makes its codes in another arithmetic (device type or precision) than the one
+    ``recorded`` (codes' provenance) says its codes were made in: the same weights then give the same codes but
+    for outputs near 0, whose sign another rounding may flip, so a distance may differ by a bit. None when they
+    match, or when ``recorded`` predates the record of the arithmetic."""
+    if not recorded or "precision" not in recorded:
+        return None
+    made = (recorded.get("device"), recorded.get("precision"))
+    now = (encoder.provenance["device"], encoder.provenance["precision"])
+    if made == now:
+        return None
+    return (f"{source}'s codes were made on {made[0]} in {made[1]}, this one is encoded on {now[0]} in {now[1]}: "
+            "a bit whose network output is near 0 may come out the other way, so a distance may differ by one or "
+            "two (pass --device to match)")
 
 
 def _describe_provenance(provenance: Mapping[str, Any]) -> str:
