@@ -185,9 +185,11 @@ def test_a_failing_rerun_keeps_the_last_good_report_and_names_the_failure(good_r
     assert reports.main(_tiny_report(output, "--bits", "12")) == 1  # not a power of two: the notebook fails
     assert (folder / "00_center_geometry-report.html").read_text() == good_html, "the good report was replaced"
     assert json.loads((folder / "summary.json").read_text()) == good_summary
-    assert (folder / "00_center_geometry.failed.ipynb").is_file() and (folder / "failure.json").is_file()
+    kept = folder / ".failed"  # the failed build, whole: its links reach its own files, not the good page's
+    assert (kept / "00_center_geometry.ipynb").is_file() and (folder / "failure.json").is_file()
+    assert not (kept / "run.json").exists() and not list(folder.glob("*.failed.*"))
     index = (output / "tiny" / "index.html").read_text()
-    assert "last run" in index and "00_center_geometry.failed.ipynb" in index
+    assert "last run" in index and ".failed/00_center_geometry.ipynb" in index
     assert not [p for p in folder.parent.iterdir() if ".building" in p.name]
 
 

@@ -292,10 +292,22 @@ def test_a_failed_variant_build_keeps_the_last_good_page_and_an_old_failure_is_n
     (page / "00_x.failed.html").write_text("failure 1")
     from shc.reports.execute import _keep_failure
 
+    (page / "figures").mkdir()
+    (page / "figures" / "f.png").write_bytes(b"the good page's figure")
+    (page / ".failed").mkdir()
+    (page / ".failed" / "00_x.html").write_text("failure 2")
     building = tmp_path / "building"
-    building.mkdir()
-    _keep_failure(building, page, {"notebook": "00_x.ipynb", "html": "00_x.html"}, {"status": "failed"})
-    assert not (page / "00_x.failed.html").exists()
+    (building / "figures").mkdir(parents=True)
+    (building / "figures" / "f.png").write_bytes(b"the failed build's figure")
+    (building / "00_x.html").write_text('<img src="figures/f.png">')
+    (building / "run.json").write_text(json.dumps({"status": "failed"}))
+    kept = _keep_failure(building, page, {"notebook": "00_x.ipynb", "html": "00_x.html"}, {"status": "failed"})
+    assert not (page / "00_x.failed.html").exists()  # the earlier layout's failure is not this one's
+    assert kept == page / ".failed" / "00_x.html" and kept.read_text() == '<img src="figures/f.png">'
+    # the failed page's figure link reaches the failed build's figure; the good page's stays the good page's
+    assert (kept.parent / "figures" / "f.png").read_bytes() == b"the failed build's figure"
+    assert (page / "figures" / "f.png").read_bytes() == b"the good page's figure"
+    assert not (kept.parent / "run.json").exists() and json.loads((page / "run.json").read_text())["status"] == "ok"
 
 
 def test_skip_existing_reads_the_build_time_from_the_record_and_rebuilds_after_a_kept_failure(tmp_path):
@@ -709,7 +721,8 @@ def test_published_files_agree_with_the_repository_gitignore(tmp_path):
              "00_a/run.json", "00_a/summary.json", "00_a/figures/x.png", "00_a/figures/x.svg", "00_a/figures/x.csv",
              "00_a/figures/x.csv.gz", "00_a/figures/x.csv.xz",
              "00_a/tables/t.csv", "bundle.zip", "00_a/bits-16/00_a-report.html",
-             "00_a/bits-16/00_a.html", "00_a/.lock", "00_a/00_a.failed.html", "00_a/00_a.failed.ipynb"]
+             "00_a/bits-16/00_a.html", "00_a/.lock", "00_a/00_a.failed.html", "00_a/00_a.failed.ipynb",
+             "00_a/.failed/00_a.html", "00_a/.failed/00_a-report.html", "00_a/.failed/figures/x.png"]
     ignored = subprocess.run(["git", "check-ignore", "--no-index", *[f"reports/quick/{n}" for n in names]],
                              cwd=repository, capture_output=True, text=True).stdout.split()
     for name in names:

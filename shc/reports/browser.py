@@ -102,7 +102,8 @@ def browser_problems(page: str | os.PathLike, dom: str | None = None, *, name: s
 def reading_pages(folder: str | os.PathLike) -> list[Path]:
     """The pages a reader opens in a preset's report folder: ``index.html`` and every ``*-report.html``."""
     folder = Path(folder)
-    return sorted([*folder.glob("index.html"), *folder.rglob("*-report.html")])
+    return sorted([*folder.glob("index.html"), *(page for page in folder.rglob("*-report.html")  # not a kept failure's
+                                                 if not any(part.startswith(".") for part in page.relative_to(folder).parts))])
 
 
 def check_folder_in_browser(folders: Sequence[str | os.PathLike], chromium: str | None = None) -> list[Problem]:

@@ -490,7 +490,8 @@ def _provenance_problems(index: str, folder: Path) -> Iterator[Problem]:
     from shc.reports.index import _markdown_inline, commit_summary
 
     states = []
-    for record_path in sorted(folder.rglob("run.json")):  # as the index reads them
+    for record_path in sorted(path for path in folder.rglob("run.json")  # as the index reads them: not hidden ones
+                              if not any(part.startswith(".") for part in path.relative_to(folder).parts)):
         try:
             record = json.loads(record_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -1,8 +1,8 @@
 """Executing one report: papermill into a building folder, HTML, a ``run.json`` record, then an atomic swap.
 
 A report is built in a temporary sibling folder and moved into place only when it succeeded, so the last
-good report is never lost: a failed run leaves it untouched and puts the failing executed notebook beside
-it (``<stem>.failed.ipynb``, rendered as ``<stem>.failed.html``, described in ``failure.json``); an
+good report is never lost: a failed run leaves it untouched and keeps its build beside it (``<page>/.failed/``:
+the partial notebook, its rendering and the files it wrote; described in ``failure.json``); an
 interrupted run leaves nothing but the old report. The output folder is locked while a report is built,
 so two batches writing into one folder are refused instead of mixing their files.
 """
@@ -33,6 +33,8 @@ RECORD_FILE = "run.json"
 #: The zip of every CSV and record of a preset's reports (:func:`shc.reports.bundle.write_bundle`).
 BUNDLE_FILE = "bundle.zip"
 FAILURE_FILE = "failure.json"
+#: The folder, inside a page's, of a failed build kept beside the last good page (:func:`_keep_failure`).
+FAILED_DIR = ".failed"
 KERNEL_LOG_FILE = "kernel.log"
 
 
@@ -122,8 +124,8 @@ def execute_report(
     """Execute one notebook with papermill, render its HTML and write its ``run.json`` record.
 
     Failures in the notebook do not raise: they are returned in :attr:`ReportResult.error`; the previous
-    report (if any) stays, and the partial executed notebook is kept beside it as ``<stem>.failed.ipynb``
-    (when there is no previous report, the failed build takes its place, marked failed).
+    report (if any) stays, and the failed build is kept beside it in ``<page>/.failed/`` (when there is no
+    previous report, the failed build takes its place, marked failed).
     ``KeyboardInterrupt`` propagates; the building folder is removed and the previous report stays intact.
 
     Parameters
@@ -211,6 +213,7 @@ def _retire_unvaried_page(notebook_dir: Path) -> None:
     record), and the hidden building folders of variants built at the same time, stay."""
     if not (notebook_dir / RECORD_FILE).is_file():
         return
+    shutil.rmtree(notebook_dir / FAILED_DIR, ignore_errors=True)  # the old page's kept failure goes with it
     for entry in notebook_dir.iterdir():
         if entry.name.startswith("."):
             continue
@@ -237,17 +240,20 @@ def _swap(building: Path, output_dir: Path) -> None:
 
 
 def _keep_failure(building: Path, output_dir: Path, files: dict[str, str], record: dict) -> Path | None:
+    """Keep a failed build beside the last good page, whole: the build folder becomes ``<page>/.failed/`` (its
+    partial notebook, its rendering, and the figures and tables it wrote), so the failed page's links reach its own
+    files. Kept as ``<stem>.failed.html`` beside the good page, it showed the good page's figures as its own. The
+    build's ``run.json`` is left out (``failure.json`` beside the good page is its record), so no reader takes the
+    folder for a page; hidden, it is not published (:func:`shc.reports.published.is_published`)."""
     stem = Path(files["notebook"]).stem
-    kept = None
-    for key, suffix in (("notebook", ".failed.ipynb"), ("html", ".failed.html")):
-        (output_dir / f"{stem}{suffix}").unlink(missing_ok=True)  # an earlier failure's files are not this one's
-        source = building / files[key]
-        if source.is_file():
-            target = output_dir / f"{stem}{suffix}"
-            os.replace(source, target)
-            kept = kept or target
+    for suffix in (".failed.ipynb", ".failed.html"):  # the layout before 2026-12-02: an earlier failure's files
+        (output_dir / f"{stem}{suffix}").unlink(missing_ok=True)
+    kept = output_dir / FAILED_DIR
+    shutil.rmtree(kept, ignore_errors=True)  # an earlier failure's build is not this one's
+    (building / RECORD_FILE).unlink(missing_ok=True)
+    os.replace(building, kept)
     write_text(output_dir / FAILURE_FILE, json.dumps({**record, "files": {}}, indent=2) + "\n")
-    return kept
+    return next((kept / files[key] for key in ("notebook", "html") if (kept / files[key]).is_file()), None)
 
 
 def _report_files(job: ReportJob) -> dict[str, str]:

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from shc._io import write_text
 from shc.reports.export import plain_title
-from shc.reports.execute import BUNDLE_FILE, FAILURE_FILE, RECORD_FILE, describe_error, read_record, smoke_notice
+from shc.reports.execute import BUNDLE_FILE, FAILED_DIR, FAILURE_FILE, RECORD_FILE, describe_error, read_record, smoke_notice
 from shc.reports.plan import RUNNER_PARAMETERS
 from shc.reports.published import INDEX_FILE
 from shc.reports.summary import format_summary, read_summary
@@ -133,7 +133,8 @@ def _index_row(preset_dir: Path, folder: Path, record: dict, summary: dict | Non
             status_cell += f'<div class="muted">partial run: {partial}</div>'
     failure = read_record(preset_dir / folder / FAILURE_FILE)
     if failure:  # a later run failed; the last good report above stays
-        kept = [name for name in (f"{record.get('notebook')}.failed.ipynb", f"{record.get('notebook')}.failed.html")
+        kept = [name for name in (f"{FAILED_DIR}/{record.get('notebook')}.ipynb",
+                                  f"{FAILED_DIR}/{record.get('notebook')}.html")
                 if (preset_dir / folder / name).is_file()]
         kept_links = " · ".join(f'<a href="{html.escape(quote((folder / name).as_posix()))}">{html.escape(name)}</a>'
                                 for name in kept)
