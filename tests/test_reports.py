@@ -211,6 +211,43 @@ def test_skip_existing_reruns_a_report_whose_runs_now_hold_other_numbers(batch, 
     assert not up_to_date()
 
 
+def test_the_digest_of_a_page_of_s_holds_its_classifier_and_its_text_and_hierarchy_s(tmp_path):
+    """Page 01 shows the classifier's accuracy (stage 1's metrics.json) and compares the text and hierarchy S with
+    the data-dependent one; the digest held only similarity.npy, so a page built over another classifier's record or
+    another text S was called up to date."""
+    from shc.presets import notebook_configs
+    from shc.stages import stage_directories
+
+    parameters = reports.notebook_table()["01_similarity"]["tiny"][0]
+    job = reports.ReportJob("01_similarity", "tiny", parameters, "")
+    run_root = tmp_path / "runs"
+    configs = notebook_configs(parameters, str(run_root / "tiny"), job.notebook)["similarity"]
+    assert configs
+    for config in configs:
+        stage1 = stage_directories(config)["stage1"]
+        stage1.mkdir(parents=True)
+        np.save(stage1 / "similarity.npy", np.eye(3))
+        (stage1 / "metrics.json").write_text(json.dumps({"test_accuracy": 0.5}))
+
+    def digest() -> str:
+        return reports.execute.inputs_digest(job, run_root)
+
+    first = digest()
+    assert first is not None
+    metrics = stage_directories(configs[0])["stage1"] / "metrics.json"
+    metrics.write_text(json.dumps({"test_accuracy": 0.9}))  # another classifier's record, same S
+    second = digest()
+    assert second != first
+    text = stage_directories(configs[0].replace(similarity="text"))["stage1"] / "similarity.npy"
+    assert text.parent != stage_directories(configs[0])["stage1"]
+    text.parent.mkdir(parents=True)
+    np.save(text, np.eye(3))  # the text S the page computes: its appearance changes the digest ...
+    third = digest()
+    assert third not in (first, second)
+    np.save(text, -np.eye(3))  # ... and so does another text S
+    assert digest() != third
+
+
 def test_skip_existing_skips_an_up_to_date_report(batch):
     tiny = reports.notebook_table()["00_center_geometry"]["tiny"][0]
     job = reports.ReportJob("00_center_geometry", "tiny", {**tiny, "bits": 16}, "bits-16")

@@ -186,7 +186,7 @@ def execute_report(
             record["local_files"] = {key: name for key, name in present.items() if key not in record["files"]}
             record["paths_relative_to"] = ("repository" if output_dir.is_relative_to(Path(__file__).resolve().parents[2])
                                            else "this report folder")
-            record["inputs"] = inputs
+            record["inputs"] = inputs_digest(job, run_root)  # after the build: with what the page computed
             write_text(building / RECORD_FILE, json.dumps(record, indent=2) + "\n")
             previous_ok = (read_record(output_dir / RECORD_FILE) or {}).get("status") == "ok"
             failed_notebook = None
@@ -442,11 +442,17 @@ def _relative_parameters(parameters: dict, output_dir: Path) -> dict:
     return relative
 
 
+#: The similarity sources of a page of S beside the data-dependent one (:func:`shc.results.similarity_sources`).
+DERIVED_SIMILARITY_SOURCES = ("text", "hierarchy")
+
+
 def inputs_digest(job: ReportJob, run_root: str | os.PathLike) -> str | None:
     """SHA-256 of what a report's notebook reads (:func:`shc.presets.notebook_configs`): for each run, its stage
     folder's name (ending with the identity key) and the bytes of the files the notebooks read there: stage 3's
     ``metrics.json``, ``codes.npz`` and ``train/history.csv``, stage 2's ``centers.npy``, stage 1's
-    ``similarity.npy``. A report is up to date only while this is the value its ``run.json`` records.
+    ``similarity.npy`` and ``metrics.json`` (the classifier's accuracy), and, for a page of S, the text and
+    hierarchy S it compares (their absence too: the page computes them). A report is up to date only while this is
+    the value its ``run.json`` records, which is taken after the build, so it holds what the build computed.
 
     None where it would prove nothing: a page that reads no run, or one whose runs are not all there (a digest of
     "missing" markers would look like any other); :func:`_is_up_to_date` then does not compare inputs, and the
@@ -458,15 +464,23 @@ def inputs_digest(job: ReportJob, run_root: str | os.PathLike) -> str | None:
 
     needs = notebook_configs(job.parameters, str(Path(run_root) / job.preset), job.notebook)
     read = {"runs": ("stage3", ("metrics.json", "codes.npz", "train/history.csv")),
-            "centers": ("stage2", ("centers.npy",)), "similarity": ("stage1", ("similarity.npy",))}
+            "centers": ("stage2", ("centers.npy",)), "similarity": ("stage1", ("similarity.npy", "metrics.json"))}
     files = sorted({(stage_directories(config)[read[kind][0]], name)
                     for kind, configs in needs.items() for config in configs for name in read[kind][1]})
     if not files or not all((folder / name).is_file() for folder, name in files):
         return None
+    # the seed-free sources a page of S compares with the data-dependent one (text, hierarchy): computed by the
+    # page itself when missing, so a missing one is a marker, not a reason to compare nothing
+    derived = sorted({stage_directories(config.replace(similarity=source))["stage1"]
+                      for config in needs["similarity"] for source in DERIVED_SIMILARITY_SOURCES})
     digest = hashlib.sha256()
     for folder, name in files:
         digest.update(f"{folder.name}/{name}\x1f".encode())
         digest.update(hashlib.sha256((folder / name).read_bytes()).digest())
+    for folder in derived:
+        matrix = folder / "similarity.npy"
+        digest.update(f"{folder.name}/similarity.npy\x1f".encode())
+        digest.update(hashlib.sha256(matrix.read_bytes()).digest() if matrix.is_file() else b"absent")
     return digest.hexdigest()
 
 
