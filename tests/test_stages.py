@@ -235,3 +235,42 @@ def test_a_classifier_code_baseline_of_an_older_evaluation_is_measured_again(tmp
         classifier_code_rows([config], rules=("top1",))
     assert ClassifierCodes(config).run()["evaluation"] == EVALUATION_VERSION
     assert json.loads(record.read_text())["mAP@ALL"] >= 0  # measured again, not the stale number
+
+
+def test_a_run_of_other_method_defaults_or_other_weights_is_refused_not_reused(tmp_path, monkeypatch):
+    """A method's published defaults and head live in code, and ``weights`` names a file by its path: neither is in
+    the identity (adding them would re-key every finished run), so a new release's defaults or a weights file
+    replaced under the same name reused results of the old ones (an audit, 2026-12-02). Each stage folder now
+    records them in settings.json and a finished folder of other settings is refused, naming them."""
+    import dataclasses
+
+    import torch
+
+    from shc.methods import METHODS
+    from shc.models import build_backbone
+    from shc.runs import StaleRunError
+    from shc.stages.base import SETTINGS_FILE
+
+    config = _small(tmp_path, method="csq")
+    run(config)
+    recorded = json.loads((Hashing(config).directory / SETTINGS_FILE).read_text())
+    spec = METHODS.get("csq")
+    assert recorded == {"method": jsonable({"loss": spec.loss, "defaults": dict(spec.defaults), "head": dict(spec.head)})}
+    run(config)  # the same settings: reused
+    changed = dataclasses.replace(spec, defaults={**spec.defaults, "gamma": 0.5})
+    monkeypatch.setitem(METHODS._entries, "csq", changed)  # a release that changed CSQ's published default
+    with pytest.raises(StaleRunError, match=r"other method than this config gives.*gamma.*0\.5"):
+        run(config)
+    monkeypatch.undo()
+    (Hashing(config).directory / SETTINGS_FILE).unlink()  # a folder computed before the record: not checked
+    assert run(config).metrics["evaluation"] == EVALUATION_VERSION
+
+    weights = tmp_path / "start.pt"
+    module, _ = build_backbone(config.backbone, pretrained=False)
+    torch.save(module.state_dict(), weights)
+    with_weights = _small(tmp_path / "w", method="csq", weights=str(weights))
+    run(with_weights)
+    assert "weights_sha256" in json.loads((Hashing(with_weights).directory / SETTINGS_FILE).read_text())
+    torch.save({name: value + 1 for name, value in module.state_dict().items()}, weights)  # replaced, same name
+    with pytest.raises(StaleRunError, match="other weights_sha256"):
+        run(with_weights)

@@ -48,6 +48,18 @@ __all__ = ["Stage", "identity_key", "is_main", "read_identity", "require_validat
 Check = Callable[[Path], None]
 """A check that a file parses: raises any exception when it does not."""
 
+#: A stage folder's record of what its result depends on beyond its identity (:meth:`Stage.settings`).
+SETTINGS_FILE = "settings.json"
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB blocks (a ResNet's weights are about 90 MB)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
 
 # --------------------------------------------------------------------------------------------
 # Identities
@@ -250,6 +262,7 @@ class Stage:
                 found = False
             else:
                 self.check_schedule()
+                self.check_settings()
                 found = self.current(path)
         return path if agreed(found) else None
 
@@ -288,6 +301,46 @@ class Stage:
                 f"computed from it, come from other settings. Give this run another run_dir, or delete "
                 f"{self.directory} and the folders of the same seed that read it (their identities nest "
                 f"{self.name}'s), then run again.")
+
+    def settings(self) -> dict[str, Any] | None:
+        """What the stage's result depends on beyond its identity, recorded in :data:`SETTINGS_FILE` when the folder
+        is opened and checked on reuse (:meth:`check_settings`): the content of a weights file the identity names by
+        path (``weights``), and the hyper-parameters held in code for the method it names (its loss, published
+        defaults and head: ``shc.methods.MethodSpec``), which a new release may change under the same identity. Not
+        part of the identity, which would re-key every run folder; None when the identity names neither."""
+        own = self.own_identity() or {}
+        found: dict[str, Any] = {}
+        if own.get("weights"):
+            weights = Path(str(own["weights"])).expanduser()
+            found["weights_sha256"] = file_sha256(weights) if weights.is_file() else None  # gone: not checked
+        if own.get("method"):
+            from shc.runs import method_spec
+
+            spec = method_spec(self.config)
+            found["method"] = jsonable({"loss": spec.loss, "defaults": dict(spec.defaults), "head": dict(spec.head)})
+        return found or None
+
+    def check_settings(self) -> None:
+        """Refuse a folder whose recorded :meth:`settings` differ from this config's: its result was computed with
+        other method defaults or other weights under the same identity. A folder without the record (computed before
+        2026-12-02) is not checked; a setting this machine cannot read (a weights file gone) is not compared."""
+        from shc.runs import StaleRunError
+
+        record, current = self.directory / SETTINGS_FILE, self.settings()
+        if current is None or not record.is_file():
+            return
+        try:
+            recorded = json.loads(record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            recorded = {}
+        differ = sorted(key for key, value in current.items() if value is not None and recorded.get(key) != value)
+        if differ:
+            raise StaleRunError(
+                f"{self.directory} was computed with other {' and '.join(differ)} than this config gives ({record} "
+                f"records {', '.join(f'{key}={recorded.get(key)!r}' for key in differ)}; now "
+                f"{', '.join(f'{key}={current[key]!r}' for key in differ)}): its result is another setting's. Give "
+                f"this run another run_dir, or delete {self.directory} and the folders of the same seed that read it, "
+                "then run again.")
 
     def damage(self) -> str | None:
         """The first file of the finished folder that is missing or does not parse, with why; None if all parse."""
@@ -346,6 +399,9 @@ class Stage:
                         if child.name != ".lock":
                             shutil.rmtree(child) if child.is_dir() else child.unlink()
                     write_json(directory / "config.json", jsonable(self.identity))
+                self.check_settings()  # a training resumed under other defaults or weights would mix two settings
+                if self.settings() is not None:
+                    write_json(directory / SETTINGS_FILE, self.settings())
                 yield directory
 
     # ---- compute, save, load -------------------------------------------------------------
