@@ -520,6 +520,27 @@ def test_a_damaged_artifact_is_moved_aside_and_recomputed_from_the_last_intact_s
     assert load_metrics(config)["selected_epoch"] == before["selected_epoch"]
 
 
+def test_a_second_process_that_saw_the_damage_late_leaves_the_new_folder_alone(tmp_path):
+    """Two processes looked at a damaged folder before either locked it: the first set it aside and began it anew,
+    then the second, holding the lock next, moved the new folder aside too, with the work begun in it (and then
+    failed making the folder the lock had recreated). Under the lock the damage is now looked at again."""
+    from shc.pipeline import run, stage_directories
+    from shc.stages import Centers
+
+    config = _small_shc(tmp_path)
+    run(config)
+    folder = stage_directories(config)["stage2"]
+    _cut(folder / "centers.npy")
+    late = Centers(config)
+    assert late.damage() is not None  # what the second process saw
+    with pytest.warns(UserWarning, match="moved"):
+        Centers(config).set_aside(Centers(config).damage())  # the first process
+    (folder / "work.txt").write_text("begun anew")
+    late.set_aside("centers.npy does not parse")  # the second, with its stale look: nothing to move now
+    assert (folder / "work.txt").read_text() == "begun anew"
+    assert len([path for path in folder.parent.iterdir() if path.name.startswith("damaged-")]) == 1
+
+
 def test_reevaluating_a_damaged_run_never_writes_a_metrics_file_without_its_training_fields(tmp_path):
     """shc.pipeline --reevaluate (and every reader through _finished) rebuilt a cut metrics.json from the codes
     alone, without the training fields."""

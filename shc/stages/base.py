@@ -362,8 +362,12 @@ class Stage:
         directory = self.directory
         target = directory.with_name(f"damaged-{directory.name}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
         with self.lock():
+            # another process may have set it aside (and begun it anew) between our look and the lock: then the
+            # folder here is that new one, not the damaged one, and moving it would lose its work
+            if not ((directory / self.complete).exists() and self.recorded() and self.damage() is not None):
+                return
             directory.rename(target)
-        directory.mkdir()
+        directory.mkdir(exist_ok=True)  # a process that locked the path meanwhile made it (exclusive_lock does)
         write_json(directory / "config.json", read_identity(target))  # the stage's identity: cached() matched it
         if (target / "config.json").exists():  # its time stays the stage's first start (clock_overlap reads it)
             shutil.copystat(target / "config.json", directory / "config.json")
