@@ -237,6 +237,24 @@ def test_a_classifier_code_baseline_of_an_older_evaluation_is_measured_again(tmp
     assert json.loads(record.read_text())["mAP@ALL"] >= 0  # measured again, not the stale number
 
 
+def test_reading_a_damaged_classifier_code_baseline_moves_nothing(tmp_path):
+    """shc.results read the baseline through the stage's cache, which moves a damaged folder aside: a reader (a
+    report, a results command) rearranged run folders. It now looks only, and names the folder missing."""
+    from shc.results import classifier_code_rows
+    from shc.runs import MissingRunError
+    from shc.stages import ClassifierCodes
+
+    config = _small(tmp_path, method="mds")
+    ClassifierCodes(config).run()
+    folder = ClassifierCodes(config).directory
+    (folder / "metrics.json").write_text("{cut")
+    listing = sorted(path.name for path in folder.parent.iterdir())
+    with pytest.raises(MissingRunError, match="damaged"):
+        classifier_code_rows([config], rules=("top1",))
+    assert sorted(path.name for path in folder.parent.iterdir()) == listing  # nothing moved aside
+    assert (folder / "metrics.json").read_text() == "{cut"
+
+
 def test_a_run_of_other_method_defaults_or_other_weights_is_refused_not_reused(tmp_path, monkeypatch):
     """A method's published defaults and head live in code, and ``weights`` names a file by its path: neither is in
     the identity (adding them would re-key every finished run), so a new release's defaults or a weights file

@@ -225,12 +225,12 @@ def classifier_code_rows(configs: Iterable[RunConfig], rules: Sequence[str] = ("
             stage = ClassifierCodes(config, rule)
             if not stage.applies():
                 continue
-            if stage.cached() is None:
+            if not stage.intact():  # a reader looks, never moves: cached() sets a damaged folder aside
                 from shc.presets import compute_command  # not at import: shc.results imports no trainer
 
                 raise MissingRunError(f"the {rule} classifier-code baseline of ({config.method}, {config.bits} bits, "
                                       f"seed {config.seed}) is not in {config.run_dir!r} (or was measured by an older "
-                                      f"evaluation): {compute_command(config)} "
+                                      f"evaluation, or is damaged): {compute_command(config)} "
                                       "computes it after the run (or shc.pipeline.run_classifier_codes(configs)).")
             metrics = stage.load()
             rows.append({**_identity(config), "label": f"{config.method} ({rule} classifier codes)",
