@@ -335,3 +335,52 @@ def test_corrections_replace_a_false_sentence_add_its_finding_and_say_so(tmp_pat
     assert correct_pages(folder, stamp=stamp) == [] and "shc-corrected" not in untouched.read_text()
     assert {c.page for c in CORRECTIONS} <= {"00_center_geometry", "01_similarity", "02_hash_centers",
                                              "03_train_hashing", "06_baselines"}
+
+
+def _settings(lr_dpsh: float = 0.001) -> pd.DataFrame:
+    """Six runs: shc and mds at 80 epochs (mds 160 at 64 bits), dpsh at its own learning rate; two lengths, 1 seed."""
+    rows = []
+    for label, epochs in (("shc", {16: 80, 64: 80}), ("mds", {16: 160, 64: 160}), ("dpsh", {16: 80, 64: 80})):
+        for bits in (16, 64):
+            rows.append({"dataset": "fashion-composite", "method": label, "label": label, "bits": bits, "seed": 0,
+                         "classes": 100, "epochs": epochs[bits], "backbone": "composite_cnn_mlp", "pretrained": False,
+                         "pretrain": None, "weights": None, "batch_size": 64, "optimizer": "rmsprop",
+                         "lr": lr_dpsh if label == "dpsh" else 0.003, "eval_every": 6})
+    return pd.DataFrame(rows)
+
+
+def test_the_grid_line_says_each_runs_own_budget_and_learning_rate():
+    """Page 03's first line named the first run's learning rate for every run, where methods train with their own,
+    and was printed outside any findings list, so an edit by hand passed the checker (issue 38)."""
+    line, = findings.grid_findings(_settings(), "fashion-composite")
+    assert line == ("6 runs: 3 methods x 2 code lengths x 1 seed on fashion-composite; composite_cnn_mlp, trained "
+                    "from scratch, 80 epochs, 160 for mds (each run's own config), batch 64, rmsprop, lr 0.003 (0.001 "
+                    "for dpsh), validation every 6 epochs.")
+    assert findings.grid_findings(_settings().assign(eval_every=1), "x")[0].endswith("validation every epoch.")
+    pretrained = _settings().assign(pretrain="items")
+    assert "composite_cnn_mlp pretrained on the items source task (stage 0), then fine-tuned" in \
+        findings.grid_findings(pretrained, "x")[0]
+    shape, gv = findings.grid_findings(_settings(), "fashion-composite", what="centers")
+    assert shape == "fashion-composite: C = 100 classes; 6 center sets (3 methods x 2 code lengths x 1 seed)."
+    from shc.centers import gv_min_distance
+
+    assert gv == f"Gilbert-Varshamov distance d (Eq. 13): {gv_min_distance(100, 16)} at 16 bits, " \
+                 f"{gv_min_distance(100, 64)} at 64 bits."
+    with pytest.raises(ValueError, match="several budgets"):
+        findings.grid_findings(_settings().assign(epochs=[80, 80, 160, 160, 80, 90]).iloc[[0, 4, 5]]
+                               .assign(bits=16), "x")
+
+
+def test_a_grid_line_edited_by_hand_or_a_settings_file_changed_fails_the_checker(tmp_path):
+    page_dir = tmp_path / "tiny" / "03_x"
+    table = plots.save_table(_settings(), page_dir / "tables" / "settings")
+    shown = findings.show("grid", settings=table, dataset="fashion-composite").data
+    page = page_dir / "03_x-report.html"
+    page.write_text(f"<!DOCTYPE html><html><head><title>x</title></head><body><h1>x</h1>{shown}</body></html>")
+    assert check_report_folder(tmp_path / "tiny") == []
+    page.write_text(page.read_text().replace("160 for mds", "80 for mds"))  # a budget edited by hand
+    assert [p.kind for p in check_report_folder(tmp_path / "tiny")] == ["false-sentence"]
+    page.write_text(f"<!DOCTYPE html><html><head><title>x</title></head><body><h1>x</h1>{shown}</body></html>")
+    plots.save_table(_settings(lr_dpsh=0.003), page_dir / "tables" / "settings")  # the file changed after the build
+    problems = check_report_folder(tmp_path / "tiny")
+    assert [p.kind for p in problems] == ["false-sentence"] and "lr 0.003, validation" in problems[0].detail

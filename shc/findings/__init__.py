@@ -29,6 +29,7 @@ from shc.findings.centers import (FAINT, ONE_SET_ADVICE, PAPER_ACCURACY, center_
                                   geometry_findings, hadamard_findings, hierarchy_findings, pair_findings,
                                   record_distance_finding, sign_findings, similarity_findings, tie_findings,
                                   tradeoff_findings)
+from shc.findings.grid import budget_phrase, grid_findings, grid_phrase
 from shc.findings.runs import (ablation_findings, backbone_phrase, best_methods, best_methods_label, bullet_list,
                                convergence_findings, device_findings, device_phrase, precision_at_k_findings,
                                reachability_findings, retrieval_findings, same_run_findings, same_run_methods,
@@ -36,6 +37,7 @@ from shc.findings.runs import (ablation_findings, backbone_phrase, best_methods,
 from shc.registry import Registry
 
 __all__ = ["FAINT", "FINDINGS", "FINDINGS_FILE", "Finding", "ONE_SET_ADVICE", "PAPER_ACCURACY", "ablation_findings",
+           "budget_phrase", "grid_findings", "grid_phrase",
            "backbone_phrase", "best_methods", "best_methods_label", "bullet_list", "center_findings",
            "coarse_structure_findings", "convergence_findings", "derive", "device_findings", "device_phrase",
            "findings_html", "geometry_findings", "hadamard_findings", "hierarchy_findings", "pair_findings",
@@ -123,6 +125,7 @@ for _name, _function, _tables in (
         ("record-distance", _record_distance, {"history": 0}),
         ("tradeoff", tradeoff_findings, {"tradeoff": 0}),
         ("geometry", geometry_findings, {"lessons": 0}),
+        ("grid", grid_findings, {"settings": 0}),
 ):
     FINDINGS.register(_name, Finding(_function, _tables))
 

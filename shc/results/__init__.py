@@ -36,10 +36,9 @@ from shc.results.files import read_results, results_frame, write_results
 from shc.results.prose import budget_phrase, budgets_by_bits, device_phrase, grid_phrase
 from shc.results.reading import (IDENTITY_COLUMNS, REACH_KEYS, REPORTED_MAP_KEYS, SOURCE_NAMES, center_history_rows,
                                  center_lessons, center_rows, center_sets, classifier_code_rows, finished_configs,
-                                 has_centers,
-                                 history_rows, load_center_history, load_center_quality, load_centers, load_codes,
-                                 load_history, load_metrics, load_similarity, load_stage1_metrics, result_rows,
-                                 measured_pairings, run_label, selected_epoch_share, similarity_sources)
+                                 has_centers, history_rows, load_center_history, load_center_quality, load_centers,
+                                 load_codes, load_history, load_metrics, load_similarity, load_stage1_metrics, result_rows,
+                                 measured_pairings, run_label, selected_epoch_share, settings_rows, similarity_sources)
 from shc.results.statistics import headline_rows, ranking_line, regime_rows, verdict_sentence
 from shc.results.tables import (RankedTable, center_table, classifier_table, readable_cell, readable_table,
                                 relabelled, retrieval_table, value_name)
@@ -84,6 +83,7 @@ __all__ = [
     "has_centers",
     "headline_rows",
     "history_rows",
+    "settings_rows",
     "load_center_history",
     "load_center_quality",
     "load_centers",

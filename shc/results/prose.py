@@ -14,79 +14,20 @@ import pandas as pd
 
 from shc.evaluation import PRIMARY_METRIC
 from shc.findings import device_phrase  # computed prose shared with the pages (shc.findings: the lower layer)
+from shc.findings.grid import budget_phrase, budgets_from_rows, grid_phrase
 from shc.results.reading import REACH_KEYS, finished_configs, result_rows
 from shc.results.statistics import ranking_line, regime_rows
-
-
-def budget_phrase(epochs: Mapping[str, Sequence[int] | Mapping[int, int]]) -> str:
-    """The training budgets of a grid in words: the most common one first (on a tie, the first method's), then
-    each other one with its methods in grid order, e.g. ``{"mds": [160], "shc": [80], "dtsh": [160]}`` gives
-    ``"160 epochs, 80 for shc"``.
-
-    A method's budget is a sequence of epochs (``[80, 160]`` reads ``80/160``) or a mapping code length -> epochs
-    (:func:`budgets_by_bits`), which names a code length whose budget differs from the method's usual one:
-    ``{"crh": {16: 120, 64: 120}, "lth": {16: 480, 64: 960}}`` gives ``"120 epochs, 480 for lth (960 at 64 bits)"``.
-    """
-    budgets = [_budget_key(e) for e in epochs.values()]
-    if not budgets:
-        raise ValueError("budget_phrase needs at least one method's epochs.")
-    usual = max(dict.fromkeys(budgets), key=budgets.count)
-    grouped: dict[tuple, list[str]] = {}
-    for method, budget in zip(epochs, budgets):
-        if budget != usual:
-            grouped.setdefault(budget, []).append(method)
-    return ", ".join([f"{_budget_words(usual, 'epochs')}",
-                      *(_budget_words(e, f"for {', '.join(methods)}") for e, methods in grouped.items())])
-
-
-def grid_phrase(methods: Sequence[str], bits: Sequence[int], seeds: Sequence[int]) -> str:
-    """A grid's shape in words, each count with its noun in the right number: ``"8 methods x 3 code lengths x 3
-    seeds"``, ``"1 method x 1 code length x 3 seeds"`` (a reader audit found "1 code lengths", issue 38)."""
-    counts = (("method", len(methods)), ("code length", len(bits)), ("seed", len(seeds)))
-    return " x ".join(f"{count} {noun}{'' if count == 1 else 's'}" for noun, count in counts)
 
 
 def budgets_by_bits(configs: Sequence[Any], methods: Sequence[str],
                     labels: Mapping[str, str] | None = None) -> dict[str, dict[int, int]]:
     """Each method's budget per code length, from its runs' own configs, for :func:`budget_phrase` (keyed by
-    ``labels[method]`` when given, e.g. a page's shown names). A method whose runs at one code length have several
-    budgets is refused: the phrase could not say which."""
-    budgets: dict[str, dict[int, int]] = {}
-    for method in methods:
-        found: dict[int, set[int]] = {}
-        for config in configs:
-            if config.method == method:
-                found.setdefault(config.bits, set()).add(config.epochs)
-        mixed = {q: sorted(e) for q, e in found.items() if len(e) > 1}
-        if mixed:
-            raise ValueError(f"{method}'s runs have several budgets at one code length ({mixed}); pass one budget a "
-                             "method and code length (e.g. --hashing-epochs METHOD=E).")
-        budgets[(labels or {}).get(method, method)] = {q: e.pop() for q, e in sorted(found.items())}
-    return budgets
-
-
-def _budget_key(value: Sequence[int] | Mapping[int, int]) -> tuple:
-    """A hashable budget: for a mapping code length -> epochs, the most common epochs (on a tie, the shortest code
-    length's) and the code lengths that differ from it; a sequence of one budget is the same key as a mapping with
-    that budget at every length, a sequence of several is read ``80/160``."""
-    if not isinstance(value, Mapping):
-        value = tuple(value)
-        return ("bits", value[0], ()) if len(value) == 1 else ("list", value)  # one budget: as a mapping's
-    if not value:
-        raise ValueError("budget_phrase: a method's mapping of code lengths to epochs is empty.")
-    by_bits = dict(sorted(value.items()))
-    counts = list(by_bits.values())
-    usual = max(dict.fromkeys(counts), key=counts.count)
-    return ("bits", usual, tuple((q, e) for q, e in by_bits.items() if e != usual))
-
-
-def _budget_words(key: tuple, what: str) -> str:
-    """``"480 for lth (960 at 64 bits)"``: a budget (:func:`_budget_key`), ``what`` it is (``"epochs"``, ``"for lth"``)
-    and the code lengths that differ from it."""
-    if key[0] == "list":
-        return f"{'/'.join(map(str, key[1]))} {what}"
-    _, usual, others = key
-    return f"{usual} {what}" + (f" ({', '.join(f'{e} at {q} bits' for q, e in others)})" if others else "")
+    ``labels[method]`` when given, e.g. a page's shown names; :func:`shc.findings.grid.budgets_from_rows` on the
+    runs). A method whose runs at one code length have several budgets is refused: the phrase could not say which."""
+    rows = pd.DataFrame([{"label": (labels or {}).get(config.method, config.method), "bits": config.bits,
+                          "epochs": config.epochs, "order": list(methods).index(config.method)}
+                         for config in configs if config.method in methods], columns=["label", "bits", "epochs", "order"])
+    return budgets_from_rows(rows.sort_values("order", kind="stable"))
 
 
 def _metric_title(metric: str) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -236,6 +236,30 @@ def classifier_code_rows(configs: Iterable[RunConfig], rules: Sequence[str] = ("
             rows.append({**_identity(config), "label": f"{config.method} ({rule} classifier codes)",
                          **{key: metrics[key] for key in REPORTED_MAP_KEYS},
                          **{key: metrics.get(key, float("nan")) for key in UNSEEN_KEYS}})
+    return pd.DataFrame(rows)
+
+
+#: The columns of :func:`settings_rows` after the run's identity: what a page's first line says of its runs.
+SETTING_COLUMNS = ("classes", "epochs", "backbone", "pretrained", "pretrain", "weights", "batch_size", "optimizer",
+                   "lr", "eval_every")
+
+
+def settings_rows(configs: Iterable[RunConfig], labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per config: its identity (:func:`result_rows`'s columns; ``label`` replaced by ``labels[method]``
+    where given, a page's shown names) and :data:`SETTING_COLUMNS`, ``classes`` the dataset's C. The table a page
+    saves for its first line (:func:`shc.findings.grid_findings`), so the checker derives that line from the file."""
+    rows, classes = [], {}
+    for config in configs:
+        identity = _identity(config)
+        if labels and config.method in labels:
+            identity["label"] = labels[config.method]
+        dataset = (config.dataset, json.dumps(dict(config.dataset_options), sort_keys=True, default=str))
+        if dataset not in classes:  # C is the dataset's, whatever the seed: one load per dataset
+            classes[dataset] = load_data(config).num_classes
+        rows.append({**identity, "classes": classes[dataset],
+                     **{name: getattr(config, name) for name in SETTING_COLUMNS if name != "classes"}})
+    if not rows:
+        raise ValueError("configs is empty; pass the page's runs.")
     return pd.DataFrame(rows)
 
 
