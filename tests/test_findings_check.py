@@ -272,9 +272,10 @@ def test_refresh_makes_the_index_name_the_pages_whose_findings_came_later(tmp_pa
     refresh_findings(folder, stamp="2026-11-29 by shc at abc1234")
     lines = index.read_text().splitlines()
     assert lines[0].endswith("<code>abc</code>.</p>")
-    assert lines[1] == ('<p class="muted shc-refreshed-index">The findings lists of 1 page(s) (04_x) were derived again '
-                        "from their tables after the build (2026-11-29 by shc at abc1234), after a correction of their "
-                        "wording; each page says so under those lists, and the rest of every page is as built.</p>")
+    assert lines[1] == ('<p class="muted shc-refreshed-index">The findings lists or summary labels of 1 page(s) (04_x) '
+                        "were derived again from their tables after the build (2026-11-29 by shc at abc1234), after a "
+                        "correction of their wording; each page says so under them, and the rest of every page is as "
+                        "built.</p>")
     assert not note_refreshed_pages_in_index(folder)  # idempotent
     page.write_text(built)  # a rebuilt page: nothing refreshed any more
     assert note_refreshed_pages_in_index(folder) and "shc-refreshed-index" not in index.read_text()
@@ -384,3 +385,59 @@ def test_a_grid_line_edited_by_hand_or_a_settings_file_changed_fails_the_checker
     plots.save_table(_settings(lr_dpsh=0.003), page_dir / "tables" / "settings")  # the file changed after the build
     problems = check_report_folder(tmp_path / "tiny")
     assert [p.kind for p in problems] == ["false-sentence"] and "lr 0.003, validation" in problems[0].detail
+
+
+def _summary_page(root: Path, label: str) -> tuple[Path, Path]:
+    """A preset folder with page 06: its runs table (shc ahead of mds on every seed), its summary and index line."""
+    from shc.reports.summary import format_summary
+    from shc.stats import summary_table
+
+    page_dir = root / "tiny" / "06_x"
+    runs = _runs(0.05).assign(method=lambda frame: frame["label"], train_center_hit_rate=0.95)
+    plots.save_table(runs, page_dir / "tables" / "runs")
+    summary = {"best method (tie-aware mAP@ALL, 16 bits)": label,
+               "tie-aware mAP@ALL shc (16 bits)": float(runs[runs.label == "shc"]["tie_aware_mAP@ALL"].mean())}
+    (page_dir / "summary.json").write_text(json.dumps(summary))
+    (page_dir / "run.json").write_text(json.dumps({"status": "ok", "notebook": "06_x"}))
+    page = page_dir / "06_x-report.html"
+    page.write_text(f"<!DOCTYPE html><html><head><title>x</title></head><body><h1>x</h1>{summary_table(summary)}"
+                    "</body></html>")
+    (root / "tiny" / "index.html").write_text(f"<!DOCTYPE html><html><head><title>i</title></head><body><table><tr>"
+                                              f"<td>{html.escape(format_summary(summary))}</td></tr></table></body>"
+                                              "</html>")
+    return root / "tiny", page
+
+
+def test_the_summary_and_its_index_line_are_derived_again_from_the_runs_table(tmp_path):
+    """summary.json (the index's line for a page) was read by nobody: a best-method label or a mean edited there, or
+    in the index, passed the checker (an audit, 2026-12-02)."""
+    derived = findings.best_methods_label(_runs(0.05).assign(method=lambda f: f["label"],
+                                                             train_center_hit_rate=0.95), "tie_aware_mAP@ALL", 16,
+                                          method="method")
+    assert derived.startswith("shc")
+    folder, page = _summary_page(tmp_path, derived)
+    assert [p for p in check_report_folder(folder) if p.kind == "summary-mismatch"] == []
+    summary_file = page.parent / "summary.json"
+    summary = json.loads(summary_file.read_text())
+    summary_file.write_text(json.dumps({**summary, "tie-aware mAP@ALL shc (16 bits)": 0.9}))  # a mean edited
+    kinds = [p.kind for p in check_report_folder(folder)]
+    assert kinds.count("summary-mismatch") == 2  # the summary against its runs, the index against the summary
+    summary_file.write_text(json.dumps(summary))
+    index = folder / "index.html"
+    index.write_text(index.read_text().replace("0.4", "0.5", 1))  # the index line edited
+    assert [p.file for p in check_report_folder(folder) if p.kind == "summary-mismatch"] == ["index.html"]
+
+
+def test_refresh_derives_an_old_best_method_label_again_and_says_so(tmp_path):
+    from shc.reports.refresh import refresh_summaries
+
+    folder, page = _summary_page(tmp_path, "shc (an old wording)")
+    assert [p.kind for p in check_report_folder(folder) if p.kind == "summary-mismatch"] == ["summary-mismatch"]
+    assert refresh_summaries(folder, stamp="2026-12-02 by shc at abc1234") == ["06_x"]
+    assert [p for p in check_report_folder(folder) if p.kind == "summary-mismatch"] == []
+    text = page.read_text()
+    assert 'data-refreshed="2026-12-02 by shc at abc1234"' in text and "it said: best method" in text
+    assert "shc (an old wording)" in text.split('class="shc-refreshed"')[1]  # quoted in the note only
+    record = json.loads((page.parent / "run.json").read_text())
+    assert record["summary_refreshed"]["was"] == {"best method (tie-aware mAP@ALL, 16 bits)": "shc (an old wording)"}
+    assert refresh_summaries(folder, stamp="later") == []  # a second run changes nothing

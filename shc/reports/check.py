@@ -55,6 +55,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
 from shc.reports.check_tables import table_problems
+from shc.reports.check_summary import index_summary_problems, summary_problems
 from shc.reports.problem import Problem
 from shc.reports.published import is_published
 
@@ -561,6 +562,7 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
                                                                         for p in published))
             if relative == "index.html":
                 yield from _provenance_problems(text, folder)
+                yield from index_summary_problems(text, folder, published)
             yield from _page_end_problem(text, relative)
             yield from check_page(text, relative, exists=exists)
             yield from findings_problems(text, relative, folder)
@@ -570,6 +572,8 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
             continue
         for found in _absolute_paths(text):
             yield Problem(relative, "absolute-path", found)
+        if path.name == "summary.json":
+            yield from summary_problems(path.parent, relative)
         if path.name == "run.json":
             try:
                 record = json.loads(text)

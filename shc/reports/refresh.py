@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["folders_command", "note_refreshed_pages_in_index", "refresh_findings", "refresh_note"]
+__all__ = ["folders_command", "note_refreshed_pages_in_index", "refresh_findings", "refresh_note",
+           "refresh_summaries"]
 
 _BLOCK = re.compile(r'<ul class="shc-findings" data-finding="(?P<key>[^"]*)"(?: data-refreshed="[^"]*")?>'
                     r'(?P<items>.*?)</ul>(?:<p class="shc-refreshed">.*?</p>)?', re.DOTALL)
@@ -87,6 +88,63 @@ def refresh_findings(folder: str | os.PathLike, stamp: str | None = None) -> lis
     return changed
 
 
+_SUMMARY_TABLE = re.compile(r'<table class="shc-summary"(?: data-refreshed="[^"]*")?>.*?</table>'
+                            r'(?:<p class="shc-refreshed">.*?</p>)?', re.DOTALL)
+
+
+def refresh_summaries(folder: str | os.PathLike, stamp: str | None = None) -> list[str]:
+    """Derive each page's best-method label (its ``summary.json``) again from the runs table it publishes
+    (:func:`shc.reports.check_summary.derived_summary`) where today's words differ from the page's (a method's tag,
+    a caveat the label gained later); return the changed pages. The new label goes into ``summary.json``, the
+    page's summary table (marked ``data-refreshed``, with a line under it quoting the old label), the index line and
+    the page's ``run.json`` (``summary_refreshed``). Means are never rewritten: one that its runs do not give is a
+    defect the checker names, not a wording."""
+    from shc._io import write_text
+    from shc.reports.check_summary import derived_summary
+    from shc.reports.summary import SUMMARY_FILE, format_summary
+    from shc.stats import summary_table
+
+    from .published import INDEX_FILE
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a report folder; give a preset's folder, e.g. reports/quick.")
+    index = folder / INDEX_FILE
+    index_text = index.read_text(encoding="utf-8") if index.is_file() else None
+    changed = []
+    for summary_file in sorted([*folder.glob(f"*/{SUMMARY_FILE}"), *folder.glob(f"*/*/{SUMMARY_FILE}")]):
+        page_dir = summary_file.parent
+        summary = json.loads(summary_file.read_text(encoding="utf-8"))
+        old = {key: value for key, value in derived_summary(page_dir).items()
+               if isinstance(value, str) and summary.get(key) != value}
+        if not old:
+            continue
+        stamp = stamp or _stamp(folder)
+        fresh = {key: old.get(key, value) for key, value in summary.items()}
+        quoted = "; ".join(f"{key}: {summary[key]}" for key in old)
+        table = summary_table(fresh).replace('class="shc-summary">', f'class="shc-summary" data-refreshed='
+                                             f'"{html.escape(stamp)}">', 1)
+        note = (f'<p class="shc-refreshed"><em>This label was derived again from this page\'s runs table on '
+                f"{html.escape(stamp)}, after its wording changed; it said: {html.escape(quoted)}. The rest of the "
+                "page is as built.</em></p>")
+        for page in sorted(page_dir.glob("*-report.html")):
+            text = page.read_text(encoding="utf-8")
+            write_text(page, _SUMMARY_TABLE.sub(lambda _: table + note, text, count=1))
+        write_text(summary_file, json.dumps(fresh, indent=2) + "\n")
+        record_file = page_dir / "run.json"
+        if record_file.is_file():
+            record = json.loads(record_file.read_text(encoding="utf-8"))
+            record["summary_refreshed"] = {"stamp": stamp, "was": {key: summary[key] for key in old}}
+            write_text(record_file, json.dumps(record, indent=2) + "\n")
+        if index_text is not None:
+            index_text = index_text.replace(html.escape(format_summary(summary)), html.escape(format_summary(fresh)))
+        changed.append(page_dir.relative_to(folder).as_posix())
+    if changed and index_text is not None:
+        write_text(index, index_text)
+    note_refreshed_pages_in_index(folder)
+    return changed
+
+
 _INDEX_NOTE = re.compile(r'\n?<p class="muted shc-(?:refreshed|corrected)-index">.*?</p>', re.DOTALL)
 _STAMP = re.compile(r'data-refreshed="([^"]*)"')
 _CORRECTED = re.compile(r'data-corrected="([^"]*)"')
@@ -121,9 +179,9 @@ def note_refreshed_pages_in_index(folder: str | os.PathLike) -> bool:
             continue
         when = html.escape("; ".join(sorted(html.unescape(stamp) for stamp in stamps)))
         if kind == "refreshed":
-            lines.append(f'<p class="muted shc-refreshed-index">The findings lists of {len(pages)} page(s) '
-                         f"({html.escape(', '.join(pages))}) were derived again from their tables after the build "
-                         f"({when}), after a correction of their wording; each page says so under those lists, and "
+            lines.append(f'<p class="muted shc-refreshed-index">The findings lists or summary labels of {len(pages)} '
+                         f"page(s) ({html.escape(', '.join(pages))}) were derived again from their tables after the "
+                         f"build ({when}), after a correction of their wording; each page says so under them, and "
                          "the rest of every page is as built.</p>")
         else:
             lines.append(f'<p class="muted shc-corrected-index">Sentences of {len(pages)} page(s) '
@@ -162,10 +220,11 @@ def folders_command(argv: Sequence[str] | None, module: str, description: str,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m shc.reports.refresh FOLDER...``: rewrite the findings lists whose wording changed; print the
-    pages."""
-    return folders_command(argv, "shc.reports.refresh", main.__doc__.split(";")[0], refresh_findings,
-                           "findings derived again", "refreshed")
+    """``python -m shc.reports.refresh FOLDER...``: rewrite the findings lists and summary labels whose wording
+    changed; print the pages."""
+    return folders_command(argv, "shc.reports.refresh", main.__doc__.split(";")[0],
+                           lambda folder: [*refresh_findings(folder), *refresh_summaries(folder)],
+                           "derived again", "refreshed")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,105 @@
+"""Re-deriving a page's headline numbers (``summary.json``) and the index line that shows them.
+
+A page's summary (:func:`shc.reports.publish_summary`) is what the index of its report set prints in one line: the
+retrieval pages' mean tie-aware mAP@ALL of each method at the longest code length and, on page 06, the best method
+with its verdict (:func:`shc.findings.best_methods_label`). The checker compared displayed tables with their files
+but read neither the summary nor the index line (an audit, 2026-12-02), so a number or a label edited in either
+passed. :func:`summary_problems` computes each entry it knows again from the page's published runs table
+(``tables/runs.csv``, :func:`shc.results.result_rows`), and :func:`index_summary_problems` requires the index to
+print each page's summary as :func:`shc.reports.summary.format_summary` gives it. A problem is ``summary-mismatch``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from shc.reports.problem import Problem
+
+__all__ = ["derived_summary", "index_summary_problems", "summary_problems"]
+
+_MEAN = re.compile(r"^tie-aware mAP@ALL (?P<name>.+) \((?P<bits>\d+) bits\)$")
+_BEST = re.compile(r"^best method \(tie-aware mAP@ALL, (?P<bits>\d+) bits\)$")
+#: The largest difference between a summary's mean and the mean of the runs table's rounded values that is not a
+#: mismatch: the table keeps 6 decimals (a rounding of at most 5e-7 a value); the index prints 4.
+TOLERANCE = 1e-5
+
+
+def _runs_table(page_dir: Path) -> Any:
+    import pandas as pd
+
+    for name in ("runs.csv", "runs.csv.xz", "runs.csv.gz"):
+        path = page_dir / "tables" / name
+        if path.is_file():
+            return pd.read_csv(path)
+    return None
+
+
+def derived_summary(page_dir: Path) -> dict[str, Any]:
+    """The entries of ``page_dir/summary.json`` that its runs table gives again, by key, as today's code derives
+    them: a mean (float; None where no run matches) or the best-method label (str). Empty for a page without a runs
+    table or a summary; entries of other kinds are left out."""
+    from shc.evaluation import PRIMARY_METRIC
+    from shc.findings import best_methods_label
+    from shc.methods import available_methods, method_label
+
+    try:
+        summary = json.loads((page_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    runs = _runs_table(page_dir)
+    if runs is None or PRIMARY_METRIC not in runs or not isinstance(summary, dict):
+        return {}
+    known = set(available_methods())
+    tagged = runs.assign(method=[method_label(name) if name in known else name for name in runs["method"]])
+    derived: dict[str, Any] = {}
+    for key in summary:
+        mean, best = _MEAN.match(key), _BEST.match(key)
+        if mean:
+            bits, name = int(mean["bits"]), mean["name"]
+            rows = tagged[(tagged["bits"] == bits)
+                          & ((tagged["method"] == name) | (runs["method"] == name) | (runs["label"] == name))]
+            derived[key] = float(rows[PRIMARY_METRIC].mean()) if len(rows) else None
+        elif best:
+            derived[key] = best_methods_label(tagged, PRIMARY_METRIC, int(best["bits"]), method="method")
+    return derived
+
+
+def summary_problems(page_dir: Path, relative: str) -> Iterator[Problem]:
+    """The entries of ``page_dir/summary.json`` that its runs table does not give (``relative`` names the summary
+    in the problems). Entries of other kinds, and a page without a runs table, are not judged."""
+    try:
+        summary = json.loads((page_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    for key, derived in derived_summary(page_dir).items():
+        value = summary[key]
+        if isinstance(derived, str):
+            if value != derived:
+                yield Problem(relative, "summary-mismatch", f"{key!r} is {value!r}, but the runs table gives "
+                              f"{derived!r}; rebuild the page, or derive the label again with python -m "
+                              "shc.reports.refresh")
+        elif derived is None or not isinstance(value, (int, float)) or abs(float(value) - derived) > TOLERANCE:
+            said = "no run" if derived is None else f"{derived:.6f} (the mean over its runs)"
+            yield Problem(relative, "summary-mismatch", f"{key!r} is {value!r}, but the runs table gives {said}; "
+                          "rebuild the page")
+
+
+def index_summary_problems(index_text: str, folder: Path, published: set[str]) -> Iterator[Problem]:
+    """Each published page's summary as the index prints it (:func:`shc.reports.summary.format_summary`): a line
+    edited in the index, or a summary changed after the index was written, is a ``summary-mismatch``."""
+    from shc.reports.summary import format_summary
+
+    for relative in sorted(name for name in published if PurePosixPath(name).name == "summary.json"):
+        try:
+            summary = json.loads((folder / relative).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        line = html.escape(format_summary(summary))
+        if line and line not in index_text:
+            yield Problem("index.html", "summary-mismatch", f"the index does not print {relative} as it is: "
+                          f"{format_summary(summary)!r}; rebuild the index (python -m shc.reports writes it)")
