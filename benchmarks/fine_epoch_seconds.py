@@ -6,8 +6,8 @@ and prints per method: training seconds per epoch (``history.csv``), seconds per
 the hashing run's time per epoch (CRH's reassignment pass is there: ``fit``'s epoch hook), the process
 CPU seconds, and stage 1's classifier accuracy (the paper's Table 2 regime is 48-74%).
 
-``estimate`` extrapolates a grid: methods x bits x seeds runs of ``epochs`` epochs each, with a validation
-every ``eval_every`` epochs, two at a time. It ignores stages 1 and 2 (printed separately) and counts
+``estimate`` extrapolates a grid: methods x bits x seeds runs, each of its own ``epochs`` (:func:`estimate_seconds`),
+with a validation every ``eval_every`` epochs, two at a time. It ignores stages 1 and 2 (printed separately) and counts
 every method and length at the measured cost (64 bits costs about what 16 bits does: the hash layer is
 tiny next to the CNN).
 
@@ -72,26 +72,46 @@ def main() -> None:
                   f"validation {sum(evals) / max(len(evals), 1):.1f} s, other {other:.1f} s/epoch, "
                   f"stage-3 CPU {cpu:.0f} s; data {data_seconds:.1f} s, stages 1-2 {stages12:.1f} s"
                   + (f", stage-1 test accuracy {accuracy:.3f}" if accuracy is not None else ""), flush=True)
-            base = grid[0]
             schedule = getattr(_criterion(config), "reassigns_after", lambda epoch: True)
-            hook_epochs = sum(map(schedule, range(1, base.epochs + 1)))  # CRH: 20 + (E - 20) / 5
-            per_run = base.epochs * sum(train) / len(train) + hook_epochs * max(other, 0.0) \
-                + -(-base.epochs // base.eval_every) * sum(evals) / max(len(evals), 1)
-            runs = len(grid)
-            print(f"  estimate: {runs} runs x {per_run:.0f} s / 2 workers = {runs * per_run / 2 / 60:.0f} min "
-                  f"(at this method's cost, {base.epochs} epochs, validation every {base.eval_every})", flush=True)
+            seconds, epochs = estimate_seconds(grid, sum(train) / len(train), max(other, 0.0),
+                                               sum(evals) / max(len(evals), 1), schedule)
+            print(f"  estimate: {len(grid)} runs, {epochs} epochs in all (each run's own budget), "
+                  f"{seconds:.0f} s / 2 workers = {seconds / 2 / 60:.0f} min (every run at this method's cost per "
+                  "epoch)", flush=True)
+
+
+def estimate_seconds(grid, epoch_seconds: float, hook_seconds: float, eval_seconds: float,
+                     schedule) -> tuple[float, int]:
+    """The grid's training seconds if every run cost, per epoch, what the measured method did: each run at its own
+    budget (``config.epochs``: LTH's 480 beside 120 on standard-fine), its epoch hook on the epochs ``schedule``
+    says (CRH's reassignment: 20 + (E - 20) / 5), a validation every ``eval_every`` epochs and the last. Returns the
+    seconds and the epochs in all. Until 2026-12-02 every run was counted at the first config's epochs."""
+    seconds, epochs = 0.0, 0
+    for config in grid:
+        hooks = sum(map(schedule, range(1, config.epochs + 1)))
+        seconds += (config.epochs * epoch_seconds + hooks * hook_seconds
+                    + -(-config.epochs // config.eval_every) * eval_seconds)
+        epochs += config.epochs
+    return seconds, epochs
 
 
 def _criterion(config):
-    """The run's loss (for its epoch-hook schedule); None for methods whose centers need stage 1 (no hook)."""
+    """The run's loss (for its epoch-hook schedule), with the stage-1 S and the centers where the method reads them
+    (SCRH's reassignment is a hook too; it was left out, so every epoch was charged one)."""
+    import numpy as np
+
     from shc.methods import build_criterion
     from shc.runs import load_data, method_spec
+    from shc.stages import stage_directories
 
-    if method_spec(config).needs_similarity:
-        return None
-    data = load_data(config)
+    data, spec = load_data(config), method_spec(config)
+    extra = {}
+    if spec.needs_similarity:
+        folders = stage_directories(config)
+        extra = {"centers": np.load(folders["stage2"] / "centers.npy"),
+                 "similarity": np.load(folders["stage1"] / "similarity.npy")}
     return build_criterion(config.method, data.num_classes, config.bits, data.train.labels, seed=config.seed,
-                           **dict(config.method_options))
+                           **extra, **dict(config.method_options))
 
 
 if __name__ == "__main__":

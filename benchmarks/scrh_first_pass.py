@@ -82,6 +82,9 @@ def probe(config, passes: int) -> list[dict[str, Any]]:
                 raise _Stop
         return entry
 
+    if Hashing(config).intact():  # a grid's finished cell (--run-dir runs/standard): never deleted by a probe
+        raise SystemExit(f"{Hashing(config).directory} holds a finished run; a probe trains from epoch 0 and would "
+                         "delete it. Give --run-dir a scratch folder (the default is one).")
     shutil.rmtree(Hashing(config).directory, ignore_errors=True)  # a probe starts from epoch 0, never a resume
     CRHLoss.reassign = traced
     try:

@@ -59,7 +59,8 @@ class MethodSpec:
         Keyword options of :func:`shc.models.build_hashing_network` (``batch_norm``, ``activation``,
         ``memory_slots``).
     defaults : mapping
-        The published hyper-parameters, keyword arguments of the loss; :func:`build_criterion`
+        The hyper-parameters, keyword arguments of the loss: the published ones, except where docs/baselines.md
+        records a choice (CSQ's ``gamma`` at SHC's 1e-4, MDS without its pair term); :func:`build_criterion`
         accepts exactly these names as overrides.
     reference : str
         Paper, venue and official code.
@@ -85,7 +86,7 @@ class MethodSpec:
 
 
 _LINEAR_HEAD = {"activation": "identity"}
-_CENTER_DEFAULTS = {"gamma": 1e-4}  # CSQ's lambda, kept by SHC (paper Sec. 4.4)
+_CENTER_DEFAULTS = {"gamma": 1e-4}  # SHC's (paper Sec. 4.4); the official CSQ ResNet runs use 0.05: docs/baselines.md
 
 
 def _center_loss_method(name: str, centers: str, reference: str) -> MethodSpec:

@@ -12,11 +12,12 @@ quick      The embedded default at smoke scale: 100-class digits composite (30 t
            CNN, 4 epochs, 3 seeds. Its numbers are *not* evidence: the runs have not converged and the testbed
            saturates.
 standard   The evidence preset: fashion-composite, converged runs, 3 seeds (see docs/standard.md). Since issue 35
-           every composite preset trains the ``*_mlp`` backbones, which can reach any center; ``--backbone
+           every evidence preset on item composites trains the ``*_mlp`` backbones, which can reach any center (the
+           digits presets tiny, quick, tiny-pretrained and tiny-unseen keep ``small_cnn``); ``--backbone
            composite_cnn`` (``composite3_cnn``) reruns the additive ones, whose confound docs/standard-fine.md shows.
 standard-pretrained
            The standard preset from a backbone pretrained on single Fashion-MNIST items (stage 0): the
-           analogue of the paper's ImageNet start, for the centre methods, shc-ls, GreedyHash and LTH.
+           analogue of the paper's ImageNet start, for the centre methods, shc-ls, CRH, GreedyHash and LTH.
 tiny-pretrained
            CI's smoke run of the pretrained regime.
 standard-fine
@@ -96,8 +97,8 @@ class Preset:
         Whether the preset's numbers are evidence (converged, several seeds). The reports of a preset that is
         not say on every page and on the index that their numbers are smoke-scale.
     notebooks : mapping notebook stem -> tuple of parameter sets
-        The report notebooks of this preset and their own parameters. A notebook that reads the
-        pipeline's runs (01-06) also gets ``preset``, ``dataset`` (one report per dataset) and ``seeds``;
+        The report notebooks of this preset and their own parameters. Every notebook (00-06) also gets
+        ``preset``, ``dataset`` (one report per dataset) and ``seeds``;
         those that compare code lengths (02-06) also ``bits``, unless their set names them.
     """
 
@@ -164,8 +165,8 @@ class Preset:
         """
         if epochs is not None:
             overrides = {"classifier_epochs": epochs, **overrides, "epochs": epochs}
-        chosen = {"methods": methods or self.methods, "bits": bits or self.bits,
-                  "seeds": self.seeds if seeds is None else seeds, "datasets": datasets or self.datasets}
+        given = {"methods": methods, "bits": bits, "seeds": seeds, "datasets": datasets}  # None: the preset's own;
+        chosen = {name: getattr(self, name) if value is None else value for name, value in given.items()}  # [] is empty
         for name, values in chosen.items():
             values = list(values)
             duplicates = sorted({str(v) for v in values if values.count(v) > 1})

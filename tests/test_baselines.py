@@ -614,6 +614,8 @@ def test_each_method_keeps_its_presets_epochs_and_takes_the_tested_learning_rate
     with pytest.raises(ValueError, match="positive learning rates"):
         tool.lr_configs(base, ["dpsh"], [0.0], 16, 0)
     # a budget of one code length (Preset.bits_config): standard-fine's LTH trains 960 epochs at 64 bits, 480 below
+    with pytest.raises(ValueError, match="unknown preset 'standrad'"):  # a typo trained the old STANDARD testbed
+        tool.base_config({"run_dir": "unused"}, "standrad")
     fine, _ = tool.base_config({"run_dir": "unused"}, "standard-fine")
     assert {q: tool.lr_configs(fine, ["lth"], [1e-3], q, 0, preset_name="standard-fine")[("lth", 1e-3)].epochs
             for q in (16, 64)} == {16: 480, 64: 960}

@@ -44,3 +44,35 @@ def test_a_benchmark_script_reads_its_command_line(path: Path):
 def test_the_rule_catches_a_script_that_ignores_its_arguments():
     tree = ast.parse('"""doc"""\ndef main():\n    print(1)\n\nif __name__ == "__main__":\n    main()\n')
     assert _main_block(tree) is not None and not _reads_command_line(tree)
+
+
+def _benchmark(name: str):
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def test_the_grid_estimate_counts_each_run_at_its_own_budget():
+    """fine_epoch_seconds counted every run of the grid at the first config's 120 epochs, so LTH's grid (480, 960 at
+    64 bits) was underestimated 4-8 times (an audit, 2026-12-02)."""
+    from shc.pipeline import preset
+
+    tool = _benchmark("fine_epoch_seconds")
+    lth = [config for config in preset("standard-fine") if config.method == "lth"]
+    assert tool.estimate_seconds(lth, 1.0, 0.0, 0.0, lambda epoch: True) == (3 * (480 + 480 + 960), 5760)
+    crh = [config for config in preset("standard-fine") if config.method == "crh"][:1]  # 120 epochs, eval every 6
+    seconds, _ = tool.estimate_seconds(crh, 0.0, 1.0, 1.0, lambda epoch: epoch <= 20 or epoch % 5 == 0)
+    assert seconds == (20 + 20) + 120 // crh[0].eval_every  # hooks after epochs 1-20, 25, ..., 120; validations
+
+
+def test_the_paper_grid_estimate_trains_each_dataset_on_its_own_training_set():
+    """bench_scale_out took 10,000 images a run for every paper dataset: CIFAR-100 trains on 9,000 once validation is
+    carved out, the NABirds sets on more (an audit, 2026-12-02)."""
+    tool = _benchmark("bench_scale_out")
+    assert tool.training_images("cifar100") == 9_000  # 10,000 less its 10% validation
+    assert tool.training_images("nabirds-a") == 23_929 - 2_393 and tool.training_images("stanford-cars-b") == 5_292

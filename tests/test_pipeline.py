@@ -227,6 +227,20 @@ def test_unknown_preset_and_duplicate_seeds_are_refused():
         preset("quick", seeds=[0, 0])
 
 
+@pytest.mark.parametrize("name", ["methods", "bits", "seeds", "datasets"])
+def test_an_empty_list_is_refused_not_taken_for_the_whole_grid(name):
+    """``methods or self.methods`` turned [] into every method of the preset (a notebook given methods: [] trained
+    them all); only seeds were refused. None still means the preset's own."""
+    from shc.presets import get_preset, report_configs
+
+    with pytest.raises(ValueError, match=f"{name} is empty"):
+        get_preset("standard").configs(**{name: []})
+    assert len(get_preset("tiny").configs(**{name: None})) == len(get_preset("tiny").configs())
+    if name == "methods":
+        with pytest.raises(ValueError, match="methods is empty"):
+            report_configs("standard", "fashion-composite", [], [16], [0])
+
+
 def test_training_does_not_depend_on_what_ran_before(tmp_path):
     import torch
 

@@ -306,3 +306,7 @@ def test_the_first_pass_probe_counts_the_moves_the_run_logs(tmp_path):
         assert row["pairs"] == 40 and 0 <= row["cascade"] <= row["moved"] and row["one_bit"] <= row["prefer"]
         assert row["moved"] - row["cascade"] <= row["prefer"]
     assert CRHLoss.reassign.__name__ == "reassign"  # the probe puts the method back
+    finished = stage_directories(config)["stage3"]
+    with pytest.raises(SystemExit, match="holds a finished run"):  # it deleted a grid's finished cell
+        probe(config, passes=1)
+    assert (finished / "metrics.json").is_file()

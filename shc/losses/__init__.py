@@ -11,7 +11,7 @@ The training loop (``shc.train``) treats every method alike: a loss is called as
 
 Register a new method with :func:`register_loss` and build one with :func:`build_loss`.
 
-The baselines (the nine methods the paper compares against, Sec. 5.1.3) have one loss per method, each
+The baselines (the nine methods the paper compares against, Sec. 4.3) have one loss per method, each
 written from its paper and checked against its official code; ``docs/baselines.md`` lists what we fixed or
 chose. All are means over the batch, run in float32 and never loop over samples.
 

@@ -75,7 +75,7 @@ class GreedyHashLoss(nn.Module):
     ----------
     num_classes, num_bits : int
     quantization_weight : float
-        ``alpha``; 0.1, the official code's weight (``loss1 + 0.1 * loss2``).
+        ``alpha``; 0.1, the official CIFAR-10 script's weight (``loss1 + 0.1 * loss2``; its ImageNet-100 script uses 1).
     """
 
     def __init__(self, num_classes: int, num_bits: int, quantization_weight: float = 0.1) -> None:

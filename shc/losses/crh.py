@@ -225,7 +225,7 @@ class SemanticCRHLoss(CRHLoss):
     - **Loss.** CRH's margin cosine cross-entropy and quantisation term (Eqs. 1-4), unchanged.
     - **Reassignment (Eq. S2).** CRH's schedule and greedy pass, where giving class c candidate z_j of head g costs
       Eq. 7's mean squared distance to the class's sub-codes plus ``semantic_weight * d * mean_{c' != c}
-      (S_cc' - <h_c, h_c'> / K)^2``, the per-class SHC fit (paper Eq. 12's first term) of the center it makes
+      (S_cc' - <h_c, h_c'> / K)^2``, the per-class SHC fit (paper Eq. 14, the first term of Eq. 22) of the center it makes
       (:func:`shc.codebook.semantic_greedy_assignment`). ``semantic_weight = 0`` is CRH started at the semantic
       centers.
 
