@@ -93,6 +93,52 @@ CORRECTIONS: tuple[Correction, ...] = (
         old="Center-Reassigned Hashing (AAAI 2026, by the SHC authors' group)",
         new="Center-Reassigned Hashing (AAAI 2026; Yin et al.)",
         why="claims an authorship link that no file of the project supports"),
+    # a reader audit of the notebooks' prose (2026-12-02): section numbers of another numbering, and sentences that
+    # say what the page's code does not do
+    Correction(
+        "04_retrieval",
+        old="a result counts as relevant when it shares the query's class (Sec. 5.2).",
+        new="a result counts as relevant when it shares the query's class (Sec. 4.2).",
+        why="cites a section the paper does not have (Evaluation Measures is Sec. 4.2)"),
+    Correction(
+        "05_ablations",
+        old="The paper's Sec. 5.6 asks what each part of SHC contributes:",
+        new="The paper's Sec. 4.6 asks what each part of SHC contributes:",
+        why="cites a section the paper does not have (Ablation Studies is Sec. 4.6)"),
+    Correction(
+        "06_baselines",
+        old="(Sec. 5.1.3, Tables 4-6).",
+        new="(Sec. 4.3; its results in Sec. 4.5.3, Tables 4-6).",
+        why="cites a section the paper does not have (Baseline Approaches is Sec. 4.3)"),
+    Correction(
+        "06_baselines",
+        old="(the own class's center, or for methods without centers the class's majority code, is the nearest; ties "
+            "count fractionally)",
+        new="(the own class's target is the nearest: each method's centers, the class codes it learned (CRH), or, "
+            "for methods with neither, the class's majority code; ties count fractionally)",
+        why="said CRH is measured against majority codes; it is measured against the class codes it learned"),
+    Correction(
+        "00_center_geometry",
+        old="(CSQ's fallback): independent fair coin flips per bit;",
+        new="(CSQ's random-center variant): independent fair coin flips per bit;",
+        why="named CSQ's fallback, which draws balanced rows (q/2 bits of each sign), not coin flips"),
+    Correction(
+        "00_center_geometry",
+        old="comparisons between methods use the paired differences by seed with a 95% t-interval.",
+        new="this page draws one center set per method, so its differences between methods have no interval (page "
+            "02 has them, over seeds).",
+        why="promises intervals this page cannot draw (one center set per method)"),
+    Correction(
+        "01_similarity",
+        old="This notebook trains that classifier (the paper's Table 2 reports its accuracy),",
+        new="This notebook reads that classifier (trained by <code>python -m shc.reports</code> or "
+            "<code>shc.pipeline</code>; the paper's Table 2 reports its accuracy),",
+        why="said the page trains the classifier; it reads the runs computed before it"),
+    Correction(
+        "01_similarity",
+        old="comparisons between methods use the paired differences by seed with a 95% t-interval.",
+        new="this page compares sources of $\\mathbf{S}$, not methods, so no interval between methods is drawn here.",
+        why="promises intervals between methods on a page that compares none"),
 )
 
 
