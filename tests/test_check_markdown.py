@@ -154,6 +154,20 @@ def test_the_results_sections_typed_numbers_fail_the_readme(tmp_path):
         ("typed-number", f"line {line} types 0.028")]
 
 
+def test_a_budget_or_seed_count_changed_by_hand_in_the_readme_fails():
+    """Only decimals were caught: "80 epochs" -> "60 epochs" or "3 seeds" -> "5 seeds" in the README's results
+    prose passed (an audit, 2026-12-02). A count must be one the section's results files hold."""
+    from shc.reports.check_markdown import typed_counts
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert typed_counts(readme, ROOT) == []
+    budget = next(line for line in readme.splitlines() if "doubling rule: 80 epochs" in line)
+    for old, new, typed in ((budget, budget.replace("80 epochs", "60 epochs"), "60 epochs"),
+                            ("3 seeds, models selected", "5 seeds, models selected", "5 seeds")):
+        assert old in readme
+        assert [value for _, value in typed_counts(readme.replace(old, new, 1), ROOT)] == [typed]
+
+
 @pytest.mark.parametrize("document", ["README.md", *sorted(path.relative_to(ROOT).as_posix()
                                                            for path in (ROOT / "docs").glob("*.md"))])
 def test_every_committed_document_links_files_and_headings_that_are_there(document):

@@ -220,6 +220,62 @@ def typed_numbers(text: str, heading: str = "Results") -> list[tuple[int, str]]:
     return found
 
 
+_COUNTED = re.compile(r"(?<![\w.,])(\d+) (epochs|seeds)\b")
+
+
+def _results_prose(text: str, heading: str = "Results") -> tuple[list[tuple[int, str]], list[str]]:
+    """The prose lines of section ``## {heading}`` (as :func:`typed_numbers` reads them: no code, tables, quotations
+    or verbatim lists), and the lines of its fenced code blocks."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() == f"## {heading}"), None)
+    if start is None:
+        return [], []
+    end = next((i for i in range(start + 1, len(lines)) if re.match(r"^#{1,2}\s", lines[i])), len(lines))
+    prose, code, in_code, verbatim = [], [], False, False
+    for number, line in enumerate(lines[start + 1:end], start + 2):
+        stripped = line.strip()
+        if _FENCE.match(stripped):
+            in_code = not in_code
+            continue
+        if in_code:
+            code.append(line)
+            continue
+        if stripped.endswith("(verbatim):"):
+            verbatim = True
+        elif verbatim and stripped and not stripped.startswith(("- ", ">")) and not line.startswith("  "):
+            verbatim = False
+        if not (stripped.startswith(("|", ">")) or (verbatim and stripped.startswith("- "))):
+            prose.append((number, re.sub(r"`[^`]*`", "", line)))
+    return prose, code
+
+
+def typed_counts(text: str, root: Path, heading: str = "Results") -> list[tuple[int, str]]:
+    """(line number, phrase) of each whole count typed into the prose of section ``## {heading}`` that its results
+    files do not hold: "N epochs" where no run of the files the section's commands read (``--from-csv``) trained N
+    epochs, "N seeds" where no method and code length of them has N seeds. A budget or a seed count changed by hand
+    ("80 epochs" -> "60 epochs") passed, as only decimals were caught (an audit, 2026-12-02)."""
+    import pandas as pd
+
+    prose, code = _results_prose(text, heading)
+    files = sorted({name for argv in _commands(code) if "--from-csv" in argv
+                    for name in argv[argv.index("--from-csv") + 1:] if name.endswith(".csv")} if code else set())
+    epochs, seeds = set(), set()
+    for name in files:
+        try:
+            frame = pd.read_csv(root / name)
+        except (OSError, ValueError):
+            continue  # a missing or damaged file: the command's own check names it
+        if "epochs" in frame:
+            epochs.update(int(value) for value in frame["epochs"].dropna())
+        if {"method", "bits", "seed"} <= set(frame.columns):
+            seeds.update(int(count) for count in frame.groupby(["method", "bits"])["seed"].nunique())
+    if not files:
+        return []
+    allowed = {"epochs": epochs, "seeds": seeds}
+    return [(number, match.group(0)) for number, line in prose for match in _COUNTED.finditer(line)
+            if int(match.group(1)) not in allowed[match.group(2)]]
+
+
 _LINK = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)\)")
 
 
@@ -336,4 +392,7 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
     for number, value in typed_numbers(path.read_text(encoding="utf-8")):
         problems.append(Problem(name, "typed-number", f"line {number} types {value} into the results section: quote "
                                                       "the command that prints it, or link the page that does"))
+    for number, value in typed_counts(path.read_text(encoding="utf-8"), root):
+        problems.append(Problem(name, "typed-number", f"line {number} says {value!r}, which no run of the results "
+                                                      "files its section's commands read has: correct it from the files"))
     return problems
