@@ -93,6 +93,11 @@ CORRECTIONS: tuple[Correction, ...] = (
         old="Center-Reassigned Hashing (AAAI 2026, by the SHC authors' group)",
         new="Center-Reassigned Hashing (AAAI 2026; Yin et al.)",
         why="claims an authorship link that no file of the project supports"),
+    Correction(  # an older wording of the same claim (the sets built before methods' tags were shared)
+        "06_baselines",
+        old="Center Reassignment Hashing (AAAI 2026, by the SHC authors' group)",
+        new="Center-Reassigned Hashing (Yin et al.)",
+        why="claims an authorship link that no file of the project supports"),
     # a reader audit of the notebooks' prose (2026-12-02): section numbers of another numbering, and sentences that
     # say what the page's code does not do
     Correction(
