@@ -41,6 +41,9 @@ def _encode(args: argparse.Namespace) -> int:
     from shc.retrieval.encoder import encode_images, find_images, load_encoder
 
     out = output_file(args.out, "--out")
+    if out.suffix.lower() != ".npz":  # an .shcidx name made a codes file that shc search then refused as an index
+        raise ValueError(f"--out {args.out!r}: shc encode writes a codes file (.npz); name it e.g. "
+                         f"{out.with_suffix('.npz').name}, then build the index with `shc index`.")
     root = Path(args.images).expanduser().resolve()
     if not root.is_dir():
         raise ValueError(f"--images {args.images!r} is not a folder; give the folder of images to encode.")
@@ -98,6 +101,10 @@ def _read_codes(path: str) -> dict[str, Any]:
     if not file.is_file():
         raise FileNotFoundError(f"codes file {path} does not exist; {remedy}.")
     damaged = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
+    with open(file, "rb") as handle:
+        if handle.read(7) == b"SHCHIDX":  # numpy's own message spoke of pickled data, and the remedy overwrote it
+            raise ValueError(f"{path} is already an index (`shc index` wrote it): pass it to `shc search --index` or "
+                             "`shc export`; `shc index` takes the codes file of `shc encode`.")
     try:
         archive = np.load(file, allow_pickle=False)
     except damaged as error:
@@ -175,7 +182,8 @@ def _search(args: argparse.Namespace) -> int:
         refuse_overwriting([gallery], [args.index, args.image], "--html")
     query = Path(args.image).expanduser()
     if not query.is_file():
-        raise FileNotFoundError(f"--image {args.image!r} is not an image file; give the query image's path.")
+        what = "is a folder" if query.is_dir() else "does not exist"
+        raise FileNotFoundError(f"--image {args.image!r} {what}; give the query image's path.")
     run = args.run
     if run is None:  # the run whose network encoded the indexed images, as the index records it
         run = HashIndex.load(args.index).metadata.get("run")

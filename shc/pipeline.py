@@ -539,7 +539,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
             where = device_phrase(pd.DataFrame(rows), markdown=False)  # a grid resumed on another machine says so
             print(f"\n{where}" if where else "", end="")
-            print(f"\n{len(configs)} runs in {time.perf_counter() - started:.0f} s")
+            print(f"\n{len(configs)} run{'' if len(configs) == 1 else 's'} in {time.perf_counter() - started:.0f} s")
     return 0
 
 

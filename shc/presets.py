@@ -582,7 +582,8 @@ def _check_names(option: str, values: Sequence[str] | None, known: Sequence[str]
     for value in values or ():
         if value not in known:
             hint = did_you_mean(value, list(known))
-            raise ValueError(f"{option}: unknown value {value!r};{hint} Choose from {', '.join(known)}.")
+            comma = " Separate several values with spaces, not commas." if "," in str(value) else ""
+            raise ValueError(f"{option}: unknown value {value!r};{hint} Choose from {', '.join(known)}.{comma}")
 
 
 def configs_from_arguments(args: argparse.Namespace, run_dir: str) -> list[RunConfig]:

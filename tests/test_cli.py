@@ -314,7 +314,42 @@ def test_no_command_overwrites_a_file_it_reads(tiny_run, tmp_path, capsys):
     image = sorted(images.rglob("*.png"))[0]
     kept = image.read_bytes()
     assert main(["encode", "--run", str(stage3), "--images", str(images), "--out", str(image), "--quiet"]) == 2
-    assert "--out would overwrite" in capsys.readouterr().err and image.read_bytes() == kept
+    assert "writes a codes file (.npz)" in capsys.readouterr().err and image.read_bytes() == kept
+    run_codes = stage3 / "codes.npz"  # a file of the network encoding them, with the name a codes file has
+    kept = run_codes.read_bytes()
+    assert main(["encode", "--run", str(stage3), "--images", str(images), "--out", str(run_codes), "--quiet"]) == 2
+    assert "--out would overwrite" in capsys.readouterr().err and run_codes.read_bytes() == kept
+
+
+def test_the_retrieval_commands_name_what_was_given_instead(tiny_run, tmp_path, capsys):
+    """A newcomer's mix-ups got a wrong reason or a harmful fix (a probe, 2026-12-02): a folder as --index was "no index
+    file" with a fix that then failed; an index given to `shc index` got numpy's words on pickles and a fix that
+    overwrote it; a codes file as --index "does not start with b'SHCHIDX'"; a run folder that does not exist "is not a
+    trained stage-3 folder" with a heavy preset to train; a query that does not exist "is not an image file"; an
+    .shcidx name for encode's codes file made search fail later."""
+    _, stage3, images, codes, _ = tiny_run
+    index_path = tmp_path / "db.shcidx"
+    assert main(["index", str(codes), "--out", str(index_path)]) == 0
+    query = next(images.rglob("*.png"))
+    cases = [
+        (["search", "--index", str(tmp_path), "--run", str(stage3), "--image", str(query)], "is a folder; give the index"),
+        (["index", str(index_path), "--out", str(tmp_path / "again.shcidx")], "is already an index"),
+        (["search", "--index", str(codes), "--run", str(stage3), "--image", str(query)], "it is a zip archive, as the codes file"),
+        (["encode", "--run", str(stage3.with_name("stage3-shc-32bit-nope")), "--images", str(images), "--out",
+          str(tmp_path / "c.npz")], "does not exist; stage-3 folders beside it: " + stage3.name),
+        (["encode", "--run", str(stage3 / "train" / "best.pt"), "--images", str(images), "--out",
+          str(tmp_path / "c.npz")], f"is a file; pass a stage-3 folder: {stage3}"),
+        (["search", "--index", str(index_path), "--run", str(stage3), "--image", str(tmp_path / "nope.png")],
+         "does not exist; give the query image"),
+        (["encode", "--run", str(stage3), "--images", str(images), "--out", str(tmp_path / "x.shcidx")],
+         "writes a codes file (.npz)"),
+    ]
+    for argv, words in cases:
+        capsys.readouterr()
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert words in err, (argv, err)
+    assert not (tmp_path / "again.shcidx").exists() and not (tmp_path / "x.shcidx").exists()
 
 
 def test_encoding_no_readable_image_writes_nothing_and_says_so(tiny_run, tmp_path, capsys):

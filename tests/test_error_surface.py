@@ -250,7 +250,7 @@ CASES = [
     ("encode --images is a file", _shc("encode", "--run", "{run}", "--images", "{bad_}/file", "--out",
                                        "{good_}/codes.npz"), ["--images", "not a folder"], "codes.npz"),
     ("encode --run does not exist", _shc("encode", "--run", "{bad_}/nothing", "--images", "{images}", "--out",
-                                         "{good_}/codes.npz"), ["encoder.json", "stage-3"], "codes.npz"),
+                                         "{good_}/codes.npz"), ["nothing does not exist"], "codes.npz"),
     ("index of a .npy", _shc("index", "{bad_}/codes.npy", "--out", "{good_}/db.shcidx"), [".npy", "shc encode"],
      "db.shcidx"),
     ("index of a truncated .npz", _shc("index", "{bad_}/truncated.npz", "--out", "{good_}/db.shcidx"),

@@ -132,6 +132,12 @@ def _main(argv: Sequence[str] | None) -> int:
                         *([f"{pairing}_{key}" for pairing in PAIRINGS
                            for key in ("tie_aware_mAP@ALL", "tie_aware_mAP@100")] if unseen else [])]
     run_dir = args.run_dir or f"runs/{args.preset}"
+    if not args.from_csv and Path(run_dir).is_file():
+        raise ValueError(f"--run-dir {run_dir} is a file; give the folder the pipeline's runs are in (its --run-dir, "
+                         f"runs/{args.preset} by default).")
+    if not args.from_csv and any(Path(run_dir).glob("seed*/stage*")):  # a dataset's folder, one level too deep
+        raise ValueError(f"--run-dir {run_dir} is one dataset's folder (it holds seed*/stage* folders); give the folder "
+                         f"above it: --run-dir {Path(run_dir).parent}.")
     if not args.from_csv and not Path(run_dir).is_dir():
         raise FileNotFoundError(
             f"{run_dir} does not exist: no run of preset {args.preset!r} was computed here. Compute the grid: "
@@ -140,10 +146,7 @@ def _main(argv: Sequence[str] | None) -> int:
             "docs/presets.md), or "
             "read the committed results files without the runs: docs/results.md lists them with the `--from-csv` "
             "commands that print the README's tables.")
-    unknown = sorted(set(args.bits or ()) - set(preset.bits))  # seeds may go beyond the grid: a replication
-    if unknown:
-        raise ValueError(f"--bits {unknown} is not in preset {args.preset!r}'s grid ({list(preset.bits)}); choose from "
-                         "it.")
+    # code lengths and seeds may go beyond the grid, as the pipeline's do (a missing run names its command)
     grid = {"bits": args.bits, "seeds": args.seeds, "run_dir": run_dir}
     every, budgets = hashing_budgets(args.hashing_epochs or ())
     if every is not None:  # the hashing budget only: the stage-1 classifier stays the preset's

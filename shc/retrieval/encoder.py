@@ -33,11 +33,19 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".we
 
 
 def _missing(run_dir: Path, what: str) -> FileNotFoundError:
+    if not run_dir.exists():
+        nearby = sorted(p.name for p in run_dir.parent.glob("stage3-*") if p.is_dir()) if run_dir.parent.is_dir() else []
+        return FileNotFoundError(f"{run_dir} does not exist" + (f"; stage-3 folders beside it: {', '.join(nearby[:5])}"
+                                                                 if nearby else "") + ".")
+    if run_dir.is_file():
+        folder = next((parent for parent in run_dir.parents if parent.name.startswith("stage3-")), None)
+        return FileNotFoundError(f"{run_dir} is a file; pass a stage-3 folder"
+                                 + (f": {folder}" if folder else " (<run_dir>/<dataset>/seed<k>/stage3-...)") + ".")
     stage3 = sorted(p for p in run_dir.glob("**/stage3-*") if p.is_dir()) if run_dir.is_dir() else []
     more = f", ... ({len(stage3)} in all)" if len(stage3) > 5 else ""
     hint = ("; stage-3 folders found under it: " + ", ".join(map(str, stage3[:5])) + more) if stage3 else (
         "; pass one stage-3 folder of a pipeline run, <run_dir>/<dataset>/seed<k>/stage3-<method>-<q>bit-<key> "
-        "(train one with `python -m shc.pipeline --preset quick`)")
+        "(train one in a minute with `python -m shc.pipeline --preset tiny`)")
     return FileNotFoundError(f"{run_dir} has no {what}: it is not a trained stage-3 folder{hint}")
 
 

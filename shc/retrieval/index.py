@@ -464,13 +464,18 @@ class HashIndex:
             mismatched bits.
         """
         path = Path(path)
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a folder; give the index file (.shcidx) that `shc index` wrote.")
         if not path.is_file():
             raise FileNotFoundError(f"no index file at {path}: build one with `shc index codes.npz --out {path}`.")
         data = path.read_bytes()
         corrupt = f"{path} is not a valid shc index file"
         rebuild = "rebuild it with `shc index`"
+        if data[:2] == b"PK":  # a zip: the .npz of `shc encode` or of a pipeline run
+            raise ValueError(f"{corrupt}: it is a zip archive, as the codes file (.npz) of `shc encode` is; index such "
+                             f"a file first, `shc index {path} --out {path.with_suffix('.shcidx').name}`.")
         if data[:7] != _MAGIC[:7] or len(data) < 12:
-            raise ValueError(f"{corrupt} (it does not start with {_MAGIC[:7]!r}); {rebuild}.")
+            raise ValueError(f"{corrupt} (it does not start with the index's signature SHCHIDX); {rebuild}.")
         layout = data[7]
         if layout > _MAGIC[7]:
             raise ValueError(f"{path} has format version {layout}; this shc reads up to {FORMAT_VERSION}: upgrade shc.")
