@@ -212,7 +212,11 @@ def test_a_worker_that_dies_fails_the_runs_it_stopped_and_the_grid_goes_on_in_a_
     assert isinstance(outcomes[1][2], WorkerDied) and "fewer --jobs" in str(outcomes[1][2])
     # running beside it: stopped with the pool (a fresh clone's CI once saw it finish instead; either is an outcome)
     assert isinstance(outcomes[0][2], WorkerDied) or (outcomes[0][1], outcomes[0][2]) == (0, None)
-    assert [(result, error) for _, result, error, _ in outcomes[2:]] == [(2, None), (3, None), (4, None)]
+    # a call submitted before the dead worker was noticed may be stopped with the pool too (a loaded CI saw "2" so);
+    # each is its value or WorkerDied, and the grid goes on: the last call runs in the new pool
+    for position, result, error, _ in outcomes[2:]:
+        assert (result, error) == (position, None) or isinstance(error, WorkerDied), (position, result, error)
+    assert (outcomes[4][1], outcomes[4][2]) == (4, None)
 
 
 def test_a_failing_shared_stage_blocks_only_the_runs_that_read_it_on_the_local_executor(tmp_path):

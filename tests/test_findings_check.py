@@ -334,8 +334,12 @@ def test_corrections_replace_a_false_sentence_add_its_finding_and_say_so(tmp_pat
     untouched.parent.mkdir()
     untouched.write_text("<p>the losses of different methods are on different scales</p>")
     assert correct_pages(folder, stamp=stamp) == [] and "shc-corrected" not in untouched.read_text()
-    assert {c.page for c in CORRECTIONS} <= {"00_center_geometry", "01_similarity", "02_hash_centers",
-                                             "03_train_hashing", "06_baselines"}
+    assert {c.page for c in CORRECTIONS} <= {path.stem for path in NOTEBOOKS}  # every correction names a real page
+    for correction in CORRECTIONS:  # and today's notebook no longer says the false words
+        source = json.loads((NOTEBOOKS[0].parent / f"{correction.page}.ipynb").read_text())
+        markdown = " ".join(" ".join("".join(cell["source"]).split()) for cell in source["cells"]
+                            if cell["cell_type"] == "markdown")
+        assert " ".join(correction.old.split()) not in markdown, (correction.page, correction.old)
 
 
 def _settings(lr_dpsh: float = 0.001) -> pd.DataFrame:
