@@ -394,6 +394,15 @@ def test_a_results_row_trained_with_any_other_setting_is_refused(tmp_path, field
     pd.DataFrame(rows).drop(columns=[c for c in _settings(configs[0]) if c not in REQUIRED_CONFIG_COLUMNS]).to_csv(
         old, index=False)
     assert len(read_results(old, changed)) == len(configs)
+    # an old file read beside a new one (the README's standard-fine block: a cell retrained since): each row is
+    # compared on its own file's fields, not taken for NaN in the new columns (which refused every old row)
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    pd.DataFrame(rows[:1]).drop(columns=[c for c in _settings(configs[0]) if c not in REQUIRED_CONFIG_COLUMNS]).to_csv(
+        first, index=False)
+    pd.DataFrame(rows[1:]).to_csv(second, index=False)
+    assert len(read_results([first, second], configs)) == len(configs)
+    with pytest.raises(ValueError, match=rf"other {field} \(asked"):  # the new file's rows still compared on all
+        read_results([first, second], changed)
 
 
 def test_hashing_epochs_reads_the_runs_of_another_budget_on_the_presets_stage_1(tmp_path, capsys):

@@ -118,6 +118,7 @@ def read_results(paths: str | Path | Sequence[str | Path], configs: Sequence[Run
     tables = [_read_table(path) for path in paths]
     table = pd.concat(tables, ignore_index=True)
     origin = [str(path) for path, part in zip(paths, tables) for _ in range(len(part))]
+    held = [set(part.columns) for part in tables for _ in range(len(part))]  # a row is compared on its own file's fields
     table["similarity"] = table["similarity"].astype(object).where(table["similarity"].notna(), None)
     key = ["dataset", "method", "label", "bits", "seed"]
     index: dict[tuple, list[int]] = {}
@@ -134,7 +135,7 @@ def read_results(paths: str | Path | Sequence[str | Path], configs: Sequence[Run
         cell = f"{identity['label']} {config.bits} bits seed {config.seed}"
         positions = index.get(tuple(identity[k] for k in key), [])
         different = {position: [name for name, value in _settings(config).items()
-                                if name in table.columns and not _same(table.loc[position, name], value)]
+                                if name in held[position] and not _same(table.loc[position, name], value)]
                      for position in positions}
         matching = [position for position in positions if not different[position]]
         if not positions:

@@ -288,6 +288,15 @@ RESULTS_BLOCKS.register("standard-fine-32", ResultsBlock(
           "issue's headline methods (SHC, shc-ls, CRH) and GreedyHash (first file, 2026-11-27), random, CSQ and MDS "
           "(second file, ending 2026-11-28), and LTH at its 480 epochs (third file, 2026-11-28, resumed from its "
           "checkpoints across three sessions)."))
+RESULTS_BLOCKS.register("standard-fine-32-bf16", ResultsBlock(
+    title="`standard-fine` at 32 bits in bf16: the grid again in one arithmetic", preset="standard-fine",
+    file="results/standard-fine-32bit-bf16.csv", bits=(32,),
+    methods=tuple(method for method in _FINE_METHODS if not method.startswith("scrh")),
+    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
+    about="The block above trained again, every method and seed, in one run folder on an AMD EPYC with native bf16, "
+          "in bf16 (2026-12-02): the arithmetic of the committed 16-bit grid and of most of the 64-bit one, where the "
+          "block above is fp32. The README's `standard-fine` table reads this file at 32 bits; docs/standard-fine.md "
+          "compares the two (the same three of SHC's verdicts move as on the Xeon's bf16 grid)."))
 RESULTS_BLOCKS.register("standard-fine-32-scrh", ResultsBlock(
     title="SCRH and scrh-late against CRH on `standard-fine`, 32 bits", preset="standard-fine",
     file=("results/standard-fine-32bit.csv", "results/standard-fine-32bit-scrh.csv"), bits=(32,),
@@ -331,6 +340,15 @@ RESULTS_BLOCKS.register("standard-fine-64-lth960", ResultsBlock(
           "split over the three seeds, refused 480 at 64 bits (docs/standard-fine.md). LTH's three 960-epoch runs "
           "(third file, 2026-11-28) trained on the same 2-core machine as its 480-epoch ones; every other method is "
           "the block above's, at its own budget. Compared with LTH."))
+RESULTS_BLOCKS.register("standard-fine-64-bf16", ResultsBlock(
+    title="`standard-fine` at 64 bits in bf16: CRH trained again", preset="standard-fine",
+    file=("results/standard-fine-64bit.csv", "results/standard-fine-64bit-crh-bf16.csv",
+          "results/standard-fine-64bit-lth960.csv"), bits=(64,),
+    methods=tuple(method for method in _FINE_METHODS if not method.startswith("scrh")),
+    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"), hashing_epochs=("lth=960",),
+    about="The block above with CRH's three runs trained again in bf16 (second file, 2026-12-02, the AMD EPYC of the "
+          "32-bit bf16 block): every run of this block is then bf16, as the README's `standard-fine` table reads it. "
+          "CRH's fp32 runs are the block above's; compare the two blocks' CRH rows and SHC's verdicts."))
 RESULTS_BLOCKS.register("standard-fine-64-scrh", ResultsBlock(
     title="SCRH against CRH on `standard-fine`, 64 bits", preset="standard-fine",
     file="results/standard-fine-64bit-scrh.csv", bits=(64,), methods=("crh", "scrh"),
