@@ -204,7 +204,8 @@ def _print_seed(base: RunConfig, source: str, args: argparse.Namespace, epochs: 
               if key not in ("method", "bits", "seed", "run_dir")}
     print(f"configuration ({source}): {json.dumps(fields, default=str)}")
     if accuracy is not None:
-        seen = json.loads(stage1.read_text()).get("test_classes") == "seen"  # held-out classes: measured on the rest
+        record = json.loads(stage1.read_text())  # with held-out classes, measured on the rest (and all recorded beside)
+        seen = record.get("test_classes") == "seen" and record.get("test_accuracy_all_queries", accuracy) != accuracy
         print(f"stage-1 classifier accuracy on the query split{chr(39) + 's seen classes' if seen else ''}: "
               f"{accuracy:.3f}")
     print_table(f"convergence at {args.bits} bits, seed {seed}: E={epochs} vs 2E={2 * epochs} epochs "
