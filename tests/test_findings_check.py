@@ -445,3 +445,39 @@ def test_refresh_derives_an_old_best_method_label_again_and_says_so(tmp_path):
     record = json.loads((page.parent / "run.json").read_text())
     assert record["summary_refreshed"]["was"] == {"best method (tie-aware mAP@ALL, 16 bits)": "shc (an old wording)"}
     assert refresh_summaries(folder, stamp="later") == []  # a second run changes nothing
+
+
+@pytest.mark.parametrize("typed", ["SHC beats CSQ at every length.", "CRH is above every baseline here.",
+                                   "shc-ls ties SHC at 32 bits.", "GreedyHash stays well below LTH.",
+                                   "SHC outperforms its best baseline.", "mds is higher than random"])
+def test_a_comparison_of_methods_typed_into_prose_is_a_typed_comparison(typed):
+    """Issue 38: which method ranks above which depends on the runs; only a computed finding may say it."""
+    from shc.reports.check import prose_problems
+
+    problems = prose_problems(_notebook_page(f"Results. {typed}"), "04_x/04_x-report.html", None)
+    assert [p.kind for p in problems] == ["typed-comparison"]
+
+
+@pytest.mark.parametrize("prose", ["The paper reports SHC above CSQ on every dataset.",
+                                   "CSQ takes Hadamard rows: any two differ in q/2 bits, far above the GV d.",
+                                   "Larger is better, and MDS and SHC must reach the distance printed above.",
+                                   "A random pair gets a higher similarity than a random other pair."])
+def test_a_fact_about_the_paper_or_one_method_is_not_a_typed_comparison(prose):
+    from shc.reports.check import prose_problems
+
+    page = _notebook_page(prose, output="At 16 bits, shc is above csq and random (paired 95% intervals).")
+    assert prose_problems(page, "04_x/04_x-report.html", None) == []
+
+
+def test_no_notebook_types_a_comparison_of_methods():
+    """The notebooks' Markdown is the same on every preset: a ranking typed there is false on some preset."""
+    import json
+
+    from shc.reports.check import typed_comparisons
+
+    typed = {(path.name, index): typed_comparisons("".join(cell["source"]))
+             for path in NOTEBOOKS
+             for index, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"])
+             if cell["cell_type"] == "markdown"}
+    assert len(typed) > 50
+    assert {key: found for key, found in typed.items() if found} == {}

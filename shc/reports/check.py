@@ -27,6 +27,8 @@ checks, each a *kind* of :class:`Problem`:
   after the page was built, or a table shown without saving it;
 - ``typed-budget``: typed prose (a Markdown cell) that states a budget or a count of runs ("80 epochs", "(epoch
   160)", "same epochs"): budgets differ between methods and are stated by computed lines;
+- ``typed-comparison``: typed prose (a Markdown cell) that ranks methods ("SHC beats CSQ", "CRH is above every
+  baseline"; :func:`typed_comparisons`): a ranking depends on the runs and is stated by computed findings;
 - ``foreign-prose``: a phrase that describes another dataset's classes (``shc.data.foreign_prose``) on a page about
   a dataset (its ``run.json``'s ``dataset``);
 - ``duplicate-data``: a figure's data file (``figures/*.csv``) with the bytes of another published data file of its
@@ -49,7 +51,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
@@ -413,6 +415,35 @@ _TYPED_BUDGET = re.compile(r"\b\d+\s+(?:epochs?|seeds?|runs)\b|\(epoch \d+\)|\b(
                            r"(?:number of\s+)?(?:epochs|budgets?|training budgets?)\b", re.IGNORECASE)
 
 
+#: A comparison between methods' results stated in typed prose ("SHC beats CSQ", "CRH is above every baseline"):
+#: which method ranks above which depends on the preset, the code length and the seeds, so only a computed finding
+#: (the paired interval: ``shc.findings``) may state one. A sentence about the paper ("the paper reports ...") is
+#: a fixed fact about the paper and is not one.
+_COMPARED = (r"(?:beats?|outperform(?:s|ed)?|exceeds?|surpass(?:es)?|trails?|ties(?:\s+with)?|tied\s+with|"
+             r"loses\s+to|wins?\s+(?:over|against)|(?:is|are|was|were|stays?|ranks?|lies|falls?|comes?|ends?)"
+             r"\s+(?:\w+\s+)?(?:above|below|under|level\s+with)|(?:higher|lower|better|worse)\s+than)")
+
+
+def _typed_comparison(method_names: Iterable[str]) -> re.Pattern:
+    names = "|".join(sorted((re.escape(name) for name in method_names), key=len, reverse=True))
+    subject = rf"(?<![\w-])(?:{names}|(?:every|each|all|the|its|their)\s+(?:\w+\s+)?baselines?)(?![\w-])"
+    return re.compile(rf"{subject}[^.;:!?]{{0,60}}?\b{_COMPARED}\b[^.;:!?]{{0,40}}?{subject}", re.IGNORECASE)
+
+
+def typed_comparisons(text: str) -> list[str]:
+    """The comparisons between methods typed into ``text`` (one string a sentence), leaving out sentences about the
+    paper; the method names are the registry's (:func:`shc.methods.available_methods`)."""
+    from shc.methods import available_methods
+
+    pattern = _typed_comparison(available_methods())
+    found = []
+    for sentence in re.split(r"(?<=[.!?])\s+", " ".join(text.split())):
+        if re.search(r"\bpaper(?:'s)?\b", sentence, re.IGNORECASE):
+            continue
+        found.extend(match.group(0) for match in pattern.finditer(sentence))
+    return found
+
+
 class _MarkdownCells(HTMLParser):
     """The text of a notebook page's Markdown cells (``div.jp-MarkdownCell``), one string a cell."""
 
@@ -455,6 +486,10 @@ def prose_problems(html_text: str, page: str, dataset: str | None) -> list[Probl
         for found in dict.fromkeys(match.group(0) for match in _TYPED_BUDGET.finditer(cell)):
             problems.append(Problem(page, "typed-budget", f"typed prose states {found!r}; state budgets and run "
                                                           "counts from each run's config (results.budget_phrase)"))
+        for found in dict.fromkeys(typed_comparisons(cell)):
+            problems.append(Problem(page, "typed-comparison", f"typed prose compares methods: {found!r}; a ranking "
+                                                              "depends on the runs, so state it as a computed "
+                                                              "finding (shc.findings, the paired interval)"))
     if dataset is not None:
         parser = _PageParser()
         parser.feed(html_text)
