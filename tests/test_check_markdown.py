@@ -90,6 +90,19 @@ def test_a_dropped_row_is_a_false_sentence(tmp_path):
     assert [p.kind for p in problems] == ["false-sentence"] and "print 7" in problems[0].detail
 
 
+def test_verbatim_items_of_two_commands_quoted_in_swapped_order_are_a_false_sentence(tmp_path):
+    """An audit: a block of two presets' commands ("from scratch and then pretrained") passed with their items swapped,
+    each item being printed by one of the commands."""
+    second = COMMAND.replace("standard-h200-16bit.csv --bits 16", "standard-h100-32bit.csv --bits 32")
+    items = [next(line for line in _printed(command) if line.startswith("- At ")) for command in (COMMAND, second)]
+    assert items[0] != items[1]
+    in_order, swapped = ("It prints (verbatim):\n\n" + "\n".join(pair) for pair in (items, items[::-1]))
+    assert markdown_problems(_document(tmp_path, in_order, command=f"{COMMAND}\n{second}")) == []
+    (tmp_path / "swapped").mkdir()
+    problems = markdown_problems(_document(tmp_path / "swapped", swapped, command=f"{COMMAND}\n{second}"))
+    assert [p.kind for p in problems] == ["false-sentence"] and "order printed" in problems[0].detail
+
+
 def test_quoting_commands_that_read_run_folders_is_unverifiable(tmp_path):
     body = _quoted_body(_printed())
     path = _document(tmp_path, body, command=COMMAND.replace(" --from-csv results/standard-h200-16bit.csv", ""))

@@ -384,10 +384,17 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
             detail = (f"the table row {wrong!r} is not printed" if wrong else
                       f"the tables show {len(table)} row(s), the commands print {len(rows)} (order or number differ)")
             problems.append(Problem(name, "false-sentence", f"{where}: {detail}"))
-        said = {" ".join(line.removeprefix("- ").split()) for line in printed}
+        said = [" ".join(line.removeprefix("- ").split()) for line in printed]
+        last = -1  # where the item before was printed: items are quoted in the order the commands print them
         for item in verbatim:
             if item not in said:
                 problems.append(Problem(name, "false-sentence", f"{where} do not print {item!r}"))
+            elif item not in said[last + 1:]:
+                problems.append(Problem(name, "false-sentence", f"{where} print {item!r} before the item quoted "
+                                                                "above it: quote their lines in the order printed "
+                                                                "(two commands' items swapped?)"))
+            else:
+                last = said.index(item, last + 1)
     problems += link_problems(path, name)
     for number, value in typed_numbers(path.read_text(encoding="utf-8")):
         problems.append(Problem(name, "typed-number", f"line {number} types {value} into the results section: quote "
