@@ -100,7 +100,7 @@ def test_verbatim_items_of_two_commands_quoted_in_swapped_order_are_a_false_sent
     assert markdown_problems(_document(tmp_path, in_order, command=f"{COMMAND}\n{second}")) == []
     (tmp_path / "swapped").mkdir()
     problems = markdown_problems(_document(tmp_path / "swapped", swapped, command=f"{COMMAND}\n{second}"))
-    assert [p.kind for p in problems] == ["false-sentence"] and "order printed" in problems[0].detail
+    assert [p.kind for p in problems] == ["false-sentence"] and "commands' order" in problems[0].detail
 
 
 def test_quoting_commands_that_read_run_folders_is_unverifiable(tmp_path):

@@ -363,10 +363,11 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
                                                           "document quotes of them cannot be re-derived from a clone"))
             continue
         try:
-            printed = [line for argv in block["commands"] for line in _run(argv, root)]
+            outputs = [_run(argv, root) for argv in block["commands"]]
         except Exception as error:  # noqa: BLE001 - a command that fails here is this document's problem
             problems.append(Problem(name, "unverifiable", f"{where} fail: {type(error).__name__}: {error}"))
             continue
+        printed = [line for output in outputs for line in output]
         if block["output"] is not None:
             difference = _output_difference(block["output"], printed)
             if difference:
@@ -384,17 +385,19 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
             detail = (f"the table row {wrong!r} is not printed" if wrong else
                       f"the tables show {len(table)} row(s), the commands print {len(rows)} (order or number differ)")
             problems.append(Problem(name, "false-sentence", f"{where}: {detail}"))
-        said = [" ".join(line.removeprefix("- ").split()) for line in printed]
-        last = -1  # where the item before was printed: items are quoted in the order the commands print them
+        by_command = [{" ".join(line.removeprefix("- ").split()) for line in output} for output in outputs]
+        said = set().union(*by_command)
+        last = 0  # the command whose output the item before was quoted from: commands are quoted in their order
         for item in verbatim:
             if item not in said:
                 problems.append(Problem(name, "false-sentence", f"{where} do not print {item!r}"))
-            elif item not in said[last + 1:]:
-                problems.append(Problem(name, "false-sentence", f"{where} print {item!r} before the item quoted "
-                                                                "above it: quote their lines in the order printed "
-                                                                "(two commands' items swapped?)"))
+            elif not any(item in lines for lines in by_command[last:]):
+                problems.append(Problem(name, "false-sentence", f"{where}: {item!r} is printed by a command before "
+                                                                "the one of the item quoted above it: quote each "
+                                                                "command's lines in the commands' order (two "
+                                                                "commands' items swapped?)"))
             else:
-                last = said.index(item, last + 1)
+                last = next(index for index in range(last, len(by_command)) if item in by_command[index])
     problems += link_problems(path, name)
     for number, value in typed_numbers(path.read_text(encoding="utf-8")):
         problems.append(Problem(name, "typed-number", f"line {number} types {value} into the results section: quote "
