@@ -504,7 +504,7 @@ def test_a_damaged_artifact_is_moved_aside_and_recomputed_from_the_last_intact_s
     trained = (stage_directories(config)["stage3"] / "train" / "last.pt").stat().st_mtime_ns
     first_start = (folder / "config.json").stat().st_mtime_ns
     _cut(folder / name)
-    with pytest.warns(UserWarning, match=rf"{name} does not parse .*: moved {folder.name} aside to .*damaged-"):
+    with pytest.warns(UserWarning, match=rf"{name} does not parse .*: moved {folder.name}'s files aside to .*damaged-"):
         rows = run_grid([config], progress=False)
     aside = [path for path in folder.parent.iterdir() if path.name.startswith(f"damaged-{folder.name}-")]
     assert len(aside) == 1 and len((aside[0] / name).read_bytes()) < len((folder / name).read_bytes())
@@ -539,6 +539,57 @@ def test_a_second_process_that_saw_the_damage_late_leaves_the_new_folder_alone(t
     late.set_aside("centers.npy does not parse")  # the second, with its stale look: nothing to move now
     assert (folder / "work.txt").read_text() == "begun anew"
     assert len([path for path in folder.parent.iterdir() if path.name.startswith("damaged-")]) == 1
+
+
+def test_a_damaged_folder_of_other_settings_is_refused_not_resumed_under_the_new_ones(tmp_path):
+    """An audit: set_aside rebuilt the folder from config.json and train/ without settings.json, so a folder that
+    StaleRunError refuses when intact was resumed from the old settings' checkpoint once one of its files was cut."""
+    from shc.pipeline import run, run_grid, stage_directories
+    from shc.runs import StaleRunError
+    from shc.stages.base import SETTINGS_FILE
+
+    config = _small_shc(tmp_path)
+    run(config)
+    folder = stage_directories(config)["stage3"]
+    record = json.loads((folder / SETTINGS_FILE).read_text())
+    record["method"]["defaults"] = {"gamma": 0.5}  # as if computed by a release with other defaults
+    (folder / SETTINGS_FILE).write_text(json.dumps(record))
+    with pytest.raises(StaleRunError, match="other method"):
+        run_grid([config], progress=False)  # intact: refused
+    _cut(folder / "metrics.json")
+    with pytest.warns(UserWarning, match="moved"), pytest.raises(StaleRunError, match="other method"):
+        run_grid([config], progress=False)  # damaged: still refused, before any training resumes
+    assert json.loads((folder / SETTINGS_FILE).read_text())["method"]["defaults"] == {"gamma": 0.5}
+
+
+def test_setting_a_damaged_folder_aside_holds_its_lock_until_the_training_is_back(tmp_path, monkeypatch):
+    """An audit: set_aside renamed the folder under the lock, then rebuilt it unlocked (the lock file had moved with
+    it), so a second process could see the identity without train/last.pt, train from scratch, and crash the first.
+    The folder now stays in place, and its lock is held while the damaged files move out."""
+    import shc.train.checkpoint as checkpoint
+    from shc.pipeline import run, stage_directories
+    from shc.stages import Hashing
+
+    config = _small_shc(tmp_path)
+    run(config)
+    folder = stage_directories(config)["stage3"]
+    _cut(folder / "codes.npz")
+    seen = []
+    load = checkpoint.load_checkpoint
+
+    def looking_meanwhile(path, *args, **kwargs):  # what a second process sees while the first checks checkpoints
+        with pytest.raises(RuntimeError, match="is being computed"), Hashing(config).lock():
+            pass
+        seen.append(((folder / "config.json").is_file(), (folder / "train" / "last.pt").is_file()))
+        return load(path, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint, "load_checkpoint", looking_meanwhile)
+    with pytest.warns(UserWarning, match="resuming train/last.pt"):
+        Hashing(config).set_aside(Hashing(config).damage())
+    assert seen and all(found == (True, True) for found in seen)
+    assert not (folder / "codes.npz").exists() and (folder / "train" / "last.pt").is_file()
+    aside = next(path for path in folder.parent.iterdir() if path.name.startswith(f"damaged-{folder.name}-"))
+    assert (aside / "codes.npz").is_file() and (aside / "config.json").is_file() and not (aside / "train").exists()
 
 
 def test_reevaluating_a_damaged_run_never_writes_a_metrics_file_without_its_training_fields(tmp_path):

@@ -354,9 +354,14 @@ class Stage:
         return None
 
     def set_aside(self, damage: str) -> None:
-        """Move the damaged folder to ``damaged-<name>-<time>`` beside it and start it anew from its last intact
-        state: its identity record and, where its training checkpoints still load, the training run (moved back,
-        so it resumes at its last epoch instead of starting over)."""
+        """Move the damaged folder's files to ``damaged-<name>-<time>`` beside it and start it anew from its last
+        intact state: its identity record and settings (copied, so the new start is checked against the old one's
+        settings: :meth:`check_settings`) and, where its training checkpoints still load, the training run (left in
+        place, so it resumes at its last epoch instead of starting over).
+
+        Everything happens under the folder's lock, and the folder itself never moves: its lock file stays where
+        every other process looks for it, so none can see a half-rebuilt folder (a recorded identity without its
+        training) and start that training over."""
         from shc.train.checkpoint import load_checkpoint
 
         directory = self.directory
@@ -366,24 +371,25 @@ class Stage:
             # folder here is that new one, not the damaged one, and moving it would lose its work
             if not ((directory / self.complete).exists() and self.recorded() and self.damage() is not None):
                 return
-            directory.rename(target)
-        directory.mkdir(exist_ok=True)  # a process that locked the path meanwhile made it (exclusive_lock does)
-        write_json(directory / "config.json", read_identity(target))  # the stage's identity: cached() matched it
-        if (target / "config.json").exists():  # its time stays the stage's first start (clock_overlap reads it)
-            shutil.copystat(target / "config.json", directory / "config.json")
-        kept = "from scratch"
-        if self.training is not None and (target / self.training / "last.pt").exists():
+            training = directory / self.training if self.training is not None else None
+            resumes = training is not None and (training / "last.pt").exists()
             try:
-                for checkpoint in ("last.pt", "best.pt"):
-                    if (target / self.training / checkpoint).exists():
-                        load_checkpoint(target / self.training / checkpoint)
+                for checkpoint in ("last.pt", "best.pt") if resumes else ():
+                    if (training / checkpoint).exists():
+                        load_checkpoint(training / checkpoint)
             except ValueError:
-                pass  # a damaged checkpoint: the training starts over
-            else:
-                (target / self.training).rename(directory / self.training)
-                kept = f"resuming {self.training}/last.pt"
-        warnings.warn(f"{damage}: moved {directory.name} aside to {target} and recomputing {self.name} ({kept}).",
-                      stacklevel=5)
+                resumes = False  # a damaged checkpoint: the training starts over
+            target.mkdir()
+            # the completing file first: a move cut short leaves an unfinished folder, never a finished-looking one
+            children = sorted(directory.iterdir(), key=lambda child: child.name != self.complete)
+            for child in children:
+                if child.name in ("config.json", SETTINGS_FILE):  # kept: its time stays the stage's first start
+                    shutil.copy2(child, target / child.name)
+                elif child.name != ".lock" and not (resumes and child == training):
+                    child.rename(target / child.name)
+        kept = f"resuming {self.training}/last.pt" if resumes else "from scratch"
+        warnings.warn(f"{damage}: moved {directory.name}'s files aside to {target} and recomputing {self.name} "
+                      f"({kept}).", stacklevel=5)
 
     @contextlib.contextmanager
     def open(self) -> Iterator[Path]:
