@@ -56,13 +56,15 @@ def preset_similarity(preset: str, dataset: str | None = None, seed: int = 0,
     Raises :class:`shc.runs.MissingRunError` naming the command that computes it when it is absent.
     """
     from shc import presets, results
-    from shc.runs import MissingRunError
+    from shc.runs import MissingRunError, StaleRunError
 
     chosen = presets.get_preset(preset)
     dataset = dataset or chosen.datasets[0]
     config = presets.report_configs(preset, dataset, ["shc"], [chosen.bits[0]], [seed], run_dir)[0]
     try:
         S = validate_similarity(results.load_similarity(config))
+    except StaleRunError:
+        raise  # stored, under other settings: its own message says what to do
     except MissingRunError as error:
         raise MissingRunError(
             f"no stored stage-1 S of preset {preset!r} (dataset {dataset}, seed {seed}) in {config.run_dir}; compute "
@@ -108,7 +110,7 @@ def page_similarity(preset: str | None = None, dataset: str = "digits-composite"
             "two classes of the same coarse class and 0 otherwise (`similarity_from_labels`). In the full method "
             "$\\mathbf{S}$ comes from a classifier (stage 1, Eq. 2-12): the reports of a preset show that one.")
     from shc import presets, results
-    from shc.runs import MissingRunError
+    from shc.runs import MissingRunError, StaleRunError
 
     chosen = presets.get_preset(preset)
     config = presets.report_configs(preset, dataset, ["shc"], [chosen.bits[0]], [seed], run_dir, epochs,
@@ -124,6 +126,8 @@ def page_similarity(preset: str | None = None, dataset: str = "digits-composite"
                  f"({data.protocol})")
     try:
         S = validate_similarity(results.load_similarity(config.replace(similarity="logits")))
+    except StaleRunError:
+        raise  # stored, under other settings: a page must not fall back to another S without saying why
     except MissingRunError:
         return PageSimilarity(
             similarity_from_labels(count, coarse), names, coarse, coarse_names, dataset, "hierarchy S",
@@ -143,11 +147,13 @@ def live_settings(preset: str | None, dataset: str | None = None, seed: int = 0,
     """The :class:`Explorer` keywords notebook 00 (and its app) opens with: its preset's stored stage-1 S where
     computed (``source="preset"``), else the tens-digit labels (``source="label"``; the "preset" choice then reads
     ``fallback_preset``)."""
-    from shc.runs import MissingRunError
+    from shc.runs import MissingRunError, StaleRunError
 
     if preset is not None:
         try:
             preset_similarity(preset, dataset, seed, run_dir)
+        except StaleRunError:
+            raise
         except MissingRunError:
             pass
         else:

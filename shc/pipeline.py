@@ -39,7 +39,7 @@ from shc.cli_common import describe_error
 from shc.evaluation import EVALUATION_VERSION, PAIRINGS, UNSEEN_KEYS
 from shc.executors import _cpu_count, grid_workers  # noqa: F401 - grid_workers: this module's API
 from shc.executors import positive_jobs as _positive_jobs
-from shc.runs import MAP_KEYS, SIMILARITY_SOURCES, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, load_data
+from shc.runs import MAP_KEYS, SIMILARITY_SOURCES, TIE_AWARE_MAP_KEYS, MissingRunError, RunConfig, StaleRunError, load_data
 from shc.stages import (STAGES, Centers, ClassifierCodes, Evaluation, Hashing, Pretraining, Similarity, Stage, is_main,
                         read_identity)
 from shc.stages import encode, stage_directories, stage_identities  # noqa: F401 - encode: this module's API
@@ -550,11 +550,13 @@ def _reevaluate_grid(configs: Sequence[RunConfig]) -> int:
     if absent:
         raise FileNotFoundError(f"--reevaluate: {', '.join(absent)} does not exist, so there is no run to re-evaluate; "
                                 "give the --run-dir the grid was computed in.")
-    started, done, missing = time.perf_counter(), 0, []
+    started, done, missing, refused = time.perf_counter(), 0, [], []
     for config in configs:
         try:
             reevaluate(config, force=True)
             done += 1
+        except StaleRunError as error:  # finished, but under other settings: say why, do not call it unfinished
+            refused.append((config, error))
         except MissingRunError:
             missing.append(config)
     print(f"re-evaluated {done} run(s) from their stored codes in {time.perf_counter() - started:.1f} s "
@@ -563,7 +565,9 @@ def _reevaluate_grid(configs: Sequence[RunConfig]) -> int:
         print(f"{len(missing)} run(s) have not finished (nothing to evaluate): "
               + "; ".join(f"{c.method} {c.bits} bits seed {c.seed}" for c in missing[:10])
               + ("; ..." if len(missing) > 10 else ""))
-    return 0 if done else 1
+    for config, error in refused:
+        print(f"refused {config.method} {config.bits} bits seed {config.seed}: {error}")
+    return 0 if done and not refused else 1
 
 
 if __name__ == "__main__":

@@ -34,7 +34,10 @@ class MissingRunError(FileNotFoundError):
 
 
 class StaleRunError(MissingRunError):
-    """A finished run was measured by an older evaluation; the message names the command that re-evaluates it."""
+    """A finished run that cannot be used as it is: measured by an older evaluation, or computed under other settings
+    than the config gives (evaluation epochs, method defaults, a weights file: ``shc.stages.base.Stage``); the message
+    names the command that re-evaluates it or what to do. A subclass of :class:`MissingRunError` for the readers that
+    treat it as not there, but a caller that skips missing runs must re-raise it first: it exists."""
 
 
 def _positive_int(name: str, value: Any, upper: int | None = None) -> None:

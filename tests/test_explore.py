@@ -355,6 +355,19 @@ def test_a_preset_page_shows_its_stage1_s_once_computed_and_else_says_which_comm
     assert explore.live_settings("tiny", "digits-composite", 0, run_dir) == {
         "source": "preset", "preset": "tiny", "dataset": "digits-composite", "run_dir": run_dir}
 
+    # a stored S refused as computed under other settings is not silently replaced by the hierarchy (an audit)
+    from shc.runs import StaleRunError
+
+    def stale(config):
+        raise StaleRunError("computed with other method defaults")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(results, "load_similarity", stale)
+        with pytest.raises(StaleRunError, match="other method defaults"):
+            explore.page_similarity("tiny", "digits-composite", seed=0, run_dir=run_dir)
+        with pytest.raises(StaleRunError, match="other method defaults"):
+            explore.live_settings("tiny", "digits-composite", 0, run_dir)
+
     grid = explore.precompute_grid([20], [8], methods=["mds", "shc"], source=stored.source, cache=explore.CenterCache(),
                                    similarity=(stored.matrix, stored.class_names))
     np.testing.assert_array_equal(grid["similarities"][20][0], stored.matrix)  # the explorer opens on this S

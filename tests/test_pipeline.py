@@ -105,6 +105,17 @@ def test_a_run_measured_by_an_older_evaluation_is_reevaluated_from_its_codes_not
     assert _reevaluate_grid([unfinished]) == 1  # nothing finished: a failure, not a silent success
     with pytest.raises(FileNotFoundError, match=r"does not exist, so there is no run to re-evaluate"):
         _reevaluate_grid([copy.replace(run_dir=str(tmp_path / "nowhere"))])
+    # a finished run computed under other method defaults is refused with its reason, not called unfinished
+    from shc.stages.base import SETTINGS_FILE
+
+    record = stage_directories(copy)["stage3"] / SETTINGS_FILE
+    settings = json.loads(record.read_text())
+    record.write_text(json.dumps({**settings, "method": {**settings["method"], "defaults": {"gamma": 123.0}}}))
+    capsys.readouterr()
+    assert _reevaluate_grid([copy]) == 1
+    out = capsys.readouterr().out
+    assert "re-evaluated 0 run(s)" in out and "have not finished" not in out
+    assert f"refused shc {copy.bits} bits seed {copy.seed}:" in out and "other method" in out
 
 
 def test_changing_one_setting_coexists_and_reuses_the_shared_stages(shc_run):

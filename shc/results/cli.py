@@ -205,13 +205,15 @@ def _main(argv: Sequence[str] | None) -> int:
         other = read_results(args.versus_csv, other_configs) if args.versus_csv else result_rows(other_configs)
     if args.write_csv is not None:
         from shc.results.files import write_results
-        from shc.runs import MissingRunError
+        from shc.runs import MissingRunError, StaleRunError
 
         target = args.write_csv or f"results/{args.preset}.csv"
         try:  # the classifier-code baseline too, where the preset computes it and it exists
             written = write_results(configs, target, preset.classifier_codes)
             print(f"wrote {written} ({len(configs)} runs and their classifier-code baseline)\n"
                   if preset.classifier_codes else f"wrote {written} ({len(configs)} runs)\n")
+        except StaleRunError:
+            raise  # it exists, under other settings: not "not computed yet"
         except MissingRunError:
             written = write_results(configs, target)
             print(f"wrote {written} ({len(configs)} runs; not their classifier-code baseline, which is not computed "
@@ -258,7 +260,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if preset.classifier_codes:  # how much of the retrieval above is classification (issue 37)
         from shc.results.files import read_classifier_codes
         from shc.results.reading import classifier_code_rows
-        from shc.runs import MissingRunError
+        from shc.runs import MissingRunError, StaleRunError
 
         baseline = []
         if args.from_csv:
@@ -269,6 +271,8 @@ def _main(argv: Sequence[str] | None) -> int:
         else:
             try:
                 baseline = classifier_code_rows(configs, preset.classifier_codes)
+            except StaleRunError:
+                raise  # it exists, under other settings: not "not computed yet"
             except MissingRunError:  # the tables above stand without it; say what computes it
                 print(f"The classifier-code baseline of this grid is not computed yet: `python -m shc.pipeline --preset "
                       f"{args.preset}` computes it after the grid (cached runs are read, not retrained).\n")

@@ -365,6 +365,8 @@ def center_lessons(configs: Iterable[RunConfig], seed: int | None = None) -> pd.
 def _computed(config: RunConfig, stage: str, name: str) -> bool:
     try:
         artifact(config, stage, name)
+    except StaleRunError:
+        raise  # computed under other settings: not the same as not computed
     except MissingRunError:
         return False
     return True
