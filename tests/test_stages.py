@@ -292,3 +292,29 @@ def test_a_run_of_other_method_defaults_or_other_weights_is_refused_not_reused(t
     torch.save({name: value + 1 for name, value in module.state_dict().items()}, weights)  # replaced, same name
     with pytest.raises(StaleRunError, match="other weights_sha256"):
         run(with_weights)
+
+
+def test_opening_a_folder_while_its_weights_file_is_away_keeps_the_recorded_hash(tmp_path):
+    """An audit: Stage.open rewrote settings.json from what this machine could read, so a weights file missing for a
+    moment (a share not mounted) recorded weights_sha256=None, and the same folder was refused once the same file
+    was back."""
+    import torch
+
+    from shc.models import build_backbone
+    from shc.stages.base import SETTINGS_FILE
+
+    weights = tmp_path / "start.pt"
+    config = _small(tmp_path / "w", method="csq")
+    module, _ = build_backbone(config.backbone, pretrained=False)
+    torch.save(module.state_dict(), weights)
+    stage = Hashing(config.replace(weights=str(weights)))
+    with stage.open():
+        pass  # an interrupted start: the identity and settings recorded, nothing finished
+    recorded = json.loads((stage.directory / SETTINGS_FILE).read_text())["weights_sha256"]
+    assert recorded is not None
+    weights.rename(tmp_path / "away.pt")
+    with stage.open():
+        pass
+    assert json.loads((stage.directory / SETTINGS_FILE).read_text())["weights_sha256"] == recorded
+    (tmp_path / "away.pt").rename(weights)  # the same bytes back: the folder is still this run's
+    stage.check_settings()

@@ -320,6 +320,14 @@ class Stage:
             found["method"] = jsonable({"loss": spec.loss, "defaults": dict(spec.defaults), "head": dict(spec.head)})
         return found or None
 
+    def recorded_settings(self) -> dict[str, Any]:
+        """The folder's :data:`SETTINGS_FILE` record; empty when there is none or it does not parse."""
+        try:
+            recorded = json.loads((self.directory / SETTINGS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return recorded if isinstance(recorded, dict) else {}
+
     def check_settings(self) -> None:
         """Refuse a folder whose recorded :meth:`settings` differ from this config's: its result was computed with
         other method defaults or other weights under the same identity. A folder without the record (computed before
@@ -329,10 +337,7 @@ class Stage:
         record, current = self.directory / SETTINGS_FILE, self.settings()
         if current is None or not record.is_file():
             return
-        try:
-            recorded = json.loads(record.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            recorded = {}
+        recorded = self.recorded_settings()
         differ = sorted(key for key, value in current.items() if value is not None and recorded.get(key) != value)
         if differ:
             raise StaleRunError(
@@ -410,8 +415,11 @@ class Stage:
                             shutil.rmtree(child) if child.is_dir() else child.unlink()
                     write_json(directory / "config.json", jsonable(self.identity))
                 self.check_settings()  # a training resumed under other defaults or weights would mix two settings
-                if self.settings() is not None:
-                    write_json(directory / SETTINGS_FILE, self.settings())
+                current = self.settings()
+                if current is not None:
+                    recorded = self.recorded_settings()  # what this machine cannot read now (a weights file gone)
+                    write_json(directory / SETTINGS_FILE,  # keeps its record, checked when the file is back
+                               {key: recorded.get(key) if value is None else value for key, value in current.items()})
                 yield directory
 
     # ---- compute, save, load -------------------------------------------------------------
