@@ -175,6 +175,34 @@ def test_codes_record_their_arithmetic_and_search_notes_another(tiny_run, tmp_pa
     assert f"made on cpu in {other}" in err and f"encoded on cpu in {here}" in err and "near 0" in err, err
 
 
+def test_a_run_trained_in_fp16_on_a_gpu_encodes_on_a_cpu_in_its_arithmetic(tiny_run, tmp_path):
+    """An audit: encoder.json of a GPU run records fp16, which a CPU has no arithmetic for; load_encoder refused it
+    with advice ("use bf16 or fp32") that neither it nor shc encode could take. It now encodes in the CPU's auto
+    arithmetic, and the codes' provenance says which (arithmetic_note compares it with the codes it searches)."""
+    import shutil
+
+    import torch
+
+    from shc.devices import resolve_precision
+    from shc.retrieval import arithmetic_note
+    from shc.retrieval.encoder import ENCODER_FILE
+
+    _, stage3, images, _, _ = tiny_run
+    gpu_run = tmp_path / stage3.name
+    shutil.copytree(stage3, gpu_run)
+    record = json.loads((gpu_run / ENCODER_FILE).read_text())
+    (gpu_run / ENCODER_FILE).write_text(json.dumps({**record, "precision": "fp16"}))
+    encoder = load_encoder(gpu_run, device="cpu")
+    here = resolve_precision("auto", torch.device("cpu"))
+    assert encoder.provenance["precision"] == here
+    query = next(images.rglob("*.png"))
+    codes = encoder.encode(torch.stack([encoder.load_image(query)]))
+    np.testing.assert_array_equal(codes, load_encoder(stage3, device="cpu").encode(
+        torch.stack([encoder.load_image(query)])))  # the same weights, the same CPU arithmetic
+    note = arithmetic_note({"device": "cuda", "precision": "fp16"}, encoder, "db")
+    assert "made on cuda in fp16" in note and f"encoded on cpu in {here}" in note
+
+
 def test_search_refuses_an_index_encoded_by_another_run_naming_both(tiny_run, other_run, tmp_path, capsys):
     _, stage3, images, _, _ = tiny_run
     index_path = _index_of(stage3, images, tmp_path)

@@ -112,7 +112,7 @@ class Encoder:
         from shc.train import predict
 
         outputs = predict(self.model, TensorDataset(torch.as_tensor(inputs)), batch_size=batch_size,
-                          precision=self.record.get("precision", "auto"),
+                          precision=self.provenance["precision"],
                           num_workers=0)  # tensors already in memory: worker processes would only copy them
         return np.asarray(hash_codes(outputs))
 
@@ -214,10 +214,12 @@ def load_encoder(run_dir: str | Path, device: str = "auto", allow_unfinished: bo
         transform = natural_image_transform(False, int(spec["image_size"]))
     from shc.devices import resolve_precision
 
+    trained_in = record.get("precision", "auto")  # fp16 has no CPU arithmetic: a GPU's run encodes there as auto
+    precision = resolve_precision("auto" if trained_in == "fp16" and device.type == "cpu" else trained_in, device)
     provenance = {"run": str(run_dir.resolve()), "identity": _run_identity(run_dir),
                   "weights": weights.relative_to(run_dir).as_posix(), "weights_sha256": weights_digest(state),
                   "finished": finished, "device": device.type,  # the arithmetic the codes are made in: another
-                  "precision": resolve_precision(record.get("precision", "auto"), device)}  # may flip a near-0 bit
+                  "precision": precision}  # may flip a near-0 bit (arithmetic_note says so)
     return Encoder(model, transform, record, run_dir, device, provenance)
 
 
