@@ -103,6 +103,21 @@ def test_verbatim_items_of_two_commands_quoted_in_swapped_order_are_a_false_sent
     assert [p.kind for p in problems] == ["false-sentence"] and "commands' order" in problems[0].detail
 
 
+def test_a_verbatim_quote_in_a_text_fence_is_checked_and_a_line_cut_short_is_a_false_sentence(tmp_path):
+    """An audit: docs/unseen.md quoted a line "(verbatim)" in a text fence, cut before its ", but the paired intervals
+    cannot tell ..." clause; the checker read only list items, so the fence was never compared."""
+    printed = [line for line in _printed() if line.startswith("- At ")]
+    fence = "prints, among its lines (verbatim):\n\n```text\n{}\n```\n\nProse after it."
+    assert markdown_problems(_document(tmp_path, fence.format(printed[0]))) == []
+    (tmp_path / "cut").mkdir()
+    problems = markdown_problems(_document(tmp_path / "cut", fence.format(printed[0].rsplit(" (", 1)[0] + ".")))
+    assert [p.kind for p in problems] == ["false-sentence"] and "do not print" in problems[0].detail
+    # a fence further on, after other paragraphs, quotes something else (a benchmark's table): not compared
+    (tmp_path / "later").mkdir()
+    later = "A paragraph about the tables.\n\nAnother command's output (verbatim):\n\n```text\nnot printed\n```"
+    assert markdown_problems(_document(tmp_path / "later", later)) == []
+
+
 def test_quoting_commands_that_read_run_folders_is_unverifiable(tmp_path):
     body = _quoted_body(_printed())
     path = _document(tmp_path, body, command=COMMAND.replace(" --from-csv results/standard-h200-16bit.csv", ""))

@@ -8,6 +8,8 @@ command again and compares, for each block:
   do not print): their body rows must be the body rows the commands print, all and in order (``false-sentence``);
 - every list item or quotation introduced by a line that ends with ``(verbatim):``: each must be a line the commands
   print (``false-sentence``), wrapped lines joined;
+- the lines of a ``text`` fence that follows the block after one paragraph saying they are verbatim: each must be a
+  line the commands print (``false-sentence``); a block's items come in its commands' order;
 - the lines between the markers ``shc.results.page.OUTPUT_START`` and ``OUTPUT_END`` after the block (docs/results.md,
   which ``python -m shc.results.page`` writes): they must be exactly the lines the commands print, in order, but for
   the date the output says it read its file on (``false-sentence`` names the first line that differs);
@@ -75,8 +77,22 @@ def quoted_outputs(text: str) -> list[dict]:
         section_end = next((i for i in range(index, len(lines)) if _FENCE.match(lines[i]) or _HEADING.match(lines[i])),
                            len(lines))
         found.append({"line": start, "commands": commands, "section": lines[index:section_end],
-                      "output": _marked_output(lines, index), "record": _record(lines, start - 1)})
+                      "output": _marked_output(lines, index), "record": _record(lines, start - 1),
+                      "quote": _fenced_quote(lines, index, section_end)})
     return found
+
+
+def _fenced_quote(lines: list[str], start: int, fence: int) -> list[str] | None:
+    """The lines of the ``text`` fence at ``fence`` when the commands' block (ending before ``start``) is followed by
+    one paragraph that says they are verbatim and then the fence: a block's output quoted in a fence rather than as a
+    list (None otherwise; a fence further on, after other prose, quotes something else)."""
+    match = _FENCE.match(lines[fence]) if fence < len(lines) else None
+    between = [i for i in range(start, fence) if lines[i].strip()]
+    if not match or match.group(1) != "text" or not between or between[-1] - between[0] != len(between) - 1 \
+            or "verbatim" not in " ".join(lines[i] for i in between):
+        return None
+    end = next((i for i in range(fence + 1, len(lines)) if _FENCE.match(lines[i])), len(lines))
+    return [line for line in lines[fence + 1:end] if line.strip()]
 
 
 _RECORD = re.compile(r"^<!--\s*record:(.*?)-->$")
@@ -346,7 +362,7 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
     root = _repository_root(path)
     problems = []
     for block in quoted_outputs(path.read_text(encoding="utf-8")):
-        if not any(_quoted(block["section"])[:2]) and block["output"] is None:
+        if not any(_quoted(block["section"])[:2]) and block["output"] is None and block["quote"] is None:
             continue  # commands named, nothing of their output quoted
         where = f"the commands of line {block['line']}"
         if block["record"] is not None:
@@ -387,8 +403,9 @@ def markdown_problems(path: str | os.PathLike) -> list[Problem]:
             problems.append(Problem(name, "false-sentence", f"{where}: {detail}"))
         by_command = [{" ".join(line.removeprefix("- ").split()) for line in output} for output in outputs]
         said = set().union(*by_command)
+        quoted = [" ".join(line.removeprefix("- ").split()) for line in block["quote"] or ()]
         last = 0  # the command whose output the item before was quoted from: commands are quoted in their order
-        for item in verbatim:
+        for item in verbatim + quoted:
             if item not in said:
                 problems.append(Problem(name, "false-sentence", f"{where} do not print {item!r}"))
             elif not any(item in lines for lines in by_command[last:]):
