@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import math
 import os
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -23,7 +25,7 @@ __all__ = ["DOWNLOAD_TIMEOUT", "DownloadError", "download_file", "download_timeo
 DOWNLOAD_TIMEOUT = 30.0
 """Default seconds a download may wait for a connection or for the next chunk (``$SHC_DOWNLOAD_TIMEOUT``
 overrides it)."""
-_CHUNK = 1 << 20
+_CHUNK = 1 << 16  # bytes that must arrive within the timeout: slower than 64 KiB in 30 s is a stalled link
 
 
 class DownloadError(RuntimeError):
@@ -39,8 +41,8 @@ def download_timeout() -> float:
         seconds = float(value)
     except ValueError:
         seconds = -1.0
-    if not seconds > 0:
-        raise ValueError(f"SHC_DOWNLOAD_TIMEOUT must be a number of seconds > 0, got {value!r}")
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise ValueError(f"SHC_DOWNLOAD_TIMEOUT must be a finite number of seconds > 0, got {value!r}")
     return seconds
 
 
@@ -56,6 +58,20 @@ class _BadFile(ValueError):
     """A download that arrived but is not the file: cut short, or with another checksum."""
 
 
+def _copy(response, handle, timeout: float) -> None:
+    """Copy ``response`` into ``handle``, each :data:`_CHUNK` of it within ``timeout`` seconds: the socket's own
+    timeout bounds one read only, so a server trickling a byte a second would never time out."""
+    pending, started = 0, time.monotonic()
+    while piece := response.read1(_CHUNK - pending):
+        handle.write(piece)
+        pending += len(piece)
+        if pending >= _CHUNK:
+            pending, started = 0, time.monotonic()
+        elif time.monotonic() - started > timeout:
+            raise TimeoutError(f"{pending} bytes in {time.monotonic() - started:.0f} s: a chunk of "
+                               f"{_CHUNK >> 10} KiB did not arrive within the timeout of {timeout:g} s")
+
+
 def _fetch(url: str, destination: Path, timeout: float, checksum: tuple[str, str] | None) -> None:
     """Stream ``url`` into a temporary file next to ``destination``; only a whole file (as many bytes as the
     server announced) with the right ``checksum`` replaces it: a failed download never leaves half a file, and
@@ -64,8 +80,7 @@ def _fetch(url: str, destination: Path, timeout: float, checksum: tuple[str, str
     with urllib.request.urlopen(request, timeout=timeout) as response, \
             atomic_path(destination, suffix=".part") as partial:
         with open(partial, "wb") as handle:
-            for chunk in iter(lambda: response.read(_CHUNK), b""):
-                handle.write(chunk)
+            _copy(response, handle, timeout)
         announced, received = response.headers.get("Content-Length"), partial.stat().st_size
         if announced is not None and announced.isdigit() and int(announced) != received:
             raise _BadFile(f"the connection ended after {received} of {announced} bytes")
@@ -118,8 +133,8 @@ def download_file(
     if not urls:
         raise ValueError("urls is empty: give at least one URL to download from")
     timeout = download_timeout() if timeout is None else float(timeout)
-    if not timeout > 0:
-        raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+    if not (timeout > 0 and math.isfinite(timeout)):
+        raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
     destination = Path(destination).expanduser()
     destination.parent.mkdir(parents=True, exist_ok=True)
     failures = []

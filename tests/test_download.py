@@ -174,15 +174,52 @@ def test_download_timeout_reads_the_environment(monkeypatch):
     monkeypatch.setenv("SHC_DOWNLOAD_TIMEOUT", "2.5")
     assert download_timeout() == 2.5
     monkeypatch.setenv("SHC_DOWNLOAD_TIMEOUT", "soon")
-    with pytest.raises(ValueError, match="SHC_DOWNLOAD_TIMEOUT must be a number of seconds > 0, got 'soon'"):
+    with pytest.raises(ValueError, match="SHC_DOWNLOAD_TIMEOUT must be a finite number of seconds > 0, got 'soon'"):
+        download_timeout()
+    monkeypatch.setenv("SHC_DOWNLOAD_TIMEOUT", "inf")  # passed, then crashed in the socket (an audit)
+    with pytest.raises(ValueError, match="finite number of seconds > 0, got 'inf'"):
         download_timeout()
 
 
 def test_download_rejects_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="urls is empty"):
         download_file([], tmp_path / "x", instructions="")
-    with pytest.raises(ValueError, match="timeout must be"):
-        download_file("file:///x", tmp_path / "x", instructions="", timeout=0)
+    for timeout in (0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="timeout must be"):
+            download_file("file:///x", tmp_path / "x", instructions="", timeout=timeout)
+
+
+def test_a_server_that_trickles_bytes_times_out(tmp_path):
+    """An audit: the socket's timeout bounds one read, so a server sending a byte every 0.05 s never timed out;
+    each chunk must now arrive within the timeout."""
+    import threading
+
+    with socket.socket() as trickler:
+        trickler.bind(("127.0.0.1", 0))
+        trickler.listen(1)
+        stop = threading.Event()
+
+        def trickle():
+            with contextlib.suppress(OSError):
+                connection, _ = trickler.accept()
+                with connection:
+                    connection.recv(65536)
+                    connection.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+                    while not stop.wait(0.05):
+                        connection.sendall(b"x")
+
+        thread = threading.Thread(target=trickle, daemon=True)
+        thread.start()
+        url = f"http://127.0.0.1:{trickler.getsockname()[1]}/file.gz"
+        started = time.perf_counter()
+        try:
+            with pytest.raises(DownloadError, match="did not arrive within the timeout of 0.5 s"):
+                download_file(url, tmp_path / "file.gz", instructions="", timeout=0.5)
+        finally:
+            stop.set()
+        assert time.perf_counter() - started < 5
+        thread.join(5)
+    assert not (tmp_path / "file.gz").exists()
 
 
 # ----------------------------------------------------------------------------------------------
