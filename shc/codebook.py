@@ -140,6 +140,9 @@ def hungarian_assignment(costs: np.ndarray, order: np.ndarray | None = None) -> 
     (``scipy.optimize.linear_sum_assignment``, rectangular C x M); ``order`` is ignored."""
     from scipy.optimize import linear_sum_assignment
 
+    num_classes, size = np.shape(costs)
+    if size < num_classes:  # linear_sum_assignment would leave classes without a candidate (and us uninitialised)
+        raise ValueError(f"{size} candidates cannot give {num_classes} classes one each; use a larger codebook.")
     rows, columns = linear_sum_assignment(costs)
     chosen = np.empty(costs.shape[0], dtype=np.int64)
     chosen[rows] = columns

@@ -46,9 +46,14 @@ def resolve_device(device: str | torch.device = "auto", local_rank: int = 0) -> 
         return torch.device("cpu")
     if not torch.cuda.is_available():
         raise RuntimeError(f"device={device!r} was requested but CUDA is not available; use device='cpu' or 'auto'.")
+    count = torch.cuda.device_count()
     if device == "cuda":
-        return torch.device("cuda", local_rank % torch.cuda.device_count())
-    return torch.device(device)
+        return torch.device("cuda", local_rank % count)
+    chosen = torch.device(device)
+    if chosen.index is not None and chosen.index >= count:
+        raise RuntimeError(f"device={device!r} was requested but this machine has {count} GPU(s): use one of "
+                           f"{', '.join(f'cuda:{index}' for index in range(count))}, 'cuda' or 'auto'.")
+    return chosen
 
 
 def describe_device(device: torch.device) -> str:

@@ -85,6 +85,13 @@ def test_greedy_on_a_hand_checked_example():
     np.testing.assert_array_equal(hungarian_assignment(costs), [1, 0, 2])
 
 
+@pytest.mark.parametrize("name", ASSIGNMENTS.names())
+def test_every_assignment_refuses_too_few_candidates(name):
+    """An audit: the Hungarian assignment left classes without a candidate uninitialised (np.empty)."""
+    with pytest.raises(ValueError, match="3 classes one each; use a larger codebook"):
+        ASSIGNMENTS.get(name)(np.zeros((3, 2)), np.arange(3))
+
+
 def test_greedy_refuses_too_few_candidates_and_a_bad_order():
     with pytest.raises(ValueError, match="larger codebook"):
         greedy_assignment(np.zeros((3, 2)), np.arange(3))

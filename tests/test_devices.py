@@ -88,3 +88,17 @@ def test_the_pipeline_runs_stage_1_inference_on_the_trained_classifiers_device(m
     S = pipeline.run_similarity(config)
     assert S.shape == (8, 8) and np.allclose(np.diag(S), 1)
     assert calls and all(call["device_argument"] is None for call in calls), "inference must follow the model"
+
+
+def test_a_gpu_index_the_machine_does_not_have_is_refused_naming_the_ones_it_has(monkeypatch):
+    """An audit: cuda:7 on a one-GPU machine passed, and failed later as "invalid device ordinal", naming no fix."""
+    import torch
+
+    from shc.devices import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("cuda:1") == torch.device("cuda", 1)
+    assert resolve_device("cuda", local_rank=3) == torch.device("cuda", 1)
+    with pytest.raises(RuntimeError, match=r"cuda:7.*has 2 GPU\(s\): use one of cuda:0, cuda:1"):
+        resolve_device("cuda:7")
