@@ -12,6 +12,7 @@ import contextlib
 import errno
 import json
 import os
+import secrets
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,8 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}{suffix}")
+    # unique per call: two hosts sharing a run folder may run the same pid, and two threads share one
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}{suffix}")
     try:
         yield temporary
         if temporary.exists():

@@ -1181,3 +1181,15 @@ def test_every_method_s_loss_is_drawn_relative_to_its_first_epoch():
     np.testing.assert_allclose(lines["csq"].get_ydata(), [1.0, 0.5, 0.2])
     np.testing.assert_allclose(lines["crh"].get_ydata(), [1.0, 0.8, 0.2])
     assert fig.axes[0].get_title() == "16 bits: training loss / epoch 1"
+
+
+def test_two_atomic_writes_of_one_file_at_once_use_their_own_temporaries(tmp_path):
+    """An audit: the temporary name held only the pid, so two threads (or two hosts sharing a run folder with the same
+    pid) writing one file wrote into one temporary, and one's replace could publish the other's half-written bytes."""
+    target = tmp_path / "metrics.json"
+    with plots.atomic_path(target) as first, plots.atomic_path(target) as second:
+        assert first != second
+        first.write_text("first")
+        second.write_text("second")
+    assert target.read_text() == "first"  # the outer block ends last and wins, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]
