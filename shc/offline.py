@@ -164,7 +164,9 @@ def shared_stylesheet(html: str, page_path: str | os.PathLike, assets_root: str 
     data = css.encode("utf-8")
     target = (Path(assets_root) / ASSETS_DIRNAME / STYLESHEETS_DIRNAME
               / f"page-{hashlib.sha256(data).hexdigest()[:16]}.css")
-    if not (target.is_file() and target.read_bytes() == data):
+    if target.is_file() and target.read_bytes() == data:
+        os.utime(target)  # in use from now: prune_stylesheets spares it until the page that links it is written
+    else:
         with atomic_path(target) as temporary:
             temporary.write_bytes(data)
     href = Path(os.path.relpath(target.absolute(), Path(page_path).absolute().parent)).as_posix()
@@ -181,12 +183,21 @@ def shared_stylesheet(html: str, page_path: str | os.PathLike, assets_root: str 
     return html[:head.start()] + "".join(new_head) + html[head.end():]
 
 
-def prune_stylesheets(assets_root: str | os.PathLike) -> list[Path]:
+#: Seconds a stylesheet written or reused by :func:`shared_stylesheet` is kept though no page links it yet: the
+#: reports root is shared by every preset, and another preset's batch may have made it for a page not yet written.
+STYLESHEET_GRACE_SECONDS = 3600.0
+
+
+def prune_stylesheets(assets_root: str | os.PathLike, grace: float = STYLESHEET_GRACE_SECONDS) -> list[Path]:
     """Delete the stylesheets of ``<assets_root>/_assets/css`` that no page below ``assets_root`` links any more
-    (left by pages rebuilt with another nbconvert); return what was deleted.
+    (left by pages rebuilt with another nbconvert) and that were not written or reused in the last ``grace``
+    seconds; return what was deleted.
 
     A sheet is kept when any page links a file of its name (pages still being built, in a batch's hidden
-    building folder, link theirs as from their final place: the name is what they share)."""
+    building folder, link theirs as from their final place: the name is what they share), or when it is newer than
+    ``grace``: another preset's batch, which this one does not lock, may hold a page linking it in memory."""
+    import time
+
     root = Path(assets_root)
     folder = root / ASSETS_DIRNAME / STYLESHEETS_DIRNAME
     if not folder.is_dir():
@@ -196,8 +207,9 @@ def prune_stylesheets(assets_root: str | os.PathLike) -> list[Path]:
         for href in _STYLESHEET_LINK.findall(page.read_text(encoding="utf-8", errors="replace")):
             used.add(href.rsplit("/", 1)[-1])
     removed = []
+    recent = time.time() - grace
     for sheet in sorted(folder.glob("*.css")):
-        if sheet.name not in used:
+        if sheet.name not in used and sheet.stat().st_mtime < recent:
             sheet.unlink()
             removed.append(sheet)
     return removed
