@@ -162,11 +162,17 @@ def test_shc_ls_history_points_at_the_returned_centers(searched):
 
 
 def test_shc_ls_honours_a_user_distance_and_is_deterministic():
+    """The user's d must differ from the GV default (5 at C = 50, q = 16), or an ignored option would pass (an audit):
+    above it the constraint binds (the default's centers sit at 5), below it the search may use the room."""
     S = hierarchical_similarity(50, num_groups=5, seed=9)
-    first = generate_centers("shc-ls", 50, 16, similarity=S, seed=4, min_distance=5, anneal_sweeps=20)
-    second = generate_centers("shc-ls", 50, 16, similarity=S, seed=4, min_distance=5, anneal_sweeps=20)
+    default = generate_centers("shc-ls", 50, 16, similarity=S, seed=4, anneal_sweeps=20)
+    assert brute_d_min(default) == 5
+    first = generate_centers("shc-ls", 50, 16, similarity=S, seed=4, min_distance=6, anneal_sweeps=20)
+    second = generate_centers("shc-ls", 50, 16, similarity=S, seed=4, min_distance=6, anneal_sweeps=20)
     np.testing.assert_array_equal(first, second)
-    assert brute_d_min(first) >= 5
+    assert brute_d_min(first) >= 6
+    looser = generate_centers("shc-ls", 50, 16, similarity=S, seed=4, min_distance=3, anneal_sweeps=20)
+    assert 3 <= brute_d_min(looser) < 5
 
 
 def test_shc_ls_refuses_an_infeasible_start_and_unknown_starts():

@@ -126,6 +126,16 @@ def test_center_quality_hand_computed():
     # S agreeing with the Gram ordering exactly gives Spearman 1.
     S = np.array([[1, 0.5, -0.5], [0.5, 1, 0.5], [-0.5, 0.5, 1]])
     assert center_quality(H, S)["spearman"] == pytest.approx(1.0)
+    # a constant side has no rank order: S = identity (every off-diagonal 0), or centers all at one distance; NaN,
+    # decided before scipy is asked (which would warn of constant input on every such table)
+    import warnings
+
+    hadamard = np.array([[1, 1, 1, 1], [1, -1, 1, -1], [1, 1, -1, -1], [1, -1, -1, 1]])  # every pair at q/2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(center_quality(H, np.eye(3))["spearman"])
+        assert np.isnan(center_quality(hadamard, np.array([[1, .9, .1, 0], [.9, 1, .2, 0], [.1, .2, 1, .3],
+                                                           [0, 0, .3, 1]]))["spearman"])
 
 
 @pytest.fixture(scope="module")
@@ -184,10 +194,26 @@ def test_shc_best_h_is_the_lowest_objective_in_its_history(paper_grid_centers):
     assert objectives[shc.best_cycle] == min(objectives)
 
 
-def test_shc_without_backtracking_still_feasible():
+def test_a_projected_step_too_close_is_rejected_whole_or_shrunk_to_its_feasible_prefix():
+    """Eq. 36 by hand: h_0 = (1, 1, 1, 1), h_1 = (-1, -1, -1, 1) at distance 3, d = 2. The gradient asks h_0 to flip
+    bits 0 and 1 (strengths 3 and 2 > eta = 1): both flips put it at distance 1 from h_1, bit 0 alone at 2. Without
+    backtracking (the authors' release) the step is rejected whole; with it, it shrinks to bit 0."""
+    from shc.centers.semantic import _projected_step
+
+    H = np.array([[1, 1, 1, 1], [-1, -1, -1, 1]], dtype=np.float64)
+    gradient = np.array([3.0, 2.0, 0.0, 0.0])  # h_0k * g_k = strengths 3, 2, 0, 0
+    assert _projected_step(H, 0, gradient, 1.0, 2, backtrack=False) is None
+    np.testing.assert_array_equal(_projected_step(H, 0, gradient, 1.0, 2, backtrack=True), [0])
+    np.testing.assert_array_equal(_projected_step(H, 0, gradient, 1.0, 1, backtrack=False), [0, 1])  # d = 1: whole
+
+
+def test_shc_without_backtracking_still_feasible_and_rejects_more_steps():
     S = planted_similarity(100, num_groups=10, seed=1)
     result = optimize_semantic_centers(S, 32, backtrack=False, cycles=5)
     assert brute_force_d_min(result.centers) >= 10
+    shrunk = optimize_semantic_centers(S, 32, backtrack=True, cycles=5)
+    rejected = [sum(row["rejected_updates"] for row in run.history) for run in (result, shrunk)]
+    assert rejected[0] > rejected[1]  # a step backtracking shrinks is one the release rejects
 
 
 def test_semantic_only_ablation_lowers_s_loss_without_distance_guarantee():

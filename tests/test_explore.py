@@ -82,11 +82,25 @@ def test_controls_drive_the_views_and_the_numbers_match_shc_centers():
     np.testing.assert_array_equal(explorer.view.S, hierarchical_similarity(20, num_groups=2, seed=0))
 
 
-def test_uncached_settings_compute_in_the_background_with_a_progress_bar():
+def test_uncached_settings_compute_in_the_background_with_a_progress_bar(monkeypatch):
+    """The computation is held until the test has looked (an audit: "bar visible or already done" passed with the
+    background thread removed)."""
+    import threading
+
     explorer = explore.Explorer(num_classes=16, bits=8, method="random", cache=explore.CenterCache()).wait()
     computed = explorer.cache.computed
-    explorer.method.value = "shc-ls"
-    assert explorer.progress.layout.visibility == "visible" or explorer.view.method == "shc-ls"
+    release, view = threading.Event(), explore.explorer_view
+
+    def held(*args, **kwargs):
+        assert release.wait(60), "the test never released the computation"
+        return view(*args, **kwargs)
+
+    monkeypatch.setattr(explore, "explorer_view", held)
+    explorer.method.value = "shc-ls"  # returns while the centers are computed in the background
+    assert explorer._thread is not None and explorer._thread.is_alive()
+    assert explorer.progress.layout.visibility == "visible" and "computing shc-ls centers" in explorer.status.value
+    assert explorer.view.method == "random"  # the old view stays until the new one is ready
+    release.set()
     explorer.wait()
     assert explorer.view.method == "shc-ls" and explorer.progress.layout.visibility == "hidden"
     assert explorer.cache.computed == computed + 1

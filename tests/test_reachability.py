@@ -117,15 +117,22 @@ def test_the_additive_fit_is_additive_and_no_better_than_the_best_additive_rule(
     from shc.reachability import additive_fit
 
     items = np.array(list(product(range(3), range(3))))
-    targets = np.random.default_rng(2).choice([-1, 1], (9, 10))
-    fitted = additive_fit(targets, items)
     grid = np.array(list(product(range(-2, 3), repeat=3)))
     rules = {tuple(np.sign(g1[items[:, 0]] + g2[items[:, 1]] + bias))
              for g1 in grid for g2 in grid for bias in (-2.5, -1.5, -0.5, 0.5, 1.5, 2.5)}
+    rng = np.random.default_rng(2)
+    additive = np.array(sorted(rules))[rng.choice(len(rules), 5, replace=False)].T  # bits an additive net can make
+    targets = np.concatenate([rng.choice([-1, 1], (9, 10)), additive], axis=1)
+    fitted = additive_fit(targets, items)
+    exact = 0
     for j in range(targets.shape[1]):
         assert tuple(fitted[:, j]) in rules  # every fitted bit is itself an additive rule (on 3 x 3 items) ...
         best = max(np.sum(np.array(rule) == targets[:, j]) for rule in rules)
         assert np.sum(fitted[:, j] == targets[:, j]) <= best  # ... and agrees with the targets at most as the best
+        if tuple(targets[:, j]) in rules:  # an additive target is reproduced exactly (zero hinge is optimal)
+            np.testing.assert_array_equal(fitted[:, j], targets[:, j])
+            exact += 1
+    assert exact >= 5 and exact < targets.shape[1]  # both kinds of bit were checked
 
 
 def test_evaluate_codes_adds_reachability_only_with_training_codes():

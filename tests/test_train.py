@@ -559,3 +559,26 @@ def test_a_set_too_small_for_batch_norm_names_the_fix(tmp_path):
     with pytest.raises(ValueError, match=r"BatchNorm needs at least 2 samples; give more"):
         fit(mlp(), CrossEntropy(), IndexedTensors(inputs, labels), config(batch_size=64, epochs=1), tmp_path,
             progress=False)
+
+
+@pytest.mark.parametrize("optimizer, first, second", [
+    # two steps on f(p) = 2 p (gradient 2) from p = 0, lr 0.1, no weight decay, by each rule's definition:
+    ("sgd", -0.2, -0.2 - 0.1 * (0.9 * 2 + 2)),  # momentum 0.9: the second step's velocity is 0.9 g + g
+    ("adam", -0.1, -0.2),  # m_hat / sqrt(v_hat) = g / |g| = 1 on a constant gradient: lr a step
+    ("rmsprop", -0.1 * 2 / (0.01 * 4) ** 0.5,  # v = 0.01 g^2 (alpha 0.99): a step of lr g / sqrt(v) = 10 lr
+     -0.1 * 2 / (0.01 * 4) ** 0.5 - 0.1 * 2 / ((0.99 * 0.01 + 0.01) * 4) ** 0.5),
+])
+def test_each_optimizer_name_builds_its_own_update_rule(optimizer, first, second):
+    """An audit: mapping "adam" to RMSprop, or SGD's momentum to 0, passed every test of the loop."""
+    import torch
+
+    from shc.train.config import TrainConfig
+    from shc.train.loop import _build_optimizer
+
+    parameter = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+    built = _build_optimizer([parameter], TrainConfig(optimizer=optimizer, lr=0.1, weight_decay=0.0))
+    for expected in (first, second):
+        built.zero_grad()
+        (2 * parameter).sum().backward()
+        built.step()
+        assert parameter.item() == pytest.approx(expected, rel=1e-6)
