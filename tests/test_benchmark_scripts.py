@@ -64,7 +64,7 @@ def test_the_grid_estimate_counts_each_run_at_its_own_budget():
 
     tool = _benchmark("fine_epoch_seconds")
     lth = [config for config in preset("standard-fine") if config.method == "lth"]
-    assert tool.estimate_seconds(lth, 1.0, 0.0, 0.0, lambda epoch: True) == (3 * (480 + 480 + 960), 5760)
+    assert tool.estimate_seconds(lth, 1.0, 0.0, 0.0, lambda epoch: True) == (3 * (480 + 960 + 960), 7200)
     crh = [config for config in preset("standard-fine") if config.method == "crh"][:1]  # 120 epochs, eval every 6
     seconds, _ = tool.estimate_seconds(crh, 0.0, 1.0, 1.0, lambda epoch: epoch <= 20 or epoch % 5 == 0)
     assert seconds == (20 + 20) + 120 // crh[0].eval_every  # hooks after epochs 1-20, 25, ..., 120; validations

@@ -492,7 +492,7 @@ def test_a_preset_gives_a_method_its_own_budget_at_one_code_length():
     with pytest.raises(ValueError, match="nope"):
         preset({64: {"nope": {"epochs": 9}}})
     fine = {(c.bits, c.epochs) for c in PRESETS.get("standard-fine").configs(methods=["lth"], seeds=[0])}
-    assert fine == {(16, 480), (32, 480), (64, 960)}
+    assert fine == {(16, 480), (32, 960), (64, 960)}
     assert own.own_fields("lth") == {"epochs": 5} and own.own_fields("lth", 64) == {"epochs": 9}
     assert own.own_fields("csq", 64) == {}
 

@@ -206,8 +206,8 @@ def test_budget_phrase_groups_the_methods_of_each_budget():
 
 
 def test_budget_phrase_names_the_code_length_whose_budget_differs():
-    """standard-fine's LTH trains 480 epochs, 960 at 64 bits (Preset.bits_config): the phrase says where, where
-    "480/960" would not; a method with one budget at every length reads as before."""
+    """standard-fine's LTH trains 480 epochs at 16 bits, 960 at 32 and 64 (Preset.bits_config): the phrase says where,
+    where "480/960" would not; a method with one budget at every length reads as before."""
     from shc.presets import PRESETS
     from shc.results import budget_phrase, budgets_by_bits
 
@@ -215,8 +215,8 @@ def test_budget_phrase_names_the_code_length_whose_budget_differs():
     methods = ["random", "crh", "lth"]
     budgets = budgets_by_bits(configs, methods)
     assert budgets == {"random": {16: 120, 32: 120, 64: 120}, "crh": {16: 120, 32: 120, 64: 120},
-                       "lth": {16: 480, 32: 480, 64: 960}}
-    assert budget_phrase(budgets) == "120 epochs, 480 for lth (960 at 64 bits)"
+                       "lth": {16: 480, 32: 960, 64: 960}}
+    assert budget_phrase(budgets) == "120 epochs, 960 for lth (480 at 16 bits)"  # its usual budget: the most common
     only64 = budgets_by_bits([c for c in configs if c.bits == 64], methods, labels={"lth": "LTH"})
     assert budget_phrase(only64) == "120 epochs, 960 for LTH"
     # the most common budget of a method is its usual one; on a tie, the shortest code length's
