@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["PAPER_BASELINES", "PAPER_RESULTS", "extract_tables", "load_paper_results", "our_differences",
-           "paper_baselines_sentence", "paper_differences"]
+           "paper_baselines_sentence", "paper_differences", "side_by_side"]
 
 PAPER_RESULTS = Path(__file__).parent / "assets" / "paper_results.csv"
 #: Table 4-6 rows in the paper's order (our method names).
@@ -128,6 +128,16 @@ def our_differences(rows: pd.DataFrame, metric: str, source: str, baselines: Seq
             record[name], record[f"{name} low"], record[f"{name} high"] = interval.mean, interval.low, interval.high
         out.append(record)
     return pd.DataFrame(out)
+
+
+def side_by_side(rows: pd.DataFrame, name: str, metric: str = "mAP@100") -> list[pd.DataFrame]:
+    """The paper's Table 4 differences (:func:`paper_differences`), then ours from ``rows`` under both rankings
+    (tie-aware and ties by index: :func:`our_differences`), each labelled ``ours: {name} (...)``: the frames that
+    :func:`comparison_markdown` shows and page 06 saves."""
+    frames = [paper_differences(metric)]
+    for ours, ranking in ((f"tie_aware_{metric}", "tie-aware"), (metric, "ties by index")):
+        frames.append(our_differences(rows, ours, f"ours: {name} ({ranking})"))
+    return frames
 
 
 def comparison_markdown(frames: Sequence[pd.DataFrame], digits: int = 3) -> str:

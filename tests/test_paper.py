@@ -68,3 +68,19 @@ def test_asset_is_packaged():
     assert PAPER_RESULTS.is_file()
     text = Path(__file__).resolve().parents[1].joinpath("pyproject.toml").read_text()
     assert '"assets/*.csv"' in text
+
+
+def test_side_by_side_is_the_papers_rows_then_ours_under_both_rankings():
+    """Page 06 and `shc.results --paper` show one table; it was built by a loop copied into both."""
+    from shc.paper import side_by_side
+
+    tie_aware, by_index = {"shc": [0.5, 0.6], "csq": [0.4, 0.4]}, {"shc": [0.5, 0.5], "csq": [0.45, 0.35]}
+    rows = pd.DataFrame([{"dataset": "d", "method": m, "label": m, "bits": 16, "seed": s,
+                          "tie_aware_mAP@100": tie_aware[m][s], "mAP@100": by_index[m][s]}
+                         for m in tie_aware for s in range(2)])
+    paper, ours_tie_aware, ours_by_index = side_by_side(rows, "toy")
+    pd.testing.assert_frame_equal(paper, paper_differences("mAP@100"))
+    assert list(ours_tie_aware["source"]) == ["ours: toy (tie-aware)"]
+    assert list(ours_by_index["source"]) == ["ours: toy (ties by index)"]
+    assert ours_tie_aware["shc - csq"].iloc[0] == pytest.approx(0.15)  # mean of 0.1 and 0.2
+    assert ours_by_index["shc - csq"].iloc[0] == pytest.approx(0.10)  # mean of 0.05 and 0.15

@@ -59,7 +59,7 @@ def _print_comparisons(rows: pd.DataFrame, reference: str, order: Sequence[str],
 def _print_paper_comparison(preset, grid: Mapping[str, Any], methods: Sequence[str] | None = None) -> None:
     """The paper's Table 4 differences beside ours: SHC and the paper's baselines among ``methods`` (default: all
     nine) whose runs have finished."""
-    from shc.paper import PAPER_BASELINES, comparison_markdown, our_differences, paper_differences
+    from shc.paper import PAPER_BASELINES, comparison_markdown, paper_differences, side_by_side
 
     chosen = [m for m in PAPER_BASELINES if methods is None or m in methods]
     configs = finished_configs(preset.configs(methods=list(dict.fromkeys(("shc", *chosen))), **grid))
@@ -67,8 +67,7 @@ def _print_paper_comparison(preset, grid: Mapping[str, Any], methods: Sequence[s
     if configs:
         rows = result_rows(configs)
         present = [m for m in PAPER_BASELINES if m in set(rows["method"])]
-        for metric, ranking in (("tie_aware_mAP@100", "tie-aware"), ("mAP@100", "ties by index")):
-            frames.append(our_differences(rows, metric, f"ours: {preset.name} ({ranking})"))
+        frames = side_by_side(rows, preset.name)
         found = f"our baselines: {', '.join(present)} ({len(configs)} runs)"
     else:
         found = "no finished run of SHC or a baseline in this preset yet"
