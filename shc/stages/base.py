@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from shc._io import exclusive_lock, jsonable, write_json
+from shc._io import atomic_path, exclusive_lock, jsonable, write_json
 from shc.executors import fixed_threads
 from shc.runs import STAGE_THREADS
 
@@ -389,7 +389,8 @@ class Stage:
             children = sorted(directory.iterdir(), key=lambda child: child.name != self.complete)
             for child in children:
                 if child.name in ("config.json", SETTINGS_FILE):  # kept: its time stays the stage's first start
-                    shutil.copy2(child, target / child.name)
+                    with atomic_path(target / child.name) as temporary:
+                        shutil.copy2(child, temporary)
                 elif child.name != ".lock" and not (resumes and child == training):
                     child.rename(target / child.name)
         kept = f"resuming {self.training}/last.pt" if resumes else "from scratch"
