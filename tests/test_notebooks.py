@@ -277,6 +277,12 @@ def test_ablation_tables_read_the_same_runs_as_the_retrieval_tables(batch):
     summary = json.loads((_report(batch, "05_ablations") / reports.SUMMARY_FILE).read_text())
     keys = [key for key in summary if "d only (MDS centers)" in key]
     assert keys == [f"tie-aware mAP@ALL d only (MDS centers){', csq' + chr(39) + 's runs' if twin else ''} ({q} bits)"]
+    # the checker derives every mean of the summary again from the page's runs table (an audit: 05 had none)
+    from shc.reports.check_summary import derived_summary, summary_problems
+
+    derived = derived_summary(_report(batch, "05_ablations"))
+    assert set(derived) == set(summary) and all(value is not None for value in derived.values())
+    assert list(summary_problems(_report(batch, "05_ablations"), "05_ablations/summary.json")) == []
 
 
 def test_top_results_are_the_hamming_nearest_with_correct_flags(batch):
