@@ -192,6 +192,25 @@ def test_grid_phrase_puts_each_noun_in_the_number_of_its_count():
     assert grid_phrase(["shc"], [16], [0]) == "1 method x 1 code length x 1 seed"
 
 
+def test_an_ablations_grid_counts_variants_not_methods():
+    """Page 05's grid line said "4 methods" for distance, semantic, shc and shc (text S): three methods, four
+    variants (issue 38)."""
+    from shc.findings import grid_findings
+    from shc.results import grid_phrase
+
+    assert grid_phrase(["shc", "shc (text S)"], [16], [0, 1], unit="variant") == "2 variants x 1 code length x 2 seeds"
+    assert grid_phrase(["shc"], [16], [0], unit="variant") == "1 variant x 1 code length x 1 seed"
+    with pytest.raises(ValueError, match="unit must be one of"):
+        grid_phrase(["shc"], [16], [0], unit="methods")
+    settings = pd.DataFrame({"label": ["shc", "shc (text S)"], "bits": [16, 16], "seed": [0, 0], "classes": [100, 100],
+                             "epochs": [4, 4], "backbone": ["small_cnn"] * 2, "pretrained": [False, False],
+                             "pretrain": ["", ""], "weights": ["", ""], "batch_size": [64, 64],
+                             "optimizer": ["rmsprop"] * 2, "lr": [0.001, 0.001], "eval_every": [2, 2]})
+    line, = grid_findings(settings, "digits-composite", unit="variant")
+    assert line.startswith("2 runs: 2 variants x 1 code length x 1 seed on digits-composite;")
+    assert grid_findings(settings, "digits-composite")[0].startswith("2 runs: 2 methods x")
+
+
 def test_budget_phrase_groups_the_methods_of_each_budget():
     from shc.results import budget_phrase
 

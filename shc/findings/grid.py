@@ -39,10 +39,17 @@ def budget_phrase(epochs: Mapping[str, Sequence[int] | Mapping[int, int]]) -> st
                       *(_budget_words(e, f"for {', '.join(methods)}") for e, methods in grouped.items())])
 
 
-def grid_phrase(methods: Sequence[str], bits: Sequence[int], seeds: Sequence[int]) -> str:
+GRID_UNITS = ("method", "variant")
+
+
+def grid_phrase(methods: Sequence[str], bits: Sequence[int], seeds: Sequence[int], unit: str = "method") -> str:
     """A grid's shape in words, each count with its noun in the right number: ``"8 methods x 3 code lengths x 3
-    seeds"``, ``"1 method x 1 code length x 3 seeds"`` (a reader audit found "1 code lengths", issue 38)."""
-    counts = (("method", len(methods)), ("code length", len(bits)), ("seed", len(seeds)))
+    seeds"``, ``"1 method x 1 code length x 3 seeds"`` (a reader audit found "1 code lengths", issue 38).
+    ``unit="variant"`` counts the labels of an ablation, where one method may appear twice (page 05's ``shc`` and
+    ``shc (text S)`` are one method and two variants)."""
+    if unit not in GRID_UNITS:
+        raise ValueError(f"unit must be one of {GRID_UNITS}, got {unit!r}.")
+    counts = ((unit, len(methods)), ("code length", len(bits)), ("seed", len(seeds)))
     return " x ".join(f"{count} {noun}{'' if count == 1 else 's'}" for noun, count in counts)
 
 
@@ -74,20 +81,20 @@ def setting_phrase(rows: Any, column: str, method: str = "label") -> str:
     return f"{usual}" + (f" ({words})" if words else "")
 
 
-def grid_findings(settings: Any, dataset: str, what: str = "runs") -> list[str]:
+def grid_findings(settings: Any, dataset: str, what: str = "runs", unit: str = "method") -> list[str]:
     """The page's first line from its settings table (:func:`shc.results.settings_rows`: one row per run, columns
     ``label, bits, seed, classes, epochs, backbone, pretrained, pretrain, weights, batch_size, optimizer, lr,
     eval_every``). ``what="runs"`` (pages 03, 04, 06): the count of runs, the grid's shape, how the networks start,
     the budgets (each run's own) and the other training settings, each with the methods that differ from the rest.
     ``what="centers"`` (page 02): the classes, the count of center sets and the Gilbert-Varshamov distance d of each
-    code length (Eq. 13)."""
+    code length (Eq. 13). ``unit`` names what the ``label`` column counts (:func:`grid_phrase`)."""
     if what not in ("runs", "centers"):
         raise ValueError(f"what must be 'runs' or 'centers', got {what!r}.")
     if len(settings) == 0:
         raise ValueError("the settings table has no run: save shc.results.settings_rows(configs) of the page's runs.")
     methods = list(dict.fromkeys(str(name) for name in settings["label"]))
     bits = sorted({int(q) for q in settings["bits"]})
-    shape = grid_phrase(methods, bits, sorted({int(s) for s in settings["seed"]}))
+    shape = grid_phrase(methods, bits, sorted({int(s) for s in settings["seed"]}), unit)
     if what == "centers":
         from shc.centers import gv_min_distance
 
