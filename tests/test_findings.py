@@ -343,11 +343,27 @@ def test_best_methods_respect_ties():
     assert findings.best_methods(rows, "m", 16, method="method") == ["greedyhash"]
 
 
-def test_backbone_phrase_says_how_the_network_starts():
-    from shc.runs import RunConfig
+def test_the_classifier_settings_table_is_each_seeds_stage_1_schedule(tmp_path):
+    """settings_rows(stage="classifier") holds the classifier's own epochs and learning rate (not the hashing
+    network's), the dataset's split, and a row per seed; page 01's lines are derived from it."""
+    from shc.results import settings_rows
+    from shc.runs import RunConfig, load_data
 
-    assert findings.backbone_phrase(RunConfig()) == "small_cnn, trained from scratch"
-    assert "pretrained on the items source task" in findings.backbone_phrase(RunConfig(pretrain="items"))
+    configs = [RunConfig(seed=seed, epochs=5, lr=0.01, classifier_epochs=3, classifier_lr=0.002, run_dir=str(tmp_path))
+               for seed in (0, 1)]
+    rows = settings_rows(configs, stage="classifier")
+    assert list(rows["label"]) == ["seed 0", "seed 1"]
+    assert list(rows["epochs"]) == [3, 3] and list(rows["lr"]) == [0.002, 0.002]
+    data = load_data(configs[0])
+    assert set(rows["protocol"]) == {data.protocol} and set(rows["classes"]) == {data.num_classes}
+    data_line, classifier = findings.grid_findings(rows, configs[0].dataset, what="classifier")
+    assert data_line == f"{configs[0].dataset}: {data.num_classes} classes; {data.protocol}"
+    assert classifier == f"classifier (2 seeds): {configs[0].backbone}, trained from scratch, 3 epochs, " \
+                         f"{configs[0].optimizer}, lr 0.002."
+    hashing = settings_rows(configs)
+    assert list(hashing["epochs"]) == [5, 5] and "protocol" not in hashing
+    with pytest.raises(ValueError, match="stage must be"):
+        settings_rows(configs, stage="stage1")
 
 
 def test_center_sentences_report_the_gv_distance_and_the_s_loss_ratio():

@@ -376,6 +376,28 @@ def test_the_grid_line_says_each_runs_own_budget_and_learning_rate():
                                .assign(bits=16), "x")
 
 
+def test_page_01s_classifier_lines_follow_the_settings_table():
+    """Page 01 printed its classes, split and classifier settings outside any findings list, so the checker could
+    not derive them again (issue 38); they are now the grid finding's ``what="classifier"`` lines."""
+    rows = pd.DataFrame({"label": ["seed 0", "seed 1"], "seed": [0, 1], "classes": [333, 333],
+                         "protocol": ["per class train 20 / query 5"] * 2, "epochs": [8, 8],
+                         "backbone": ["composite3_cnn_mlp"] * 2, "pretrained": [False, False], "pretrain": [None, None],
+                         "weights": [None, None], "optimizer": ["rmsprop"] * 2, "lr": [0.001, 0.001]})
+    data_line, classifier = findings.grid_findings(rows, "fashion-composite", what="classifier")
+    assert data_line == "fashion-composite: 333 classes; per class train 20 / query 5"
+    assert classifier == ("classifier (2 seeds): composite3_cnn_mlp, trained from scratch, 8 epochs, rmsprop, "
+                          "lr 0.001.")
+    changed = rows.assign(epochs=[8, 16], lr=0.003, pretrain="items").iloc[[0, 1]]
+    assert findings.grid_findings(changed, "x", what="classifier")[1] == (
+        "classifier (2 seeds): composite3_cnn_mlp pretrained on the items source task (stage 0), then fine-tuned, "
+        "8 epochs, 16 for seed 1, rmsprop, lr 0.003.")
+    assert findings.grid_findings(rows.iloc[[1]], "x", what="classifier")[1].startswith("classifier (1 seed):")
+    with pytest.raises(ValueError, match="several classes values"):
+        findings.grid_findings(rows.assign(classes=[333, 100]), "x", what="classifier")
+    with pytest.raises(ValueError, match="what must be"):
+        findings.grid_findings(rows, "x", what="classifiers")
+
+
 def test_a_grid_line_edited_by_hand_or_a_settings_file_changed_fails_the_checker(tmp_path):
     page_dir = tmp_path / "tiny" / "03_x"
     table = plots.save_table(_settings(), page_dir / "tables" / "settings")

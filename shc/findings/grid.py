@@ -1,5 +1,5 @@
 """The first line of a page of runs or centers, computed from a table the page publishes: the grid's shape, the
-dataset, how the networks start and the settings each run trained with (pages 02, 03, 04 and 06).
+dataset, how the networks start and the settings each run trained with (pages 01 to 06).
 
 These lines were printed from the configs in memory, so the report checker could not re-derive them (an edit by hand
 passed), and page 03's named the first run's learning rate where methods train with their own (issue 38). Now
@@ -87,27 +87,42 @@ def grid_findings(settings: Any, dataset: str, what: str = "runs", unit: str = "
     eval_every``). ``what="runs"`` (pages 03, 04, 06): the count of runs, the grid's shape, how the networks start,
     the budgets (each run's own) and the other training settings, each with the methods that differ from the rest.
     ``what="centers"`` (page 02): the classes, the count of center sets and the Gilbert-Varshamov distance d of each
-    code length (Eq. 13). ``unit`` names what the ``label`` column counts (:func:`grid_phrase`)."""
-    if what not in ("runs", "centers"):
-        raise ValueError(f"what must be 'runs' or 'centers', got {what!r}.")
+    code length (Eq. 13). ``what="classifier"`` (page 01; ``settings_rows(..., stage="classifier")``, one row per
+    seed with a ``protocol`` column): the classes and the split, then how the stage-1 classifiers start and train.
+    ``unit`` names what the ``label`` column counts (:func:`grid_phrase`)."""
+    if what not in ("runs", "centers", "classifier"):
+        raise ValueError(f"what must be 'runs', 'centers' or 'classifier', got {what!r}.")
     if len(settings) == 0:
         raise ValueError("the settings table has no run: save shc.results.settings_rows(configs) of the page's runs.")
+    start = setting_phrase(settings.assign(start=[_start_words(row) for row in settings.itertuples()]), "start")
+    if what == "classifier":
+        seeds = sorted({int(s) for s in settings["seed"]})
+        return [f"{dataset}: {_one(settings, 'classes')} classes; {_one(settings, 'protocol')}",
+                f"classifier ({len(seeds)} seed{'' if len(seeds) == 1 else 's'}): {start}, "
+                f"{budget_phrase({str(r.label): [int(r.epochs)] for r in settings.itertuples()})}, "
+                f"{setting_phrase(settings, 'optimizer')}, "
+                f"lr {setting_phrase(settings, 'lr')}."]
     methods = list(dict.fromkeys(str(name) for name in settings["label"]))
     bits = sorted({int(q) for q in settings["bits"]})
     shape = grid_phrase(methods, bits, sorted({int(s) for s in settings["seed"]}), unit)
     if what == "centers":
         from shc.centers import gv_min_distance
 
-        classes = sorted({int(c) for c in settings["classes"]})
-        if len(classes) != 1:
-            raise ValueError(f"the center sets are of {classes} classes; a page shows one dataset's.")
-        return [f"{dataset}: C = {classes[0]} classes; {len(settings)} center sets ({shape}).",
+        classes = int(_one(settings, "classes"))
+        return [f"{dataset}: C = {classes} classes; {len(settings)} center sets ({shape}).",
                 "Gilbert-Varshamov distance d (Eq. 13): "
-                + ", ".join(f"{gv_min_distance(classes[0], q)} at {q} bits" for q in bits) + "."]
-    start = setting_phrase(settings.assign(start=[_start_words(row) for row in settings.itertuples()]), "start")
+                + ", ".join(f"{gv_min_distance(classes, q)} at {q} bits" for q in bits) + "."]
     return [f"{len(settings)} runs: {shape} on {dataset}; {start}, {budget_phrase(budgets_from_rows(settings))} "
             f"(each run's own config), batch {setting_phrase(settings, 'batch_size')}, "
             f"{setting_phrase(settings, 'optimizer')}, lr {setting_phrase(settings, 'lr')}, {_validation(settings)}."]
+
+
+def _one(settings: Any, column: str) -> Any:
+    """The one value of ``column`` every row shares (a page shows one dataset's classes and split)."""
+    values = list(dict.fromkeys(_plain(value) for value in settings[column]))
+    if len(values) != 1:
+        raise ValueError(f"the rows hold several {column} values {values}; a page shows one dataset's.")
+    return values[0]
 
 
 def _validation(settings: Any) -> str:

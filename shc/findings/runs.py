@@ -14,7 +14,7 @@ import numpy as np
 from shc.evaluation import PRIMARY_METRIC
 from shc.stats import format_value, metric_name, paired_by_seed, summary_frame, what_this_shows
 
-__all__ = ["ablation_findings", "backbone_phrase", "best_methods", "best_methods_label", "bullet_list",
+__all__ = ["ablation_findings", "best_methods", "best_methods_label", "bullet_list",
            "convergence_findings", "device_findings", "device_phrase", "precision_at_k_findings",
            "reachability_findings", "retrieval_findings", "same_run_findings", "same_run_methods", "same_run_rows"]
 
@@ -290,17 +290,6 @@ def same_run_methods(rows: Any, bits: int) -> dict[str, str]:
 
 def bullet_list(sentences: Sequence[str]) -> str:
     return "\n".join(f"- {sentence}" for sentence in sentences)
-
-
-def backbone_phrase(config: Any) -> str:
-    """How a run's network starts, in words: ``composite_cnn, trained from scratch``, ``resnet34 with ImageNet
-    weights``, ``composite_cnn pretrained on items (stage 0), then fine-tuned``."""
-    if getattr(config, "pretrain", None):
-        return f"{config.backbone} pretrained on the {config.pretrain} source task (stage 0), then fine-tuned"
-    if getattr(config, "pretrained", False) or getattr(config, "weights", None):
-        source = getattr(config, "weights", None) or "ImageNet"
-        return f"{config.backbone} starting from {source} weights"
-    return f"{config.backbone}, trained from scratch"
 
 
 def precision_at_k_findings(frame: Any, bits: int, method: str = "method") -> list[str]:

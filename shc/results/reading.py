@@ -244,20 +244,32 @@ SETTING_COLUMNS = ("classes", "epochs", "backbone", "pretrained", "pretrain", "w
                    "lr", "eval_every")
 
 
-def settings_rows(configs: Iterable[RunConfig], labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+def settings_rows(configs: Iterable[RunConfig], labels: Mapping[str, str] | None = None,
+                  stage: str = "hashing") -> pd.DataFrame:
     """One row per config: its identity (:func:`result_rows`'s columns; ``label`` replaced by ``labels[method]``
     where given, a page's shown names) and :data:`SETTING_COLUMNS`, ``classes`` the dataset's C. The table a page
-    saves for its first line (:func:`shc.findings.grid_findings`), so the checker derives that line from the file."""
-    rows, classes = [], {}
+    saves for its first line (:func:`shc.findings.grid_findings`), so the checker derives that line from the file.
+
+    ``stage="classifier"`` (page 01) describes the stage-1 classifier instead: ``epochs`` and ``lr`` are its own
+    (``classifier_epochs``, ``classifier_lr``), the label is the seed (the classifier depends on no method or code
+    length) and ``protocol`` is the dataset's split in words."""
+    if stage not in ("hashing", "classifier"):
+        raise ValueError(f"stage must be 'hashing' or 'classifier', got {stage!r}.")
+    rows, data = [], {}
     for config in configs:
         identity = _identity(config)
         if labels and config.method in labels:
             identity["label"] = labels[config.method]
         dataset = (config.dataset, json.dumps(dict(config.dataset_options), sort_keys=True, default=str))
-        if dataset not in classes:  # C is the dataset's, whatever the seed: one load per dataset
-            classes[dataset] = load_data(config).num_classes
-        rows.append({**identity, "classes": classes[dataset],
-                     **{name: getattr(config, name) for name in SETTING_COLUMNS if name != "classes"}})
+        if dataset not in data:  # C and the split are the dataset's, whatever the seed: one load per dataset
+            loaded = load_data(config)
+            data[dataset] = (loaded.num_classes, loaded.protocol)
+        row = {**identity, "classes": data[dataset][0],
+               **{name: getattr(config, name) for name in SETTING_COLUMNS if name != "classes"}}
+        if stage == "classifier":
+            row.update(label=f"seed {config.seed}", epochs=config.classifier_epochs, lr=config.classifier_lr,
+                       protocol=data[dataset][1])
+        rows.append(row)
     if not rows:
         raise ValueError("configs is empty; pass the page's runs.")
     return pd.DataFrame(rows)
