@@ -30,6 +30,8 @@ import numpy as np
 __all__ = [
     "PairedInterval",
     "compare_sentence",
+    "counted",
+    "percent_words",
     "format_value",
     "paired_by_seed",
     "paired_interval",
@@ -178,6 +180,21 @@ def paired_by_seed(per_seed: Any, metric: str, bits: int, name_a: str, name_b: s
                            np.array([by_seed[name_b][seed] for seed in common], dtype=float), confidence)
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """A count with its noun in the right number: ``1 run``, ``3 runs``, ``1 center set``; ``plural`` where adding
+    an s is wrong. Every sentence of a page counts through it (an audit found "1 runs", "1 coarse classes")."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def percent_words(share: float) -> str:
+    """A share in whole percent that never rounds to a contradiction: ``"33%"``, but ``"under 1%"`` for a share
+    above 0 that would print as 0% and ``"over 99%"`` for one below 1 that would print as 100%."""
+    percent = f"{share:.0%}"
+    if percent in ("0%", "100%") and 0 < share < 1:
+        return "under 1%" if share < 0.5 else "over 99%"
+    return percent
+
+
 def format_value(value: Any, digits: int = 4) -> str:
     """A number for readers: ``digits`` significant digits in fixed point, integers as integers.
 
@@ -304,7 +321,9 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
     second = rows.iloc[1]
     margin = abs(best["mean"] - second["mean"])
     side = "above" if higher_is_better else "below"
-    sentence += f", {margin:.{digits}f} {side} {second['method']} ({_mean_with_spread(second, digits)})"
+    # a margin that would print as 0.000 gets the decimals that show it (an audit found "0.000 above")
+    shown = digits if round(margin, digits) or margin < _ZERO else _decimals([margin], digits)
+    sentence += f", {margin:.{shown}f} {side} {second['method']} ({_mean_with_spread(second, digits)})"
     if per_seed is not None:
         interval = paired_by_seed(per_seed, metric, bits, best["method"], second["method"], confidence)
         tied = []  # (row, interval) of every method the paired interval cannot tell from the best

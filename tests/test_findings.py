@@ -154,7 +154,7 @@ def test_similarity_sentences_place_the_accuracy_and_name_the_better_source():
     agreement = pd.DataFrame({"roc_auc": [0.9, 0.7]}, index=["data-dependent S", "text S"])
     sentences = findings.similarity_findings(accuracy, correlations, agreement)
     assert "0.610 ± 0.020 over 3 seed(s), inside the paper's range" in sentences[0]
-    assert "between 0.800 and 0.800" in sentences[1]
+    assert sentences[1] == "The data-dependent S of different seeds agree with Spearman 0.800."
     assert sentences[-1].endswith("(0.5 is chance): by both measures the data-dependent S recovers it better.")
     accuracy["test accuracy"] = [0.3]
     agreement["roc_auc"] = [0.6, 0.8]
@@ -237,7 +237,7 @@ def test_pair_sentences_count_the_ties_the_table_cuts():
     pairs = pd.DataFrame({"similarity": [0.9, 0.9], "same_coarse": [True, False]})
     sentences = findings.pair_findings(S, pairs)
     assert sentences == ["3 class pairs share the largest similarity, 0.9000; the table shows 2 of them, in class order.",
-                         "1 of the 2 pairs shown share a coarse class."]
+                         "1 of the 2 pairs shown shares a coarse class."]
     # with each class's coarse class: of the three tied pairs (0, 1), (0, 2) and (2, 3), (0, 1) and (2, 3) share one
     # (the two shown, (0, 1) and (0, 2), as the table's same_coarse says)
     sentences = findings.pair_findings(S, pairs, coarse=np.array([0, 0, 2, 2]))
@@ -278,7 +278,7 @@ def test_the_tie_sentence_reads_the_table_of_tied_pairs_as_it_read_s_at_full_pre
                               {})
     assert derived == findings.pair_findings(S, pairs, coarse) == [
         "3 class pairs share the largest similarity, 0.9000; the table shows 2 of them, in class order; 2 of the 3 "
-        "share a coarse class.", "1 of the 2 pairs shown share a coarse class."]
+        "share a coarse class.", "1 of the 2 pairs shown shares a coarse class."]
     with pytest.raises(ValueError, match="disagree"):
         findings.tie_findings(pairs.assign(similarity=0.5), ties)
 
@@ -443,3 +443,104 @@ def test_findings_word_a_fall_a_missing_record_and_a_near_total_share_as_they_ar
     np.fill_diagonal(S, 1)
     S[0, 1] = S[1, 0] = 0.5  # 2 of 40,200 off-diagonal entries are not negative
     assert findings.sign_findings(S)[0].startswith("over 99% of the off-diagonal entries")
+
+
+def test_counts_of_one_take_the_singular():
+    """An audit of the findings found "1 runs", "1 center sets", "1 coarse classes" and "1 of the 2 pairs shown
+    share" (issue 38): every count goes through shc.stats.counted."""
+    from shc.results import device_phrase
+    from shc.stats import counted
+
+    assert [counted(1, "run"), counted(2, "run"), counted(1, "coarse class", "coarse classes"),
+            counted(0, "seed")] == ["1 run", "2 runs", "1 coarse class", "0 seeds"]
+    one = pd.DataFrame({"label": ["shc"], "bits": [16], "seed": [0], "classes": [100], "epochs": [80],
+                        "backbone": ["small_cnn"], "pretrained": [False], "pretrain": [None], "weights": [None],
+                        "batch_size": [64], "optimizer": ["rmsprop"], "lr": [0.001], "eval_every": [2]})
+    assert findings.grid_findings(one, "x")[0].startswith("1 run: 1 method x 1 code length x 1 seed on x;")
+    assert findings.grid_findings(one, "x", what="centers")[0] == \
+        "x: C = 100 classes; 1 center set (1 method x 1 code length x 1 seed)."
+    mixed = pd.DataFrame({"label": ["shc", "mds"], "bits": [16, 16], "seed": [0, 0],
+                          "device": ["cpu", "cuda (NVIDIA H200)"], "precision": ["fp32", "fp16"]})
+    assert "cpu in fp32 (1 run), cuda (NVIDIA H200) in fp16 (1 run)" in device_phrase(mixed)
+    hierarchy, = findings.hierarchy_findings(pd.DataFrame({"coarse_class": ["a"], "classes": [5]}))
+    assert hierarchy.startswith("This dataset's 5 classes fall into 1 coarse class (a; 5 each): on average 100.0%")
+    with pytest.raises(ValueError, match="at least two classes"):
+        findings.hierarchy_findings(pd.DataFrame({"coarse_class": ["a"], "classes": [1]}))
+    history = pd.DataFrame({"bits": [16], "d_min": [4], "gv_distance": [3]})
+    assert findings.record_distance_finding(history) == "d_min \u2265 d held at the one record."
+    assert findings.record_distance_finding(history.assign(d_min=2)) == "d_min fell below d at 1 of 1 record."
+
+
+def test_the_s_loss_ratio_is_over_the_seeds_the_paired_difference_is_over():
+    """The ratio divided the paired mean difference (shared seeds) by the baseline's mean over all its seeds: with
+    mds's extra seed at 0.50 it said 0.87x where the shared seeds give 0.055 / 0.085 = 0.65x; a zero baseline gave
+    "nanx"."""
+    rows = pd.DataFrame({"label": ["shc", "shc", "mds", "mds", "mds"], "bits": 16, "seed": [0, 1, 0, 1, 2],
+                         "d_min": 4, "gv_distance": 4, "s_loss": [0.05, 0.06, 0.08, 0.09, 0.50]})
+    assert findings.center_findings(rows)[1].endswith(f"shc's S_loss is {0.055 / 0.085:.2f}x of mds's "
+                                                      "(lower is better).")
+    zero = pd.DataFrame({"label": ["shc", "shc", "mds", "mds"], "bits": 16, "seed": [0, 1, 0, 1], "d_min": 4,
+                         "gv_distance": 4, "s_loss": [0.01, 0.02, 0.0, 0.0]})
+    sentence = findings.center_findings(zero)[1]
+    assert sentence.endswith("no ratio: mds's S_loss is 0 on the seeds both have.") and "nan" not in sentence
+
+
+def _similarity(accuracy: float, agreement: pd.DataFrame | None = None, spearman: float | None = None) -> list[str]:
+    names = ["data-dependent S"] + (["data-dependent S (seed 1)"] if spearman is not None else [])
+    correlations = pd.DataFrame(1.0, index=names, columns=names)
+    if spearman is not None:
+        correlations.iloc[0, 1] = correlations.iloc[1, 0] = spearman
+    table = pd.DataFrame({"test accuracy": [accuracy], "test accuracy std": [0.01], "seeds": [3]})
+    return findings.similarity_findings(table, correlations, agreement)
+
+
+def test_similarity_sentences_never_round_into_a_contradiction():
+    """0.7350 was "0.735, above the paper's range of 48.4% to 73.5%" (the edge is 73.49%); two seeds' one Spearman
+    value was "between 0.800 and 0.800"; an ROC-AUC tie with different top-1 shares was "the two measures disagree"."""
+    from shc.findings.centers import PAPER_ACCURACY
+
+    assert PAPER_ACCURACY == (0.4844, 0.7349)
+    edge = _similarity(0.7350)[0]
+    assert "0.7350 ± 0.010 over 3 seed(s), above the paper's range of 48.44% to 73.49%" in edge
+    assert "0.7346 ± 0.010 over 3 seed(s), inside the paper's range of 48.44% to 73.49%" in _similarity(0.7346)[0]
+    assert "0.700 ± 0.010 over 3 seed(s), inside the paper's range of 48.4% to 73.5%" in _similarity(0.70)[0]
+    assert _similarity(0.7, spearman=0.8)[1] == "The data-dependent S of different seeds agree with Spearman 0.800."
+    tie = pd.DataFrame({"roc_auc": [0.8, 0.8], "top1_same_coarse": [0.6, 0.3]}, index=["data-dependent S", "text S"])
+    with_text = pd.DataFrame(1.0, index=["data-dependent S", "text S"], columns=["data-dependent S", "text S"])
+    table = pd.DataFrame({"test accuracy": [0.7], "test accuracy std": [0.01], "seeds": [3]})
+    last = findings.similarity_findings(table, with_text, tie)[-1]
+    assert last.endswith(": ROC-AUC ties them; by the nearest other class the data-dependent S recovers it better.")
+    flipped = tie.assign(roc_auc=[0.7, 0.8], top1_same_coarse=[0.5, 0.5])
+    assert findings.similarity_findings(table, with_text, flipped)[-1].endswith(
+        ": the nearest other class ties them; by ROC-AUC the text S recovers it better.")
+    assert findings.similarity_findings(table, with_text, tie.assign(top1_same_coarse=0.5))[-1].endswith(
+        ": both recover it equally.")
+
+
+def test_convergence_counts_only_the_runs_of_its_table_and_never_rounds_a_share_to_all():
+    """199 of 200 runs at their last epoch read "shc 100%"; a history curve without a row in the runs table (crh
+    here) set the average and the largest late gain of runs the sentence does not count."""
+    curve = {"epoch": [2, 4, 6, 8], "mAP@ALL": [0.1, 0.2, 0.3, 0.4]}
+    runs = pd.DataFrame({"label": ["shc"], "bits": [16], "seed": [0], "selected_epoch": [8]})
+    history = pd.concat([pd.DataFrame({"label": "shc", "bits": 16, "seed": 0, **curve}),
+                         pd.DataFrame({"label": "crh", "bits": 16, "seed": 0, "epoch": [2, 4, 6, 8],
+                                       "mAP@ALL": [0.1, 0.2, 0.3, 0.9]})])
+    first, shares = findings.convergence_findings(runs, history)
+    assert first.startswith("1 of 1 run at 16 bits selected its last evaluated epoch")
+    assert "rose by +0.100 on average (largest +0.100: shc, 16 bits, seed 0)" in first and "crh" not in first
+    many = pd.DataFrame({"label": "shc", "bits": 16, "seed": range(200), "selected_epoch": [8] * 199 + [6]})
+    history = pd.concat([pd.DataFrame({"label": "shc", "bits": 16, "seed": seed, **curve}) for seed in range(200)])
+    assert findings.convergence_findings(many, history)[1].endswith("by method (16 bits): shc over 99%.")
+
+
+def test_a_margin_below_the_shown_decimals_is_printed_with_the_decimals_that_show_it():
+    """shc 0.5004 against mds 0.5000 read "0.000 above mds" next to an interval that excludes 0."""
+    from shc import stats
+
+    rows = pd.DataFrame({"label": ["shc"] * 3 + ["mds"] * 3, "bits": 16, "seed": [0, 1, 2] * 2,
+                         "m": [0.5003, 0.5004, 0.5005, 0.5, 0.5, 0.5]})
+    summary, per_seed = stats.summary_frame(rows, ["m"])
+    assert ", 0.00040 above mds (0.500 ± 0.000, 3 seeds)" in stats.ranking_sentence(summary, "m", 16, per_seed=per_seed)
+    rows["m"] = [0.6, 0.61, 0.62, 0.5, 0.5, 0.5]
+    summary, per_seed = stats.summary_frame(rows, ["m"])
+    assert ", 0.110 above mds" in stats.ranking_sentence(summary, "m", 16, per_seed=per_seed)

@@ -65,9 +65,9 @@ def test_device_phrase_names_one_device_and_warns_on_a_mix():
     assert device_phrase(pd.DataFrame({"method": ["x"]})) == ""  # a results file written before the column
     mixed = device_phrase(rows("cpu", "cuda (NVIDIA H200)", "cuda (NVIDIA H200)", None))
     assert mixed.startswith("**These runs trained on more than one device**")
-    assert "cpu in an unrecorded arithmetic (1 runs), cuda (NVIDIA H200) (2 runs), not recorded (1 runs)" in mixed
+    assert "cpu in an unrecorded arithmetic (1 run), cuda (NVIDIA H200) (2 runs), not recorded (1 run)" in mixed
     # one device recorded beside unrecorded runs is a possible mix, and says so
-    assert "not recorded (1 runs)" in device_phrase(rows("cpu", None))
+    assert "not recorded (1 run)" in device_phrase(rows("cpu", None))
 
 
 def test_device_phrase_names_the_device_of_each_code_length_when_every_length_trained_on_one():
@@ -114,18 +114,18 @@ def test_device_phrase_counts_the_precision_of_each_run_as_part_of_where_it_trai
                                 "across precisions (docs/reliability.md, \"Precision\")")
     # one length split between the two: counted
     split = device_phrase(rows([32, 32, 32], ["cpu"] * 3, ["bf16", "fp32", "fp32"]))
-    assert split.startswith("**These runs trained in more than one precision**: cpu in bf16 (1 runs), cpu in fp32 "
+    assert split.startswith("**These runs trained in more than one precision**: cpu in bf16 (1 run), cpu in fp32 "
                             "(2 runs).")
     # two devices stay a mix of devices; a CPU run without the precision record says so
     mixed = device_phrase(rows([16, 16], ["cpu", "cuda (NVIDIA H200)"], [None, "fp16"]))
-    assert "more than one device**: cpu in an unrecorded arithmetic (1 runs), cuda (NVIDIA H200) in fp16 (1 runs)" in mixed
+    assert "more than one device**: cpu in an unrecorded arithmetic (1 run), cuda (NVIDIA H200) in fp16 (1 run)" in mixed
     assert "across devices (docs/gpu.md)" in mixed
     # a precision without a device (cannot happen in result_rows) claims nothing for the run
-    assert "not recorded (1 runs)" in device_phrase(rows([16, 16], ["cpu", None], ["fp32", "fp32"]))
+    assert "not recorded (1 run)" in device_phrase(rows([16, 16], ["cpu", None], ["fp32", "fp32"]))
     # runs of one device where some lack the record: a possible mix, not a claimed one
     old_and_new = device_phrase(rows([16, 16, 16], ["cpu"] * 3, ["fp32", None, None]))
     assert old_and_new.startswith("**These runs may have trained in more than one precision**: cpu in an unrecorded "
-                                  "arithmetic (2 runs), cpu in fp32 (1 runs).")
+                                  "arithmetic (2 runs), cpu in fp32 (1 run).")
     h200 = "cuda (NVIDIA H200)"
     assert device_phrase(rows([16, 32], [h200] * 2, [None, "fp16"])).startswith(
         f"**These runs may have trained in more than one precision, one per code length**: 16 bits on {h200}, 32 bits "

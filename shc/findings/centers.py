@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from shc.findings.runs import _and
-from shc.stats import ONE_SEED_ADVICE, compare_sentence, format_value, paired_by_seed, summary_frame
+from shc.stats import ONE_SEED_ADVICE, compare_sentence, counted, format_value, percent_words, paired_by_seed, summary_frame
 
 __all__ = ["FAINT", "ONE_SET_ADVICE", "PAPER_ACCURACY", "center_findings", "coarse_structure_findings",
            "geometry_findings", "hadamard_findings", "hierarchy_findings", "pair_findings", "record_distance_finding",
@@ -42,14 +42,19 @@ def similarity_findings(accuracy: Any, correlations: Any, agreement: Any | None)
     else:
         place = "inside" if low <= mean <= high else ("below" if mean < low else "above")
         spread = f" ± {format_value(std, 2)}" if seeds > 1 and np.isfinite(std) else ""
-        sentences.append(f"The stage-1 classifier reaches a test accuracy of {format_value(mean, 3)}{spread} over "
-                         f"{seeds} seed(s), {place} the paper's range of {low:.1%} to {high:.1%} (Table 2).")
+        # near an edge, the accuracy in four digits and the range in the paper's two decimals, where rounding would
+        # make the comparison look wrong (0.735 "above" 73.5%: the edge is 73.49%)
+        shown = 2 if min(abs(mean - low), abs(mean - high)) < 0.0005 else 1
+        sentences.append(f"The stage-1 classifier reaches a test accuracy of {format_value(mean, shown + 2)}{spread} "
+                         f"over {seeds} seed(s), {place} the paper's range of {low:.{shown}%} to {high:.{shown}%} "
+                         "(Table 2).")
     names = list(correlations.index)
     seeds_s = [name for name in names if name.startswith("data-dependent S")]
     if len(seeds_s) > 1:
         values = [correlations.loc[a, b] for i, a in enumerate(seeds_s) for b in seeds_s[i + 1:]]
-        sentences.append(f"The data-dependent S of different seeds agree with Spearman between "
-                         f"{format_value(min(values), 3)} and {format_value(max(values), 3)}.")
+        agree = (f"Spearman {format_value(values[0], 3)}" if len(values) == 1 else
+                 f"Spearman between {format_value(min(values), 3)} and {format_value(max(values), 3)}")
+        sentences.append(f"The data-dependent S of different seeds agree with {agree}.")
     if "text S" in names:
         sentences.append(f"The data-dependent S and the text S agree with Spearman "
                          f"{format_value(correlations.loc['data-dependent S', 'text S'], 3)} "
@@ -69,11 +74,16 @@ def similarity_findings(accuracy: Any, correlations: Any, agreement: Any | None)
             by_top = np.sign(top_data - top_text)
         else:
             by_top = by_auc
-        if by_auc == by_top and by_auc != 0:
-            better = "data-dependent S" if by_auc > 0 else "text S"
-            sentence += f": by both measures the {better} recovers it better."
-        elif by_auc == 0 and by_top == 0:
-            sentence += ": both recover it equally."
+        def better(sign: float) -> str:
+            return "data-dependent S" if sign > 0 else "text S"
+
+        if by_auc == by_top:
+            sentence += (f": by both measures the {better(by_auc)} recovers it better." if by_auc != 0 else
+                         ": both recover it equally.")
+        elif by_auc == 0 or by_top == 0:  # one measure ties: the other decides, and the sentence says which
+            nearest = "the nearest other class"
+            decides, ties = (nearest, "ROC-AUC") if by_auc == 0 else ("ROC-AUC", nearest)
+            sentence += f": {ties} ties them; by {decides} the {better(by_auc or by_top)} recovers it better."
         else:
             sentence += ": the two measures disagree on which S recovers it better."
         sentences.append(sentence)
@@ -100,12 +110,22 @@ def center_findings(rows: Any, reference: str | Sequence[str] = "shc", baseline:
         present = set(summary[summary["bits"] == bits]["method"])
         if {reference, baseline} <= present:
             interval = paired_by_seed(per_seed, "s_loss", int(bits), reference, baseline)
-            mean_b = float(summary[(summary["bits"] == bits) & (summary["method"] == baseline)]["mean"].iloc[0])
-            ratio = 1 + interval.mean / mean_b if mean_b else float("nan")
             sentence = compare_sentence(reference, baseline, interval, "S_loss", int(bits),
                                         one_seed=one_seed).rstrip(".")
-            sentences.append(f"{sentence}; {reference}'s S_loss is {ratio:.2f}x of {baseline}'s (lower is better).")
+            sentences.append(f"{sentence}; {_ratio_words(per_seed, int(bits), reference, baseline)}.")
     return sentences
+
+
+def _ratio_words(per_seed: Any, bits: int, reference: str, baseline: str) -> str:
+    """``shc's S_loss is 0.87x of mds's``: the ratio of the two means over the seeds both have (the seeds the paired
+    difference is over; an audit found the baseline's mean taken over all its seeds), or why there is none."""
+    at = per_seed[(per_seed["metric"] == "s_loss") & (per_seed["bits"] == bits)]
+    ref, base = (at[at["method"] == name].set_index("seed")["value"] for name in (reference, baseline))
+    shared = ref.index.intersection(base.index)
+    mean_b = float(base[shared].mean())
+    if not mean_b > 0:
+        return f"no ratio: {baseline}'s S_loss is {format_value(mean_b, 3)} on the seeds both have"
+    return f"{reference}'s S_loss is {float(ref[shared].mean()) / mean_b:.2f}x of {baseline}'s (lower is better)"
 
 
 def hadamard_findings(table: Any, bits: int) -> list[str]:
@@ -160,11 +180,12 @@ def _pair_sentences(pairs: Any, tied: int, together: int | None) -> list[str]:
         shown = int(np.sum(np.isclose(pairs["similarity"].to_numpy(dtype=float), top)))
         cut = f"; the table shows {shown} of them, in class order" if tied > shown else ""
         if tied > shown and together is not None:
-            cut += f"; {together} of the {tied} share a coarse class"
+            cut += f"; {together} of the {tied} {'shares' if together == 1 else 'share'} a coarse class"
         sentences.append(f"{tied} class pairs share the largest similarity, {format_value(top, 4)}{cut}.")
     if "same_coarse" in pairs:
         same = int(pairs["same_coarse"].sum())
-        sentences.append(f"{same} of the {len(pairs)} pairs shown share a coarse class.")
+        sentences.append(f"{same} of the {len(pairs)} pairs shown {'shares' if same == 1 else 'share'} a coarse "
+                         "class.")
     return sentences
 
 
@@ -184,10 +205,7 @@ def sign_findings(S: Any, source: str = "data-dependent S") -> list[str]:
     negative = (matrix < 0) & off
     per_row = negative.sum(axis=1)
     share = negative.sum() / off.sum()
-    percent = f"{share:.0%}"
-    if percent in ("0%", "100%") and 0 < share < 1:  # not all, not none: never rounded to a contradiction
-        percent = "under 1%" if share < 0.5 else "over 99%"
-    sentence = (f"{percent} of the off-diagonal entries of the {source} are negative (per class: {per_row.min()} to "
+    sentence = (f"{percent_words(share)} of the off-diagonal entries of the {source} are negative (per class: {per_row.min()} to "
                 f"{per_row.max()} of its {len(matrix) - 1} others)")
     median = float(np.median(matrix[negative])) if negative.any() else 0.0
     if negative.any() and median > -FAINT:
@@ -208,9 +226,12 @@ def hierarchy_findings(coarse: Any, shown: int = 3) -> list[str]:
     names = [str(name) for name in coarse["coarse_class"]]
     listed = ", ".join(names[:shown]) + (", ..." if groups > shown else "")
     sizes = f"{counts[0]} each" if counts.min() == counts.max() else f"{counts.min()} to {counts.max()} each"
-    within = (counts * (counts - 1)).sum() / (total * (total - 1)) if total > 1 else float("nan")
-    return [f"This dataset's {total} classes fall into {groups} coarse classes ({listed}; {sizes}): on average "
-            f"{within:.1%} of a class's others share its coarse class."]
+    if total < 2:
+        raise ValueError(f"coarse holds {total} class; a hierarchy needs at least two classes to say how many of a "
+                         "class's others share its coarse class.")
+    within = (counts * (counts - 1)).sum() / (total * (total - 1))
+    return [f"This dataset's {total} classes fall into {counted(groups, 'coarse class', 'coarse classes')} ({listed}; "
+            f"{sizes}): on average {within:.1%} of a class's others share its coarse class."]
 
 
 def coarse_structure_findings(S: Any, centers: Any | None = None, source: str = "S") -> list[str]:
@@ -286,8 +307,9 @@ def record_distance_finding(history: Any, targets: Mapping[int, int] | None = No
                          "the history.")
     below = int((history["d_min"] < required).sum())
     if below == 0:
-        return f"d_min \u2265 d held at all {len(history)} records."
-    return f"d_min fell below d at {below} of {len(history)} records."
+        return (f"d_min \u2265 d held at all {len(history)} records." if len(history) > 1 else
+                "d_min \u2265 d held at the one record.")
+    return f"d_min fell below d at {below} of {counted(len(history), 'record')}."
 
 
 def tradeoff_findings(tradeoff: Any) -> list[str]:

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from shc.stats import counted
+
 __all__ = ["budget_phrase", "budgets_from_rows", "grid_findings", "grid_phrase", "setting_phrase"]
 
 
@@ -49,8 +51,8 @@ def grid_phrase(methods: Sequence[str], bits: Sequence[int], seeds: Sequence[int
     ``shc (text S)`` are one method and two variants)."""
     if unit not in GRID_UNITS:
         raise ValueError(f"unit must be one of {GRID_UNITS}, got {unit!r}.")
-    counts = ((unit, len(methods)), ("code length", len(bits)), ("seed", len(seeds)))
-    return " x ".join(f"{count} {noun}{'' if count == 1 else 's'}" for noun, count in counts)
+    return " x ".join(counted(count, noun) for noun, count in ((unit, len(methods)), ("code length", len(bits)),
+                                                                ("seed", len(seeds))))
 
 
 def budgets_from_rows(rows: Any, method: str = "label") -> dict[str, dict[int, int]]:
@@ -109,11 +111,12 @@ def grid_findings(settings: Any, dataset: str, what: str = "runs", unit: str = "
         from shc.centers import gv_min_distance
 
         classes = int(_one(settings, "classes"))
-        return [f"{dataset}: C = {classes} classes; {len(settings)} center sets ({shape}).",
+        return [f"{dataset}: C = {classes} classes; {counted(len(settings), 'center set')} ({shape}).",
                 "Gilbert-Varshamov distance d (Eq. 13): "
                 + ", ".join(f"{gv_min_distance(classes, q)} at {q} bits" for q in bits) + "."]
-    return [f"{len(settings)} runs: {shape} on {dataset}; {start}, {budget_phrase(budgets_from_rows(settings))} "
-            f"(each run's own config), batch {setting_phrase(settings, 'batch_size')}, "
+    return [f"{counted(len(settings), 'run')}: {shape} on {dataset}; {start}, "
+            f"{budget_phrase(budgets_from_rows(settings))} (each run's own config), "
+            f"batch {setting_phrase(settings, 'batch_size')}, "
             f"{setting_phrase(settings, 'optimizer')}, lr {setting_phrase(settings, 'lr')}, {_validation(settings)}."]
 
 

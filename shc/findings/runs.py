@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from shc.evaluation import PRIMARY_METRIC
-from shc.stats import format_value, metric_name, paired_by_seed, summary_frame, what_this_shows
+from shc.stats import counted, format_value, percent_words, metric_name, paired_by_seed, summary_frame, what_this_shows
 
 __all__ = ["ablation_findings", "best_methods", "best_methods_label", "bullet_list",
            "convergence_findings", "device_findings", "device_phrase", "precision_at_k_findings",
@@ -77,9 +77,9 @@ def device_phrase(rows: Any, markdown: bool = True) -> str:
                 + f". Runs are not bit-identical across {where}: the comparisons of methods at one code "
                   f"length are within one {what}'s runs; a change between lengths of different {what}s also crosses "
                   f"{what}s, and so do training times.")
-    parts = [f"{device} ({count} runs)" for device, count in counts.items()]
+    parts = [f"{device} ({counted(count, 'run')})" for device, count in counts.items()]
     if len(recorded) < len(rows):
-        parts.append(f"not recorded ({len(rows) - len(recorded)} runs)")
+        parts.append(f"not recorded ({counted(len(rows) - len(recorded), 'run')})")
     if len(counts) < 2:  # one recorded device and unrecorded runs: they may all have trained on it
         return (f"{bold}These runs may have trained {'in' if one_device else 'on'} more than one {what}{bold}: " + ", ".join(parts) + ". Runs "
                 f"are not bit-identical across {where}: compare methods within one {what}'s runs.")
@@ -181,7 +181,8 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
         sentence = (f"No run {lengths} selected its last evaluated epoch: every validation {metric_name(column)} "
                     "peaked before its run's end, so the schedule is long enough for model selection.")
     else:
-        sentence = (f"{at_end} of {total} runs {lengths} selected their last evaluated epoch "
+        sentence = (f"{at_end} of {counted(total, 'run')} {lengths} selected "
+                    f"{'its' if total == 1 else 'their'} last evaluated epoch "
                     f"({_ended_by_budget(table)}); under the cosine schedule, whose learning rate reaches 0 there, a "
                     "converged run often peaks at its end.")
     if unevaluated:
@@ -189,7 +190,10 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
                      f"{'are' if unevaluated > 1 else 'is'} not counted.")
     gains = {}
     if column in evaluated:
+        counted_runs = set(table.index)  # the runs the sentence counts: a curve without a row is not one of them
         for (label, bits, seed), curve in evaluated.groupby(["label", "bits", "seed"]):
+            if (label, bits, seed) not in counted_runs:
+                continue
             curve = curve.sort_values("epoch")
             late = curve[curve["epoch"] <= 0.75 * curve["epoch"].max()]
             if len(late) and len(curve) > 1:
@@ -205,7 +209,7 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
                      "budget suffices is tested by doubling it (benchmarks/standard_convergence.py).")
     by_method = table.groupby(level="label")["at_end"].mean()
     worst = by_method.sort_values(ascending=False)
-    detail = ", ".join(f"{name} {share:.0%}" for name, share in worst.items())
+    detail = ", ".join(f"{name} {percent_words(share)}" for name, share in worst.items())
     return [sentence, f"Share of runs selecting the last evaluated epoch, by method ({lengths.removeprefix('at ')}): "
                       f"{detail}."]
 

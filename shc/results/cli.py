@@ -9,7 +9,7 @@ from pathlib import Path
 
 from shc.evaluation import PAIRINGS, PRIMARY_METRIC, UNSEEN_KEYS
 from shc.results.prose import (_metric_title, _print_comparisons, _print_headline, _print_paper_comparison,
-                               _print_regimes, budget_phrase, budgets_by_bits, device_phrase)
+                               _print_regimes, budget_phrase, budgets_by_bits, device_phrase, grid_phrase)
 from shc.results.reading import REACH_KEYS, result_rows
 from shc.results.tables import _print_table
 from shc.runs import MAP_KEYS, TIE_AWARE_MAP_KEYS
@@ -36,11 +36,6 @@ def metric_argument(text: str) -> str:
         return text
     raise argparse.ArgumentTypeError(f"unknown metric {text!r};{did_you_mean(text, list(METRICS))} Known metrics: "
                                      f"{', '.join(METRICS)}.")
-
-
-def _counted(count: int, noun: str) -> str:
-    """``1 seed``, ``3 seeds``."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def hashing_budgets(items: Sequence[str]) -> tuple[int | None, dict[str, int]]:
@@ -229,8 +224,7 @@ def _main(argv: Sequence[str] | None) -> int:
     command = " ".join(["python -m shc.results", *(sys.argv[1:] if argv is None else argv)])
     epochs = budgets_by_bits(configs, order)
     print(f"Results of preset `{args.preset}` ({preset.datasets[0]}; {len(configs)} runs: "
-          f"{_counted(len(order), 'method')} x {_counted(len({c.bits for c in configs}), 'code length')} x "
-          f"{_counted(len({c.seed for c in configs}), 'seed')}; {budget_phrase(epochs)}), "
+          f"{grid_phrase(order, {c.bits for c in configs}, {c.seed for c in configs})}; {budget_phrase(epochs)}), "
           f"read from {source} on {stamp} by `{command}`. "
           "Cells are mean ± std over seeds of the query-set mAP of the model selected on the validation split. "
           "*Tie-aware* is the expectation over random orders within Hamming-distance ties (primary: it does not "
