@@ -34,6 +34,7 @@ checks a folder as a reader gets it (:mod:`shc.reports.check`).
 Modules: :mod:`~shc.reports.plan` (preset table x overrides -> jobs), :mod:`~shc.reports.execute`
 (one report), :mod:`~shc.reports.export` (HTML), :mod:`~shc.reports.index` (the index page),
 :mod:`~shc.reports.notebooks` (clean notebooks), :mod:`~shc.reports.summary` (headline numbers),
+:mod:`~shc.reports.blocks` (the tables and figures several pages share),
 :mod:`~shc.reports.cli` (the batch and the command line).
 """
 
