@@ -18,11 +18,11 @@ __all__ = ["map_tables", "pr_figures", "precision_recall_at_k", "reach_table", "
 
 
 def _ranked(runs: Any, metrics: str | Sequence[str], tables: Path, name: str, order: Sequence[str], row: str,
-            labels: Mapping[str, str] | None, **options: Any) -> Any:
+            labels: Mapping[str, str] | None) -> Any:
     """One :class:`shc.results.RankedTable` of ``metrics``, saved as ``tables/<name>.csv``."""
     from shc import plots, results
 
-    table = results.retrieval_table(runs, metrics, row=row, order=list(order), labels=labels, **options)
+    table = results.retrieval_table(runs, metrics, row=row, order=list(order), labels=labels)
     plots.save_table(table.cells, Path(tables) / name)
     return table
 
