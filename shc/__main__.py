@@ -2,4 +2,5 @@
 
 from shc.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # importing the module (pkgutil.walk_packages, pydoc) must not run the command
+    raise SystemExit(main())

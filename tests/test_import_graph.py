@@ -352,6 +352,26 @@ def test_no_module_of_shc_is_longer_than_a_sitting():
     assert not long, f"modules over {MAX_MODULE_LINES} lines; split them by job: {long}"
 
 
+def test_every_main_module_runs_its_command_only_as_a_script():
+    """``shc/reports/__main__.py`` called the batch at import, so importing every module (pkgutil.walk_packages,
+    pydoc, an audit's import pass) started ``python -m shc.reports --preset quick``: every statement of a
+    ``__main__.py`` that runs something stands under ``if __name__ == "__main__":``."""
+    allowed = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
+
+    def guarded(node: ast.stmt) -> bool:
+        test = node.test if isinstance(node, ast.If) else None
+        return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+                and [getattr(c, "value", None) for c in test.comparators] == ["__main__"])
+
+    mains = sorted(PACKAGE.rglob("__main__.py"))
+    assert len(mains) >= 5
+    unguarded = {str(path.relative_to(PACKAGE.parent)): node.lineno for path in mains
+                 for node in ast.parse(path.read_text()).body
+                 if not (isinstance(node, allowed) or guarded(node)
+                         or isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))}
+    assert not unguarded, f"statements outside the __main__ guard (file: line): {unguarded}"
+
+
 def test_the_reading_and_running_modules_start_without_torchvision():
     """Only the ResNet backbones need torchvision, and its import (its ops pull in torch._dynamo) costs about 2 s
     of every notebook kernel and command: shc.models imports it on first use."""
