@@ -96,11 +96,9 @@ def grid_findings(settings: Any, dataset: str, what: str = "runs", unit: str = "
         raise ValueError(f"what must be 'runs', 'centers' or 'classifier', got {what!r}.")
     if len(settings) == 0:
         raise ValueError("the settings table has no run: save shc.results.settings_rows(configs) of the page's runs.")
-    start = setting_phrase(settings.assign(start=[_start_words(row) for row in settings.itertuples()]), "start")
     if what == "classifier":
-        seeds = sorted({int(s) for s in settings["seed"]})
         return [f"{dataset}: {_one(settings, 'classes')} classes; {_one(settings, 'protocol')}",
-                f"classifier ({len(seeds)} seed{'' if len(seeds) == 1 else 's'}): {start}, "
+                f"classifier ({counted(settings['seed'].nunique(), 'seed')}): {_start_phrase(settings)}, "
                 f"{budget_phrase({str(r.label): [int(r.epochs)] for r in settings.itertuples()})}, "
                 f"{setting_phrase(settings, 'optimizer')}, "
                 f"lr {setting_phrase(settings, 'lr')}."]
@@ -114,10 +112,15 @@ def grid_findings(settings: Any, dataset: str, what: str = "runs", unit: str = "
         return [f"{dataset}: C = {classes} classes; {counted(len(settings), 'center set')} ({shape}).",
                 "Gilbert-Varshamov distance d (Eq. 13): "
                 + ", ".join(f"{gv_min_distance(classes, q)} at {q} bits" for q in bits) + "."]
-    return [f"{counted(len(settings), 'run')}: {shape} on {dataset}; {start}, "
+    return [f"{counted(len(settings), 'run')}: {shape} on {dataset}; {_start_phrase(settings)}, "
             f"{budget_phrase(budgets_from_rows(settings))} (each run's own config), "
             f"batch {setting_phrase(settings, 'batch_size')}, "
             f"{setting_phrase(settings, 'optimizer')}, lr {setting_phrase(settings, 'lr')}, {_validation(settings)}."]
+
+
+def _start_phrase(settings: Any) -> str:
+    """How the runs' networks start (:func:`_start_words`), with the methods that start otherwise."""
+    return setting_phrase(settings.assign(start=[_start_words(row) for row in settings.itertuples()]), "start")
 
 
 def _one(settings: Any, column: str) -> Any:
