@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from shc.evaluation import PRIMARY_METRIC
-from shc.stats import counted, format_value, percent_words, metric_name, paired_by_seed, summary_frame, what_this_shows
+from shc.stats import (counted, format_value, metric_name, paired_by_seed, percent_words, summary_frame,
+                       what_this_shows)
 
 __all__ = ["ablation_findings", "best_methods", "best_methods_label", "bullet_list",
            "convergence_findings", "device_findings", "device_phrase", "precision_at_k_findings",
