@@ -204,3 +204,19 @@ def test_every_run_records_reachability_against_its_own_targets(tmp_path, method
         assert float(rows[-1]["mean class hit"]) == pytest.approx(metrics["train_center_hit_rate"], abs=5e-4)
         nearest = nearest_target_distance(expected_targets)
         assert [row["nearest target at"] for row in rows[:-1]] == [str(d) for d in np.unique(nearest)]
+
+
+def test_center_and_majority_bit_errors_are_measured_against_their_own_codes():
+    """A mutation audit swapped the two (center error against the majority code and back) and no test failed: in the
+    hand example both were 5/20, elsewhere the majority code was the center. Here the center is all +1 and the
+    majority code all -1: 1 of 4 bits differs from the center in the second code, 3 of 4 from the majority code."""
+    scores = reachability([[1, 1, 1, 1], [1, 1, -1, -1]], [0, 0], [[1, 1, 1, 1]], [[-1, -1, -1, -1]])
+    assert scores["center_bit_error"] == pytest.approx((0 + 2) / 8)
+    assert scores["majority_bit_error"] == pytest.approx((4 + 2) / 8)
+
+
+def test_antipodal_targets_are_q_apart():
+    """Two targets at the largest distance q (2 classes, antipodal codes): the self-distance mask must not cap it at
+    q - 1 (a surviving mutation filled the diagonal with q - 1)."""
+    assert nearest_target_distance([[1] * 4, [-1] * 4]).tolist() == [4, 4]
+    assert nearest_target_distance([[1] * 4, [-1] * 4, [1, 1, -1, -1]]).tolist() == [2, 2, 2]

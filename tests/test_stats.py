@@ -199,3 +199,39 @@ def test_our_differences_pair_each_dataset_on_its_own():
     got = our_differences(rows, "m", "ours", baselines=("csq",)).set_index("dataset")  # raised before
     assert got.loc["cars-a", "shc"] == pytest.approx(0.6) and got.loc["cars-b", "shc"] == pytest.approx(0.9)
     assert got.loc["cars-a", "shc - csq"] == pytest.approx(0.2) and got.loc["cars-b", "shc - csq"] == pytest.approx(0.2)
+
+
+def test_a_difference_of_exactly_zero_on_every_seed_is_not_distinguishable():
+    """Two methods equal on every seed (a d_min, a hit rate of 1.0) give the interval [0, 0]: it holds 0, so neither
+    "higher" nor "lower" (a mutation to a closed comparison survived every test)."""
+    interval = stats.paired_interval(np.array([0.5] * 3), np.array([0.5] * 3))
+    assert (interval.low, interval.high) == (0.0, 0.0)
+    assert interval.verdict == "not distinguishable"
+
+
+def test_a_run_without_one_metric_pairs_the_seeds_that_have_it():
+    """summary_frame leaves out a missing value, so the paired interval is over the seeds both methods have (without
+    the drop, paired_by_seed refused the NaN)."""
+    rows = pd.DataFrame({"label": ["a", "a", "b", "b"], "bits": 16, "seed": [0, 1, 0, 1],
+                         "M": [0.5, np.nan, 0.4, 0.45], "N": [0.1, 0.2, 0.3, 0.4]})
+    summary, per_seed = stats.summary_frame(rows, ["M", "N"])
+    assert len(per_seed) == 7
+    interval = stats.paired_by_seed(per_seed, "M", 16, "a", "b")
+    assert interval.n == 1 and interval.mean == pytest.approx(0.1)
+    assert summary[(summary["method"] == "a") & (summary["metric"] == "M")]["n"].iloc[0] == 1
+
+
+def test_a_lower_is_better_ranking_states_a_positive_margin_and_the_lower_interval():
+    """Nothing called ranking_sentence lower-is-better with per-seed numbers: a mutant that expected "higher" there
+    said a clearly lowest method was behind, and one that kept the margin's sign printed "-0.210 below b"."""
+    rows = pd.DataFrame({"label": ["a"] * 3 + ["b"] * 3, "bits": 16, "seed": [0, 1, 2] * 2,
+                         "loss": [0.50, 0.52, 0.51, 0.71, 0.72, 0.73]})
+    summary, per_seed = stats.summary_frame(rows, ["loss"])
+    sentence = stats.ranking_sentence(summary, "loss", 16, higher_is_better=False, per_seed=per_seed)
+    assert sentence.startswith("At 16 bits, a has the lowest loss (0.510 ± 0.010, 3 seeds), 0.210 below b ")
+    assert sentence.endswith("[-0.235, -0.185], excludes 0.")
+
+
+def test_percent_words_never_rounds_a_share_to_none_or_all():
+    assert [stats.percent_words(share) for share in (0.0, 0.001, 0.333, 0.999, 1.0)] == \
+        ["0%", "under 1%", "33%", "over 99%", "100%"]
