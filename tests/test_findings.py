@@ -544,3 +544,20 @@ def test_a_margin_below_the_shown_decimals_is_printed_with_the_decimals_that_sho
     rows["m"] = [0.6, 0.61, 0.62, 0.5, 0.5, 0.5]
     summary, per_seed = stats.summary_frame(rows, ["m"])
     assert ", 0.110 above mds" in stats.ranking_sentence(summary, "m", 16, per_seed=per_seed)
+
+
+def test_the_example_queries_line_counts_the_relevant_results_of_the_figures_data():
+    """Page 04 put the examples' precision in the figure's title, where the checker could not read it; the finding
+    counts the relevant results of the figure's data, in all and per query in the figure's order."""
+    frame = pd.DataFrame({"query": [8] * 3 + [2] * 3, "query_class": ["a"] * 3 + ["b"] * 3, "rank": [1, 2, 3] * 2,
+                          "result": range(6), "distance": [0, 1, 1, 0, 2, 2],
+                          "correct": [True, True, False, False, False, True]})
+    assert findings.example_findings(frame, "mds", 32) == [
+        "mds, 32 bits: 3 of the 6 results shown (2 queries x top 3) are of their query's class (precision 0.50); "
+        "per query, in the figure's order: 2, 1 of 3."]
+    flipped = frame.assign(correct=[True, True, True, False, False, True])
+    assert findings.example_findings(flipped.iloc[:3], "shc", 16) == [
+        "shc, 16 bits: 3 of the 3 results shown (1 query x top 3) are of their query's class (precision 1.0); "
+        "per query, in the figure's order: 3 of 3."]
+    with pytest.raises(ValueError, match="ExampleQueries.frame"):
+        findings.example_findings(frame.drop(columns="correct"), "mds", 32)

@@ -16,7 +16,7 @@ from shc.stats import (counted, format_value, metric_name, paired_by_seed, perce
                        what_this_shows)
 
 __all__ = ["ablation_findings", "best_methods", "best_methods_label", "bullet_list",
-           "convergence_findings", "device_findings", "device_phrase", "precision_at_k_findings",
+           "convergence_findings", "device_findings", "device_phrase", "example_findings", "precision_at_k_findings",
            "reachability_findings", "retrieval_findings", "same_run_findings", "same_run_methods", "same_run_rows"]
 
 
@@ -295,6 +295,21 @@ def same_run_methods(rows: Any, bits: int) -> dict[str, str]:
 
 def bullet_list(sentences: Sequence[str]) -> str:
     return "\n".join(f"- {sentence}" for sentence in sentences)
+
+
+def example_findings(frame: Any, method: str, bits: int) -> list[str]:
+    """Page 04's example queries of one method (:meth:`shc.results.ExampleQueries.frame`: one row per shown result,
+    columns ``query, query_class, rank, result, distance, correct``): how many of the shown results are of their
+    query's class, in all and per query. The figure's title said it as a number the checker could not read."""
+    if frame.empty or not {"query", "rank", "correct"} <= set(frame.columns):
+        raise ValueError("frame needs the rows of ExampleQueries.frame() (query, rank, correct), one per result shown.")
+    correct = frame["correct"].astype(bool)
+    per_query = correct.groupby(frame["query"], sort=False).sum().astype(int)
+    k = int(frame["rank"].max())
+    return [f"{method}, {bits} bits: {int(correct.sum())} of the {len(frame)} results shown "
+            f"({counted(len(per_query), 'query', 'queries')} x top {k}) are of their query's class (precision "
+            f"{format_value(float(correct.mean()), 2)}); per query, in the figure's order: "
+            f"{', '.join(str(value) for value in per_query)} of {k}."]
 
 
 def precision_at_k_findings(frame: Any, bits: int, method: str = "method") -> list[str]:
