@@ -469,6 +469,8 @@ def test_counts_of_one_take_the_singular():
     history = pd.DataFrame({"bits": [16], "d_min": [4], "gv_distance": [3]})
     assert findings.record_distance_finding(history) == "d_min \u2265 d held at the one record."
     assert findings.record_distance_finding(history.assign(d_min=2)) == "d_min fell below d at 1 of 1 record."
+    with pytest.raises(ValueError, match="no record"):
+        findings.record_distance_finding(history.iloc[:0])
 
 
 def test_the_s_loss_ratio_is_over_the_seeds_the_paired_difference_is_over():
@@ -502,8 +504,14 @@ def test_similarity_sentences_never_round_into_a_contradiction():
     assert PAPER_ACCURACY == (0.4844, 0.7349)
     edge = _similarity(0.7350)[0]
     assert "0.7350 ± 0.010 over 3 seed(s), above the paper's range of 48.44% to 73.49%" in edge
-    assert "0.7346 ± 0.010 over 3 seed(s), inside the paper's range of 48.44% to 73.49%" in _similarity(0.7346)[0]
+    assert "0.735 ± 0.010 over 3 seed(s), inside the paper's range of 48.4% to 73.5%" in _similarity(0.7346)[0]
     assert "0.700 ± 0.010 over 3 seed(s), inside the paper's range of 48.4% to 73.5%" in _similarity(0.70)[0]
+    # a reviewer found rounding still crossing the edges one step away: the printed values must agree with the words
+    assert "0.7354 ± 0.010 over 3 seed(s), above the paper's range of 48.44% to 73.49%" in _similarity(0.7354)[0]
+    assert "0.73493 ± 0.010 over 3 seed(s), above the paper's range of 48.440% to 73.490%" in \
+        _similarity((0.7349 + 0.7349 + 0.7350) / 3)[0]
+    assert "0.48436 ± 0.010 over 3 seed(s), below the paper's range of 48.440% to 73.490%" in _similarity(0.48436)[0]
+    assert "0.484 ± 0.010 over 3 seed(s), inside the paper's range of 48.4% to 73.5%" in _similarity(0.4844)[0]
     assert _similarity(0.7, spearman=0.8)[1] == "The data-dependent S of different seeds agree with Spearman 0.800."
     tie = pd.DataFrame({"roc_auc": [0.8, 0.8], "top1_same_coarse": [0.6, 0.3]}, index=["data-dependent S", "text S"])
     with_text = pd.DataFrame(1.0, index=["data-dependent S", "text S"], columns=["data-dependent S", "text S"])
@@ -515,6 +523,11 @@ def test_similarity_sentences_never_round_into_a_contradiction():
         ": the nearest other class ties them; by ROC-AUC the text S recovers it better.")
     assert findings.similarity_findings(table, with_text, tie.assign(top1_same_coarse=0.5))[-1].endswith(
         ": both recover it equally.")
+    # compared as printed: 0.8512 and 0.8508 both read 0.851, 50.4% and 49.6% both read 50%
+    alike = tie.assign(roc_auc=[0.8512, 0.8508], top1_same_coarse=[0.504, 0.496])
+    assert findings.similarity_findings(table, with_text, alike)[-1].endswith(": both recover it equally.")
+    assert findings.similarity_findings(table, with_text, alike.assign(top1_same_coarse=[0.4, 0.5]))[-1].endswith(
+        ": ROC-AUC ties them; by the nearest other class the text S recovers it better.")
 
 
 def test_convergence_counts_only_the_runs_of_its_table_and_never_rounds_a_share_to_all():

@@ -42,11 +42,9 @@ def similarity_findings(accuracy: Any, correlations: Any, agreement: Any | None)
     else:
         place = "inside" if low <= mean <= high else ("below" if mean < low else "above")
         spread = f" ± {format_value(std, 2)}" if seeds > 1 and np.isfinite(std) else ""
-        # near an edge, the accuracy in four digits and the range in the paper's two decimals, where rounding would
-        # make the comparison look wrong (0.735 "above" 73.5%: the edge is 73.49%)
-        shown = 2 if min(abs(mean - low), abs(mean - high)) < 0.0005 else 1
-        sentences.append(f"The stage-1 classifier reaches a test accuracy of {format_value(mean, shown + 2)}{spread} "
-                         f"over {seeds} seed(s), {place} the paper's range of {low:.{shown}%} to {high:.{shown}%} "
+        decimals = _accuracy_decimals(mean, place)
+        sentences.append(f"The stage-1 classifier reaches a test accuracy of {mean:.{decimals}f}{spread} over {seeds} "
+                         f"seed(s), {place} the paper's range of {low:.{decimals - 2}%} to {high:.{decimals - 2}%} "
                          "(Table 2).")
     names = list(correlations.index)
     seeds_s = [name for name in names if name.startswith("data-dependent S")]
@@ -63,7 +61,8 @@ def similarity_findings(accuracy: Any, correlations: Any, agreement: Any | None)
         data, text = agreement.loc["data-dependent S", "roc_auc"], agreement.loc["text S", "roc_auc"]
         sentence = (f"Against the known hierarchy, ROC-AUC is {format_value(data, 3)} for the data-dependent S and "
                     f"{format_value(text, 3)} for the text S (0.5 is chance)")
-        by_auc = np.sign(data - text)
+        # compared as shown (3 significant digits, whole percent): values that print alike are a tie in the sentence
+        by_auc = np.sign(float(format_value(data, 3)) - float(format_value(text, 3)))
         if "top1_same_coarse" in agreement:
             top_data, top_text = (agreement.loc["data-dependent S", "top1_same_coarse"],
                                   agreement.loc["text S", "top1_same_coarse"])
@@ -71,7 +70,7 @@ def similarity_findings(accuracy: Any, correlations: Any, agreement: Any | None)
             sentence += (f"; the nearest other class is in the same coarse class for {top_data:.0%} of classes with "
                          f"the data-dependent S and {top_text:.0%} with the text S"
                          + (f" (chance {chance:.0%})" if np.isfinite(chance) else ""))
-            by_top = np.sign(top_data - top_text)
+            by_top = np.sign(round(100 * float(top_data)) - round(100 * float(top_text)))
         else:
             by_top = by_auc
         def better(sign: float) -> str:
@@ -88,6 +87,19 @@ def similarity_findings(accuracy: Any, correlations: Any, agreement: Any | None)
             sentence += ": the two measures disagree on which S recovers it better."
         sentences.append(sentence)
     return sentences
+
+
+def _accuracy_decimals(mean: float, place: str) -> int:
+    """Decimals of an accuracy (and two fewer of the paper's range in percent) at which the printed values stand as
+    ``place`` says: 3 (0.617 inside 48.4% to 73.5%) unless rounding puts the accuracy on or across a printed edge
+    (0.7354 read "0.735 above ... 73.5%"; the edge is 73.49%), then more, up to 8."""
+    low, high = PAPER_ACCURACY
+    for decimals in range(3, 9):
+        shown, edges = round(mean, decimals), (round(low, decimals), round(high, decimals))
+        seen = "inside" if edges[0] <= shown <= edges[1] else ("below" if shown < edges[0] else "above")
+        if seen == place and (place == "inside" or shown not in edges):
+            return decimals
+    return 8
 
 
 def center_findings(rows: Any, reference: str | Sequence[str] = "shc", baseline: str = "mds",
@@ -297,6 +309,9 @@ def record_distance_finding(history: Any, targets: Mapping[int, int] | None = No
     """Whether ``d_min >= d`` held at every record of a search history (columns ``bits``, ``d_min``), in words; d
     per code length from ``targets``, else from the history's ``gv_distance`` column
     (:func:`shc.results.center_history_rows`)."""
+    if len(history) == 0:
+        raise ValueError("the history has no record; pass the search history of Algorithm 1 "
+                         "(shc.results.center_history_rows).")
     if targets is None and "gv_distance" not in history:
         raise ValueError("the history has no gv_distance column; pass targets={bits: d} (or read it with "
                          "shc.results.center_history_rows).")
@@ -308,7 +323,7 @@ def record_distance_finding(history: Any, targets: Mapping[int, int] | None = No
     below = int((history["d_min"] < required).sum())
     if below == 0:
         return (f"d_min \u2265 d held at all {len(history)} records." if len(history) > 1 else
-                "d_min \u2265 d held at the one record.")
+                "d_min \u2265 d held at the one record.")  # an empty history is refused above
     return f"d_min fell below d at {below} of {counted(len(history), 'record')}."
 
 
