@@ -179,6 +179,15 @@ def test_geometry_findings_state_the_numbers_of_the_table():
     assert "at 64 bits it returns its MDS start unchanged" in sentences[2]
     calm = table.assign(**{"semantic colliding pairs": 0, "shc S_loss reversals": 1})
     assert "no collision" in findings.geometry_findings(calm)[0]
+    # every_length (pages since 2026-12-02) names the lengths without a collision as well, counts in the right number
+    every = findings.geometry_findings(table, every_length=True)
+    assert every[0] == ("C = 100: semantic-only centers (no distance term) give some class pairs the same center, "
+                        "which no image can tell apart: 23 colliding pairs at 16 bits; at 32 and 64 bits every class "
+                        "keeps its own center.")
+    one = table.assign(**{"semantic colliding pairs": [1, 0, 2]})
+    assert ("1 colliding pair at 16 bits, 2 colliding pairs at 64 bits; at 32 bits every class keeps its own center."
+            in findings.geometry_findings(one, every_length=True)[0])
+    assert findings.geometry_findings(calm, every_length=True)[0] == findings.geometry_findings(calm)[0]
     assert "no oscillation" in findings.geometry_findings(calm)[1]
 
 

@@ -355,17 +355,29 @@ def tradeoff_findings(tradeoff: Any) -> list[str]:
     return sentences
 
 
-def geometry_findings(lessons: Any) -> list[str]:
+def geometry_findings(lessons: Any, every_length: bool = False) -> list[str]:
     """The cases of stage 2 that teach most, from :func:`shc.explore.geometry_lessons` (indexed by C and q):
     semantic-only centers that collide (pairs at Hamming distance 0, which no image can tell apart), Algorithm 1's
-    S_loss oscillating over its cycles at short codes, and how far SHC moves from its MDS start at each length."""
+    S_loss oscillating over its cycles at short codes, and how far SHC moves from its MDS start at each length.
+
+    ``every_length`` (pages built since 2026-12-02): the collision sentence also names the lengths where no pair
+    collides, as the oscillation sentence does; without it, a page of 16 and 32 bits read "19 at 16 bits colliding
+    pair(s)" and left 32 bits unsaid (the default keeps that wording, so earlier pages still re-derive)."""
     sentences = []
     table = lessons.reset_index()
     for C, group in table.groupby("C", sort=True):
         if "semantic colliding pairs" in group:
             colliding = group.dropna(subset=["semantic colliding pairs"])
             hit = colliding[colliding["semantic colliding pairs"] > 0]
-            if len(hit):
+            if len(hit) and every_length:
+                parts = ", ".join(f"{counted(int(r['semantic colliding pairs']), 'colliding pair')} at {int(r['q'])} "
+                                  "bits" for _, r in hit.iterrows())
+                apart = colliding[colliding["semantic colliding pairs"] == 0]
+                rest = (f"; at {_and([str(int(q)) for q in apart['q']])} bits every class keeps its own center"
+                        if len(apart) else "")
+                sentences.append(f"C = {C}: semantic-only centers (no distance term) give some class pairs the same "
+                                 f"center, which no image can tell apart: {parts}{rest}.")
+            elif len(hit):
                 parts = ", ".join(f"{int(r['semantic colliding pairs'])} at {int(r['q'])} bits" for _, r in hit.iterrows())
                 sentences.append(f"C = {C}: semantic-only centers (no distance term) give some class pairs the same "
                                  f"center: {parts} colliding pair(s), which no image can tell apart.")
