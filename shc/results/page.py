@@ -267,6 +267,15 @@ RESULTS_BLOCKS.register("standard-fine-16", ResultsBlock(
           "`composite3_cnn_mlp`, the backbone that can reach any center (issue 35); budgets by its validation doubling "
           "rule (120 epochs; LTH 480: docs/standard-fine.md); trained on this "
           "project's 2-core CPU (2026-11-27). 32 and 64 bits: the blocks below."))
+RESULTS_BLOCKS.register("standard-fine-16-amd", ResultsBlock(
+    title="`standard-fine` at 16 bits again, on the machine of the 32-bit bf16 grid", preset="standard-fine",
+    file="results/standard-fine-16bit-amd.csv", bits=(16,),
+    methods=tuple(method for method in _FINE_METHODS if not method.startswith("scrh")),
+    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
+    about="The block above trained again, every method and seed, in bf16 on the AMD EPYC of the 32-bit bf16 block "
+          "below and in its run folder (2026-12-02), so that one machine holds the runs of both lengths: "
+          "`reports/standard-fine` shows these runs, and the README's `standard-fine` table reads this file at 16 "
+          "bits. docs/standard-fine.md compares it with the block above, run by run."))
 RESULTS_BLOCKS.register("standard-fine-16-scrh", ResultsBlock(
     title="SCRH and scrh-late against CRH on `standard-fine`, 16 bits", preset="standard-fine",
     file="results/standard-fine-16bit.csv", bits=(16,), methods=("crh", "shc-ls", "scrh", "scrh-late"),
