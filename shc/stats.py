@@ -337,9 +337,28 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
             group = [best, *(row for row, _ in tied)]
             names = ", ".join(row["method"] for row in group[:-1]) + f" and {group[-1]['method']}"
             values = ", ".join(f"{row['method']} {_mean_with_spread(row, digits)}" for row in group)
-            return (f"At {bits} bits, {names}, not distinguishable, have the {better} {metric_name(metric)}: "
-                    f"{values}; the paired {interval.confidence:.0%} interval over {interval.n} seeds of "
-                    f"{best['method']} minus each of the others holds 0 ({', '.join(named)}).")
+            sentence = (f"At {bits} bits, {names}, not distinguishable, have the {better} {metric_name(metric)}: "
+                        f"{values}; the paired {interval.confidence:.0%} interval over {interval.n} seeds of "
+                        f"{best['method']} minus each of the others holds 0 ({', '.join(named)})")
+            # the group ties its best, not necessarily each other (an audit: "lth, crh, shc-ls and mds, not
+            # distinguishable" where crh and shc-ls are both above mds): name the pairs inside it that do differ
+            apart = []
+            for i, upper in enumerate(group[1:], 1):
+                for lower in group[i + 1:]:
+                    pair = paired_by_seed(per_seed, metric, bits, upper["method"], lower["method"], confidence)
+                    if pair.verdict not in ("higher", "lower"):
+                        continue
+                    ahead = pair.verdict == ("higher" if higher_is_better else "lower")
+                    first, second = (upper, lower) if ahead else (lower, upper)
+                    mean, low, high = ((pair.mean, pair.low, pair.high) if ahead
+                                       else (-pair.mean, -pair.high, -pair.low))
+                    apart.append(f"{first['method']} ahead of {second['method']} "
+                                 f"({signed_interval(mean, low, high, digits)})")
+            if apart:
+                listed = apart[0] if len(apart) == 1 else ", ".join(apart[:-1]) + " and " + apart[-1]
+                sentence += f"; but within the group the paired intervals put {listed}, " + (
+                    "its interval excluding 0" if len(apart) == 1 else "each interval excluding 0")
+            return sentence + "."
         if interval.verdict == "not distinguishable":  # no single best: name both
             return (f"At {bits} bits, {best['method']} and {second['method']}, not distinguishable, have the "
                     f"{better} {metric_name(metric)}: {best['method']} {_mean_with_spread(best, digits)}, "

@@ -744,6 +744,17 @@ def test_convergence_figures_draw_each_run_on_its_share_of_the_budget_only_when_
         assert fig.axes[-1].get_xlabel() == "epoch / budget (120 to 960 epochs)"
     fig = plots.plot_convergence(history({"csq": 80, "lth": 160}))
     assert fig.axes[-1].get_xlabel() == "epoch" and max(fig.axes[0].lines[1].get_xdata()) == 160
+    # two lengths with their own budgets (standard-fine: LTH 480 at 16 bits, 960 at 32): each panel of the overlay
+    # names its own length's, and the grid's shared axis names both (an audit found "120 to 960" on the 16-bit panel)
+    two = pd.concat([history({"csq": 120, "lth": 480}), history({"csq": 120, "lth": 960}).assign(bits=32)],
+                    ignore_index=True)
+    overlay = plots.plot_convergence_overlay(plots.convergence_frame(two, "tie_aware_mAP@ALL"))
+    assert [axes.get_xlabel() for axes in overlay.axes[:2]] == ["epoch / budget (120 to 480 epochs)",
+                                                                "epoch / budget (120 to 960 epochs)"]
+    grid = plots.plot_convergence(two)
+    assert grid.axes[-1].get_xlabel() == "epoch / budget (16 bits: 120 to 480 epochs; 32 bits: 120 to 960 epochs)"
+    same = pd.concat([long, long.assign(bits=32)], ignore_index=True)
+    assert plots.plot_convergence(same).axes[-1].get_xlabel() == "epoch / budget (120 to 960 epochs)"
 
 
 def test_center_embedding_frame_holds_what_the_figure_plots():

@@ -132,6 +132,31 @@ def test_a_tie_of_three_at_the_top_names_all_three():
     assert " d " not in sentence
 
 
+def test_a_tied_group_at_the_top_names_the_pairs_inside_it_that_differ():
+    """A group ties its best, not each other: page 04 of standard-fine read "lth, crh, shc-ls and mds, not
+    distinguishable" where crh and shc-ls were both above mds (an audit). A noisy best ties b and c, while b - c is
+    +0.04, +0.04, +0.035 by seed: the sentence says so, with b - c's own interval, in either direction of the metric."""
+    values = {"a": [0.70, 0.55, 0.65], "b": [0.62, 0.60, 0.61], "c": [0.58, 0.56, 0.575]}
+    for higher in (True, False):
+        rows = pd.DataFrame([{"dataset": "x", "method": m, "label": m, "bits": 16, "seed": s,
+                              "mAP@ALL": v if higher else 1 - v} for m, vs in values.items() for s, v in enumerate(vs)])
+        summary, per_seed = stats.summary_frame(rows, ["mAP@ALL"])
+        for other in ("b", "c"):
+            assert stats.paired_by_seed(per_seed, "mAP@ALL", 16, "a", other).verdict == "not distinguishable"
+        pair = stats.paired_by_seed(per_seed, "mAP@ALL", 16, "b", "c")
+        assert pair.verdict == ("higher" if higher else "lower") and pair.mean == pytest.approx(0.115 / 3 * (1 if higher else -1))
+        sentence = stats.ranking_sentence(summary, "mAP@ALL", 16, higher_is_better=higher, per_seed=per_seed)
+        assert sentence.startswith("At 16 bits, a, b and c, not distinguishable, have the ")
+        assert sentence.endswith(f"; but within the group the paired intervals put b ahead of c "
+                                 f"({stats.signed_interval(pair.mean, pair.low, pair.high)}), its interval excluding 0.")
+    # a group whose members all tie each other says nothing more (the three-way tie above)
+    tied = {"a": [0.62, 0.61, 0.63], "b": [0.60, 0.62, 0.61], "c": [0.58, 0.62, 0.60]}
+    rows = pd.DataFrame([{"dataset": "x", "method": m, "label": m, "bits": 16, "seed": s, "mAP@ALL": v}
+                         for m, vs in tied.items() for s, v in enumerate(vs)])
+    summary, per_seed = stats.summary_frame(rows, ["mAP@ALL"])
+    assert "within the group" not in stats.ranking_sentence(summary, "mAP@ALL", 16, per_seed=per_seed)
+
+
 def test_a_tie_of_two_at_the_top_says_their_paired_interval_holds_0():
     """A mean difference always lies inside its own interval; what ties two methods is an interval that holds 0 (an
     audit of the quick pages). Paired differences a - b by seed: +0.02, -0.01, +0.02 (mean +0.01)."""

@@ -197,7 +197,8 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
     runs = [column for column in (group, "bits", "seed") if column in columns]
     first = history_frame.sort_values("epoch").groupby(runs, sort=False)["loss"].transform("first")
     history_frame = history_frame.assign(loss=history_frame["loss"] / first.where(first.abs() > 0))
-    history_frame, label, integer = _epoch_x(history_frame, runs)
+    history_frame, share = _epoch_x(history_frame, runs)
+    integer, label = not share, _epoch_label(history_frame, share, by_bits=True)  # one axis, shared by the rows
 
     fig = _new_figure(3.1 * len(panels) + 1.6, 2.5 * len(bits_values) + 0.4)
     grid = fig.subplots(len(bits_values), len(panels), sharex=True, squeeze=False)
@@ -391,7 +392,8 @@ def plot_convergence_overlay(frame, title: str | None = None) -> Figure:
         raise ValueError("frame is empty: no epoch evaluated the metric.")
     metric = frame.columns[4]
     bits_values = sorted(frame["bits"].unique())
-    frame, label, integer = _epoch_x(frame, ["method", "bits", "seed"])
+    frame, share = _epoch_x(frame, ["method", "bits", "seed"])
+    integer = not share
     fig = _new_figure(4.6 * len(bits_values) + 1.8, 4.0)
     grid = np.atleast_1d(fig.subplots(1, len(bits_values), sharey=True, squeeze=False)[0])
     for axes, q in zip(grid, bits_values):
@@ -401,7 +403,7 @@ def plot_convergence_overlay(frame, title: str | None = None) -> Figure:
             axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(method), zorder=_zorder(style))
             axes.fill_between(x, mean - spread, mean + spread, color=style["color"], alpha=0.15, linewidth=0)
         axes.set_title(f"{q} bits", fontsize=10)
-        axes.set_xlabel(label)
+        axes.set_xlabel(_epoch_label(frame[frame["bits"] == q], share))  # each panel its own length's budgets
         if integer:
             axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     grid[0].set_ylabel(f"validation {metric}" if metric != "loss" else "training loss (unitless)")
@@ -421,12 +423,28 @@ def _epoch_x(frame, runs: Sequence[str]):
     """The x of a convergence figure: the epoch, or, where the runs' budgets (each run's last epoch, which is always
     evaluated) are :data:`BUDGET_SHARE_RATIO` or more times apart, the epoch as a share of the run's own budget, so
     every run spans the panel and each one's end, where convergence shows, is as wide as any other's. Returns the
-    frame with that ``epoch`` column, the axis label and whether the ticks are integers."""
+    frame with that ``epoch`` column (and each run's ``budget`` where it is a share) and whether it is a share."""
     budget = frame.groupby(list(runs), sort=False)["epoch"].transform("max")
     if frame["epoch"].min() < 1 or budget.max() < BUDGET_SHARE_RATIO * budget.min():
-        return frame, "epoch", True
-    label = f"epoch / budget ({int(budget.min())} to {int(budget.max())} epochs)"
-    return frame.assign(epoch=frame["epoch"] / budget), label, False
+        return frame, False
+    return frame.assign(epoch=frame["epoch"] / budget, budget=budget), True
+
+
+def _epoch_label(frame, share: bool, by_bits: bool = False) -> str:
+    """The x label of :func:`_epoch_x`'s frame (or of one code length's part of it): ``epoch``, or the budgets the
+    shares are of, per code length where they differ (``by_bits``; an audit found a 16-bit panel labelled "120 to
+    960 epochs" where its runs trained 120 and 480, the 960 being the 32-bit LTH's)."""
+    if not share:
+        return "epoch"
+
+    def span(budgets) -> str:
+        low, high = int(budgets.min()), int(budgets.max())
+        return f"{low} epochs" if low == high else f"{low} to {high} epochs"
+
+    spans = {int(q): span(part["budget"]) for q, part in frame.groupby("bits", sort=True)} if by_bits else {}
+    if len(set(spans.values())) > 1:
+        return "epoch / budget (" + "; ".join(f"{q} bits: {text}" for q, text in spans.items()) + ")"
+    return f"epoch / budget ({span(frame['budget'])})"
 
 
 def _zorder(style: dict) -> float:
