@@ -187,7 +187,8 @@ def test_geometry_findings_state_the_numbers_of_the_table():
     one = table.assign(**{"semantic colliding pairs": [1, 0, 2]})
     assert ("1 colliding pair at 16 bits, 2 colliding pairs at 64 bits; at 32 bits every class keeps its own center."
             in findings.geometry_findings(one, every_length=True)[0])
-    assert findings.geometry_findings(calm, every_length=True)[0] == findings.geometry_findings(calm)[0]
+    assert findings.geometry_findings(calm)[0].endswith("own center at 16, 32, 64 bits (no collision).")
+    assert findings.geometry_findings(calm, every_length=True)[0].endswith("at 16, 32 and 64 bits (no collision).")
     assert "no oscillation" in findings.geometry_findings(calm)[1]
 
 

@@ -382,8 +382,9 @@ def geometry_findings(lessons: Any, every_length: bool = False) -> list[str]:
                 sentences.append(f"C = {C}: semantic-only centers (no distance term) give some class pairs the same "
                                  f"center: {parts} colliding pair(s), which no image can tell apart.")
             elif len(colliding):
+                lengths = [str(int(q)) for q in colliding["q"]]
                 sentences.append(f"C = {C}: semantic-only centers keep every class on its own center at "
-                                 f"{', '.join(str(int(q)) for q in colliding['q'])} bits (no collision).")
+                                 f"{_and(lengths) if every_length else ', '.join(lengths)} bits (no collision).")
         if "shc S_loss reversals" in group:
             trace = group.dropna(subset=["shc S_loss reversals"])
             swinging = trace[trace["shc S_loss reversals"] >= 2]
