@@ -751,8 +751,10 @@ def test_convergence_figures_draw_each_run_on_its_share_of_the_budget_only_when_
     overlay = plots.plot_convergence_overlay(plots.convergence_frame(two, "tie_aware_mAP@ALL"))
     assert [axes.get_xlabel() for axes in overlay.axes[:2]] == ["epoch / budget (120 to 480 epochs)",
                                                                 "epoch / budget (120 to 960 epochs)"]
-    grid = plots.plot_convergence(two)
-    assert grid.axes[-1].get_xlabel() == "epoch / budget (16 bits: 120 to 480 epochs; 32 bits: 120 to 960 epochs)"
+    grid = plots.plot_convergence(two)  # one shared axis: a short label under each panel, the budgets once below
+    assert grid.axes[-1].get_xlabel() == "epoch / budget"
+    assert grid._supxlabel.get_text() == "budgets: 16 bits, 120 to 480 epochs; 32 bits, 120 to 960 epochs"
+    assert "budgets: 16 bits, 120 to 480 epochs; 32 bits, 120 to 960 epochs" in plots.figure_alt_text(grid)
     same = pd.concat([long, long.assign(bits=32)], ignore_index=True)
     assert plots.plot_convergence(same).axes[-1].get_xlabel() == "epoch / budget (120 to 960 epochs)"
 

@@ -198,7 +198,11 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
     first = history_frame.sort_values("epoch").groupby(runs, sort=False)["loss"].transform("first")
     history_frame = history_frame.assign(loss=history_frame["loss"] / first.where(first.abs() > 0))
     history_frame, share = _epoch_x(history_frame, runs)
-    integer, label = not share, _epoch_label(history_frame, share, by_bits=True)  # one axis, shared by the rows
+    integer, label, note = not share, _epoch_label(history_frame, share), None
+    spans = _budgets_by_bits(history_frame) if share else {}
+    if len(set(spans.values())) > 1:  # the rows share one x axis: name each length's budgets once, under it all
+        label = "epoch / budget"
+        note = "budgets: " + "; ".join(f"{q} bits, {span}" for q, span in spans.items())
 
     fig = _new_figure(3.1 * len(panels) + 1.6, 2.5 * len(bits_values) + 0.4)
     grid = fig.subplots(len(bits_values), len(panels), sharex=True, squeeze=False)
@@ -219,6 +223,8 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
         grid[row, 0].set_ylabel("loss relative to epoch 1")
     for axes in grid[-1]:
         axes.set_xlabel(label)
+    if note:
+        fig.supxlabel(note, fontsize=9)
     _legend_outside(fig, grid[0, 0], title="method" if group in ("label", "method") else group)
     return fig
 
@@ -430,21 +436,21 @@ def _epoch_x(frame, runs: Sequence[str]):
     return frame.assign(epoch=frame["epoch"] / budget, budget=budget), True
 
 
-def _epoch_label(frame, share: bool, by_bits: bool = False) -> str:
-    """The x label of :func:`_epoch_x`'s frame (or of one code length's part of it): ``epoch``, or the budgets the
-    shares are of, per code length where they differ (``by_bits``; an audit found a 16-bit panel labelled "120 to
-    960 epochs" where its runs trained 120 and 480, the 960 being the 32-bit LTH's)."""
-    if not share:
-        return "epoch"
+def _epoch_label(frame, share: bool) -> str:
+    """The x label of :func:`_epoch_x`'s frame (or of one code length's part of it): ``epoch``, or the span of the
+    budgets the shares are of (an audit found a 16-bit panel labelled "120 to 960 epochs" where its runs trained 120
+    and 480, the 960 being the 32-bit LTH's: each panel is labelled from its own runs)."""
+    return f"epoch / budget ({_budget_span(frame['budget'])})" if share else "epoch"
 
-    def span(budgets) -> str:
-        low, high = int(budgets.min()), int(budgets.max())
-        return f"{low} epochs" if low == high else f"{low} to {high} epochs"
 
-    spans = {int(q): span(part["budget"]) for q, part in frame.groupby("bits", sort=True)} if by_bits else {}
-    if len(set(spans.values())) > 1:
-        return "epoch / budget (" + "; ".join(f"{q} bits: {text}" for q, text in spans.items()) + ")"
-    return f"epoch / budget ({span(frame['budget'])})"
+def _budget_span(budgets) -> str:
+    low, high = int(budgets.min()), int(budgets.max())
+    return f"{low} epochs" if low == high else f"{low} to {high} epochs"
+
+
+def _budgets_by_bits(frame) -> dict[int, str]:
+    """Each code length's span of budgets (:func:`_epoch_x`'s frame with shares)."""
+    return {int(q): _budget_span(part["budget"]) for q, part in frame.groupby("bits", sort=True)}
 
 
 def _zorder(style: dict) -> float:

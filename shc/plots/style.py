@@ -156,7 +156,7 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
 
     The text :func:`save_figure` stored (:func:`figure_alt_text` of the figure plus the name of its data file)
     when there is one; otherwise the suptitle, then per panel its title, "y against x" and the legend entries,
-    then the entries of a legend beside the panels (a figure legend: what every panel draws). A panel's title is
+    then a line under all panels (``supxlabel``), then the entries of a legend beside the panels (a figure legend: what every panel draws). A panel's title is
     all of its titles (left, centre, right: ``set_title(..., loc="left")`` is a panel's name in several figures).
     """
     stored = getattr(fig, "_shc_alt", None)
@@ -188,6 +188,9 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
     if panels:  # the count is of the panels drawn, not of their distinct descriptions
         unique = list(dict.fromkeys(panels))
         parts.append(f"{count} panels: " + " | ".join(unique) if count > 1 else unique[0])
+    supxlabel = plain_text(fig._supxlabel.get_text()) if getattr(fig, "_supxlabel", None) is not None else ""
+    if supxlabel:  # a line under every panel (the budgets of a convergence grid's shared axis)
+        parts.append(supxlabel)
     shared = [plain_text(text.get_text()) for legend in fig.legends for text in legend.get_texts() if text.get_text()]
     if shared:  # a legend beside the panels (``fig.legend``): the panels each of its entries is drawn in
         parts.append(_figure_legend_words(shared, drawn))
