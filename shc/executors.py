@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
@@ -32,7 +33,7 @@ from shc.registry import Registry
 
 __all__ = ["EXECUTORS", "Outcome", "dask_executor", "fixed_threads", "grid_workers", "in_turn",
            "interruptible_worker", "local_executor", "open_executor", "positive_jobs", "ray_executor", "stop_workers",
-           "WorkerDied"]
+           "watch_parent", "WorkerDied"]
 
 Outcome = tuple[int, Any, BaseException | None, float]
 """``(position, result, error, seconds)`` of one call: ``result`` is None where ``error`` is not."""
@@ -121,15 +122,37 @@ def interruptible_worker(threads: int | None = None) -> None:
     computes with that many (:func:`set_threads`).
 
     Without it, a SIGTERM to the parent alone (``kill PID``, a batch scheduler) would cancel the calls not started
-    and wait for the running ones to finish: hours, for a training run."""
+    and wait for the running ones to finish: hours, for a training run. A parent that dies without passing anything
+    on (``kill -9``, the out-of-memory killer, a script whose SIGTERM is not caught) is noticed by
+    :func:`watch_parent`, which interrupts the worker the same way."""
     def interrupt(signum, frame):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, interrupt)
+    watch_parent(os.getppid())
     if threads is not None:
         set_threads(threads)
+
+
+#: How often a worker looks whether its parent is still there (:func:`watch_parent`), in seconds.
+PARENT_POLL_SECONDS = 1.0
+
+
+def watch_parent(parent: int, every: float = PARENT_POLL_SECONDS) -> threading.Thread:
+    """A daemon thread that sends this process SIGTERM once its parent ``parent`` is gone (the process is then
+    re-parented, so ``os.getppid()`` changes). A worker whose parent was killed outright trained on as an orphan for
+    an hour, holding its run's lock, so the grid started again was refused that run (a session's ``pkill`` of a
+    benchmark script); now it unwinds as after Ctrl-C, keeping its last epoch, and its lock goes with it."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, name="shc-parent-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def stop_workers(pool: Any) -> None:

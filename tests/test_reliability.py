@@ -300,6 +300,33 @@ def test_sigterm_to_a_parallel_grid_stops_its_running_runs(tmp_path):
     assert not (tmp_path / "c.started").exists()
 
 
+def test_workers_of_a_parent_killed_outright_stop_instead_of_training_on_as_orphans(tmp_path):
+    """SIGKILL to the parent of ``--jobs 2`` (``kill -9``, the out-of-memory killer, or a script that does not catch
+    SIGTERM): nothing can pass the signal on, and the workers used to run on as orphans, a training run holding its
+    lock for an hour. Each worker watches its parent (``shc.executors.watch_parent``) and unwinds as after Ctrl-C."""
+    (tmp_path / "slow_calls.py").write_text(_SLOW_CALLS)
+    (tmp_path / "parent.py").write_text(_GRID_PARENT)
+    markers = [str(tmp_path / name) for name in ("a", "b", "c")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)])}
+    process = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), *markers], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and len(list(tmp_path.glob("*.started"))) < 2:
+            time.sleep(0.2)
+        assert sorted(p.stem for p in tmp_path.glob("*.started")) == ["a", "b"], "the two calls never ran at once"
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        deadline = time.time() + 60
+        while time.time() < deadline and len(list(tmp_path.glob("*.interrupted"))) < 2:
+            time.sleep(0.2)
+        assert sorted(p.stem for p in tmp_path.glob("*.interrupted")) == ["a", "b"], "an orphaned worker ran on"
+    finally:  # the workers share the parent's session: a failing test leaves none behind
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert not (tmp_path / "c.started").exists()
+
+
 def test_two_batches_into_one_folder_are_refused_not_mixed(tmp_path):
     from shc._io import exclusive_lock
 
