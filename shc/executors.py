@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
@@ -32,8 +33,8 @@ from typing import Any
 from shc.registry import Registry
 
 __all__ = ["EXECUTORS", "Outcome", "dask_executor", "fixed_threads", "grid_workers", "in_turn",
-           "interruptible_worker", "local_executor", "open_executor", "positive_jobs", "ray_executor", "stop_workers",
-           "watch_parent", "WorkerDied"]
+           "interruptible_worker", "local_executor", "open_executor", "positive_jobs", "ray_executor", "run_in_worker",
+           "stop_workers", "watch_parent", "WorkerDied"]
 
 Outcome = tuple[int, Any, BaseException | None, float]
 """``(position, result, error, seconds)`` of one call: ``result`` is None where ``error`` is not."""
@@ -131,28 +132,63 @@ def interruptible_worker(threads: int | None = None) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, interrupt)
-    watch_parent(os.getppid())
+    watch_parent()
     if threads is not None:
         set_threads(threads)
 
 
-#: How often a worker looks whether its parent is still there (:func:`watch_parent`), in seconds.
-PARENT_POLL_SECONDS = 1.0
+_ORPHANED = threading.Event()  #: set in a worker whose parent is gone (:func:`watch_parent`)
+_IN_CALL = threading.Event()  #: set while a worker computes a call (:func:`run_in_worker`)
 
 
-def watch_parent(parent: int, every: float = PARENT_POLL_SECONDS) -> threading.Thread:
-    """A daemon thread that sends this process SIGTERM once its parent ``parent`` is gone (the process is then
-    re-parented, so ``os.getppid()`` changes). A worker whose parent was killed outright trained on as an orphan for
-    an hour, holding its run's lock, so the grid started again was refused that run (a session's ``pkill`` of a
-    benchmark script); now it unwinds as after Ctrl-C, keeping its last epoch, and its lock goes with it."""
+def watch_parent() -> threading.Thread | None:
+    """In a worker process: a daemon thread that waits for the process that created it to end
+    (``multiprocessing.parent_process().sentinel``: no polling, and a parent already gone when the worker starts is
+    seen at once), then stops the worker. A worker computing a call is interrupted as its parent would have done
+    (SIGTERM: the call unwinds as after Ctrl-C, a run keeping its last epoch), and :func:`run_in_worker` ends the
+    process once the call has unwound; an idle worker ends at once, since no call can reach it any more.
+
+    Without it, a worker whose parent was killed outright (``kill -9``, the out-of-memory killer, a script that does
+    not catch SIGTERM) trained on as an orphan for an hour, holding its run's lock (a session's ``pkill`` of a
+    benchmark script), and a worker that had unwound then waited for a next call for ever. Returns None in a process
+    that no ``multiprocessing`` parent created."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return None
+
     def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(every)
-        os.kill(os.getpid(), signal.SIGTERM)
+        wait([parent.sentinel])
+        _ORPHANED.set()
+        if not _IN_CALL.is_set():
+            _leave()
+        os.kill(os.getpid(), signal.SIGTERM)  # ignored if an interruption is already unwinding the call
 
     thread = threading.Thread(target=watch, name="shc-parent-watch", daemon=True)
     thread.start()
     return thread
+
+
+def run_in_worker(function: Callable[..., Any], *arguments: Any) -> Any:
+    """``function(*arguments)`` as a pool worker's call: a worker whose parent is gone (:func:`watch_parent`) ends
+    once the call has returned or unwound, instead of waiting for a call no one will send."""
+    _IN_CALL.set()
+    try:
+        return function(*arguments)
+    finally:
+        _IN_CALL.clear()
+        if _ORPHANED.is_set():
+            _leave()
+
+
+def _leave() -> None:
+    """End this worker process at once (status 130, as after an interruption), its output flushed."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(130)
 
 
 def stop_workers(pool: Any) -> None:
@@ -168,7 +204,7 @@ def _timed(function: Callable[[Any], Any], argument: Any, threads: int | None = 
     if threads is not None:
         set_threads(threads)
     started = time.perf_counter()
-    return function(argument), time.perf_counter() - started
+    return run_in_worker(function, argument), time.perf_counter() - started
 
 
 def in_turn(keys: Iterable[Hashable], submit: Callable[[Hashable], Future], workers: int

@@ -352,7 +352,10 @@ def ranking_sentence(summary: Any, metric: str, bits: int, higher_is_better: boo
                     first, second = (upper, lower) if ahead else (lower, upper)
                     mean, low, high = ((pair.mean, pair.low, pair.high) if ahead
                                        else (-pair.mean, -pair.high, -pair.low))
-                    apart.append(f"{first['method']} ahead of {second['method']} "
+                    # the paired interval reads the seeds both ran; where they are fewer than the group's, or put
+                    # the pair in the other order than the means over all seeds do, the sentence says so
+                    seeds = (f" on the {pair.n} seeds both ran" if pair.n != interval.n or not ahead else "")
+                    apart.append(f"{first['method']} {side} {second['method']}{seeds} "
                                  f"({signed_interval(mean, low, high, digits)})")
             if apart:
                 listed = apart[0] if len(apart) == 1 else ", ".join(apart[:-1]) + " and " + apart[-1]

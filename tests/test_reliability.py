@@ -241,12 +241,13 @@ def test_an_interrupted_pool_stops_every_running_notebook_and_keeps_their_pages(
 
 
 _SLOW_CALLS = """
+import os
 import time
 from pathlib import Path
 
 
-def slow(marker):  # a long run: says it started, and whether an interrupt reached it
-    Path(marker + ".started").touch()
+def slow(marker):  # a long run: says it started (and in which process), and whether an interrupt reached it
+    Path(marker + ".started").write_text(str(os.getpid()))
     try:
         time.sleep(300)
     except KeyboardInterrupt:
@@ -300,6 +301,15 @@ def test_sigterm_to_a_parallel_grid_stops_its_running_runs(tmp_path):
     assert not (tmp_path / "c.started").exists()
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie that no one reaped has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in state
+
+
 def test_workers_of_a_parent_killed_outright_stop_instead_of_training_on_as_orphans(tmp_path):
     """SIGKILL to the parent of ``--jobs 2`` (``kill -9``, the out-of-memory killer, or a script that does not catch
     SIGTERM): nothing can pass the signal on, and the workers used to run on as orphans, a training run holding its
@@ -321,10 +331,39 @@ def test_workers_of_a_parent_killed_outright_stop_instead_of_training_on_as_orph
         while time.time() < deadline and len(list(tmp_path.glob("*.interrupted"))) < 2:
             time.sleep(0.2)
         assert sorted(p.stem for p in tmp_path.glob("*.interrupted")) == ["a", "b"], "an orphaned worker ran on"
+        workers = [int((tmp_path / f"{name}.started").read_text()) for name in ("a", "b")]
+        while time.time() < deadline and any(_alive(pid) for pid in workers):
+            time.sleep(0.2)
+        assert not any(_alive(pid) for pid in workers), "an unwound worker waited on for a call no one will send"
     finally:  # the workers share the parent's session: a failing test leaves none behind
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
     assert not (tmp_path / "c.started").exists()
+
+
+def test_a_parent_killed_while_its_workers_start_leaves_no_orphan_run(tmp_path):
+    """The race an audit found: a worker learns who its parent is only after it has imported the parent's script
+    (torch and shc: seconds). Killed in that window, the parent was already gone when the worker looked, and the
+    queued call ran on as an orphan. The worker now waits on its creator's sentinel, which a dead parent has closed."""
+    (tmp_path / "slow_calls.py").write_text(_SLOW_CALLS)
+    slow_start = _GRID_PARENT.replace('if __name__ == "__main__":', 'if __name__ == "__mp_main__":  # a worker\n'
+                                      '    import time\n    time.sleep(4)\n\nif __name__ == "__main__":')
+    (tmp_path / "parent.py").write_text(slow_start)
+    markers = [str(tmp_path / name) for name in ("a", "b")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)])}
+    process = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), *markers], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        time.sleep(2.5)  # the workers are importing the script (4 s), the calls queued for them
+        assert not list(tmp_path.glob("*.started"))
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        time.sleep(10)
+        running = [path.stem for path in tmp_path.glob("*.started") if _alive(int(path.read_text()))]
+        assert not running, f"calls {running} ran on as orphans"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def test_two_batches_into_one_folder_are_refused_not_mixed(tmp_path):

@@ -147,8 +147,22 @@ def test_a_tied_group_at_the_top_names_the_pairs_inside_it_that_differ():
         assert pair.verdict == ("higher" if higher else "lower") and pair.mean == pytest.approx(0.115 / 3 * (1 if higher else -1))
         sentence = stats.ranking_sentence(summary, "mAP@ALL", 16, higher_is_better=higher, per_seed=per_seed)
         assert sentence.startswith("At 16 bits, a, b and c, not distinguishable, have the ")
-        assert sentence.endswith(f"; but within the group the paired intervals put b ahead of c "
+        side = "above" if higher else "below"
+        assert sentence.endswith(f"; but within the group the paired intervals put b {side} c "
                                  f"({stats.signed_interval(pair.mean, pair.low, pair.high)}), its interval excluding 0.")
+    # means over all seeds in one order, the seeds both ran in the other (b's fourth seed lifts its mean above c's):
+    # the pair is named in the paired order, on the seeds both ran (a review of the first version found "c ahead of b"
+    # beside a listed mean of b above c's, unexplained)
+    uneven = {"a": [0.75, 0.50, 0.70, 0.62], "b": [0.56, 0.57, 0.565, 0.80], "c": [0.60, 0.61, 0.605]}
+    rows = pd.DataFrame([{"dataset": "x", "method": m, "label": m, "bits": 16, "seed": s, "mAP@ALL": v}
+                         for m, vs in uneven.items() for s, v in enumerate(vs)])
+    summary, per_seed = stats.summary_frame(rows, ["mAP@ALL"])
+    sentence = stats.ranking_sentence(summary, "mAP@ALL", 16, per_seed=per_seed)
+    assert sentence.index("b 0.624") < sentence.index("c 0.605")  # b's mean is listed first
+    pair = stats.paired_by_seed(per_seed, "mAP@ALL", 16, "c", "b")
+    assert pair.n == 3 and pair.verdict == "higher"
+    assert sentence.endswith(f"put c above b on the 3 seeds both ran "
+                             f"({stats.signed_interval(pair.mean, pair.low, pair.high)}), its interval excluding 0.")
     # a group whose members all tie each other says nothing more (the three-way tie above)
     tied = {"a": [0.62, 0.61, 0.63], "b": [0.60, 0.62, 0.61], "c": [0.58, 0.62, 0.60]}
     rows = pd.DataFrame([{"dataset": "x", "method": m, "label": m, "bits": 16, "seed": s, "mAP@ALL": v}

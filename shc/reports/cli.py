@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from shc.executors import in_turn, interruptible_worker, stop_workers
+from shc.executors import in_turn, interruptible_worker, run_in_worker, stop_workers
 from shc.offline import drop_unused_assets
 from shc.reports.execute import BUNDLE_FILE, ReportResult, describe_error, execute_report, output_lock
 from shc.reports.bundle import write_bundle
@@ -195,7 +195,7 @@ def _executed(jobs: Sequence[ReportJob], execute: Callable[[ReportJob], ReportRe
 
     def submit(number: int) -> Any:  # announced as a worker takes it, so "running" is true when said
         announce(number, jobs[number - 1])
-        return pool.submit(execute, jobs[number - 1])
+        return pool.submit(run_in_worker, execute, jobs[number - 1])  # ends once orphaned (watch_parent)
 
     try:
         for number, future in in_turn(first or range(1, len(jobs) + 1), submit, workers):
