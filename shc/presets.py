@@ -367,9 +367,8 @@ PRESETS.register("standard-fine", Preset(
     # so it trains for 480. At 64 bits its 480 -> 960 step, read on three seeds (2026-11-28), refuses 480 (+0.028 on
     # the seed mean), and at 32 bits too (2026-12-02, bf16: +0.039 [+0.007, +0.071] on the seed mean), so LTH trains
     # 960 epochs at 32 and 64 bits (bits_config; 960 -> 1920 passes at 32 bits on seed 0, |Δ| 0.004, and is not
-    # read at 64); at 16 bits the step
-    # moved seeds 0/1/2 by +0.022/+0.015/+0.019, at the rule's edge and not read on one machine's seed mean: 480
-    # there. The old grid on composite3_cnn (60 epochs; 120 for CRH, GreedyHash, LTH, shc-ls): docs/standard-fine.md
+    # read at 64); at 16 bits the step, read on one machine's seed mean (2026-12-02, bf16), passes at 480 (+0.017
+    # [-0.036, +0.070]; seeds 0/1/2 +0.022/+0.036/-0.006): 480 there. The old grid on composite3_cnn (60 epochs; 120 for CRH, GreedyHash, LTH, shc-ls): docs/standard-fine.md
     # says how to reproduce it.
     method_config={"lth": {"epochs": 480}},
     bits_config={32: {"lth": {"epochs": 960}}, 64: {"lth": {"epochs": 960}}},
