@@ -86,5 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # SIGTERM and Ctrl-C stop the grid's workers too; errors as one line
+    from shc.cli_common import run_cli
+
+    raise SystemExit(run_cli(main))

@@ -214,5 +214,7 @@ def _print_seed(base: RunConfig, source: str, args: argparse.Namespace, epochs: 
                 f"{time.perf_counter() - started:.0f} s wall", rows)
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # SIGTERM and Ctrl-C stop the grid's workers too; errors as one line
+    from shc.cli_common import run_cli
+
+    raise SystemExit(run_cli(main))

@@ -76,3 +76,21 @@ def test_the_paper_grid_estimate_trains_each_dataset_on_its_own_training_set():
     tool = _benchmark("bench_scale_out")
     assert tool.training_images("cifar100") == 9_000  # 10,000 less its 10% validation
     assert tool.training_images("nabirds-a") == 23_929 - 2_393 and tool.training_images("stanford-cars-b") == 5_292
+
+
+GRID_SCRIPTS = [path for path in SCRIPTS if "run_grid(" in path.read_text()]
+
+
+def test_some_benchmarks_train_grids():
+    assert {path.name for path in GRID_SCRIPTS} >= {"standard_convergence.py", "reachability.py"}, GRID_SCRIPTS
+
+
+@pytest.mark.parametrize("path", GRID_SCRIPTS, ids=lambda path: path.name)
+def test_a_benchmark_that_trains_a_grid_runs_through_run_cli(path: Path):
+    """A benchmark that trains a grid with ``--jobs`` runs its main through ``shc.cli_common.run_cli``, which turns
+    SIGTERM into the interruption the pool passes on to its workers (``kill PID`` of standard_convergence.py once
+    left a worker training as an orphan, holding its run's lock) and prints a user error as one line."""
+    block = _main_block(ast.parse(path.read_text()))
+    assert "run_cli(main)" in ast.unparse(block), (
+        f"{path.name}: end with `from shc.cli_common import run_cli` and `raise SystemExit(run_cli(main))` under "
+        "`if __name__ == \"__main__\":`.")
