@@ -1206,3 +1206,27 @@ def test_two_atomic_writes_of_one_file_at_once_use_their_own_temporaries(tmp_pat
         second.write_text("second")
     assert target.read_text() == "first"  # the outer block ends last and wins, whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]
+
+
+def test_alt_text_reads_a_shared_axis_label_from_the_panel_that_carries_it():
+    """``sharey`` labels the first panel's y axis and ``sharex`` the bottom row's x axis only; the other panels plot
+    against the same axes, and their description said so only for the labelled panel (a review, issue 38)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, sharex=True, sharey="row")
+    for ax, title in zip(axes.flat, ["a", "b", "c", "d"]):
+        ax.set_title(title)
+    axes[0, 0].set_ylabel("mAP")
+    axes[1, 0].set_ylabel("loss")
+    axes[1, 0].set_xlabel("epoch")
+    axes[1, 1].set_xlabel("epoch")
+    text = plots.figure_alt_text(fig)
+    plt.close(fig)
+    assert text == "4 panels: a; mAP against epoch | b; mAP against epoch | c; loss against epoch | d; loss against epoch"
+
+    fig, axes = plt.subplots(1, 2)  # nothing shared: a panel with one label names that axis alone
+    axes[0].set_xlabel("epoch")
+    axes[1].set_ylabel("mAP")
+    text = plots.figure_alt_text(fig)
+    plt.close(fig)
+    assert text == "2 panels: x axis: epoch | y axis: mAP"

@@ -155,7 +155,8 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
     """A description of ``fig`` for readers who cannot see it (an image's alt text), from its own text.
 
     The text :func:`save_figure` stored (:func:`figure_alt_text` of the figure plus the name of its data file)
-    when there is one; otherwise the suptitle, then per panel its title, "y against x" and the legend entries,
+    when there is one; otherwise the suptitle, then per panel its title, "y against x" (an axis label the panel
+    lacks is read from a panel it shares that axis with) and the legend entries,
     then a line under all panels (``supxlabel``), then the entries of a legend beside the panels (a figure legend: what every panel draws). A panel's title is
     all of its titles (left, centre, right: ``set_title(..., loc="left")`` is a panel's name in several figures).
     """
@@ -174,10 +175,12 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
         title = " ".join(plain_text(axes.get_title(loc)) for loc in ("left", "center", "right")
                          if axes.get_title(loc))  # a panel's name is often its left-aligned title
         drawn.append((title or f"panel {count}", {plain_text(label) for label in axes.get_legend_handles_labels()[1]}))
-        x, y = (plain_text(text) for text in (axes.get_xlabel(), axes.get_ylabel()))
+        x, y = (plain_text(_axis_label(axes, which)) for which in ("x", "y"))
         words = [title] if title else []
         if x and y:
             words.append(f"{y} against {x}")
+        elif x or y:  # e.g. a row of panels whose y axes differ, each titled with its quantity
+            words.append(f"x axis: {x}" if x else f"y axis: {y}")
         legend = axes.get_legend()
         if legend is not None:
             entries = [plain_text(text.get_text()) for text in legend.get_texts() if text.get_text()]
@@ -196,6 +199,21 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
         parts.append(_figure_legend_words(shared, drawn))
     text = ". ".join(parts) or "A figure of this report"
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def _axis_label(axes, which: str) -> str:
+    """The ``which`` ("x" or "y") axis label of ``axes``, or, where it has none, that of an axes it shares that axis
+    with: ``subplots(sharey=True)`` labels only the first panel's y axis and ``sharex=True`` only the bottom row's x
+    axis, yet every panel plots against them (an alt text named the axes of the labelled panel alone)."""
+    own = axes.get_xlabel() if which == "x" else axes.get_ylabel()
+    if own:
+        return own
+    shared = axes.get_shared_x_axes() if which == "x" else axes.get_shared_y_axes()
+    for sibling in shared.get_siblings(axes):
+        label = sibling.get_xlabel() if which == "x" else sibling.get_ylabel()
+        if label:
+            return label
+    return ""
 
 
 #: Colours of a palette PNG (8 bits an index): :func:`compact_png`'s budget.
