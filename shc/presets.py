@@ -87,7 +87,7 @@ class Preset:
         :meth:`configs` explicitly (``epochs=...``) win over these.
     bits_config : mapping code length -> mapping method -> mapping
         Further fields for one method at one code length, over ``method_config`` (e.g. LTH's budget at 64 bits on
-        ``standard-fine``, where the validation doubling rule refused the budget the shorter codes pass). Explicit
+        ``standard-fine``, where the validation doubling rule refused at 32 and 64 bits the budget 16 bits passes). Explicit
         fields of :meth:`configs` win over these too.
     classifier_codes : tuple of str
         Rules of the classifier-code baseline (:data:`shc.stages.CLASSIFIER_RULES`: ``top1``, ``soft``) that
@@ -344,8 +344,9 @@ def _testbed_notebooks(num_classes: int, tiny: bool = False):
         top_pairs=15, examples=6, k=10, geometry=[{"num_classes": num_classes, "bits": 32}]).items()
         if stem != "05_ablations"}
 #: The many-class testbed (issue 20): 333 three-item Fashion-MNIST composites (an evenly spaced subset of the
-#: 1,000, every item 33-34 times in every position), so C > 2q at 16, 32 and 64 bits; composite3_cnn pools
-#: the three item positions apart. Sizes and schedule: docs/standard-fine.md.
+#: 1,000, every item 33-34 times in every position), so C > 2q at 16, 32 and 64 bits; the preset trains
+#: composite3_cnn_mlp, which mixes the three item positions (composite3_cnn, which pools them apart, stays selectable).
+#: Sizes and schedule: docs/standard-fine.md.
 _FINE_DATA = {"num_items": 3, "num_classes": 333, "train_per_class": 20, "val_per_class": 3, "query_per_class": 5,
               "database_per_class": 20, "image_size": 14}
 PRESETS.register("standard-fine", Preset(

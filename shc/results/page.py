@@ -359,7 +359,9 @@ RESULTS_BLOCKS.register("standard-fine-64-bf16", ResultsBlock(
     methods=tuple(method for method in _FINE_METHODS if not method.startswith("scrh")),
     metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"), hashing_epochs=("lth=960",),
     about="The block above with CRH's three runs trained again in bf16 (second file, 2026-12-02, the AMD EPYC of the "
-          "32-bit bf16 block): every run of this block is then bf16, as the README's `standard-fine` table reads it. "
+          "32-bit bf16 block): every run of this block is then bf16, as the README's `standard-fine` table reads it; "
+          "CRH's runs record it, the other 21 predate that record and are bf16 by where they trained (the note below "
+          "says 'unrecorded'; docs/standard-fine.md, 'What the committed `standard-fine` files are made of'). "
           "CRH's fp32 runs are the block above's; compare the two blocks' CRH rows and SHC's verdicts."))
 RESULTS_BLOCKS.register("standard-fine-64-scrh", ResultsBlock(
     title="SCRH against CRH on `standard-fine`, 64 bits", preset="standard-fine",
