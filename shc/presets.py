@@ -367,8 +367,8 @@ PRESETS.register("standard-fine", Preset(
     # 320 on `standard`). 240 -> 480 (2026-11-27, seed 0) moves it by 0.024, over the 0.02 (hit rate 0.974 -> 0.991),
     # so it trains for 480. At 64 bits its 480 -> 960 step, read on three seeds (2026-11-28), refuses 480 (+0.028 on
     # the seed mean), and at 32 bits too (2026-12-02, bf16: +0.039 [+0.007, +0.071] on the seed mean), so LTH trains
-    # 960 epochs at 32 and 64 bits (bits_config; 960 -> 1920 passes at 32 bits on seed 0, |Δ| 0.004, and is not
-    # read at 64); at 16 bits the step, read on one machine's seed mean (2026-12-02, bf16), passes at 480 (+0.017
+    # 960 epochs at 32 and 64 bits (bits_config; 960 -> 1920 passes at 32 bits on the seed mean, 2026-12-03, +0.012
+    # [-0.023, +0.048], seeds 0/1/2 -0.004/+0.018/+0.023, and is not read at 64); at 16 bits the step, read on one machine's seed mean (2026-12-02, bf16), passes at 480 (+0.017
     # [-0.036, +0.070]; seeds 0/1/2 +0.022/+0.036/-0.006): 480 there. The old grid on composite3_cnn (60 epochs; 120 for CRH, GreedyHash, LTH, shc-ls): docs/standard-fine.md
     # says how to reproduce it.
     method_config={"lth": {"epochs": 480}},
