@@ -1,9 +1,9 @@
 """Hamming-ranking retrieval metrics: mAP@K, precision/recall@K, radius- and rank-based PR curves.
 
-The protocol is the one of DeepHash-pytorch, HashNet, CSQ and OrthoHash, which
-the paper follows (Sec. 4.2, "Evaluation Measures"): every query ranks the
-whole retrieval database by Hamming distance and an item is *relevant* when it
-shares at least one label with the query.
+The protocol is the one of DeepHash-pytorch's ``CalcTopMap``, which HashNet's, CSQ's
+and OrthoHash's code use and the paper's Sec. 4.2 ("Evaluation Measures") cites for its
+measures: every query ranks the whole retrieval database by Hamming distance and an
+item is *relevant* when it shares at least one label with the query.
 
 Conventions (the same in every function of this package):
 
