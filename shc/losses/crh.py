@@ -220,8 +220,8 @@ class SemanticCRHLoss(CRHLoss):
 
     - **Start (Eq. S1).** Each head's codebook holds the distinct sub-codes of the semantic ``centers`` (stage 2's
       shc-ls centers of the stage-1 S, or any (C, K) +-1 set), topped up with distinct uniform draws to
-      ``M = codebook_multiple * C``; every class starts on its own sub-codes (:func:`shc.codebook.semantic_codebook`),
-      so the first targets are the semantic centers.
+      ``M = codebook_multiple * C``; every class starts on its own sub-codes where the classes' sub-codes differ
+      (:func:`shc.codebook.semantic_codebook`), so the first targets are the semantic centers.
     - **Loss.** CRH's margin cosine cross-entropy and quantisation term (Eqs. 1-4), unchanged.
     - **Reassignment (Eq. S2).** CRH's schedule and greedy pass, where giving class c candidate z_j of head g costs
       Eq. 7's mean squared distance to the class's sub-codes plus ``semantic_weight * d * mean_{c' != c}
