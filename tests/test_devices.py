@@ -102,3 +102,34 @@ def test_a_gpu_index_the_machine_does_not_have_is_refused_naming_the_ones_it_has
     assert resolve_device("cuda", local_rank=3) == torch.device("cuda", 1)
     with pytest.raises(RuntimeError, match=r"cuda:7.*has 2 GPU\(s\): use one of cuda:0, cuda:1"):
         resolve_device("cuda:7")
+
+
+def test_auto_precision_is_fp16_on_cuda_and_the_machine_s_own_on_a_cpu(monkeypatch):
+    """docs/reliability.md, "Precision": ``auto`` is fp16 autocast on CUDA whatever the CPU, bf16 on a CPU with
+    native bf16, fp32 on one without; fp16 on a CPU is refused with the fix. No GPU is needed to resolve it."""
+    import shc.devices
+    from shc.devices import resolve_precision
+
+    for native in (True, False):
+        monkeypatch.setattr(shc.devices, "_cpu_has_native_bf16", lambda native=native: native)
+        assert resolve_precision("auto", torch.device("cuda")) == "fp16"
+        assert resolve_precision("auto", torch.device("cpu")) == ("bf16" if native else "fp32")
+    assert resolve_precision("bf16", torch.device("cuda")) == "bf16"  # an explicit choice is kept
+    with pytest.raises(ValueError, match="precision='fp16' needs CUDA"):
+        resolve_precision("fp16", torch.device("cpu"))
+
+
+def test_a_criterion_with_trainable_parameters_is_refused_under_ddp():
+    """DistributedDataParallel synchronises the model's gradients, not a loss's: a loss with parameters of its own
+    (GreedyHash's classifier, LTH's memory) would train apart on each rank, so ``fit`` refuses it (docs/package.md)."""
+    from shc.losses import build_loss
+    from shc.train.distributed import _Ranks
+
+    model = build_hashing_network("small_cnn", 8)
+    criterion = build_loss("greedyhash", num_classes=4, num_bits=8)
+    assert any(p.requires_grad for p in criterion.parameters())
+    config = TrainConfig(epochs=1, batch_size=4)
+    args = (model, criterion, config, torch.device("cpu"), "fp32")
+    with pytest.raises(ValueError, match="DistributedDataParallel would not synchronise"):
+        shc.train.loop._prepare(*args, _Ranks(rank=0, world_size=2))
+    shc.train.loop._prepare(*args, _Ranks())  # one process: the same criterion trains
