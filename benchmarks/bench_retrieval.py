@@ -30,6 +30,7 @@ import tracemalloc
 
 import numpy as np
 
+from shc.provenance import cpu_model
 from shc.retrieval import HashIndex
 
 K, QUERIES, NUMPY_QUERIES = 100, 1000, 100
@@ -182,5 +183,5 @@ if __name__ == "__main__":
     args = parser.parse_args()
     started = time.perf_counter()
     table = run(args.quick, args.mih, args.approximate, args.repeats)
-    print_table(f"retrieval ({time.perf_counter() - started:.0f} s, {os.cpu_count()} CPUs, "
+    print_table(f"retrieval ({time.perf_counter() - started:.0f} s, {os.cpu_count()} CPUs, {cpu_model()}, "
                 f"{time.strftime('%Y-%m-%d %H:%M')})", table)

@@ -108,6 +108,21 @@ def _usable_cpus() -> int | None:
     return os.cpu_count()
 
 
+def cpu_model(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> str | None:
+    """The CPU's model name (e.g. "AMD EPYC 9B14"): Linux's ``model name`` line of ``cpuinfo``, else
+    ``platform.processor()``, else None. Runs on one kind of machine differ by CPU maker and generation (their
+    arithmetic and speed), so a benchmark or report names the model, not only the core count."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return " ".join(value.split())
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
 def provenance(
     command: Sequence[str] | str | None = None,
     preset: str | None = None,
@@ -135,7 +150,7 @@ def provenance(
     -------
     dict
         ``git`` (:func:`git_state`), ``versions`` (shc, torch, numpy, python), ``platform``
-        (e.g. "Linux-x86_64"), ``cpu_count`` (usable CPUs), ``torch_threads``, ``device``,
+        (e.g. "Linux-x86_64"), ``cpu_model`` (:func:`cpu_model`), ``cpu_count`` (usable CPUs), ``torch_threads``, ``device``,
         ``cuda_device``, ``command`` (list of str), ``preset``, ``overrides``.
     """
     import shc
@@ -155,6 +170,7 @@ def provenance(
             "python": platform.python_version(),
         },
         "platform": f"{platform.system()}-{platform.machine()}",
+        "cpu_model": cpu_model(),
         "cpu_count": _usable_cpus(),
         **_torch_state(),
         "command": list(command),

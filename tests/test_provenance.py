@@ -172,3 +172,19 @@ def test_the_checker_fails_an_index_whose_commit_sentence_the_run_records_contra
         (folder / "01_y" / "run.json").write_text(json.dumps({**record, "provenance": {"git": change}}))
         (problem,) = provenance()
         assert "These 2 pages come from" in problem and "the index says: Every page was built" in problem
+
+
+def test_cpu_model_reads_the_model_name_line(tmp_path):
+    """Benchmarks and report records name the CPU model: machines of one kind differ by maker and generation."""
+    from shc.provenance import cpu_model, provenance
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD  EPYC 9B14 96-Core Processor\n"
+                    "processor\t: 1\nmodel name\t: AMD EPYC 9B14 96-Core Processor\n")
+    assert cpu_model(info) == "AMD EPYC 9B14 96-Core Processor"
+    info.write_text("processor\t: 0\nBogoMIPS\t: 50.00\n")  # no model line (some ARM kernels): platform's answer
+    import platform
+
+    assert cpu_model(info) == (platform.processor() or None)
+    assert cpu_model(tmp_path / "missing") == (platform.processor() or None)
+    assert provenance()["cpu_model"] == cpu_model()
