@@ -86,8 +86,8 @@ class Preset:
         Further fields for one method (e.g. the epochs a baseline needs to converge). Fields given to
         :meth:`configs` explicitly (``epochs=...``) win over these.
     bits_config : mapping code length -> mapping method -> mapping
-        Further fields for one method at one code length, over ``method_config`` (e.g. LTH's budget at 64 bits on
-        ``standard-fine``, where the validation doubling rule refused at 32 and 64 bits the budget 16 bits passes). Explicit
+        Further fields for one method at one code length, over ``method_config`` (e.g. LTH's budget at 32 and 64
+        bits on ``standard-fine``, where the validation doubling rule refused the budget 16 bits passes). Explicit
         fields of :meth:`configs` win over these too.
     classifier_codes : tuple of str
         Rules of the classifier-code baseline (:data:`shc.stages.CLASSIFIER_RULES`: ``top1``, ``soft``) that
@@ -369,9 +369,10 @@ PRESETS.register("standard-fine", Preset(
     # so it trains for 480. At 64 bits its 480 -> 960 step, read on three seeds (2026-11-28), refuses 480 (+0.028 on
     # the seed mean), and at 32 bits too (2026-12-02, bf16: +0.039 [+0.007, +0.071] on the seed mean), so LTH trains
     # 960 epochs at 32 and 64 bits (bits_config; 960 -> 1920 passes at 32 bits on the seed mean, 2026-12-03, +0.012
-    # [-0.023, +0.048], seeds 0/1/2 -0.004/+0.018/+0.023, and is not read at 64); at 16 bits the step, read on one machine's seed mean (2026-12-02, bf16), passes at 480 (+0.017
-    # [-0.036, +0.070]; seeds 0/1/2 +0.022/+0.036/-0.006): 480 there. The old grid on composite3_cnn (60 epochs; 120 for CRH, GreedyHash, LTH, shc-ls): docs/standard-fine.md
-    # says how to reproduce it.
+    # [-0.023, +0.048], seeds 0/1/2 -0.004/+0.018/+0.023, and is not read at 64); at 16 bits the step, read on one
+    # machine's seed mean (2026-12-02, bf16), passes at 480 (+0.017 [-0.036, +0.070]; seeds 0/1/2
+    # +0.022/+0.036/-0.006): 480 there. The old grid on composite3_cnn (60 epochs; 120 for CRH, GreedyHash, LTH,
+    # shc-ls): docs/standard-fine.md says how to reproduce it.
     method_config={"lth": {"epochs": 480}},
     bits_config={32: {"lth": {"epochs": 960}}, 64: {"lth": {"epochs": 960}}},
     # one geometry page (C = 333 > 2q = 64): three were 4.6 MB of the 20 MB a preset may commit

@@ -150,8 +150,8 @@ def provenance(
     -------
     dict
         ``git`` (:func:`git_state`), ``versions`` (shc, torch, numpy, python), ``platform``
-        (e.g. "Linux-x86_64"), ``cpu_model`` (:func:`cpu_model`), ``cpu_count`` (usable CPUs), ``torch_threads``, ``device``,
-        ``cuda_device``, ``command`` (list of str), ``preset``, ``overrides``.
+        (e.g. "Linux-x86_64"), ``cpu_model`` (:func:`cpu_model`), ``cpu_count`` (usable CPUs), ``torch_threads``,
+        ``device``, ``cuda_device``, ``command`` (list of str), ``preset``, ``overrides``.
     """
     import shc
 
