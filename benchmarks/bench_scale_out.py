@@ -35,27 +35,38 @@ def _file_bytes(location: Path, target: str) -> int:
     return os.path.getsize(location)
 
 
-def codes_table(count: int, bits_list: list[int]) -> None:
-    print(f"codes: bytes per code and codes per GiB ({count:,} random codes, ids 0..N-1)")
-    print(f"{'store':<28}{'bits':>6}{'bytes/code':>12}{'codes/GiB':>16}")
+def codes_rows(count: int, bits_list: list[int]) -> tuple[list[dict], list[str]]:
+    """Table 1 as rows (``store``, ``bits``, ``bytes/code``, ``codes/GiB``), and the stores left out (not installed)."""
+    rows, missing = [], []
     rng = np.random.default_rng(0)
     for bits in bits_list:
         codes = np.where(rng.random((count, bits)) < 0.5, -1, 1).astype(np.int8)
         index = HashIndex(bits).add(codes)
-        rows = [("HashIndex (memory)", index.nbytes / count)]
+        sizes = [("HashIndex (memory)", index.nbytes / count)]
         with tempfile.TemporaryDirectory() as folder:
             for target in ("faiss", "usearch", "npy"):
                 try:
                     path = Path(folder) / f"codes.{target}"
                     export_codes(index, target, path)
-                    rows.append((f"{target} file", _file_bytes(path, target) / count))
+                    sizes.append((f"{target} file", _file_bytes(path, target) / count))
                 except ImportError as error:
-                    print(f"  ({target}: {error})")
+                    missing.append(f"{target}: {error}")
         dim = 8 * ((bits + 7) // 8)
-        rows.append(("milvus binary (formula)", 8 + dim / 8))
-        rows.append(("milvus-lite float (formula)", 8 + 4 * dim))
-        for name, per_code in rows:
-            print(f"{name:<28}{bits:>6}{per_code:>12.2f}{2**30 / per_code:>16,.0f}")
+        sizes.append(("milvus binary (formula)", 8 + dim / 8))
+        sizes.append(("milvus-lite float (formula)", 8 + 4 * dim))
+        rows += [{"store": name, "bits": bits, "bytes/code": round(per_code, 2), "codes/GiB": round(2**30 / per_code)}
+                 for name, per_code in sizes]
+    return rows, missing
+
+
+def codes_table(count: int, bits_list: list[int]) -> None:
+    rows, missing = codes_rows(count, bits_list)
+    print(f"codes: bytes per code and codes per GiB ({count:,} random codes, ids 0..N-1)")
+    print(f"{'store':<28}{'bits':>6}{'bytes/code':>12}{'codes/GiB':>16}")
+    for note in missing:
+        print(f"  ({note})")
+    for row in rows:
+        print(f"{row['store']:<28}{row['bits']:>6}{row['bytes/code']:>12.2f}{row['codes/GiB']:>16,.0f}")
 
 
 #: The images each paper dataset's loader trains stage 3 on before it carves out validation (the loaders' defaults,
@@ -74,7 +85,8 @@ def training_images(dataset: str) -> int:
     return pool - _resolve_size(VAL_SIZE, pool, "val_size")
 
 
-def runs_table(throughputs: list[float]) -> None:
+def runs_rows(throughputs: list[float]) -> tuple[list[dict], str]:
+    """Table 2 as rows (``images/s (yours)``, ``CIFAR-100 runs/hour/GPU``, ``grid GPU-hours``) and its heading."""
     from shc.presets import get_preset
 
     preset = get_preset("paper")
@@ -84,12 +96,28 @@ def runs_table(throughputs: list[float]) -> None:
     classifiers = {(c.dataset, c.seed): classifier_epochs * training_images(c.dataset) for c in configs}
     total = hashing + sum(classifiers.values())
     per_run = epochs * training_images("cifar100")
-    print(f"\nruns: the paper preset, {len(configs)} hashing runs + {len(classifiers)} stage-1 classifiers; a CIFAR-100 "
-          f"run is {epochs} epochs x {training_images('cifar100'):,} training images = {per_run:,} images, the grid "
-          f"{total:,} images with each dataset's own training set (estimate: formula)")
+    heading = (f"runs: the paper preset, {len(configs)} hashing runs + {len(classifiers)} stage-1 classifiers; a "
+               f"CIFAR-100 run is {epochs} epochs x {training_images('cifar100'):,} training images = {per_run:,} "
+               f"images, the grid {total:,} images with each dataset's own training set (estimate: formula)")
+    rows = [{"images/s (yours)": ips, "CIFAR-100 runs/hour/GPU": round(3600 * ips / per_run, 2),
+             "grid GPU-hours": round(total / ips / 3600)} for ips in throughputs]
+    return rows, heading
+
+
+def runs_table(throughputs: list[float]) -> None:
+    rows, heading = runs_rows(throughputs)
+    print(f"\n{heading}")
     print(f"{'images/s (yours)':>18}{'CIFAR-100 runs/hour/GPU':>25}{'grid GPU-hours':>16}")
-    for ips in throughputs:
-        print(f"{ips:>18,.0f}{3600 * ips / per_run:>25.2f}{total / ips / 3600:>16,.0f}")
+    for row in rows:
+        print(f"{row['images/s (yours)']:>18,.0f}{row['CIFAR-100 runs/hour/GPU']:>25.2f}{row['grid GPU-hours']:>16,.0f}")
+
+
+def run(quick: bool = False) -> list[dict]:
+    """Both tables as rows for ``benchmarks/run.py`` (``table`` tells them apart), at the defaults of
+    :func:`main` (``quick``: 20,000 codes instead of 200,000)."""
+    codes, _ = codes_rows(20_000 if quick else 200_000, [16, 32, 64])
+    runs, _ = runs_rows([500, 1000, 2000])
+    return [{"table": "codes", **row} for row in codes] + [{"table": "runs", **row} for row in runs]
 
 
 def main() -> None:

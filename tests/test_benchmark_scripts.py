@@ -94,3 +94,29 @@ def test_a_benchmark_that_trains_a_grid_runs_through_run_cli(path: Path):
     assert "run_cli(main)" in ast.unparse(block), (
         f"{path.name}: end with `from shc.cli_common import run_cli` and `raise SystemExit(run_cli(main))` under "
         "`if __name__ == \"__main__\":`.")
+
+
+RUNNER_MODULES = sorted(BENCHMARKS.glob("bench_*.py"))
+
+
+@pytest.mark.parametrize("path", RUNNER_MODULES, ids=lambda path: path.name)
+def test_every_module_the_runner_imports_has_run_quick(path: Path):
+    """``python benchmarks/run.py`` imports every ``bench_*.py`` and calls its ``run(quick=...)``: bench_scale_out had
+    no ``run``, so the runner stopped there and never reached bench_train (an audit, 2026-12-03)."""
+    tree = ast.parse(path.read_text())
+    runs = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "run"]
+    assert runs, f"{path.name} has no module-level run(quick=...); benchmarks/run.py calls it"
+    assert "quick" in [argument.arg for argument in runs[0].args.args], f"{path.name}: run() takes no `quick`"
+
+
+def test_scale_out_rows_are_its_printed_tables():
+    tool = _benchmark("bench_scale_out")
+    rows = tool.run(quick=True)
+    codes = [row for row in rows if row["table"] == "codes"]
+    runs = [row for row in rows if row["table"] == "runs"]
+    assert {row["bits"] for row in codes} == {16, 32, 64}
+    index = next(row for row in codes if row["store"] == "HashIndex (memory)" and row["bits"] == 64)
+    assert index["bytes/code"] == 16.0  # a packed 64-bit word and an int64 id
+    assert [row["images/s (yours)"] for row in runs] == [500, 1000, 2000]
+    # GPU-hours fall as 1 / throughput: 500 images/s takes four times as long as 2,000 (up to the rounding to hours)
+    assert abs(runs[0]["grid GPU-hours"] - 4 * runs[-1]["grid GPU-hours"]) <= 4
