@@ -6,6 +6,7 @@ editing the notebook's first code cell / ``shc.presets``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -101,3 +102,20 @@ def test_notebooks_take_a_methods_configuration_from_the_preset_not_by_renaming_
     path, content = notebook
     code = "\n".join(cell.source for cell in content.cells if cell.cell_type == "code")
     assert ".replace(method=" not in code, f"{path.name}: build a method's config with presets.report_configs(...)"
+
+
+def test_prose_quotes_the_codes_thresholds(notebook):
+    """A threshold the code decides with and the prose states (the training hit rate a network must reach,
+    shc.reachability.REACHED; the budget ratio from which page 03 draws each run against its own budget,
+    shc.plots.curves.BUDGET_SHARE_RATIO) is the code's value: changing one without the other fails here."""
+    from shc.plots.curves import BUDGET_SHARE_RATIO
+    from shc.reachability import REACHED
+
+    words = {2: "twofold", 3: "threefold", 4: "fourfold", 5: "fivefold", 8: "eightfold", 10: "tenfold"}
+    _, nb = notebook
+    prose = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    for value in re.findall(r"hit rate below (\d+(?:\.\d+)?)|[Bb]elow (\d+(?:\.\d+)?) on the\s+training", prose):
+        assert float(value[0] or value[1]) == REACHED, f"the prose says {value}, shc.reachability.REACHED is {REACHED}"
+    for fold in re.findall(r"\b(\w+fold)\b", prose):
+        assert fold == words[BUDGET_SHARE_RATIO], (f"the prose says {fold}, BUDGET_SHARE_RATIO is "
+                                                   f"{BUDGET_SHARE_RATIO}")

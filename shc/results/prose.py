@@ -15,6 +15,7 @@ import pandas as pd
 from shc.evaluation import PRIMARY_METRIC
 from shc.findings import device_phrase  # computed prose shared with the pages (shc.findings: the lower layer)
 from shc.findings.grid import budget_phrase, budgets_from_rows, grid_phrase
+from shc.reachability import REACHED
 from shc.results.reading import REACH_KEYS, finished_configs, result_rows
 from shc.results.statistics import ranking_line, regime_rows
 
@@ -41,7 +42,7 @@ def _metric_title(metric: str) -> str:
     if metric in REACH_KEYS:
         split, name = metric.split("_", 1)
         return (f"{name.replace('_', ' ')} on the {'training' if split == 'train' else 'query'} set (reachability: "
-                "against each method's own targets; below 0.9 on the training set, the network did not reach them)")
+                f"against each method's own targets; below {REACHED} on the training set, the network did not reach them)")
     return metric.removeprefix("tie_aware_") + (", tie-aware" if metric.startswith("tie_aware_") else ", ties by index")
 
 
