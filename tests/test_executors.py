@@ -275,8 +275,9 @@ def test_both_grid_command_lines_take_the_executor_options(capsys):
     assert pipeline_main(["--preset", "tiny", "--address", "tcp://h:8786"]) == 2
     assert "--address and --gpus-per-run are for a cluster" in capsys.readouterr().err
     assert reports_main(["--preset", "tiny", "--list", "--executor", "ray", "--gpus-per-run", "1"]) == 0
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as stop:
         pipeline_main(["--preset", "tiny", "--executor", "slurm"])
+    assert stop.value.code == 2 and "invalid choice: 'slurm'" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------------------------

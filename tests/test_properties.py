@@ -126,3 +126,18 @@ def test_similarity_from_logits_is_a_valid_similarity_or_a_clear_error(data):
     S = similarity_from_logits(logits, labels, classes)
     validate_similarity(S, classes)
     assert np.allclose(S, S.T) and np.all(np.diag(S) == 1) and np.all(np.abs(S) <= 1 + 1e-12)
+
+
+@SETTINGS
+@given(st.data())
+def test_similarity_from_logits_of_valid_input_is_a_valid_similarity(data):
+    # the test above draws valid input rarely (finite logits whose labels cover every class): here every example
+    # is valid, each class has a sample (the first C labels) and the rest are drawn
+    classes = data.draw(st.integers(2, 6))
+    extra = data.draw(st.integers(0, 20))
+    logits = data.draw(hnp.arrays(np.float64, (classes + extra, classes), elements=st.floats(-30, 30)))
+    drawn = data.draw(hnp.arrays(np.int64, extra, elements=st.integers(0, classes - 1)))
+    labels = np.concatenate([np.arange(classes), drawn])
+    S = similarity_from_logits(logits, labels, classes)
+    validate_similarity(S, classes)
+    assert np.allclose(S, S.T) and np.all(np.diag(S) == 1) and np.all(np.abs(S) <= 1 + 1e-12)

@@ -158,7 +158,8 @@ def test_no_held_out_class_reaches_s_the_centers_or_the_networks(tiny_unseen):
     import torch
 
     weights = torch.load(Similarity(shc).directory / "classifier" / "best.pt", weights_only=True)["model"]
-    assert build_classifier(shc.backbone, 15).load_state_dict(weights) is not None  # 15 outputs, not 20
+    assert weights["head.weight"].shape[0] == weights["head.bias"].shape[0] == 15  # 15 outputs, not 20
+    build_classifier(shc.backbone, 15).load_state_dict(weights)  # strict: the whole network is the 15-class one
     for config in configs:
         codes = Hashing(config).codes()
         assert codes["train_labels"].max() < 15 and int(codes["seen_classes"]) == 15

@@ -364,6 +364,15 @@ RESULTS_BLOCKS.register("standard-fine-64-bf16", ResultsBlock(
           "CRH's runs record it, the other 21 predate that record and are bf16 by where they trained (the note below "
           "says 'unrecorded'; docs/standard-fine.md, 'What the committed `standard-fine` files are made of'). "
           "CRH's fp32 runs are the block above's; compare the two blocks' CRH rows and SHC's verdicts."))
+RESULTS_BLOCKS.register("standard-fine-64-amd", ResultsBlock(
+    title="`standard-fine` at 64 bits again, on the machine of the 16- and 32-bit bf16 grids", preset="standard-fine",
+    file="results/standard-fine-64bit-amd.csv", bits=(64,),
+    methods=tuple(method for method in _FINE_METHODS if not method.startswith("scrh")),
+    metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"),
+    about="The 64-bit grid trained again, every method and seed (LTH at 960 epochs), in bf16 on the AMD EPYC and in "
+          "the run folder of the 16- and 32-bit bf16 blocks (2026-12-03), so that one machine holds the runs of every "
+          "length: `reports/standard-fine` shows these runs, and the README's `standard-fine` table reads this file at "
+          "64 bits. docs/standard-fine.md compares it with the block above, run by run."))
 RESULTS_BLOCKS.register("standard-fine-64-scrh", ResultsBlock(
     title="SCRH against CRH on `standard-fine`, 64 bits", preset="standard-fine",
     file="results/standard-fine-64bit-scrh.csv", bits=(64,), methods=("crh", "scrh"),
