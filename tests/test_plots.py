@@ -757,6 +757,15 @@ def test_convergence_figures_draw_each_run_on_its_share_of_the_budget_only_when_
     assert "budgets: 16 bits, 120 to 480 epochs; 32 bits, 120 to 960 epochs" in plots.figure_alt_text(grid)
     same = pd.concat([long, long.assign(bits=32)], ignore_index=True)
     assert plots.plot_convergence(same).axes[-1].get_xlabel() == "epoch / budget (120 to 960 epochs)"
+    # three lengths (12 panels): the alt text names the rows once and keeps the budgets line and the legend (an audit
+    # found the 64-bit row's panels, the budgets and the legend cut off at the length limit)
+    three = pd.concat([two, history({"csq": 120, "lth": 960}).assign(bits=64)], ignore_index=True)
+    grid = plots.plot_convergence(three)
+    alt = plots.figure_alt_text(grid)
+    assert len(alt) <= 600 and alt.startswith(f"{len(grid.axes)} panels: a row each for 16 bits, 32 bits and 64 bits, "
+                                              "each row: training loss")
+    assert "16 bits:" not in alt and "64 bits, 120 to 960 epochs" in alt  # each row named once; the budgets line
+    assert "csq" in alt and "lth" in alt and not alt.endswith("...")
 
 
 def test_center_embedding_frame_holds_what_the_figure_plots():
@@ -782,6 +791,19 @@ def test_broken_lines_are_drawn_above_solid_ones():
     fig = plots.plot_convergence(history)
     lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
     assert lines["random"].get_zorder() > lines["csq"].get_zorder()
+
+
+def test_a_long_alt_text_shortens_its_panels_and_keeps_the_lines_under_them():
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 30)
+    for index, ax in enumerate(axes):
+        ax.set_title(f"a long distinct title of panel number {index}")
+    fig.supxlabel("the line under every panel")
+    alt = plots.figure_alt_text(fig)
+    assert len(alt) <= 600 and alt.startswith("30 panels: a long distinct title of panel number 0")
+    assert "...." in alt and alt.endswith(". the line under every panel")  # the panels cut, the line under them kept
+    plt.close(fig)
 
 
 def test_alt_text_describes_the_figure_and_names_its_data(tmp_path):

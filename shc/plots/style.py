@@ -189,8 +189,7 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
         if words:
             panels.append("; ".join(words))
     if panels:  # the count is of the panels drawn, not of their distinct descriptions
-        unique = list(dict.fromkeys(panels))
-        parts.append(f"{count} panels: " + " | ".join(unique) if count > 1 else unique[0])
+        parts.append(f"{count} panels: " + _panel_words(panels) if count > 1 else panels[0])
     supxlabel = plain_text(fig._supxlabel.get_text()) if getattr(fig, "_supxlabel", None) is not None else ""
     if supxlabel:  # a line under every panel (the budgets of a convergence grid's shared axis)
         parts.append(supxlabel)
@@ -198,7 +197,25 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
     if shared:  # a legend beside the panels (``fig.legend``): the panels each of its entries is drawn in
         parts.append(_figure_legend_words(shared, drawn))
     text = ". ".join(parts) or "A figure of this report"
+    if len(text) > limit and panels and count > 1:  # shorten the panels' part first: the lines under and beside the
+        index = parts.index(next(part for part in parts if part.startswith(f"{count} panels: ")))  # panels say more
+        spare = limit - (len(text) - len(parts[index]))
+        if spare > 40:
+            parts[index] = parts[index][: spare - 3].rstrip() + "..."
+            text = ". ".join(parts)
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def _panel_words(panels: list[str]) -> str:
+    """The panels' descriptions joined by " | ", once each; a grid whose rows repeat the same panels under a name
+    ("16 bits: loss", "16 bits: mAP", "32 bits: loss", "32 bits: mAP") as one row's panels and the rows' names."""
+    heads = [panel.split(": ", 1) for panel in panels]
+    if all(len(head) == 2 for head in heads):
+        rows = list(dict.fromkeys(head for head, _ in heads))
+        tails = [[tail for head, tail in heads if head == row] for row in rows]
+        if len(rows) > 1 and all(row_tails == tails[0] for row_tails in tails) and len(tails[0]) * len(rows) == len(panels):
+            return (f"a row each for {', '.join(rows[:-1])} and {rows[-1]}, each row: " + " | ".join(tails[0]))
+    return " | ".join(dict.fromkeys(panels))
 
 
 def _axis_label(axes, which: str) -> str:
