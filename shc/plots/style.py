@@ -188,6 +188,7 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
                 words.append("lines: " + ", ".join(entries[:12]) + (", ..." if len(entries) > 12 else ""))
         if words:
             panels.append("; ".join(words))
+    panel_part = len(parts)  # where the panels' words go: the part a long text shortens first
     if panels:  # the count is of the panels drawn, not of their distinct descriptions
         parts.append(f"{count} panels: " + _panel_words(panels) if count > 1 else panels[0])
     supxlabel = plain_text(fig._supxlabel.get_text()) if getattr(fig, "_supxlabel", None) is not None else ""
@@ -197,11 +198,10 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
     if shared:  # a legend beside the panels (``fig.legend``): the panels each of its entries is drawn in
         parts.append(_figure_legend_words(shared, drawn))
     text = ". ".join(parts) or "A figure of this report"
-    if len(text) > limit and panels and count > 1:  # shorten the panels' part first: the lines under and beside the
-        index = parts.index(next(part for part in parts if part.startswith(f"{count} panels: ")))  # panels say more
-        spare = limit - (len(text) - len(parts[index]))
+    if len(text) > limit and panels and count > 1:  # the lines under and beside the panels say more than their tail
+        spare = limit - (len(text) - len(parts[panel_part]))
         if spare > 40:
-            parts[index] = parts[index][: spare - 3].rstrip() + "..."
+            parts[panel_part] = parts[panel_part][: spare - 3].rstrip() + "..."
             text = ". ".join(parts)
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
@@ -213,8 +213,8 @@ def _panel_words(panels: list[str]) -> str:
     if all(len(head) == 2 for head in heads):
         rows = list(dict.fromkeys(head for head, _ in heads))
         tails = [[tail for head, tail in heads if head == row] for row in rows]
-        if len(rows) > 1 and all(row_tails == tails[0] for row_tails in tails) and len(tails[0]) * len(rows) == len(panels):
-            return (f"a row each for {', '.join(rows[:-1])} and {rows[-1]}, each row: " + " | ".join(tails[0]))
+        if len(rows) > 1 and all(row == tails[0] for row in tails) and len(tails[0]) * len(rows) == len(panels):
+            return f"a row each for {', '.join(rows[:-1])} and {rows[-1]}, each row: " + " | ".join(tails[0])
     return " | ".join(dict.fromkeys(panels))
 
 
