@@ -95,7 +95,11 @@ def class_mean_codes(codes: np.ndarray, labels: np.ndarray, num_classes: int) ->
         squared_sums = np.bincount(labels, weights=squared, minlength=num_classes)
     else:
         weights = labels.astype(np.float64)
-        weights = weights / weights.sum(axis=1, keepdims=True)
+        row_sums = weights.sum(axis=1, keepdims=True)
+        if not (row_sums > 0).all():
+            raise ValueError(f"{int((row_sums <= 0).sum())} multi-hot label rows have no class; drop unlabelled "
+                             "samples.")
+        weights = weights / row_sums
         weight = weights.sum(axis=0)
         sums = weights.T @ codes
         squared_sums = weights.T @ squared
@@ -191,30 +195,45 @@ def semantic_greedy_assignment(costs: np.ndarray, codebook: np.ndarray, chunks: 
     (``chunks`` (C, d): already this pass's choice for the classes before c in ``order``), ``others`` (C, C) the
     inner products of the classes' centers over the other heads and K = ``num_bits``. ``d`` puts the semantic
     term, a squared difference of normalised inner products, on the per-bit scale of Eq. 7. A loop over classes
-    (each an (M, C - 1) product), never over samples. ``weight`` 0 is CRH's :func:`greedy_assignment`."""
+    (each an (M, C - 1) update of the candidates' inner products with the held sub-codes, kept as one (M, C)
+    array and refreshed one column per pick), never over samples. ``weight`` 0 is CRH's :func:`greedy_assignment`."""
     num_classes, size = costs.shape
     if size < num_classes:
         raise ValueError(f"{size} candidates cannot give {num_classes} classes one each; use a larger codebook.")
     codebook = np.asarray(codebook, dtype=np.float64)
-    chunks = np.array(chunks, dtype=np.float64)
+    products = codebook @ np.asarray(chunks, dtype=np.float64).T  # (M, C): <z_j, a_c'>
     width = codebook.shape[1]
     taken = np.zeros(size, dtype=bool)
     chosen = np.empty(num_classes, dtype=np.int64)
     for c in np.asarray(order):
-        semantic = _semantic_term(c, codebook, chunks, others, similarity, num_bits)
+        semantic = _semantic_term(c, products, others, similarity, num_bits)
         candidate = int(np.argmin(np.where(taken, np.inf, costs[c] + weight * width * semantic)))
-        chosen[c], taken[candidate], chunks[c] = candidate, True, codebook[candidate]
+        chosen[c], taken[candidate] = candidate, True
+        products[:, c] = codebook @ codebook[candidate]
     return chosen
 
 
-def _semantic_term(c: int, codebook: np.ndarray, chunks: np.ndarray, others: np.ndarray, similarity: np.ndarray,
+def _semantic_term(c: int, products: np.ndarray, others: np.ndarray, similarity: np.ndarray,
                    num_bits: int) -> np.ndarray:
     """(M,): Eq. S2's fit of class ``c``'s center with each candidate of the head, unweighted:
-    ``mean_{c' != c} (S[c, c'] - (others[c, c'] + <z_j, chunks[c']>) / K)^2`` (arguments as
-    :func:`semantic_greedy_assignment`)."""
-    mates = np.arange(len(chunks)) != c
-    products = (others[c, mates][None, :] + codebook @ chunks[mates].T) / num_bits
-    return ((similarity[c, mates][None, :] - products) ** 2).mean(axis=1)
+    ``mean_{c' != c} (S[c, c'] - (others[c, c'] + products[j, c']) / K)^2``, ``products`` (M, C) the candidates'
+    inner products with the sub-codes the classes hold (arguments as :func:`semantic_greedy_assignment`)."""
+    mates = np.arange(products.shape[1]) != c
+    fit = (others[c, mates][None, :] + products[:, mates]) / num_bits
+    return ((similarity[c, mates][None, :] - fit) ** 2).mean(axis=1)
+
+
+def _semantic_terms(products: np.ndarray, others: np.ndarray, similarity: np.ndarray, num_bits: int) -> np.ndarray:
+    """(C, M): :func:`_semantic_term` of every class at once, the held sub-codes fixed, by expanding the square:
+    ``sum_{c' != c} (R[c, c'] - P[j, c'] / K)^2 = sum R^2 - 2 / K (R P^T)[c, j] + sum P^2 / K^2`` with
+    ``R = S - others / K`` (diagonal left out) and ``P = products``."""
+    num_classes = products.shape[1]
+    residual = similarity - others / num_bits
+    np.fill_diagonal(residual, 0.0)
+    squares = products**2
+    total = ((residual**2).sum(axis=1)[:, None] - 2 / num_bits * residual @ products.T
+             + (squares.sum(axis=1)[None, :] - squares.T) / num_bits**2)
+    return total / (num_classes - 1)
 
 
 def reassignment_pressure(codes: np.ndarray, labels: np.ndarray, num_classes: int, codebooks: np.ndarray,
@@ -254,9 +273,8 @@ def reassignment_pressure(codes: np.ndarray, labels: np.ndarray, num_classes: in
         data = assignment_costs(means, squared, codebooks[head])  # (C, M)
         if semantic:
             others = gram - held[head] @ held[head].T
-            fit = semantic_weight * width * np.stack([
-                _semantic_term(c, codebooks[head], held[head], others, np.asarray(similarity, np.float64),
-                               num_heads * width) for c in range(num_classes)])
+            fit = semantic_weight * width * _semantic_terms(codebooks[head] @ held[head].T, others,
+                                                            np.asarray(similarity, np.float64), num_heads * width)
         else:
             fit = np.zeros_like(data)
         total = data + fit

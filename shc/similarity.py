@@ -56,7 +56,12 @@ def _as_class_indices(labels: Any, num_samples: int, num_classes: int) -> np.nda
     """Return single-label targets as an int64 vector, accepting class indices or one-hot rows."""
     labels = _to_numpy(labels, "labels")
     if labels.ndim == 2:
-        is_one_hot = labels.shape[1] == num_classes and np.all((labels == 0) | (labels == 1))
+        if labels.shape[1] != num_classes:
+            raise ValueError(
+                f"one-hot labels have {labels.shape[1]} columns but the logits have {num_classes} classes; "
+                "pass labels for the classifier's classes (or class indices of shape (N,))."
+            )
+        is_one_hot = np.all((labels == 0) | (labels == 1))
         if not (is_one_hot and np.all(labels.sum(axis=1) == 1)):
             raise ValueError(
                 "labels must be single-label: class indices of shape (N,) or one-hot rows of shape "
@@ -95,7 +100,7 @@ def validate_similarity(S: Any, num_classes: int | None = None, atol: float = 1e
     num_classes : int, optional
         Expected ``C``.
     atol : float
-        Tolerance for the range and symmetry checks (float32 round-off).
+        Tolerance for the range, symmetry and diagonal checks (float32 round-off).
 
     Returns
     -------
@@ -105,7 +110,8 @@ def validate_similarity(S: Any, num_classes: int | None = None, atol: float = 1e
     Raises
     ------
     ValueError
-        If ``S`` is not square, has the wrong size, contains NaN/inf, leaves [-1, 1] or is not symmetric.
+        If ``S`` is not square, has the wrong size, contains NaN/inf, leaves [-1, 1], is not symmetric or its
+        diagonal is not 1 (Eq. 12).
     """
     S = _to_numpy(S, "S").astype(np.float64)
     if S.ndim != 2 or S.shape[0] != S.shape[1] or S.shape[0] == 0:
@@ -126,6 +132,12 @@ def validate_similarity(S: Any, num_classes: int | None = None, atol: float = 1e
     if asymmetry > atol:
         raise ValueError(
             f"S must be symmetric, max |S - S.T| = {asymmetry:.3g}; symmetrise it with (S + S.T) / 2 (Eq. 11)."
+        )
+    off_diagonal = np.abs(np.diag(S) - 1.0).max()
+    if off_diagonal > atol:
+        raise ValueError(
+            f"S must have a unit diagonal (a class is fully similar to itself), max |S_ii - 1| = {off_diagonal:.3g}; "
+            "set it with np.fill_diagonal(S, 1) (Eq. 12)."
         )
     return np.clip((S + S.T) / 2, -1.0, 1.0)
 

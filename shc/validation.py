@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["class_labels", "device_name", "hamming_distance_matrix", "seed_value", "sign_codes", "to_numpy"]
+__all__ = ["class_labels", "device_name", "finite_number", "hamming_distance_matrix", "seed_value", "sign_codes",
+           "to_numpy", "whole_number"]
 
 
 def device_name(device: Any, name: str = "device") -> str:
@@ -27,6 +28,29 @@ def seed_value(seed: Any, name: str = "seed") -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {seed!r}.")
     return int(seed)
+
+
+def finite_number(value: Any, name: str, minimum: float | None = None, strict: bool = False) -> float:
+    """``value`` as a float if it is a finite real number (not a bool), ``>= minimum`` (``> minimum`` if
+    ``strict``) when a minimum is given."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {value!r}.")
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}.")
+    if minimum is not None and (value < minimum or (strict and value == minimum)):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum:g}, got {value}.")
+    return float(value)
+
+
+def whole_number(value: Any, name: str, minimum: int = 0) -> int:
+    """``value`` as an int if it is an integer (an int, a numpy integer or a float with no fraction; not a bool)
+    ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or int(value) != value:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+    return int(value)
 
 
 def to_numpy(x: Any, name: str) -> np.ndarray:
@@ -87,6 +111,9 @@ def class_labels(labels: Any, name: str = "labels", n_items: int | None = None, 
                 f"{name} is 1-D, so it must hold integer class indices; got dtype {labels.dtype}"
                 " (convert with .astype(int) or .long(), or pass multi-hot labels of shape (n, n_classes))."
             )
+        if labels.size and labels.min() < 0:
+            raise ValueError(f"{name} must be class indices >= 0, got {labels.min()}; a negative label is no "
+                             "class (drop unlabelled items, or give them a class of their own).")
         if num_classes is not None and labels.size and (labels.min() < 0 or labels.max() >= num_classes):
             raise ValueError(f"{name} must lie in [0, {num_classes - 1}], got values in [{labels.min()}, "
                              f"{labels.max()}]; check the number of classes or the label encoding.")

@@ -195,7 +195,7 @@ def test_the_loss_is_crh_s_at_the_same_centers_and_the_method_is_registered():
     np.testing.assert_allclose(own.similarity.numpy(), centers @ centers.T / 16.0)
     with pytest.raises(ValueError, match="greedy"):
         SemanticCRHLoss(6, 16, labels, centers=centers, assignment="hungarian")
-    with pytest.raises(ValueError, match=r"finite \(6, 6\)"):
+    with pytest.raises(ValueError, match="num_classes=6"):
         SemanticCRHLoss(6, 16, labels, centers=centers, similarity=np.eye(5))
 
 

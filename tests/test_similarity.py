@@ -101,6 +101,7 @@ def test_class_without_samples_is_named():
         (np.zeros(3), np.array([0]), "shape"),
         (np.zeros((2, 1)), np.array([0, 0]), "at least 2 classes"),
         (np.zeros((2, 2)), np.array([[1, 1], [0, 1]]), "single-label"),
+        (np.zeros((2, 3)), np.array([[1, 0], [0, 1]]), "2 columns but the logits have 3 classes"),
     ],
 )
 def test_logits_input_errors(logits, labels, message):
@@ -149,6 +150,8 @@ def test_validate_similarity_errors_and_symmetrisation():
         validate_similarity(np.array([[1.0, 1.5], [1.5, 1.0]]))
     with pytest.raises(ValueError, match="symmetric"):
         validate_similarity(np.array([[1.0, 0.5], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match=r"unit diagonal.*0\.1.*fill_diagonal"):
+        validate_similarity(np.array([[0.9, 0.5], [0.5, 1.0]]))
     nearly = torch.tensor([[1.0, 0.5 + 1e-7], [0.5, 1.0]], dtype=torch.float64)
     S = validate_similarity(nearly)
     assert isinstance(S, np.ndarray) and S.dtype == np.float64

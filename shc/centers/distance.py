@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from scipy.special import comb
 
-from shc.validation import hamming_distance_matrix, sign_codes
+from shc.validation import hamming_distance_matrix, sign_codes, whole_number
 
 __all__ = ["distance_table", "gv_min_distance", "hamming_distances", "max_codes_upper_bound"]
 
@@ -89,7 +89,7 @@ def max_codes_upper_bound(num_bits: int, min_distance: int) -> int:
     A(q, d) = A(q + 1, d + 1) for odd d (MacWilliams & Sloane, ch. 2, Th. 2 and its corollary). The parity step
     is what bounds C = 150 at q = 8, d = 2 (A(7, 1) = 128) and C = 5 at q = 5, d = 3 (A(6, 4) <= 4).
     """
-    q, d = int(num_bits), int(min_distance)
+    q, d = whole_number(num_bits, "num_bits", minimum=1), whole_number(min_distance, "min_distance")
     if d <= 1:
         return 2**q
     if d > q:
@@ -123,9 +123,7 @@ def _resolve_min_distance(num_classes: int, num_bits: int, min_distance: int | N
                 f"guarantees d - 1): the Hamming/Plotkin bounds allow at most {bound}. Pass min_distance={d - 1}, "
                 "or use more bits.")
         return d
-    d = int(min_distance)
-    if d < 0:
-        raise ValueError(f"min_distance must be >= 0, got {d}.")
+    d = whole_number(min_distance, "min_distance")
     bound = max_codes_upper_bound(num_bits, d)
     if num_classes > bound:
         raise ValueError(

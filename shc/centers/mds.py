@@ -9,6 +9,7 @@ import numpy as np
 from shc.centers._kernels import _greedy_packed
 from shc.centers.baselines import _balanced_random_rows, _is_power_of_two, csq_centers
 from shc.centers.distance import _check_sizes, _offdiag, _resolve_min_distance
+from shc.validation import whole_number
 
 __all__ = ["DENSE_MDS_LIMIT", "MDS_DEFAULTS", "greedy_code", "mds_centers"]
 
@@ -42,6 +43,7 @@ def mds_centers(num_classes: int, num_bits: int, min_distance: int | None = None
     """
     C, q = _check_sizes(num_classes, num_bits)
     d = _resolve_min_distance(C, q, min_distance)
+    max_sweeps, restarts = whole_number(max_sweeps, "max_sweeps", minimum=1), whole_number(restarts, "restarts")
     if C > DENSE_MDS_LIMIT:
         return greedy_code(C, q, min_distance=d, seed=seed)
     rng = np.random.default_rng(seed)
@@ -54,8 +56,8 @@ def mds_centers(num_classes: int, num_bits: int, min_distance: int | None = None
 
     target, hard_weight = q / 2.0, 100.0 * q * q
     gram = H @ H.T
-    for _ in range(int(restarts) + 1):
-        _descend(H, gram, d, target, hard_weight, rng, int(max_sweeps))
+    for _ in range(restarts + 1):
+        _descend(H, gram, d, target, hard_weight, rng, max_sweeps)
         distances = (q - gram) / 2
         np.fill_diagonal(distances, q)
         too_close = np.flatnonzero((distances < d).any(axis=1))

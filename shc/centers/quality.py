@@ -11,6 +11,7 @@ from scipy.stats import spearmanr
 from shc.centers._kernels import _pack, _packed_min
 from shc.centers.distance import _as_sign_matrix, _offdiag, _resolve_min_distance, hamming_distances
 from shc.similarity import validate_similarity
+from shc.validation import whole_number
 
 __all__ = [
     "center_quality", "distance_cap_bound", "geometry_lesson", "packed_min_distance",
@@ -125,8 +126,9 @@ def relaxation_bound(similarity: Any, num_bits: int) -> float:
     rank <= q, so ``||S - H H^T / q||_F^2 >= sum(eig(S)^2) - sum of the q largest positive eig(S)^2``
     (Eckart-Young); returned divided by C^2."""
     S = validate_similarity(similarity)
+    num_bits = whole_number(num_bits, "num_bits", minimum=1)
     values = np.linalg.eigvalsh(S)
-    kept = np.sort(values[values > 0])[::-1][: int(num_bits)]
+    kept = np.sort(values[values > 0])[::-1][:num_bits]
     return float((np.sum(values**2) - np.sum(kept**2)) / S.shape[0] ** 2)
 
 
@@ -143,9 +145,7 @@ def unit_diagonal_bound(similarity: Any, num_bits: int) -> float:
     ``(1 / q - 1 / C)`` per entry; it matters where C >> q (C = 1000, q = 32: about 9x the relaxation
     bound on stage-1-like S). Returned divided by C^2."""
     S = validate_similarity(similarity)
-    C, k = S.shape[0], min(int(num_bits), S.shape[0])
-    if k < 1:
-        raise ValueError(f"num_bits must be >= 1, got {num_bits}.")
+    C, k = S.shape[0], min(whole_number(num_bits, "num_bits", minimum=1), S.shape[0])
     values = np.linalg.eigvalsh(S)[::-1]
     mu = _simplex_projection(values[:k], C)
     return float((np.sum((values[:k] - mu) ** 2) + np.sum(values[k:] ** 2)) / C**2)

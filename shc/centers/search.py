@@ -47,6 +47,7 @@ from shc.centers.mds import mds_centers
 from shc.centers.quality import center_quality, packed_min_distance, relaxation_bound, spherical_relaxation
 from shc.centers.semantic import CenterOptimisation, optimize_semantic_centers
 from shc.similarity import validate_similarity
+from shc.validation import whole_number
 
 __all__ = ["LS_DEFAULTS", "distance_grid", "distance_tradeoff", "local_search_centers", "steepest_descent"]
 
@@ -249,7 +250,8 @@ def local_search_centers(similarity: Any, num_bits: int, min_distance: int | Non
         raise ValueError(f"temperatures must satisfy 0 < t_end <= t_start, got t_start={t_start}, t_end={t_end}.")
     if C > 3000:
         S = S.astype(np.float32)  # halves the largest array; the objective is accumulated in float64
-    sweeps = int(np.clip(2e8 / (C * q * q), 10, 300)) if anneal_sweeps is None else int(anneal_sweeps)
+    sweeps = (int(np.clip(2e8 / (C * q * q), 10, 300)) if anneal_sweeps is None
+              else whole_number(anneal_sweeps, "anneal_sweeps"))
     if init is not None:
         mds = np.asarray(init).astype(np.int8)
         if mds.shape != (C, q) or not np.all(np.abs(mds) == 1):

@@ -11,6 +11,7 @@ import numpy as np
 from shc.centers.distance import _as_sign_matrix, _check_sizes, _offdiag, _resolve_min_distance, hamming_distances
 from shc.centers.mds import mds_centers
 from shc.similarity import validate_similarity
+from shc.validation import finite_number, whole_number
 
 __all__ = ["SEMANTIC_DEFAULTS", "SHC_DEFAULTS", "CenterOptimisation", "optimize_semantic_centers",
            "semantic_only_centers", "shc_objective"]
@@ -186,8 +187,11 @@ def optimize_semantic_centers(
     params = dict(rho=rho, mu=mu, beta=beta, eta=eta, lambda0=lambda0, alpha0=alpha0, cycles=cycles,
                   inner_steps=inner_steps, distance_scale=distance_scale, backtrack=backtrack)
     for name in ("rho", "beta", "eta"):
-        if not params[name] > 0:
-            raise ValueError(f"{name} must be > 0, got {params[name]}.")
+        finite_number(params[name], name, minimum=0, strict=True)
+    finite_number(distance_scale, "distance_scale", minimum=0)
+    for name in ("mu", "lambda0", "alpha0"):
+        finite_number(params[name], name)
+    cycles, inner_steps = whole_number(cycles, "cycles"), whole_number(inner_steps, "inner_steps")
     H = (mds_centers(C, q, min_distance=d, seed=seed) if init is None else _as_sign_matrix(init)).astype(np.float64)
     if H.shape != (C, q):
         raise ValueError(f"init must have shape ({C}, {q}), got {H.shape}.")

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from shc.losses.registry import _centers_tensor, _check_labels, register_loss
+from shc.losses.registry import _centers_tensor, _check_labels, _positive_number, register_loss
 
 __all__ = ["CenterLoss"]
 
@@ -49,8 +49,7 @@ class CenterLoss(nn.Module):
     def __init__(self, centers: Any, gamma: float = 1e-4, seed: int = 0, eps: float = 1e-6) -> None:
         super().__init__()
         centers = _centers_tensor(centers)
-        if gamma < 0:
-            raise ValueError(f"gamma must be non-negative, got {gamma}.")
+        gamma = _positive_number(gamma, "gamma", allow_zero=True)
         if not 0 < eps < 1:
             raise ValueError(f"eps must lie in (0, 1), got {eps}.")
         generator = torch.Generator().manual_seed(seed)

@@ -21,6 +21,8 @@ from shc.losses.registry import (
     _target_matrix,
     register_loss,
 )
+from shc.models import hash_codes
+from shc.similarity import validate_similarity
 
 __all__ = ["CRHLoss", "SemanticCRHLoss"]
 
@@ -153,7 +155,7 @@ class CRHLoss(nn.Module):
         if codes.shape != (len(self.labels), self.num_bits):
             raise ValueError(f"codes must be ({len(self.labels)}, {self.num_bits}): one code per training sample "
                              f"of the split the loss was built for, got {codes.shape}.")
-        binary = np.where(codes >= 0, 1.0, -1.0)
+        binary = hash_codes(codes).astype(np.float64)  # refuses NaN codes (a diverged network)
         rng = np.random.default_rng([self.seed, int(epoch)])
         chosen, costs = reassign(binary, self.labels.cpu().numpy(), self.num_classes,
                                  self.codebooks.cpu().numpy(), self.assignment_method, rng, **self._semantic_options())
@@ -245,10 +247,7 @@ class SemanticCRHLoss(CRHLoss):
         start = np.asarray(_check_codes_array(centers, self.num_classes, self.num_bits), dtype=np.int8)
         if similarity is None:
             similarity = start.astype(np.float64) @ start.T / self.num_bits
-        similarity = np.asarray(similarity, dtype=np.float64)
-        if similarity.shape != (self.num_classes, self.num_classes) or not np.isfinite(similarity).all():
-            raise ValueError(f"similarity must be a finite ({self.num_classes}, {self.num_classes}) matrix (stage 1's "
-                             f"S), got shape {similarity.shape}.")
+        similarity = validate_similarity(similarity, num_classes=self.num_classes)  # stage 1's S, as stage 2's
         self.semantic_weight = _positive_number(semantic_weight, "semantic_weight", allow_zero=True)
         self.register_buffer("similarity", torch.from_numpy(similarity), persistent=False)
         codebooks, assignment_now = semantic_codebook(start, self.num_heads, self.codebooks.shape[1],

@@ -9,7 +9,6 @@ MDS's pair term).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from shc.registry import Registry
-from shc.validation import class_labels, sign_codes
+from shc.validation import class_labels, finite_number, sign_codes
 
 __all__ = ["LOSSES", "CodeBank", "build_loss", "register_loss"]
 
@@ -46,6 +45,8 @@ def _check_labels(labels: torch.Tensor, batch_size: int, num_classes: int) -> No
     elif labels.ndim == 2:
         if labels.shape[1] != num_classes:
             raise ValueError(f"multi-hot labels must have {num_classes} columns, got {labels.shape[1]}.")
+        if not ((labels == 0) | (labels == 1)).all():
+            raise ValueError("multi-hot labels must hold 0/1 only; threshold soft labels first, or pass class indices.")
         if (labels.sum(dim=1) <= 0).any():
             raise ValueError("every multi-hot label row needs a positive class; drop unlabelled samples.")
     else:
@@ -92,13 +93,7 @@ def _check_codes(outputs: torch.Tensor, num_bits: int) -> None:
 
 def _positive_number(value: float, name: str, allow_zero: bool = False) -> float:
     """``value`` as a float, checked finite and > 0 (>= 0 with ``allow_zero``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {value!r}.")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value}.")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}.")
-    return float(value)
+    return finite_number(value, name, minimum=0, strict=not allow_zero)
 
 
 def _label_tensor(train_labels: Any, num_classes: int) -> torch.Tensor:
@@ -106,6 +101,9 @@ def _label_tensor(train_labels: Any, num_classes: int) -> torch.Tensor:
     labels = class_labels(train_labels, "train_labels", num_classes=num_classes)
     if len(labels) == 0:
         raise ValueError("train_labels is empty; pass the training split's labels, e.g. splits.train.labels.")
+    if labels.ndim == 2 and not labels.any(axis=1).all():
+        raise ValueError(f"train_labels has {int((~labels.any(axis=1)).sum())} multi-hot rows without a class; "
+                         "drop unlabelled samples.")
     return torch.from_numpy(labels.astype(np.int64 if labels.ndim == 1 else np.float32))
 
 

@@ -534,8 +534,8 @@ def classifier_codes(logits: np.ndarray, centers: np.ndarray, rule: str) -> np.n
     """Codes (n, q) in {-1, +1} from a classifier's logits (n, C) and the centers (C, q) by ``rule``
     (:data:`CLASSIFIER_RULES`); a ``soft`` vote that ends at exactly 0 gives +1, as :func:`shc.models.hash_codes`."""
     logits, centers = np.asarray(logits, np.float64), np.asarray(centers, np.float64)
-    if logits.ndim != 2 or centers.ndim != 2 or logits.shape[1] != centers.shape[0]:
-        raise ValueError(f"logits {logits.shape} and centers {centers.shape} must be (n, C) and (C, q).")
+    if logits.ndim != 2 or centers.ndim != 2 or logits.shape[1] != centers.shape[0] or not np.isfinite(logits).all():
+        raise ValueError(f"logits {logits.shape} must be finite (n, C) (NaN: stage 1 diverged), centers (C, q).")
     if rule == "top1":
         return centers[logits.argmax(axis=1)].astype(np.int8)
     if rule == "soft":
