@@ -74,16 +74,13 @@ def method_fields(preset_name: str, method: str, bits: int | None = None) -> dic
 
 
 def _parse_set(items: list[str]) -> dict[str, Any]:
-    overrides = {}
-    for item in items:
-        field, separator, value = item.partition("=")
-        if not separator:
-            raise SystemExit(f"--set expects FIELD=JSON, got {item!r}")
-        try:
-            overrides[field] = json.loads(value)
-        except json.JSONDecodeError:
-            overrides[field] = value  # a bare string, e.g. --set backbone=small_cnn
-    return overrides
+    """``--set FIELD=JSON`` items as RunConfig overrides (:func:`shc.presets.parse_set`, the pipeline's own)."""
+    from shc.presets import parse_set
+
+    try:
+        return parse_set(items)
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, run_dir_suffix: str) -> None:

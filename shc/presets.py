@@ -41,6 +41,7 @@ paper      The paper's datasets and hyper-parameters (ImageNet ResNet34, 300 epo
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -562,10 +563,37 @@ def add_grid_arguments(parser: argparse.ArgumentParser) -> None:
                         help="arithmetic of training and inference (default auto: fp16 on CUDA, bf16 on a CPU with "
                              "native bf16, else fp32); a run resumes only in the one it began in "
                              "(docs/reliability.md, \"Precision\")")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", dest="set_fields",
+                        help="override any RunConfig field of every run, a JSON value or a bare string (repeatable), "
+                             "e.g. --set classifier_epochs=8: with --epochs, the hashing network's epochs change and "
+                             "the classifier keeps 8 (docs/presets.md, \"Overriding a preset\")")
+
+
+def parse_set(items: Sequence[str], option: str = "--set") -> dict[str, Any]:
+    """``FIELD=JSON`` items as RunConfig overrides (a value that is not JSON is a bare string: ``backbone=small_cnn``);
+    an unknown field or an item without ``=`` is refused by name."""
+    fields = {field.name for field in dataclasses.fields(RunConfig)}
+    overrides: dict[str, Any] = {}
+    for item in items:
+        field, separator, value = item.partition("=")
+        if not separator:
+            raise ValueError(f"{option} expects FIELD=JSON, got {item!r} (e.g. {option} classifier_epochs=8).")
+        if field not in fields:
+            from shc.registry import did_you_mean
+
+            hint = did_you_mean(field, sorted(fields)) or " see shc.runs.RunConfig."
+            raise ValueError(f"{option}: {field!r} is not a RunConfig field;{hint}")
+        try:
+            overrides[field] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[field] = value
+    return overrides
 
 
 def _grid_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    overrides: dict[str, Any] = {}
+    overrides: dict[str, Any] = parse_set(getattr(args, "set_fields", None) or ())
+    if getattr(args, "epochs", None) is not None and "epochs" in overrides:
+        raise ValueError("--epochs and --set epochs=... both set the hashing network's epochs; give one.")
     if getattr(args, "data_root", None):
         root = Path(args.data_root).expanduser()
         if not root.is_dir():
@@ -605,16 +633,20 @@ def configs_from_arguments(args: argparse.Namespace, run_dir: str) -> list[RunCo
         if not 8 <= q <= 1024:
             raise ValueError(f"--bits: {q} is outside [8, 1024] (the paper uses 16, 32, 64).")
     try:
-        return get_preset(args.preset).configs(methods=args.methods, bits=args.bits, seeds=args.seeds,
-                                               datasets=args.datasets, epochs=args.epochs, run_dir=run_dir,
-                                               **_grid_overrides(args))
+        overrides = _grid_overrides(args)
+        hashing_epochs = overrides.pop("epochs", None)  # --set epochs=N: the hashing network's, over every method's
+        configs = get_preset(args.preset).configs(methods=args.methods, bits=args.bits, seeds=args.seeds,
+                                                  datasets=args.datasets, epochs=args.epochs, run_dir=run_dir,
+                                                  **overrides)
+        return configs if hashing_epochs is None else [config.replace(epochs=hashing_epochs) for config in configs]
     except ValueError as error:
         raise ValueError(f"preset {args.preset!r}: {str(error).replace('bits: ', '--bits: ', 1)}") from None
 
 
 def describe_config(config: RunConfig) -> str:
     """One line: dataset, method, bits, seed and the schedule (for ``--list``)."""
-    changed = {key: value for key, value in (("epochs", config.epochs), ("backbone", config.backbone),
+    changed = {key: value for key, value in (("epochs", config.epochs), ("classifier_epochs", config.classifier_epochs),
+                                             ("backbone", config.backbone),
                                              ("lr", config.lr), ("similarity", config.similarity),
                                              ("pretrain", config.pretrain),
                                              ("precision", None if config.precision == "auto" else config.precision))

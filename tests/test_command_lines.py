@@ -54,6 +54,47 @@ def test_pipeline_precision_reaches_every_config_of_the_grid(capsys):
     assert all(line.endswith("precision=bf16") for line in lines[:-1]) and len(lines) == len(given) + 1
 
 
+def _grid(*argv):
+    import argparse
+
+    from shc.presets import add_grid_arguments, configs_from_arguments
+
+    parser = argparse.ArgumentParser()
+    add_grid_arguments(parser)
+    return configs_from_arguments(parser.parse_args(list(argv)), run_dir="r")
+
+
+def test_set_overrides_any_field_and_epochs_keeps_its_meaning():
+    # standard: hashing 80 epochs (MDS 160, LTH 320), classifier 8 (shc/presets.py)
+    preset = {(c.method, c.epochs, c.classifier_epochs)
+              for c in _grid("--preset", "standard", "--methods", "mds", "lth")}
+    assert preset == {("mds", 160, 8), ("lth", 320, 8)}
+    # --epochs sets both networks; --set classifier_epochs keeps the classifier's (the old grids' reproduction)
+    both = {(c.epochs, c.classifier_epochs) for c in _grid("--preset", "standard", "--epochs", "60")}
+    kept = {(c.epochs, c.classifier_epochs) for c in _grid("--preset", "standard", "--epochs", "60", "--set",
+                                                           "classifier_epochs=8")}
+    assert both == {(60, 60)} and kept == {(60, 8)}
+    # --set epochs=N: the hashing network's alone, over each method's own budget
+    hashing = {(c.method, c.epochs, c.classifier_epochs)
+               for c in _grid("--preset", "standard", "--methods", "mds", "lth", "--set", "epochs=80")}
+    assert hashing == {("mds", 80, 8), ("lth", 80, 8)}
+    # JSON values and bare strings, several --set
+    config = _grid("--preset", "tiny", "--set", "lr=0.002", "--set", "optimizer=adam", "--set",
+                   'dataset_options={"train_per_class": 7}')[0]
+    assert (config.lr, config.optimizer, config.dataset_options["train_per_class"]) == (0.002, "adam", 7)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--set", "lrr=0.1"], "'lrr' is not a RunConfig field; did you mean 'lr'"),
+    (["--set", "lr"], "--set expects FIELD=JSON, got 'lr'"),
+    (["--epochs", "4", "--set", "epochs=8"], "--epochs and --set epochs=... both"),
+    (["--set", "epochs=0"], "epochs must be a positive integer"),
+])
+def test_set_refuses_what_it_cannot_apply_by_name(argv, message, capsys):
+    assert pipeline.main(["--preset", "tiny", "--list", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
