@@ -229,7 +229,8 @@ def _manual_install(kind: str, folders: Sequence[Path]) -> str:
     if kind == "fashion":
         return (
             f"To install Fashion-MNIST: `sudo apt-get install dataset-fashion-mnist` (Debian/Ubuntu; puts the "
-            f"files in {DEBIAN_FASHION_MNIST}), or pass download=True where the internet is reachable, "
+            f"files in {DEBIAN_FASHION_MNIST}), or pass download=True where the internet is reachable (from a "
+            "shell: python -c \"from shc.data import load_dataset; load_dataset('fashion-composite', download=True)\"), "
             f"or fetch {expected} from {IDX_MIRRORS['fashion'][0]} (or "
             f"https://github.com/zalandoresearch/fashion-mnist) and put them in one of: {places} "
             "(or pass their folder as root=)."
