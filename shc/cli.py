@@ -126,6 +126,9 @@ def _read_codes(path: str) -> dict[str, Any]:
     if data["codes"].ndim != 2 or len(data["codes"]) != len(data["paths"]):
         raise ValueError(f"codes file {path} is inconsistent ({data['codes'].shape} codes for {len(data['paths'])} "
                          f"paths); {remedy}.")
+    if len(data["codes"]) == 0:
+        raise ValueError(f"codes file {path} holds no codes (no readable image was encoded); run `shc encode` on a "
+                         "folder with readable images.")
     return data
 
 

@@ -216,6 +216,10 @@ def world(tmp_path_factory):
     np.save(bad / "codes.npy", np.ones((3, 16), np.int8))
     (bad / "truncated.npz").write_bytes((good / "codes.npz").read_bytes()[:300])
     (bad / "noise.npz").write_bytes(os.urandom(500))
+    with np.load(good / "codes.npz") as archive:  # a codes file of no image, as an encode of unreadable files
+        np.savez(bad / "no-codes.npz", **{key: archive[key][:0] if key in ("codes", "paths") else archive[key]
+                                          for key in archive.files})
+    np.savez(bad / "codes-1d.npz", database_codes=np.ones(16, np.int8))  # a run's codes.npz with one flat code
     damaged_index = bytearray((good / "db.shcidx").read_bytes())
     damaged_index[30] ^= 0x01
     (bad / "damaged.shcidx").write_bytes(bytes(damaged_index))
@@ -258,6 +262,10 @@ CASES = [
     ("index of random bytes", _shc("index", "{bad_}/noise.npz", "--out", "{good_}/db.shcidx"),
      ["noise.npz", "shc encode"], "db.shcidx"),
     ("index of a folder", _shc("index", "{bad_}/folder", "--out", "{good_}/db.shcidx"), ["is a folder"], "db.shcidx"),
+    ("index of no codes", _shc("index", "{bad_}/no-codes.npz", "--out", "{good_}/db.shcidx"),
+     ["no-codes.npz", "holds no codes", "shc encode"], "db.shcidx"),
+    ("export of 1-D codes", _shc("export", "{bad_}/codes-1d.npz", "--to", "npy", "--out", "{bad_}/x.npy"),
+     ["codes-1d.npz", "(N, q)", "shape (16,)"], "codes.npz"),
     ("index --out is a folder", _shc("index", "{good_}/codes.npz", "--out", "{bad_}/folder"),
      ["--out", "is a folder"], "db.shcidx"),
     ("search a damaged index", _shc("search", "--index", "{bad_}/damaged.shcidx", "--run", "{run}", "--image",

@@ -96,6 +96,19 @@ def test_range_search_equals_brute_force(radius):
         np.testing.assert_array_equal(result[i][1], reference[1][i][inside])
 
 
+def test_range_search_and_search_take_zero_queries_alike():
+    index = HashIndex(16).add(_codes(np.random.default_rng(0), 30, 16))
+    result = index.range_search(np.ones((0, 16), np.int8), 3)
+    assert len(result) == 0 and result.lims.tolist() == [0] and result.distances.size == result.ids.size == 0
+    assert index.search(np.ones((0, 16), np.int8), 3)[0].shape == (0, 3)
+
+
+def test_ids_that_would_leave_int64_are_refused_by_name():
+    index = HashIndex(16).add(np.ones((1, 16), np.int8), [np.iinfo(np.int64).max])
+    with pytest.raises(ValueError, match="leave int64; pass ids="):
+        index.add(np.ones((1, 16), np.int8))
+
+
 def test_mih_equals_linear_scan_on_clustered_codes():
     """Codes near a few centers (like trained hash codes): many exact ties, small search radii."""
     rng = np.random.default_rng(5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -54,6 +55,34 @@ def _assert_exact(codes, ids, queries, distances, ids_found, k):
     found = np.zeros_like(closer)
     np.put_along_axis(found, rows, True, axis=1)
     assert not (closer & ~found).any()
+
+
+@pytest.mark.parametrize("target", ["faiss", "npy", "usearch"])
+def test_a_store_of_fewer_codes_than_k_pads_every_row_to_k(target, tmp_path):
+    _needs({"faiss": "faiss", "usearch": "usearch"}.get(target, "numpy"))
+    codes = np.random.default_rng(1).choice(np.array([-1, 1], np.int8), (12, 16))
+    index = HashIndex(16).add(codes)
+    export_codes(index, target, tmp_path / f"c.{target}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # usearch's empty slots once warned in rint
+        distances, ids = search_store(index, target, tmp_path / f"c.{target}", codes[:3], 20)
+    assert distances.shape == ids.shape == (3, 20)
+    assert (distances[:, 12:] == -1).all() and (ids[:, 12:] == -1).all()
+    np.testing.assert_array_equal(np.sort(distances[:, :12], axis=1), np.sort(_brute_force(codes, np.arange(12),
+                                                                                            codes[:3]), axis=1))
+
+
+def test_a_faiss_client_packs_queries_little_endian_as_docs_scale_out_says(tmp_path):
+    _needs("faiss")
+    import faiss
+
+    codes = np.random.default_rng(2).choice(np.array([-1, 1], np.int8), (50, 16))
+    export_codes(HashIndex(16).add(codes), "faiss", tmp_path / "c.faiss")
+    store = faiss.read_index_binary(str(tmp_path / "c.faiss"))
+    little, _ = store.search(np.packbits(codes > 0, axis=1, bitorder="little"), 1)
+    default, _ = store.search(np.packbits(codes > 0, axis=1), 1)
+    assert (little[:, 0] == 0).all()  # each code finds itself
+    assert (default[:, 0] > 0).mean() > 0.5  # the default (big-endian) packing: most codes do not
 
 
 @pytest.mark.parametrize("target", ["faiss", "npy"])

@@ -57,9 +57,12 @@ def read_source(path: str | Path) -> HashIndex:
                              "give one of those files.")
         try:
             codes = archive[key]
-            bits = int(archive["bits"]) if "bits" in archive.files else codes.shape[1]
+            bits = int(archive["bits"]) if "bits" in archive.files else codes.shape[-1]
         except damaged as error:
             raise ValueError(f"{path} is damaged ({type(error).__name__}); {remedy}.") from None
+    if codes.ndim != 2 or len(codes) == 0:
+        raise ValueError(f"{path}: {key!r} must hold at least one code, an (N, q) array, got shape {codes.shape}; "
+                         f"{remedy}.")
     return HashIndex(bits).add(codes)
 
 

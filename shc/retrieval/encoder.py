@@ -266,7 +266,8 @@ def verify_provenance(recorded: Mapping[str, Any] | None, encoder: Encoder, sour
     """
     current = encoder.provenance
     if recorded is None:
-        problem = (f"{source} does not record which network made its codes (written by an earlier shc), so "
+        problem = (f"{source} does not record which network made its codes (written by an earlier shc, or by `shc "
+                   "import`, which brings codes and ids only), so "
                    f"nothing shows they are comparable with {_describe_provenance(current)}")
     elif (recorded.get("identity"), recorded.get("weights_sha256")) != (current["identity"],
                                                                         current["weights_sha256"]):

@@ -164,6 +164,8 @@ class HashIndex:
         packed = pack_codes(codes, self.num_bits)
         if ids is None:
             start = int(self._ids[-1]) + 1 if len(self) else 0
+            if start + len(packed) - 1 > np.iinfo(np.int64).max:
+                raise ValueError(f"the next ids after {start - 1} leave int64; pass ids= for the new codes.")
             new_ids = np.arange(start, start + len(packed), dtype=np.int64)
         else:
             raw = np.asarray(ids)
@@ -296,7 +298,7 @@ class HashIndex:
         packed = self._queries(queries)
         radius = min(int(radius), 64 * _words(self.num_bits))
         lims = [np.zeros(1, np.int64)]
-        distances, ids = [], []
+        distances, ids = [np.empty(0, np.int64)], [np.empty(0, self._ids.dtype)]  # stay empty for zero queries
         for lo in range(0, len(packed), _QUERY_CHUNK):
             chunk = packed[lo:lo + _QUERY_CHUNK]
             hist = _kernels.distance_histograms(self._codes, chunk) if len(self) else \

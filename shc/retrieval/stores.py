@@ -322,7 +322,7 @@ def _search_usearch(path: str | os.PathLike, queries: np.ndarray, k: int, exact:
     matches = store.search(queries, k, exact=exact)
     keys, distances = np.atleast_2d(matches.keys), np.atleast_2d(matches.distances)
     found = np.arange(keys.shape[1])[None, :] < np.atleast_1d(matches.counts)[:, None]
-    return (np.where(found, np.rint(distances), -1).astype(np.int64),
+    return (np.where(found, np.rint(np.where(found, distances, 0.0)), -1).astype(np.int64),
             np.where(found, keys.astype(np.int64), -1))
 
 
@@ -553,7 +553,12 @@ def search_store(index: HashIndex, target: str, location: str | os.PathLike, que
                  **options: Any) -> tuple[np.ndarray, np.ndarray]:
     """Top-k of ``queries`` (+-1 or packed, as :meth:`HashIndex.search` takes them) from the store ``target``
     that ``index`` was exported to: (Q, k) int64 distances and ids (-1 where the store found fewer)."""
-    return STORES.get(target).search(location, _packed_queries(index, queries), k, **options)
+    distances, ids = STORES.get(target).search(location, _packed_queries(index, queries), k, **options)
+    missing = k - distances.shape[1]  # a store of fewer than k codes may return fewer columns (npy does)
+    if missing > 0:
+        pad = np.full((len(distances), missing), -1, dtype=np.int64)
+        distances, ids = np.hstack([distances, pad]), np.hstack([ids, pad])
+    return distances, ids
 
 
 def compare_topk(index: HashIndex, queries: Any, reference: tuple[np.ndarray, np.ndarray],
