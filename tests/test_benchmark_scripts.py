@@ -32,6 +32,18 @@ def test_the_benchmarks_folder_has_scripts():
     assert len(SCRIPTS) >= 10, SCRIPTS
 
 
+@pytest.mark.parametrize("path", sorted(BENCHMARKS.glob("*.py")), ids=lambda path: path.name)
+def test_every_script_is_in_the_index_of_docs_benchmarks(path: Path):
+    page = (BENCHMARKS.parent / "docs" / "benchmarks.md").read_text()
+    assert f"`{path.name}`" in page, f"{path.name} is not in docs/benchmarks.md's index of benchmarks/; add its row"
+
+
+@pytest.mark.parametrize("path", sorted(BENCHMARKS.glob("bench_*.py")), ids=lambda path: path.name)
+def test_every_timed_benchmark_also_runs_by_its_own_file(path: Path):
+    # run.py imports them; run directly, a file without a main block printed nothing (bench_reports.py did)
+    assert path in SCRIPTS, f"{path.name} has no `if __name__ == \"__main__\":` block; add one that prints its table"
+
+
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda path: path.name)
 def test_a_benchmark_script_reads_its_command_line(path: Path):
     tree = ast.parse(path.read_text())
