@@ -59,7 +59,7 @@ CASES = [
     ("metrics label -1", lambda: mean_average_precision(np.ones((1, 8)), [-1], np.ones((3, 8)), [-1, -1, 0], None),
      ValueError, "class indices >= 0"),
     ("classifier codes nan", lambda: classifier_codes(np.array([[np.nan, 0.0]]), np.ones((2, 4)), "soft"),
-     ValueError, "stage 1 diverged"),
+     ValueError, r"logits finite \(NaN: stage 1 diverged\)"),
 ]
 
 

@@ -535,13 +535,13 @@ def classifier_codes(logits: np.ndarray, centers: np.ndarray, rule: str) -> np.n
     (:data:`CLASSIFIER_RULES`); a ``soft`` vote that ends at exactly 0 gives +1, as :func:`shc.models.hash_codes`."""
     logits, centers = np.asarray(logits, np.float64), np.asarray(centers, np.float64)
     if logits.ndim != 2 or centers.ndim != 2 or logits.shape[1] != centers.shape[0] or not np.isfinite(logits).all():
-        raise ValueError(f"logits {logits.shape} must be finite (n, C) (NaN: stage 1 diverged), centers (C, q).")
+        raise ValueError(f"logits {logits.shape} and centers {centers.shape} must be (n, C) and (C, q), the logits "
+                         "finite (NaN: stage 1 diverged).")
     if rule == "top1":
         return centers[logits.argmax(axis=1)].astype(np.int8)
     if rule == "soft":
-        probabilities = np.exp(logits - logits.max(axis=1, keepdims=True))
-        probabilities /= probabilities.sum(axis=1, keepdims=True)
-        return np.where(probabilities @ centers >= 0, 1, -1).astype(np.int8)
+        weights = np.exp(logits - logits.max(axis=1, keepdims=True))  # softmax without its positive denominator
+        return np.where(weights @ centers >= 0, 1, -1).astype(np.int8)  # which leaves every vote's sign as it is
     raise ValueError(f"unknown classifier-code rule {rule!r}; choose one of: {', '.join(CLASSIFIER_RULES)}.")
 
 
