@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from torch import nn
 
-from shc.centers import CENTER_METHODS, SEMANTIC_METHODS, generate_centers
+from shc.centers import CENTER_GENERATORS, generate_centers
 from shc.losses import LOSSES, _label_tensor
 from shc.registry import Registry
 from shc.validation import sign_codes
@@ -79,10 +79,17 @@ class MethodSpec:
         object.__setattr__(self, "defaults", MappingProxyType(dict(self.defaults)))
         if self.loss not in LOSSES:
             raise ValueError(f"method {self.name!r}: loss {self.loss!r} is not registered in shc.losses.LOSSES.")
-        if self.centers is not None and self.centers not in CENTER_METHODS:
-            raise ValueError(f"method {self.name!r}: centers {self.centers!r} is not one of {CENTER_METHODS}.")
-        if self.needs_similarity != (self.centers in SEMANTIC_METHODS):
-            raise ValueError(f"method {self.name!r}: needs_similarity must be True exactly for {SEMANTIC_METHODS}.")
+        if self.centers is not None and self.centers not in CENTER_GENERATORS:  # the registry now, not a copy of it
+            raise ValueError(f"method {self.name!r}: centers {self.centers!r} is not one of "
+                             f"{tuple(CENTER_GENERATORS.names())}.")
+        if self.needs_similarity != _semantic(self.centers):
+            raise ValueError(f"method {self.name!r}: needs_similarity must be True exactly for the center generators "
+                             "that read S (CenterGenerator.needs_similarity).")
+
+
+def _semantic(centers: str | None) -> bool:
+    """Whether the center generator ``centers`` reads stage 1's S (False without centers)."""
+    return centers is not None and centers in CENTER_GENERATORS and CENTER_GENERATORS.get(centers).needs_similarity
 
 
 _LINEAR_HEAD = {"activation": "identity"}
@@ -92,7 +99,7 @@ _CENTER_DEFAULTS = {"gamma": 1e-4}  # SHC's (paper Sec. 4.4); the official CSQ R
 def _center_loss_method(name: str, centers: str, reference: str) -> MethodSpec:
     """A method trained with the CSQ/SHC center loss (:class:`shc.losses.CenterLoss`, paper Eq. 41-43) on the
     centers of generator ``centers``; it needs S exactly when those centers do."""
-    return MethodSpec(name, "center", centers, centers in SEMANTIC_METHODS, {}, _CENTER_DEFAULTS, reference)
+    return MethodSpec(name, "center", centers, _semantic(centers), {}, _CENTER_DEFAULTS, reference)
 
 
 _CRH_DEFAULTS = {"scale": None, "margin": 0.2, "quantization_weight": None, "codebook_multiple": 2,

@@ -118,3 +118,23 @@ def test_did_you_mean_ignores_letter_case():
     assert did_you_mean("SHC", ["shc", "csq"]) == " did you mean 'shc'?"
     assert did_you_mean("mAP@all", ["mAP@ALL", "mAP@100"]) == " did you mean 'mAP@ALL'?"
     assert did_you_mean("zzz", ["shc", "csq"]) == ""
+
+
+def test_a_center_generator_registered_later_can_back_a_method(monkeypatch):
+    # docs/architecture.md's recipe: register a generator, then a method on it. MethodSpec checked a frozen copy of
+    # the generator names (CENTER_METHODS), so a generator added after shc.centers was imported was refused.
+    from shc.centers import CENTER_GENERATORS, CenterGenerator
+    from shc.centers.registry import _without_history
+    from shc.methods import MethodSpec, _center_loss_method
+
+    monkeypatch.setattr(CENTER_GENERATORS, "_entries", dict(CENTER_GENERATORS._entries))  # undone after the test
+    plain = CENTER_GENERATORS.register("test-ones", CenterGenerator(
+        "test-ones", _without_history(lambda C, q, seed=0: np.ones((C, q), np.int8)), (), False))
+    CENTER_GENERATORS.register("test-semantic", CenterGenerator("test-semantic", plain.run, (), True))
+    spec = _center_loss_method("test-ones-hash", "test-ones", "a test")
+    assert spec.centers == "test-ones" and spec.needs_similarity is False
+    assert _center_loss_method("test-semantic-hash", "test-semantic", "a test").needs_similarity is True
+    with pytest.raises(ValueError, match="needs_similarity must be True exactly"):
+        MethodSpec("wrong", "center", "test-ones", True, {}, {}, "a test")
+    with pytest.raises(ValueError, match="centers 'nosuch' is not one of"):
+        MethodSpec("wrong", "center", "nosuch", False, {}, {}, "a test")

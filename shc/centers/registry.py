@@ -60,7 +60,7 @@ for _generator in (
                     version=2),  # 2: the closing descent over single and double flips (pair_moves, 2026-11-24)
 ):
     CENTER_GENERATORS.register(_generator.name, _generator)
-CENTER_METHODS = tuple(CENTER_GENERATORS.names())
+CENTER_METHODS = tuple(CENTER_GENERATORS.names())  # the built-in names; checks read CENTER_GENERATORS itself
 SEMANTIC_METHODS = tuple(name for name, g in CENTER_GENERATORS.items() if g.needs_similarity)
 
 
