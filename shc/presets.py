@@ -64,6 +64,8 @@ PAPER_DATASETS = ("cifar100", "stanford-cars-a", "stanford-cars-b", "nabirds-a",
 CENTER_METHODS = ("random", "csq", "mds", "shc")
 BASELINES = ("dpsh", "dtsh", "hashnet", "greedyhash", "idhn", "csq", "mds", "lth", "orthohash", "shc")  # Table 4
 ABLATIONS = ("distance", "semantic", "shc")  # Table 7: d only, S only, both (one loss)
+ABLATION_LABELS = MappingProxyType({"distance": "d only (MDS centers)", "semantic": "S only (Eq. 46-49)",
+                                    "shc": "d + S (SHC)"})  # their names on page 05
 
 
 def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -521,7 +523,8 @@ def notebook_configs(parameters: Mapping[str, Any], run_dir: str | None = None,
 
     Returns ``{"runs": configs to run through all stages, "centers": configs whose stages 1-2 are read,
     "similarity": configs whose stage-1 S of every source is read}`` (:data:`NOTEBOOK_READS`); empty
-    lists for notebooks that read no runs. Notebook 05 also reads SHC with the text S.
+    lists for notebooks that read no runs. Notebook 05 also reads SHC with the data-dependent and the text S (its
+    section 2), whichever variants ``methods`` lists for its section 1.
     """
     needs: dict[str, list[RunConfig]] = {"runs": [], "centers": [], "similarity": []}
     if "preset" not in parameters:
@@ -534,8 +537,11 @@ def notebook_configs(parameters: Mapping[str, Any], run_dir: str | None = None,
         needs["similarity"] = report_configs(methods=["shc"], bits=[32], **common)
         return needs
     needs[reads] = report_configs(methods=parameters["methods"], bits=parameters["bits"], **common)
-    if notebook == "05_ablations" and "shc" in parameters["methods"]:
-        needs["runs"] += report_configs(methods=["shc"], bits=parameters["bits"], similarity="text", **common)
+    if notebook == "05_ablations":
+        shc_runs = [] if "shc" in parameters["methods"] else report_configs(methods=["shc"], bits=parameters["bits"],
+                                                                            **common)
+        needs["runs"] += shc_runs + report_configs(methods=["shc"], bits=parameters["bits"], similarity="text",
+                                                   **common)
     return needs
 
 

@@ -285,6 +285,21 @@ def test_ablation_tables_read_the_same_runs_as_the_retrieval_tables(batch):
     assert list(summary_problems(_report(batch, "05_ablations"), "05_ablations/summary.json")) == []
 
 
+def test_page_05_takes_any_subset_of_the_variants(batch, tmp_path):
+    # the methods parameter is Table 7's rows; section 2 (SHC's two sources of S) reads SHC's runs regardless.
+    # Before, a subset without shc crashed (the labels were a fixed dict, the text-S runs were not computed).
+    [page] = reports.run_reports("tiny", only=["05_ablations"], overrides={"methods": ["distance", "semantic"]},
+                                 output_root=tmp_path, run_root=batch["run_dir"].parent, log=lambda line: None,
+                                 progress=False)
+    assert page.status == "ok", page
+    folder = tmp_path / "tiny" / "05_ablations"
+    def rows(table):
+        return {row[1] for row in _csv_rows(folder / "tables" / table) if row[0] == "mAP@ALL (ties by index)"}
+
+    assert rows("ablation_terms.csv") == {"d only (MDS centers)", "S only (Eq. 46-49)"}
+    assert rows("ablation_similarity_source.csv") == {"text embedding (BERT in the paper)", "data-dependent (SHC)"}
+
+
 def test_top_results_are_the_hamming_nearest_with_correct_flags(batch):
     config = batch["configs"](["shc"])[0]
     examples = results.top_results(config, n_queries=4, k=6)
