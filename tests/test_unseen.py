@@ -326,6 +326,10 @@ def test_the_04_and_06_pages_show_the_three_pairings_of_the_stored_codes(tiny_un
                                                       codes["database_labels"][database], topk, tie_aware=True)
                     shown = cells[(f"{pairing} {name} (tie-aware)", config.method)]
                     assert shown == pytest.approx(expected, abs=5e-5), (stem, config.method, pairing, name)
+    # page 04's classifier-code baseline (shc.reports.blocks.classifier_code_table): a row per center method and rule
+    with open(tmp_path / "tiny-unseen" / "04_retrieval" / "tables" / "classifier_codes.csv", newline="") as handle:
+        baseline = {row[1] for row in csv.reader(handle) if row[0] == "mAP@ALL (tie-aware)"}
+    assert baseline == {f"{method} ({rule} classifier codes)" for method in ("mds", "shc") for rule in ("top1", "soft")}
     problems = check_report_folder(tmp_path / "tiny-unseen")
     assert problems == [], "\n".join(map(str, problems))
 

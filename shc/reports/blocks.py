@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["map_tables", "pr_figures", "precision_recall_at_k", "reach_table", "unseen_table"]
+__all__ = ["classifier_code_table", "map_tables", "pr_figures", "precision_recall_at_k", "reach_table",
+           "unseen_table"]
 
 
 def _ranked(runs: Any, metrics: str | Sequence[str], tables: Path, name: str, order: Sequence[str], row: str,
@@ -59,6 +60,25 @@ def unseen_table(runs: Any, tables: str | Path, order: Sequence[str], pairings: 
     (:func:`shc.results.measured_pairings`), saved as ``tables/unseen_pairings.csv``; None (nothing saved) for a grid
     that holds no class out of training."""
     return _ranked(runs, list(pairings), Path(tables), "unseen_pairings", order, row, labels) if pairings else None
+
+
+def classifier_code_table(configs: Sequence[Any], rules: Sequence[str], tables: str | Path,
+                          pairings: Sequence[str]) -> tuple[Any, str] | None:
+    """Page 04: the classifier-code baseline of the grid's center methods by ``rules``
+    (:func:`shc.results.classifier_code_rows`), its primary metric and the ``pairings`` that hold a value, saved as
+    ``tables/classifier_codes.csv``; with the caption that names its columns. None (nothing saved) where the preset
+    computes no such baseline (``rules`` empty) or no run has one."""
+    from shc import plots, results
+
+    baseline = results.classifier_code_rows(configs, rules) if rules else None
+    if baseline is None or not len(baseline):
+        return None
+    shown = [results.PRIMARY_METRIC, *[key for key in pairings if baseline[key].notna().any()]]
+    table = results.retrieval_table(baseline, shown, order=list(dict.fromkeys(baseline["label"])))
+    plots.save_table(table.cells, Path(tables) / "classifier_codes")
+    caption = ("Classifier-code baseline, query set, mean ± std over seeds: "
+               + ", ".join(results.value_name(key) for key in shown) + ".")
+    return table, caption
 
 
 def pr_figures(frames: Mapping[str, Any], bits: Sequence[int], figures: str | Path) -> list[Any]:
