@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["classifier_code_table", "map_tables", "pr_figures", "precision_recall_at_k", "reach_table",
-           "unseen_table"]
+           "summary_tables", "unseen_table"]
 
 
 def _ranked(runs: Any, metrics: str | Sequence[str], tables: Path, name: str, order: Sequence[str], row: str,
@@ -29,12 +29,24 @@ def _ranked(runs: Any, metrics: str | Sequence[str], tables: Path, name: str, or
 
 
 def reach_table(runs: Any, tables: str | Path, order: Sequence[str], *, row: str = "label",
-                labels: Mapping[str, str] | None = None) -> Any:
-    """Pages 03, 04 and 06: the reachability measures (:data:`shc.results.REACH_KEYS`: train and query center hit
-    rates and bit errors) per method and code length, mean ± std over seeds, saved as ``tables/reachability.csv``."""
+                labels: Mapping[str, str] | None = None, name: str = "reachability") -> Any:
+    """Pages 03, 04, 05 and 06: the reachability measures (:data:`shc.results.REACH_KEYS`: train and query center hit
+    rates and bit errors) per method and code length, mean ± std over seeds, saved as ``tables/<name>.csv``."""
     from shc import results
 
-    return _ranked(runs, list(results.REACH_KEYS), Path(tables), "reachability", order, row, labels)
+    return _ranked(runs, list(results.REACH_KEYS), Path(tables), name, order, row, labels)
+
+
+def summary_tables(runs: Any, tables: str | Path, name: str, *, row: str = "label") -> tuple[Any, Any]:
+    """The numbers behind a page's mAP tables (:data:`shc.results.REPORTED_MAP_KEYS`), saved as
+    ``tables/<name>_summary.csv`` (method, bits, metric, mean, std, n) and ``tables/<name>_per_seed.csv``
+    (:func:`shc.stats.summary_frame`); returns both frames."""
+    from shc import plots, results, stats
+
+    numeric, per_seed = stats.summary_frame(runs, list(results.REPORTED_MAP_KEYS), method=row)
+    plots.save_table(numeric, Path(tables) / f"{name}_summary")
+    plots.save_table(per_seed, Path(tables) / f"{name}_per_seed")
+    return numeric, per_seed
 
 
 def map_tables(runs: Any, tables: str | Path, order: Sequence[str], *, row: str = "label",
@@ -43,14 +55,12 @@ def map_tables(runs: Any, tables: str | Path, order: Sequence[str], *, row: str 
     ``tables/<metric>.csv`` (``@`` written ``_at_``), and the numbers behind them: ``tables/map_summary.csv``
     (method, bits, metric, mean, std, n) and ``tables/map_per_seed.csv`` (:func:`shc.stats.summary_frame`). Returns
     metric -> table, in the order of the metrics."""
-    from shc import plots, results, stats
+    from shc import results
 
     tables = Path(tables)
     ranked = {metric: _ranked(runs, metric, tables, metric.replace("@", "_at_"), order, row, labels)
               for metric in results.REPORTED_MAP_KEYS}
-    numeric, per_seed = stats.summary_frame(runs, list(results.REPORTED_MAP_KEYS), method=row)
-    plots.save_table(numeric, tables / "map_summary")
-    plots.save_table(per_seed, tables / "map_per_seed")
+    summary_tables(runs, tables, "map", row=row)
     return ranked
 
 
