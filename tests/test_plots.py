@@ -1252,3 +1252,11 @@ def test_alt_text_reads_a_shared_axis_label_from_the_panel_that_carries_it():
     text = plots.figure_alt_text(fig)
     plt.close(fig)
     assert text == "2 panels: x axis: epoch | y axis: mAP"
+
+
+def test_the_gv_grid_of_page_00_is_the_bound_by_hand():
+    # Eq. 13 by hand (docs/centers.md): C = 100 needs d = 4, 10 and 24 at 16, 32 and 64 bits; C = 2, d = q/2 + 1
+    grid = plots.gv_bound_grid(plots.gv_bound_frame([100, 2], [64, 16, 32]))
+    assert list(grid.index) == [2, 100] and grid.index.name == "C"
+    assert list(grid.columns) == ["q = 16", "q = 32", "q = 64"]
+    assert grid.loc[100].tolist() == [4, 10, 24] and grid.loc[2].tolist() == [9, 17, 33]

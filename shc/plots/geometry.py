@@ -4,6 +4,7 @@ histograms, center embeddings, S against HH^T/q, similarity heatmaps and compari
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -596,3 +597,9 @@ def gv_bound_frame(num_classes_list: Sequence[int], bits_list: Sequence[int]):
 
     return pd.DataFrame([{"classes": int(c), "bits": int(q), "gv_distance": gv_min_distance(int(c), int(q))}
                          for q in np.unique(bits_list) for c in np.unique(num_classes_list)])
+
+
+def gv_bound_grid(frame: Any):
+    """:func:`gv_bound_frame`'s rows as the grid a page shows: a row per C, a column ``q = ...`` per code length."""
+    return (frame.pivot(index="classes", columns="bits", values="gv_distance")
+            .rename(columns=lambda q: f"q = {q}").rename_axis(index="C", columns=None))
