@@ -44,7 +44,7 @@ from shc.similarity import validate_similarity
 
 __all__ = ["SHARED_CACHE", "SIMILARITY_SOURCES", "CenterCache", "Explorer", "ExplorerView", "SimilaritySource",
            "PageSimilarity", "app_notebook", "explorer_view", "grid_json", "geometry_lessons", "nearest_centers",
-           "live_settings", "offline_view", "page_similarity", "precompute_grid", "preset_similarity", "serve",
+           "live_settings", "offline_view", "page_grid", "page_similarity", "precompute_grid", "preset_similarity", "serve",
            "similarity_for"]
 
 _ASSET = Path(__file__).resolve().parent / "assets" / "explorer.js"
@@ -245,6 +245,17 @@ def precompute_grid(classes: Sequence[int] = (16, 32, 100), bits: Sequence[int] 
                          f"add a longer one, e.g. bits=[{shortest}].")
     return {"source": source, "seed": int(seed), "classes": [int(c) for c in classes],
             "bits": fitting, "methods": methods, "similarities": similarities, "views": views}
+
+
+def page_grid(target: PageSimilarity, classes: Sequence[int] = (16, 32, 100), bits: Sequence[int] = (8, 16, 32, 64),
+              seed: int = 0, cache: CenterCache | None = None) -> dict[str, Any]:
+    """The offline explorer's grid of a geometry page (notebook 00): a testbed's page (``target.preset`` set) opens
+    on its own C and S alone (``classes`` is not used); the demonstration on each C of ``classes`` of the
+    tens-digit label S."""
+    if target.preset is not None:
+        return precompute_grid([len(target.class_names)], bits, seed=seed, source=target.source.removesuffix(" S"),
+                               cache=cache, similarity=(target.matrix, target.class_names))
+    return precompute_grid(classes, bits, seed=seed, cache=cache)
 
 
 def grid_json(grid: dict[str, Any]) -> dict[str, Any]:

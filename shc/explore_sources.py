@@ -84,6 +84,7 @@ class PageSimilarity:
     dataset: str
     source: str  #: "stage-1 S" (read from the preset's runs) or "hierarchy S" (from the coarse classes)
     note: str  #: one Markdown paragraph: what S is, where it came from, what computes the missing one
+    preset: str | None = None  #: the preset whose testbed this is; None: the stand-alone demonstration
 
 
 def page_similarity(preset: str | None = None, dataset: str = "digits-composite", num_classes: int = 100,
@@ -134,12 +135,12 @@ def page_similarity(preset: str | None = None, dataset: str = "digits-composite"
             f"The classes are those of {described}. Its stage-1 $\\mathbf{{S}}$ (Eq. 2-12) is not computed in its "
             f"run folder yet (`python -m shc.reports --preset {preset}` computes it), so this page uses the "
             "hierarchy of the coarse classes: $s_{ii} = 1$, $s_{ij} = 0.5$ for two classes of the same coarse class "
-            "and 0 otherwise.")
+            "and 0 otherwise.", preset)
     return PageSimilarity(
         S, names, coarse, coarse_names, dataset, "stage-1 S",
         f"The classes are those of {described}, and $\\mathbf{{S}}$ is this preset's own stage-1 similarity "
         f"(Eq. 2-12, seed {seed}): the classifier's average confusions, read from the run folder that "
-        f"`python -m shc.reports --preset {preset}` computed (notebook 01 shows how it is made).")
+        f"`python -m shc.reports --preset {preset}` computed (notebook 01 shows how it is made).", preset)
 
 
 def live_settings(preset: str | None, dataset: str | None = None, seed: int = 0, run_dir: str | None = None,

@@ -399,6 +399,18 @@ def test_a_preset_page_shows_its_stage1_s_once_computed_and_else_says_which_comm
     with pytest.raises(ValueError, match=r"needs classes=\[20\]"):
         explore.precompute_grid([10, 20], [8], similarity=(stored.matrix, stored.class_names))
 
+    # page 00's grid (explore.page_grid): a testbed's page opens on its own C and S, whatever classes it is given
+    cache = explore.CenterCache()
+    own = explore.page_grid(stored, classes=[16, 32], bits=[8], seed=0, cache=cache)
+    assert own["classes"] == [20] and own["source"] == "stage-1"
+    np.testing.assert_array_equal(own["similarities"][20][0], stored.matrix)
+    hierarchy = explore.page_grid(missing, classes=[16], bits=[8], seed=0, cache=cache)  # S not computed yet
+    np.testing.assert_array_equal(hierarchy["similarities"][20][0], missing.matrix)
+    demonstration = explore.page_grid(explore.page_similarity(None, num_classes=16), classes=[10, 16], bits=[8],
+                                      seed=0, cache=cache)
+    assert demonstration["classes"] == [10, 16] and demonstration["source"] == "label"
+    np.testing.assert_array_equal(demonstration["similarities"][10][0], _tens_digit_S(10))
+
 
 def test_a_grid_leaves_out_the_settings_where_no_c_codes_reach_the_gv_distance():
     """The GV argument guarantees d - 1 only: at C = 9, q = 6 the GV d is 3 and at most 8 codes keep it, so MDS
