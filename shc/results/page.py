@@ -499,7 +499,8 @@ validation split (budgets by the validation doubling rule, [docs/evaluation.md](
 center hit rate first: below {REACHED} the network did not reach its own targets, and a ranking then compares what each
 network fits, not the targets. The paired comparisons give each difference with its 95% interval over seeds; "not
 distinguishable" is a tie. "This project's 2-core CPU" is a kind of machine, not one machine: sessions ran on Intel
-Xeons and AMD EPYCs, named where known; newer runs record their device and (since 2026-12-01) their arithmetic.
+Xeons and AMD EPYCs, named where known; newer runs record their device and arithmetic
+(in `metrics.json` since 2026-11-26, in the results files since 2026-12-01).
 
 The results trained on the first composite backbones, which cannot reach most fixed centers (issue 35), are kept as a
 record in [docs/old-backbones.md](old-backbones.md).
