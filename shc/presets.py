@@ -178,14 +178,16 @@ class Preset:
                                  "grid must be distinct (a repeated seed would be averaged as if independent).")
             if not values:
                 raise ValueError(f"{name} is empty; give at least one value.")
+        # the options name one method's hyper-parameters: checked on each run's config, so an error names its method
+        options = {name: overrides[name] for name in ("method_options", "center_options") if name in overrides}
         configs = []
         for dataset in chosen["datasets"]:
-            base = self.base(dataset, **overrides)
+            base = self.base(dataset, **{k: v for k, v in overrides.items() if k not in options})
             for seed in chosen["seeds"]:
                 for q in chosen["bits"]:
                     for method in chosen["methods"]:
                         own = {k: v for k, v in self.own_fields(method, q).items() if k not in overrides}
-                        configs.append(base.replace(seed=seed, bits=q, method=method, **own))
+                        configs.append(base.replace(seed=seed, bits=q, method=method, **own, **options))
         return configs
 
     def notebook_parameters(self, stem: str) -> list[dict[str, Any]]:

@@ -60,6 +60,30 @@ def _choice(name: str, value: Any, known: Any) -> None:
         raise ValueError(f"unknown {name} {value!r};{hint} Choose one of: {', '.join(map(str, known))}.")
 
 
+def _check_option_names(config: RunConfig) -> None:
+    """``method_options`` must name hyper-parameters of the method's loss and ``center_options`` options of its
+    center generator: checked when the config is built (an audit: a typo surfaced only after stages 0-2 had
+    trained, and ``--list`` accepted it). The values are checked where they are used."""
+    from shc.centers.registry import CENTER_GENERATORS
+
+    spec = method_spec(config)
+    unknown = sorted(set(config.method_options) - set(spec.defaults))
+    if unknown:
+        allowed = ", ".join(spec.defaults) or "none"
+        raise ValueError(f"method_options: unknown hyper-parameter(s) {unknown} for method {config.method!r}; "
+                         f"allowed: {allowed} (shc.methods.get_method({config.method!r}).defaults).")
+    if not config.center_options:
+        return
+    if spec.centers is None:
+        raise ValueError(f"center_options: method {config.method!r} uses no hash centers, so it takes no "
+                         f"center_options; drop them (got {sorted(config.center_options)}).")
+    allowed = CENTER_GENERATORS.get(spec.centers).options
+    unknown = sorted(set(config.center_options) - set(allowed))
+    if unknown:
+        raise ValueError(f"center_options: unknown option(s) {unknown} for the {spec.centers!r} centers of method "
+                         f"{config.method!r}; allowed: {', '.join(allowed) or 'none'}.")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that defines one run of the pipeline (validated on construction).
@@ -157,6 +181,7 @@ class RunConfig:
         for name in ("dataset_options", "method_options", "center_options"):
             if not isinstance(getattr(self, name), Mapping):
                 raise ValueError(f"{name} must be a mapping (dict), got {type(getattr(self, name)).__name__}.")
+        _check_option_names(self)
         if not isinstance(self.pretrained, bool):
             raise ValueError(f"pretrained must be True or False, got {self.pretrained!r}.")
         if not isinstance(self.run_dir, (str, os.PathLike)) or not str(self.run_dir):

@@ -120,3 +120,30 @@ def test_the_greedy_pass_sees_each_earlier_pick_of_the_same_pass():
     chosen = semantic_greedy_assignment(costs, codebook, chunks, np.zeros((2, 2)), similarity, 2, 1.0,
                                         np.array([0, 1]))
     np.testing.assert_array_equal(chosen, [0, 1])
+
+
+# a typo in method_options / center_options surfaced only after stages 0-2 had trained, and --list accepted it
+# (a reliability audit, 2026-12-03): RunConfig now refuses it when it is built, naming the field and the method
+@pytest.mark.parametrize("fields, words", [
+    ({"method": "shc", "method_options": {"gama": 1.0}}, r"method_options: .*\['gama'\].*'shc'; allowed: gamma"),
+    ({"method": "greedyhash", "center_options": {"min_distance": 3}},
+     r"center_options: method 'greedyhash' uses no hash centers"),
+    ({"method": "shc", "center_options": {"nope": 1}}, r"center_options: .*\['nope'\].*'shc' centers.*min_distance"),
+    ({"method": "random", "center_options": {"min_distance": 3}}, r"center_options: .*'random' centers.*none"),
+])
+def test_a_config_refuses_option_names_its_method_does_not_take(fields, words):
+    from shc.runs import RunConfig
+
+    with pytest.raises(ValueError, match=words):
+        RunConfig(**fields)
+
+
+def test_a_grid_names_the_method_that_refuses_an_option_and_accepts_it_where_every_method_takes_it():
+    from shc.pipeline import preset
+    from shc.runs import RunConfig
+
+    assert RunConfig(method="shc", method_options={"gamma": 0.5}, center_options={"min_distance": 3})  # good names
+    with pytest.raises(ValueError, match=r"method 'greedyhash' uses no hash centers"):  # not the base config's 'shc'
+        preset("tiny", methods=["greedyhash"], center_options={"min_distance": 3})
+    configs = preset("tiny", methods=["mds", "shc"], center_options={"min_distance": 3})
+    assert [dict(c.center_options) for c in configs] == [{"min_distance": 3}] * 2

@@ -389,7 +389,7 @@ def test_several_results_files_read_as_one_taking_each_cell_at_its_settings(tmp_
 
 
 @pytest.mark.parametrize("field, other", [("eval_every", 7), ("classifier_lr", 0.5), ("mask", "argmax"),
-                                          ("center_options", {"x": 1}), ("pretrain_epochs", 9), ("weights", "w.pt")])
+                                          ("center_options", {"min_distance": 3}), ("pretrain_epochs", 9), ("weights", "w.pt")])
 def test_a_results_row_trained_with_any_other_setting_is_refused(tmp_path, field, other):
     """An audit (2026-12-02) found rows trained with another eval_every, classifier_lr, mask or center_options read
     as the preset's: only ten fields were compared. A file written before they were recorded lacks their columns, and
