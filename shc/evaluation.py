@@ -39,7 +39,8 @@ import numpy as np
 from shc._io import jsonable
 
 __all__ = ["EVALUATION_VERSION", "MAP_KEYS", "PAIRINGS", "PRIMARY_METRIC", "TARGET_KINDS", "TIE_AWARE_MAP_KEYS",
-           "UNSEEN_KEYS", "evaluate_codes", "pairing_masks", "reachability_scores", "selection_scores", "unseen_scores"]
+           "UNSEEN_KEYS", "evaluate_codes", "measured", "pairing_masks", "reachability_scores", "selection_scores",
+           "unseen_scores"]
 
 #: Version of what :func:`evaluate_codes` measures (3: + tie-aware mAP, expected P@K/R@K and rank curve; 4: +
 #: reachability on the training and query sets, where the codes include the training set's).
@@ -58,6 +59,14 @@ UNSEEN_KEYS = tuple(f"{pairing}_{key}" for pairing in PAIRINGS
 _CURVES = ("k", "precision@k", "recall@k", "tie_aware_precision@k", "tie_aware_recall@k", "pr_radius",
            "pr_precision", "pr_recall", "rank_k", "rank_precision", "rank_recall", "tie_aware_rank_precision",
            "tie_aware_rank_recall")
+
+
+def measured(metrics: Mapping[str, Any]) -> bool:
+    """Whether a run's ``metrics.json`` holds today's evaluation: :data:`EVALUATION_VERSION` or later and every mAP
+    it reports. A record that lost one (a hand edit, a damaged copy) is measured again from its stored codes: an
+    audit found it crashed every later pipeline and ``shc.results`` call with a ``KeyError``."""
+    return metrics.get("evaluation", 0) >= EVALUATION_VERSION and all(key in metrics for key in
+                                                                      (*MAP_KEYS, *TIE_AWARE_MAP_KEYS))
 
 
 def evaluate_codes(codes: Mapping[str, np.ndarray]) -> dict[str, Any]:

@@ -586,6 +586,27 @@ def test_a_damaged_artifact_is_moved_aside_and_recomputed_from_the_last_intact_s
     assert load_metrics(config)["selected_epoch"] == before["selected_epoch"]
 
 
+def test_a_record_that_lost_a_measure_is_named_and_measured_again_from_its_codes(tmp_path):
+    """A metrics.json that parses but lacks a measure (a hand edit, a damaged copy) crashed every later pipeline and
+    shc.results call with a KeyError (a reliability audit, 2026-12-03). shc.results now names the file, what it
+    lacks and the command; the pipeline measures it again from the stored codes, training nothing."""
+    from shc.pipeline import run, run_grid, stage_directories
+    from shc.results import load_metrics
+
+    config = _small_shc(tmp_path)
+    before = run(config).metrics
+    folder = stage_directories(config)["stage3"]
+    trained = (folder / "train" / "last.pt").stat().st_mtime_ns
+    edited = {key: value for key, value in before.items() if key not in ("mAP@ALL", "tie_aware_mAP@100")}
+    (folder / "metrics.json").write_text(json.dumps(edited))
+    with pytest.raises(ValueError, match=r"metrics.json lacks mAP@ALL, tie_aware_mAP@100 .*nothing is retrained: rerun"):
+        load_metrics(config)
+    rows = run_grid([config], progress=False)
+    assert rows[0]["mAP@ALL"] == before["mAP@ALL"] and rows[0]["tie_aware_mAP@100"] == before["tie_aware_mAP@100"]
+    assert load_metrics(config)["mAP@ALL"] == before["mAP@ALL"]
+    assert (folder / "train" / "last.pt").stat().st_mtime_ns == trained  # measured again, not trained again
+
+
 def test_a_second_process_that_saw_the_damage_late_leaves_the_new_folder_alone(tmp_path):
     """Two processes looked at a damaged folder before either locked it: the first set it aside and began it anew,
     then the second, holding the lock next, moved the new folder aside too, with the work begun in it (and then

@@ -127,6 +127,12 @@ def load_metrics(config: RunConfig) -> dict[str, Any]:
             f"{metrics.get('evaluation', 'before 3')}, older than this package's {EVALUATION_VERSION} (tie-aware "
             "metrics). Re-evaluate it from its stored codes, nothing is retrained: run the pipeline command of the "
             "grid with --reevaluate, or in Python `shc.pipeline.reevaluate(config)`.")
+    missing = [key for key in (*MAP_KEYS, *TIE_AWARE_MAP_KEYS, "selected_epoch", "train_seconds") if key not in metrics]
+    if missing:  # a hand edit or a damaged copy: the pipeline measures it again from its codes (shc.evaluation.measured)
+        from shc.presets import compute_command
+
+        raise ValueError(f"{path} lacks {', '.join(missing)} (a damaged or edited record); the pipeline measures it "
+                         f"again from its stored codes, nothing is retrained: rerun {compute_command(config)}.")
     validation = f"val_{PRIMARY_METRIC}"
     if validation not in metrics:  # runs trained before it was recorded: the same number, from their history
         history = _artifact(config, "stage3", "metrics.json").parent / "train" / "history.json"

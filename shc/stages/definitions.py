@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from shc._io import jsonable, save_npy, save_npz, save_torch, write_json
-from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC, evaluate_codes, selection_scores
+from shc.evaluation import EVALUATION_VERSION, PRIMARY_METRIC, evaluate_codes, measured, selection_scores
 from shc.registry import Registry
 from shc.runs import MissingRunError, describe, load_data, method_spec, other_similarity
 from shc.stages.base import (Stage, archive_file, array_file, is_main, json_file, json_object, load_array,
@@ -503,7 +503,7 @@ class Evaluation(Stage):
         path = self.hashing.cached()
         if path is None or self.force:
             return None
-        return path if json.loads(path.read_text()).get("evaluation", 0) >= EVALUATION_VERSION else None
+        return path if measured(json.loads(path.read_text())) else None
 
     def compute(self, inputs: Mapping[str, Any], directory: Path, progress: bool) -> Any:
         return jsonable({**inputs["stage3"], **evaluate_codes(self.hashing.codes())})  # training fields kept
@@ -515,7 +515,7 @@ class Evaluation(Stage):
         return self.hashing.load()
 
     def intact(self) -> bool:  # stage 3 finished and measured by today's evaluation
-        return not self.force and self.hashing.intact() and self.load().get("evaluation", 0) >= EVALUATION_VERSION
+        return not self.force and self.hashing.intact() and measured(self.load())
 
     def finished(self) -> dict[str, Any] | None:
         """The measures of a finished stage 3 (re-measured when stale), None when it has not finished."""
@@ -566,7 +566,7 @@ class ClassifierCodes(Stage):
     complete = "metrics.json"
 
     def current(self, path: Path) -> bool:  # measured by an older evaluation: measured again, as Evaluation does
-        return json.loads(path.read_text(encoding="utf-8")).get("evaluation", 0) >= EVALUATION_VERSION
+        return measured(json.loads(path.read_text(encoding="utf-8")))
 
     def __init__(self, config: Any, rule: str = "top1") -> None:
         if rule not in CLASSIFIER_RULES:
