@@ -237,6 +237,28 @@ def test_encode_refuses_an_unfinished_run_unless_asked_and_records_it(tiny_run, 
         assert json.loads(str(archive["provenance"]))["finished"] is False
 
 
+def test_encode_refuses_a_finished_run_whose_selected_weights_are_gone(tiny_run, tmp_path, capsys):
+    """A finished run without train/best.pt was encoded with last.pt, the last epoch's weights, silently: codes that
+    differ from the run's own (a reliability audit, 2026-12-03). Refused now, with the selected epoch named;
+    --allow-unfinished encodes with last.pt and records it."""
+    import shutil
+
+    _, stage3, images, _, _ = tiny_run
+    copy = tmp_path / stage3.name
+    shutil.copytree(stage3, copy)
+    (copy / "train" / "best.pt").unlink()
+    selected = json.loads((copy / "metrics.json").read_text())["selected_epoch"]
+    out = tmp_path / "codes.npz"
+    capsys.readouterr()
+    assert main(["encode", "--run", str(copy), "--images", str(images), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"best.pt (the weights of the selected epoch {selected}) is missing" in err and not out.exists()
+    assert main(["encode", "--run", str(copy), "--images", str(images), "--out", str(out), "--quiet",
+                 "--allow-unfinished"]) == 0
+    with np.load(out) as archive:
+        assert json.loads(str(archive["provenance"]))["weights"] == "train/last.pt"
+
+
 def test_codes_of_an_interrupted_run_are_refused_once_it_finished_with_other_weights(tiny_run, tmp_path, capsys):
     """The issue's case: encode a run interrupted mid-training, let it finish (its best.pt changes), then search
     its old index with the same --run: the weights differ, so the search is refused instead of answered."""

@@ -392,6 +392,27 @@ def test_a_damaged_checkpoint_is_named_with_the_fix(tmp_path):
             progress=False)
 
 
+@pytest.mark.parametrize("damage", ["missing", "cut"])
+def test_a_lost_best_checkpoint_asks_for_a_new_training_not_a_deletion_that_loops(tmp_path, damage):
+    """A damaged best.pt at the end of training said "delete it to train that run again from its last intact state";
+    deleted, it was reported as unreadable with the same advice, for ever: last.pt (the last epoch's weights) cannot
+    give back the selected epoch's (a reliability audit, 2026-12-03). The error now says so and names the fix."""
+    from shc.pipeline import run, stage_directories
+
+    config = _small_shc(tmp_path)
+    run(config)
+    folder = stage_directories(config)["stage3"]
+    best = folder / "train" / "best.pt"
+    best.unlink() if damage == "missing" else _cut(best)
+    for name in ("metrics.json", "codes.npz"):  # the stage is computed again: its training resumes at its end
+        (folder / name).unlink()
+    words = "is missing" if damage == "missing" else "cannot be read"
+    with pytest.raises(ValueError, match=rf"best.pt {words}.*selected epoch .*Delete the folder .*train"):
+        run(config)
+    shutil.rmtree(folder / "train")  # the fix it names
+    assert run(config).metrics["selected_epoch"] >= 1
+
+
 def torch_dataset():
     import torch
 

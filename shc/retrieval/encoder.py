@@ -12,6 +12,7 @@ the exact weights; ``shc encode`` stores it with the codes, ``shc index`` in the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections import Counter
@@ -152,7 +153,8 @@ def load_encoder(run_dir: str | Path, device: str = "auto", allow_unfinished: bo
     allow_unfinished : bool
         Accept a run whose training has not finished (no ``metrics.json``: interrupted, or still running). Its
         weights change when it is resumed, so by default it is refused; :attr:`Encoder.provenance` records
-        ``finished: False``.
+        ``finished: False``. Also accepts a finished run whose ``train/best.pt`` (the selected epoch's weights) is
+        gone, encoding with ``train/last.pt`` (the last epoch's; recorded as the weights).
 
     Raises
     ------
@@ -194,6 +196,16 @@ def load_encoder(run_dir: str | Path, device: str = "auto", allow_unfinished: bo
             "(rerun the same pipeline command), or pass --allow-unfinished (allow_unfinished=True) to encode with "
             "its current weights (recorded with the codes).")
     weights = next((run_dir / name for name in WEIGHT_FILES if (run_dir / name).is_file()), None)
+    if finished and weights is not None and weights.name != "best.pt" and not allow_unfinished:
+        # last.pt holds the last epoch's weights, not the selected model's that the run's codes and metrics come from
+        epoch = None
+        with contextlib.suppress(ValueError, AttributeError):
+            epoch = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8")).get("selected_epoch")
+        raise FileNotFoundError(
+            f"{run_dir / WEIGHT_FILES[0]} (the weights of the selected epoch{'' if epoch is None else f' {epoch}'}) is missing, and {weights.name} "
+            "holds the last epoch's, whose codes differ from the run's. Put back a copy of best.pt, or train the run "
+            "again (delete its folder and rerun its pipeline command), or pass --allow-unfinished "
+            "(allow_unfinished=True) to encode with the last epoch's weights (recorded with the codes).")
     if weights is None:
         raise _missing(run_dir, " or ".join(WEIGHT_FILES) + " (network weights)")
     device = resolve_device(device)

@@ -297,6 +297,22 @@ def _settle_best(best_path: Path, history: History | None) -> None:
         pending.unlink()
 
 
+def _selected_weights(best_path: Path, history: History) -> dict[str, Any]:
+    """The weights of the selected epoch, from ``best.pt``. A missing or unreadable ``best.pt`` cannot be made again
+    from ``last.pt`` (the last epoch's weights), so the fix is to train the run anew, not to delete ``best.pt`` alone:
+    an audit found that advice looped (deleted, it was then reported as unreadable, with the same advice)."""
+    if best_path.is_file():
+        try:
+            return load_checkpoint(best_path)["model"]
+        except (ValueError, KeyError) as error:
+            problem = f"cannot be read ({str(error).split('; delete')[0]})"
+    else:
+        problem = "is missing"
+    raise ValueError(f"{best_path} {problem}: it held the weights of the selected epoch {history.best_epoch}, which "
+                     f"last.pt (the last epoch's) cannot give back. Delete the folder {best_path.parent} to train the "
+                     "run again from scratch, or put back a copy of its best.pt.")
+
+
 def _evaluate_and_select(
     model: nn.Module, evaluate: Callable, epoch: int, row: dict[str, float], history: History,
     config: TrainConfig, best_path: Path,
@@ -461,8 +477,7 @@ def _fit(
         dist.broadcast_object_list(shared, src=0)
         history = shared[0]
     if evaluate is not None and history.best_epoch is not None:
-        best = load_checkpoint(best_path)
-        model.load_state_dict(best["model"])
+        model.load_state_dict(_selected_weights(best_path, history))
         history.selected = "best"
     else:
         history.selected = "final"
