@@ -670,6 +670,25 @@ def test_a_damaged_folder_of_other_settings_is_refused_not_resumed_under_the_new
     assert json.loads((folder / SETTINGS_FILE).read_text())["method"]["defaults"] == {"gamma": 0.5}
 
 
+def test_a_damaged_settings_record_is_named_as_damaged_not_as_other_settings(tmp_path):
+    """A cut settings.json was reported as "computed with other method than this config gives (settings.json records
+    method=None)", whose fix deletes a good run and its siblings (a reliability audit, 2026-12-03). It is named as
+    damaged; deleting that file alone, the fix it gives for a folder of this config's settings, lets the run go on."""
+    from shc.pipeline import run, run_grid, stage_directories
+    from shc.runs import StaleRunError
+    from shc.stages.base import SETTINGS_FILE
+
+    config = _small_shc(tmp_path)
+    before = run(config).metrics
+    record = stage_directories(config)["stage3"] / SETTINGS_FILE
+    record.write_bytes(record.read_bytes()[:20])
+    with pytest.raises(StaleRunError, match=r"settings.json is damaged .*delete that file alone") as refused:
+        run_grid([config], progress=False)
+    assert "other method" not in str(refused.value)
+    record.unlink()
+    assert run_grid([config], progress=False)[0]["mAP@ALL"] == before["mAP@ALL"]
+
+
 def test_setting_a_damaged_folder_aside_holds_its_lock_until_the_training_is_back(tmp_path, monkeypatch):
     """An audit: set_aside renamed the folder under the lock, then rebuilt it unlocked (the lock file had moved with
     it), so a second process could see the identity without train/last.pt, train from scratch, and crash the first.

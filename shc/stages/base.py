@@ -337,7 +337,16 @@ class Stage:
         record, current = self.directory / SETTINGS_FILE, self.settings()
         if current is None or not record.is_file():
             return
-        recorded = self.recorded_settings()
+        try:  # a damaged record is not a record of other settings (an audit: it was reported as one)
+            recorded = json.loads(record.read_text(encoding="utf-8"))
+            if not isinstance(recorded, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as error:
+            raise StaleRunError(
+                f"{record} is damaged ({str(error)[:80]}), so the settings {self.directory}'s result was computed "
+                "with cannot be checked. If they were this config's (its method defaults and weights), delete that "
+                f"file alone: it is written again from this config. If not, delete {self.directory} and run again."
+            ) from None
         differ = sorted(key for key, value in current.items() if value is not None and recorded.get(key) != value)
         if differ:
             raise StaleRunError(
