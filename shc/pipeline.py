@@ -141,8 +141,10 @@ class GridFailures(RuntimeError):
         self.failures, self.rows = dict(failures), rows
         named = "; ".join(f"{name}: {_failure_line(error)}" for name, error in list(self.failures.items())[:10])
         more = f"; ... and {len(self.failures) - 10} more" if len(self.failures) > 10 else ""
-        super().__init__(f"{len(self.failures)} of {total} runs failed ({named}{more}); the other runs finished and "
-                         "are kept: fix the cause and rerun the same command to compute only what is missing.")
+        kept = ("the other runs finished and are kept" if len(self.failures) < total else
+                "no run finished, and the stages computed before the failures are kept")
+        super().__init__(f"{len(self.failures)} of {total} runs failed ({named}{more}); {kept}: fix the cause and "
+                         "rerun the same command to compute only what is missing.")
 
 
 #: Packages whose exceptions mean a cluster worker itself failed (killed, out of memory, crashed), not the run.

@@ -680,15 +680,17 @@ def test_imagefolder_split(tmp_path):
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("cifar100", ["cifar-100-python", "https://www.cs.toronto.edu/~kriz/cifar.html", "download=True"]),
-        ("stanford-cars-a", ["cars_train_annos.mat", "cars_meta.mat", "cars_test_annos_withlabels.mat"]),
+        ("cifar100", ["cifar-100-python", "https://www.cs.toronto.edu/~kriz/cifar.html", "download=True",
+                      "load_dataset('cifar100', download=True)", "--data-root"]),
+        ("stanford-cars-a", ["cars_train_annos.mat", "cars_meta.mat", "cars_test_annos_withlabels.mat", "--data-root"]),
         ("stanford-cars-b", ["devkit/cars_meta.mat", "cars_train/"]),
         ("nabirds-a", ["image_class_labels.txt", "hierarchy.txt", "https://dl.allaboutbirds.org/nabirds"]),
         ("nabirds-b", ["train_test_split.txt", "images/"]),
         ("fashion-composite", ["train-images-idx3-ubyte", "dataset-fashion-mnist", "download=True",
                                "python -c \"from shc.data import load_dataset; load_dataset('fashion-composite', "]),
         ("fashion-modes", ["train-images-idx3-ubyte", "dataset-fashion-mnist", "download=True"]),
-        ("mnist-composite", ["t10k-labels-idx1-ubyte", "download=True"]),
+        ("mnist-composite", ["t10k-labels-idx1-ubyte", "load_dataset('mnist-composite', download=True)",
+                             "--data-root"]),
         ("imagefolder", ["root="]),
     ],
 )

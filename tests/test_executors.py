@@ -457,3 +457,13 @@ def test_a_local_dask_cluster_fails_a_task_that_kills_its_worker_once_and_names_
         outcomes = sorted(pool.map(eval, ["1", "__import__('os')._exit(3)", "2"]), key=lambda outcome: outcome[0])
     assert [(position, result) for position, result, _, _ in outcomes] == [(0, 1), (1, None), (2, 2)]
     assert outcomes[1][2] is not None
+
+
+def test_a_grid_where_every_run_failed_does_not_say_the_others_finished():
+    """GridFailures said "the other runs finished and are kept" when there were none (a reliability audit)."""
+    error = ValueError("bad")
+    some = GridFailures({"a": error}, [None, {"method": "csq"}], 2)
+    every = GridFailures({"a": error, "b": error}, [None, None], 2)
+    assert "1 of 2 runs failed (a: " in str(some) and "the other runs finished and are kept" in str(some)
+    assert "2 of 2 runs failed" in str(every) and "other runs finished" not in str(every)
+    assert "no run finished" in str(every) and "rerun the same command" in str(every)

@@ -233,12 +233,13 @@ def _manual_install(kind: str, folders: Sequence[Path]) -> str:
             "shell: python -c \"from shc.data import load_dataset; load_dataset('fashion-composite', download=True)\"), "
             f"or fetch {expected} from {IDX_MIRRORS['fashion'][0]} (or "
             f"https://github.com/zalandoresearch/fashion-mnist) and put them in one of: {places} "
-            "(or pass their folder as root=)."
+            "(or pass their folder as root=; on the command line --data-root)."
         )
     return (
-        f"To install MNIST: pass download=True where the internet is reachable, or fetch {expected} from "
+        "To install MNIST: pass download=True where the internet is reachable (from a shell: python -c \"from "
+        f"shc.data import load_dataset; load_dataset('mnist-composite', download=True)\"), or fetch {expected} from "
         f"{IDX_MIRRORS['mnist'][0]} (torchvision's MNIST mirror) and put them in one of: {places} "
-        "(or pass their folder as root=)."
+        "(or pass their folder as root=; on the command line --data-root)."
     )
 
 

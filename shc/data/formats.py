@@ -78,7 +78,7 @@ def _missing_dataset(dataset: str, root: Path | None, layout: str, how: str) -> 
     base = root if root is not None else default_data_root()
     return FileNotFoundError(
         f"{dataset} not found under {base}. Expected {layout}. {how} Then pass root=<that folder> "
-        f"(or set SHC_DATA_ROOT)."
+        f"(on the command line --data-root; or set SHC_DATA_ROOT)."
     )
 
 
@@ -164,7 +164,8 @@ def _load_cifar100(root: Path | None, seed: int, *, train_size: int | float = 10
             root,
             "cifar-100-python/{train,test,meta} (the python version)",
             "Download cifar-100-python.tar.gz from https://www.cs.toronto.edu/~kriz/cifar.html and extract "
-            "it, or pass download=True (online).",
+            "it, or pass download=True where the internet is reachable (from a shell: python -c \"from shc.data "
+            "import load_dataset; load_dataset('cifar100', download=True)\").",
         )
     parts = [_read_cifar_pickle(folder / name) for name in ("train", "test")]
     meta = _read_cifar_pickle(folder / "meta")
