@@ -35,10 +35,11 @@ def csq_centers(num_classes: int, num_bits: int, seed: int = 0) -> np.ndarray:
     """CSQ's Hadamard centers (Yuan et al., CVPR 2020, Sec. 3.2).
 
     Rows of the q x q Hadamard matrix when C <= q, rows of [H; -H] when C <= 2q; when C > 2q the rows
-    past 2q are random vectors with exactly q/2 entries of -1, drawn once, as the CSQ and SHC papers describe
-    (the SHC paper's Table 3 d_min of CSQ, 14 on Cars at 64 bits, fits a single draw). CSQ's released
-    code redraws those rows, up to 20 times, until their minimum distance exceeds q/4; not done here. q must be
-    a power of two.
+    past 2q are random vectors with exactly q/2 entries of -1, as in CSQ's released code (the SHC paper
+    speaks of Bernoulli draws, whose rows are not balanced; balanced rows keep every distance even). They are drawn
+    once, as the papers describe (the SHC paper's Table 3 d_min of CSQ, 14 on Cars at 64 bits, fits a single draw);
+    CSQ's released code redraws them, up to 20 times, until their minimum distance exceeds q/4. q must be a power
+    of two.
     """
     C, q = _check_sizes(num_classes, num_bits)
     if not _is_power_of_two(q):
