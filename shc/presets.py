@@ -374,8 +374,8 @@ PRESETS.register("standard-fine", Preset(
     # so it trains for 480. At 64 bits its 480 -> 960 step, read on three seeds (2026-11-28), refuses 480 (+0.028 on
     # the seed mean), and at 32 bits too (2026-12-02, bf16: +0.039 [+0.007, +0.071] on the seed mean), so LTH trains
     # 960 epochs at 32 and 64 bits (bits_config; 960 -> 1920 passes at 32 bits on the seed mean, 2026-12-03, +0.012
-    # [-0.023, +0.048], seeds 0/1/2 -0.004/+0.018/+0.023; at 64 bits seeds 0 and 1 refuse 960, +0.025/+0.031, and
-    # seed 2 is not read yet: docs/standard-fine.md); at 16 bits the step, read on one
+    # [-0.023, +0.048], seeds 0/1/2 -0.004/+0.018/+0.023; at 64 bits too, 2026-12-03, by +0.0196 [-0.018, +0.057],
+    # seeds 0/1/2 +0.025/+0.031/+0.003: docs/standard-fine.md); at 16 bits the step, read on one
     # machine's seed mean (2026-12-02, bf16), passes at 480 (+0.017 [-0.036, +0.070]; seeds 0/1/2
     # +0.022/+0.036/-0.006): 480 there. The old grid on composite3_cnn (60 epochs; 120 for CRH, GreedyHash, LTH,
     # shc-ls): docs/standard-fine.md says how to reproduce it.
