@@ -44,8 +44,8 @@ from shc.similarity import validate_similarity
 
 __all__ = ["SHARED_CACHE", "SIMILARITY_SOURCES", "CenterCache", "Explorer", "ExplorerView", "SimilaritySource",
            "PageSimilarity", "app_notebook", "explorer_view", "grid_json", "geometry_lessons", "nearest_centers",
-           "live_settings", "offline_view", "page_grid", "page_similarity", "precompute_grid", "preset_similarity", "serve",
-           "similarity_for"]
+           "live_settings", "offline_view", "page_grid", "page_similarity", "precompute_grid", "preset_similarity",
+           "serve", "similarity_for"]
 
 _ASSET = Path(__file__).resolve().parent / "assets" / "explorer.js"
 #: Cells of notebook 00 that make up the app (besides the parameters cell): tagged with this in their metadata.

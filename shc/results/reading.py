@@ -127,8 +127,9 @@ def load_metrics(config: RunConfig) -> dict[str, Any]:
             f"{metrics.get('evaluation', 'before 3')}, older than this package's {EVALUATION_VERSION} (tie-aware "
             "metrics). Re-evaluate it from its stored codes, nothing is retrained: run the pipeline command of the "
             "grid with --reevaluate, or in Python `shc.pipeline.reevaluate(config)`.")
+    # a hand edit or a damaged copy: the pipeline measures it again from its codes (shc.evaluation.measured)
     missing = [key for key in (*MAP_KEYS, *TIE_AWARE_MAP_KEYS, "selected_epoch", "train_seconds") if key not in metrics]
-    if missing:  # a hand edit or a damaged copy: the pipeline measures it again from its codes (shc.evaluation.measured)
+    if missing:
         from shc.presets import compute_command
 
         raise ValueError(f"{path} lacks {', '.join(missing)} (a damaged or edited record); the pipeline measures it "

@@ -198,11 +198,11 @@ def load_encoder(run_dir: str | Path, device: str = "auto", allow_unfinished: bo
     weights = next((run_dir / name for name in WEIGHT_FILES if (run_dir / name).is_file()), None)
     if finished and weights is not None and weights.name != "best.pt" and not allow_unfinished:
         # last.pt holds the last epoch's weights, not the selected model's that the run's codes and metrics come from
-        epoch = None
-        with contextlib.suppress(ValueError, AttributeError):
-            epoch = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8")).get("selected_epoch")
+        epoch = ""
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            epoch = f" {json.loads((run_dir / 'metrics.json').read_text(encoding='utf-8'))['selected_epoch']}"
         raise FileNotFoundError(
-            f"{run_dir / WEIGHT_FILES[0]} (the weights of the selected epoch{'' if epoch is None else f' {epoch}'}) is missing, and {weights.name} "
+            f"{run_dir / WEIGHT_FILES[0]} (the weights of the selected epoch{epoch}) is missing, and {weights.name} "
             "holds the last epoch's, whose codes differ from the run's. Put back a copy of best.pt, or train the run "
             "again (delete its folder and rerun its pipeline command), or pass --allow-unfinished "
             "(allow_unfinished=True) to encode with the last epoch's weights (recorded with the codes).")
