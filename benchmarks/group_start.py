@@ -46,7 +46,8 @@ from scipy.spatial.distance import squareform
 
 from shc.centers import center_quality, generate_centers, gv_min_distance, local_search_centers
 from shc.centers._kernels import _flip, _move_delta
-from shc.centers.search import _build_state, _distance_matrix
+from shc.centers.search import _build_state
+from shc.validation import hamming_distance_matrix
 
 C, Q = 1000, 32
 
@@ -252,7 +253,7 @@ def tabu_search(H0: np.ndarray, S: np.ndarray, d: int, iterations: int, tenure: 
     Returns the best feasible H, its L, and L and the shortfall after every step."""
     H = np.array(H0, dtype=np.int8, order="C")
     packed, PT, Q, V, L = _build_state(H, S, d)
-    D = _distance_matrix(H)
+    D = hamming_distance_matrix(H, dtype=np.int32)
     np.fill_diagonal(D, H.shape[1])
     return _tabu(H, packed, S, PT, Q, V, D, d, L, iterations, tenure[0], tenure[1], penalty, seed)
 

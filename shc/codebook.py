@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from shc.registry import Registry
+from shc.validation import sign_pm1
 
 __all__ = ["ASSIGNMENTS", "assignment_costs", "class_mean_codes", "greedy_assignment", "head_width",
            "hungarian_assignment", "reassign", "reassignment_pressure", "sample_codebook", "semantic_codebook",
@@ -285,7 +286,7 @@ def reassignment_pressure(codes: np.ndarray, labels: np.ndarray, num_classes: in
         out["data_gap"][head] = data[rows, own] - data[rows, best]
         out["semantic_gap"][head] = fit[rows, own] - fit[rows, best]
         out["hamming"][head] = (codebooks[head, own] != codebooks[head, best]).sum(axis=1)
-        majority = np.where(means >= 0, 1.0, -1.0)
+        majority = sign_pm1(means, np.float64)
         majority_held[head] = (majority == codebooks[head, own]).all(axis=1)
     out["prefers_other"] = out["data_gap"] + out["semantic_gap"] > 0
     out["majority_held"] = majority_held

@@ -41,6 +41,7 @@ from shc.centers import (CENTER_GENERATORS, center_quality, geometry_lesson, gv_
 from shc.explore_sources import (SIMILARITY_SOURCES, PageSimilarity, SimilaritySource, live_settings, page_similarity,
                                  preset_similarity, similarity_for)
 from shc.similarity import validate_similarity
+from shc.validation import hamming_distance_matrix
 
 __all__ = ["SHARED_CACHE", "SIMILARITY_SOURCES", "CenterCache", "Explorer", "ExplorerView", "SimilaritySource",
            "PageSimilarity", "app_notebook", "explorer_view", "grid_json", "geometry_lessons", "nearest_centers",
@@ -177,8 +178,9 @@ def nearest_centers(view: ExplorerView, class_name: str, k: int = 5):
         raise ValueError(f"unknown class {class_name!r}; pick one of the {len(view.class_names)} class names, "
                          f"e.g. {view.class_names[0]!r}.")
     i = view.class_names.index(class_name)
-    distances = (view.bits - view.centers.astype(np.int64) @ view.centers[i].astype(np.int64)) // 2
-    others = np.array([j for j in np.argsort(distances, kind="stable") if j != i][: int(k)], dtype=int)
+    distances = hamming_distance_matrix(view.centers[i:i + 1], view.centers)[0]
+    order = np.argsort(distances, kind="stable")
+    others = order[order != i][: int(k)]
     return pd.DataFrame({"class": [view.class_names[j] for j in others], "Hamming distance": distances[others],
                          "S": np.round(view.S[i, others], 3)}, index=pd.RangeIndex(1, len(others) + 1, name="rank"))
 

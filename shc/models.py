@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from shc.registry import Registry
+from shc.validation import sign_pm1
 
 __all__ = [
     "BACKBONES",
@@ -300,7 +301,7 @@ def hash_codes(u: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
     u = np.asarray(u)
     if np.isnan(u).any():
         raise ValueError("u contains NaN; the network diverged (lower the learning rate).")
-    return np.where(u >= 0, 1, -1).astype(np.int8)
+    return sign_pm1(u)
 
 
 def _positive_int(value: int, name: str) -> int:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from shc.validation import class_labels, sign_codes
+from shc.validation import class_labels, hamming_distance_matrix, sign_codes, sign_pm1
 
 __all__ = ["REACHABILITY_KEYS", "REACHED", "additive_bits", "additive_fit", "center_hit_rate", "class_hit_rates",
            "majority_codes", "nearest_target_distance", "reachability"]
@@ -57,12 +57,12 @@ def majority_codes(codes: Any, labels: Any, num_classes: int) -> np.ndarray:
     codes, labels = _check(codes, labels, num_classes)
     sums = np.zeros((num_classes, codes.shape[1]), np.int64)
     np.add.at(sums, labels, codes.astype(np.int64))
-    return np.where(sums >= 0, 1, -1).astype(np.int8)
+    return sign_pm1(sums)
 
 
 def _distances(codes: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """Hamming distances (n, C) of ±1 codes to ±1 targets, ``(q - b h^T) / 2``."""
-    return (codes.shape[1] - codes.astype(np.int32) @ targets.astype(np.int32).T) // 2
+    return hamming_distance_matrix(codes, targets, dtype=np.int32)
 
 
 def _hits(codes: Any, labels: Any, targets: Any) -> tuple[np.ndarray, np.ndarray, int]:
@@ -170,7 +170,7 @@ def additive_fit(targets: Any, class_items: Any) -> np.ndarray:
         result = linprog(cost, A_ub=constraints, b_ub=-np.ones(classes), bounds=bounds, method="highs")
         if result.status != 0:
             raise RuntimeError(f"the hinge LP of bit {j} did not solve ({result.message}); report this.")
-        fitted[:, j] = np.where(design @ result.x[:weights] >= 0, 1, -1)
+        fitted[:, j] = sign_pm1(design @ result.x[:weights])
     return fitted
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["class_labels", "device_name", "finite_number", "hamming_distance_matrix", "seed_value", "sign_codes",
-           "to_numpy", "whole_number"]
+           "sign_pm1", "to_numpy", "whole_number"]
 
 
 def device_name(device: Any, name: str = "device") -> str:
@@ -128,14 +128,37 @@ def class_labels(labels: Any, name: str = "labels", n_items: int | None = None, 
     return labels
 
 
-def hamming_distance_matrix(a: Any, b: Any | None = None) -> np.ndarray:
+def sign_pm1(x: Any, dtype: Any = np.int8) -> np.ndarray:
+    """``sign(x)`` in {-1, +1} with ``sign(0) = +1``, the one tie rule of every code in the package (Eq. 39;
+    :func:`shc.models.hash_codes` is this with a divergence check). NaN is not checked here: callers that may
+    meet it (network outputs) check first."""
+    return np.where(np.asarray(x) >= 0, 1, -1).astype(dtype)
+
+
+#: Rows of ``a`` per matrix product in :func:`hamming_distance_matrix` (bounds its float32 scratch to
+#: ``block x len(b)``).
+DISTANCE_BLOCK = 2048
+
+
+def hamming_distance_matrix(a: Any, b: Any | None = None, dtype: Any = np.int64) -> np.ndarray:
     """Hamming distances between the rows of two -1/+1 code arrays, via ``D = (q - A B^T) / 2`` (Eq. 17).
 
-    ``b`` None gives the (n, n) pairwise distances of ``a``. Returns int64. For many database codes use
-    :class:`shc.retrieval.HashIndex` or :mod:`shc.metrics`, which never build the full matrix.
+    ``b`` None gives the (n, n) pairwise distances of ``a``; the result is (n, m) of ``dtype`` (int64 unless
+    asked). The products run in float32 (BLAS) over row blocks of :data:`DISTANCE_BLOCK`: every partial sum of
+    +-1 products is an integer of magnitude at most q, exact in float32 for q < 2**24, so the distances are
+    exact. For many database codes use :class:`shc.retrieval.HashIndex` or :mod:`shc.metrics`, which never
+    build the full matrix.
     """
-    a = sign_codes(a, "a").astype(np.int64)
-    b = a if b is None else sign_codes(b, "b").astype(np.int64)
-    if a.shape[1] != b.shape[1]:
-        raise ValueError(f"a and b must have the same number of bits, got {a.shape[1]} and {b.shape[1]}.")
-    return (a.shape[1] - a @ b.T) // 2
+    a = sign_codes(a, "a")
+    b = a if b is None else sign_codes(b, "b")
+    q = a.shape[1]
+    if b.shape[1] != q:
+        raise ValueError(f"a and b must have the same number of bits, got {q} and {b.shape[1]}.")
+    if q >= 2**24:
+        raise ValueError(f"codes of {q} bits are too long for exact float32 products; split them into chunks of "
+                         "fewer than 2**24 bits and add the chunks' distances.")
+    a32, b32t = a.astype(np.float32), b.astype(np.float32).T
+    out = np.empty((a.shape[0], b.shape[0]), dtype=dtype)
+    for start in range(0, a.shape[0], DISTANCE_BLOCK):
+        out[start:start + DISTANCE_BLOCK] = np.rint((q - a32[start:start + DISTANCE_BLOCK] @ b32t) / 2)
+    return out

@@ -47,7 +47,7 @@ from shc.centers.mds import mds_centers
 from shc.centers.quality import center_quality, packed_min_distance, relaxation_bound, spherical_relaxation
 from shc.centers.semantic import CenterOptimisation, optimize_semantic_centers
 from shc.similarity import validate_similarity
-from shc.validation import whole_number
+from shc.validation import hamming_distance_matrix, sign_pm1, whole_number
 
 __all__ = ["LS_DEFAULTS", "distance_grid", "distance_tradeoff", "local_search_centers", "steepest_descent"]
 
@@ -71,16 +71,6 @@ LS_DEFAULTS: dict[str, Any] = {
 # --------------------------------------------------------------------------------------------
 # State: P = S H, Q = H^T H, D (distances), V (blocked moves), L (objective)
 # --------------------------------------------------------------------------------------------
-def _distance_matrix(H: np.ndarray, block: int = 2048) -> np.ndarray:
-    """(C, C) Hamming distances by Eq. 17, in row blocks of float32 products, as int32."""
-    C, q = H.shape
-    out = np.empty((C, C), dtype=np.int32)
-    Hf = H.astype(np.float32)
-    for start in range(0, C, block):
-        out[start:start + block] = np.rint((q - Hf[start:start + block] @ Hf.T) / 2)
-    return out
-
-
 def _build_state(H: np.ndarray, S: np.ndarray, d: int, block: int = 2048):
     """The search state of a feasible H (int8, modified in place by the search): the packed bits,
     ``PT = (S H)^T`` (q x C, so that a flip updates one contiguous row), ``Q = H^T H``, ``V`` and L."""
@@ -189,11 +179,11 @@ def _embedding_signs(X: np.ndarray, d: int, seed: int, itq_steps: int = 10) -> n
     rng = np.random.default_rng(seed)
     rotation = np.linalg.qr(rng.standard_normal((q, q)))[0]
     for _ in range(itq_steps):
-        B = np.where(X @ rotation >= 0, 1.0, -1.0)
+        B = sign_pm1(X @ rotation, np.float64)
         u, _, vt = np.linalg.svd(X.T @ B)
         rotation = u @ vt
-    H = np.where(X @ rotation >= 0, 1, -1).astype(np.int8)
-    D = _distance_matrix(H)
+    H = sign_pm1(X @ rotation)
+    D = hamming_distance_matrix(H, dtype=np.int32)
     ok = _repair(H, D, d, int(rng.integers(2**31 - 1)), 20 * H.shape[0])
     return H if ok else None
 

@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from shc.plots.geometry import _as_centers, _as_similarity
 from shc.plots.style import _categorical_colors, _legend_outside, _new_figure, _pixel_faithful, method_style
+from shc.validation import hamming_distance_matrix
 
 
 def plot_example_queries(
@@ -136,7 +137,7 @@ def code_embedding_frame(
         kinds += ["center"] * hub.shape[0]
         index += list(range(hub.shape[0]))
         klass += list(range(hub.shape[0]))
-    distances = ((items.shape[1] - stacked @ stacked.T) / 2).astype(np.float64)
+    distances = hamming_distance_matrix(stacked).astype(np.float64)
     coordinates = _embed(distances, method, seed)
     klass = np.asarray(klass)
     return pd.DataFrame({"kind": kinds, "index": index, "class": klass, "coarse": coarse[klass],

@@ -45,6 +45,7 @@ from shc.registry import Registry
 from shc.runs import MissingRunError, describe, load_data, method_spec, other_similarity
 from shc.stages.base import (Stage, archive_file, array_file, is_main, json_file, json_object, load_array,
                              require_validation, threads, torch_file)
+from shc.validation import sign_pm1
 
 __all__ = ["CLASSIFIER_RULES", "STAGES", "Centers", "ClassifierCodes", "Evaluation", "Hashing", "Pretraining",
            "Similarity", "artifact", "classifier_codes", "classifier_config", "data_identity", "encode", "paired_seeds",
@@ -531,8 +532,7 @@ predicted class (h_argmax p); ``soft`` sign(sum_c p_c h_c), the probability-weig
 
 
 def classifier_codes(logits: np.ndarray, centers: np.ndarray, rule: str) -> np.ndarray:
-    """Codes (n, q) in {-1, +1} from a classifier's logits (n, C) and the centers (C, q) by ``rule``
-    (:data:`CLASSIFIER_RULES`); a ``soft`` vote that ends at exactly 0 gives +1, as :func:`shc.models.hash_codes`."""
+    """Codes (n, q) from logits (n, C) and centers (C, q) by ``rule`` (:data:`CLASSIFIER_RULES`); a tie gives +1."""
     logits, centers = np.asarray(logits, np.float64), np.asarray(centers, np.float64)
     if logits.ndim != 2 or centers.ndim != 2 or logits.shape[1] != centers.shape[0] or not np.isfinite(logits).all():
         raise ValueError(f"logits {logits.shape} and centers {centers.shape} must be (n, C) and (C, q), the logits "
@@ -541,7 +541,7 @@ def classifier_codes(logits: np.ndarray, centers: np.ndarray, rule: str) -> np.n
         return centers[logits.argmax(axis=1)].astype(np.int8)
     if rule == "soft":
         weights = np.exp(logits - logits.max(axis=1, keepdims=True))  # softmax without its positive denominator
-        return np.where(weights @ centers >= 0, 1, -1).astype(np.int8)  # which leaves every vote's sign as it is
+        return sign_pm1(weights @ centers)  # which leaves every vote's sign as it is
     raise ValueError(f"unknown classifier-code rule {rule!r}; choose one of: {', '.join(CLASSIFIER_RULES)}.")
 
 
