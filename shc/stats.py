@@ -29,6 +29,8 @@ import numpy as np
 
 __all__ = [
     "PairedInterval",
+    "confidence_level",
+    "mean_interval",
     "compare_sentence",
     "counted",
     "percent_words",
@@ -78,6 +80,33 @@ class PairedInterval:
         return "not distinguishable"
 
 
+def confidence_level(confidence: float) -> float:
+    """``confidence`` as a float in (0, 1), or a ValueError that names the fix."""
+    if isinstance(confidence, bool) or not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), e.g. 0.95 for a 95% interval; got {confidence!r}.")
+    return float(confidence)
+
+
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """The mean of ``values`` (one per seed) and its two-sided Student-t interval ``(mean, low, high)``:
+    ``mean ± t_{(1 + confidence) / 2, n - 1} * sd / sqrt(n)``, ``sd`` the sample standard deviation (ddof = 1).
+
+    One value gives NaN bounds; a NaN value gives NaN everywhere (the caller decides whether that is an error:
+    :func:`paired_interval` refuses it, a figure shows the gap). No values: ValueError.
+    """
+    confidence = confidence_level(confidence)
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"values must be 1-D with at least one value (one per seed); got shape {values.shape}.")
+    mean = float(values.mean())
+    if values.size == 1:
+        return mean, math.nan, math.nan
+    from scipy.stats import t
+
+    half_width = float(t.ppf((1.0 + confidence) / 2.0, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size))
+    return mean, mean - half_width, mean + half_width
+
+
 def paired_interval(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> PairedInterval:
     """Student-t interval of the mean paired difference ``a_s - b_s`` over seeds ``s``.
 
@@ -96,8 +125,7 @@ def paired_interval(a: Sequence[float], b: Sequence[float], confidence: float = 
     PairedInterval
         With n < 2 the bounds are NaN and ``reason`` explains it (the mean is NaN for n = 0).
     """
-    if not 0.0 < float(confidence) < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), e.g. 0.95; got {confidence!r}.")
+    confidence = confidence_level(confidence)
     first, second = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if first.ndim != 1 or first.shape != second.shape:
         raise ValueError(f"a and b must be 1-D with one value per seed, in the same order; got {first.shape} and "
@@ -108,13 +136,10 @@ def paired_interval(a: Sequence[float], b: Sequence[float], confidence: float = 
     n = differences.size
     if n == 0:
         return PairedInterval(math.nan, math.nan, math.nan, 0, confidence, "no paired seeds")
-    mean = float(differences.mean())
+    mean, low, high = mean_interval(differences, confidence)
     if n == 1:
-        return PairedInterval(mean, math.nan, math.nan, 1, confidence, "one seed: no interval (run >= 2 seeds)")
-    from scipy.stats import t
-
-    half_width = float(t.ppf((1.0 + confidence) / 2.0, n - 1) * differences.std(ddof=1) / math.sqrt(n))
-    return PairedInterval(mean, mean - half_width, mean + half_width, n, float(confidence))
+        return PairedInterval(mean, low, high, 1, confidence, "one seed: no interval (run >= 2 seeds)")
+    return PairedInterval(mean, low, high, n, confidence)
 
 
 def _frame(rows: Any):

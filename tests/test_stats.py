@@ -24,6 +24,30 @@ def test_paired_interval_by_hand():
     assert interval.verdict == "not distinguishable"  # [-0.048, 0.448] contains 0
 
 
+def test_mean_interval_by_hand_and_shared_by_the_paired_interval_and_the_figures():
+    mean, low, high = stats.mean_interval([0.1, 0.2, 0.3])  # sd 0.1, n 3
+    assert mean == pytest.approx(0.2) and (low, high) == pytest.approx((0.2 - 0.248414, 0.2 + 0.248414), abs=1e-6)
+    paired = stats.paired_interval([0.6, 0.7, 0.8], [0.5, 0.5, 0.5])
+    assert (mean, low, high) == pytest.approx((paired.mean, paired.low, paired.high))
+    one = stats.mean_interval([0.4])
+    assert one[0] == 0.4 and math.isnan(one[1]) and math.isnan(one[2])
+    assert all(math.isnan(value) for value in stats.mean_interval([0.4, float("nan"), 0.5]))
+    with pytest.raises(ValueError, match="at least one value"):
+        stats.mean_interval([])
+    for bad in (0.0, 1.0, True, 95):
+        with pytest.raises(ValueError, match="confidence must lie in"):
+            stats.mean_interval([0.1, 0.2], bad)
+    from shc.plots.curves import interval_frame
+
+    per_seed = pd.DataFrame({"method": ["a"] * 3 + ["b"], "bits": [16] * 4, "metric": ["m"] * 4,
+                             "value": [0.1, 0.2, 0.3, 0.5]})
+    frame = interval_frame(per_seed, "m").set_index("method")
+    assert tuple(frame.loc["a", ["mean", "low", "high"]]) == stats.mean_interval([0.1, 0.2, 0.3])
+    assert frame.loc["b", "n"] == 1 and math.isnan(frame.loc["b", "low"])
+    with pytest.raises(ValueError, match="confidence must lie in"):
+        interval_frame(per_seed.iloc[:0], "m", confidence=1.5)
+
+
 def test_paired_interval_verdicts_and_degenerate_cases():
     assert stats.paired_interval([1.1, 1.2, 1.3, 1.2], [1.0, 1.0, 1.0, 1.0]).verdict == "higher"
     assert stats.paired_interval([1.0, 1.0, 1.0, 1.0], [1.1, 1.2, 1.3, 1.2]).verdict == "lower"

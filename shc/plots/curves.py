@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from shc.plots.style import _figure_per_method, _legend_outside, _marker_spacing, _new_figure, method_style
+from shc.stats import confidence_level, mean_interval
 
 
 def plot_curves(
@@ -463,22 +464,15 @@ def interval_frame(per_seed, metric: str, confidence: float = 0.95):
     """Per method and code length: the mean of ``metric`` over seeds and its ``confidence`` t-interval
     (``method, bits, metric, mean, low, high, n, confidence``; one seed gives NaN bounds). ``per_seed`` is the second
     frame of :func:`shc.stats.summary_frame`."""
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}; e.g. 0.95 for a 95% interval.")
     import pandas as pd
-    from scipy import stats as scipy_stats
 
+    confidence = confidence_level(confidence)
     rows = []
     chosen = per_seed[per_seed["metric"] == metric]
     for (method, bits), group in chosen.groupby(["method", "bits"], sort=False):
-        values = group["value"].to_numpy(dtype=float)
-        mean, n = float(values.mean()), values.size
-        if n > 1:
-            half = float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 1) * values.std(ddof=1) / np.sqrt(n))
-        else:
-            half = float("nan")
-        rows.append({"method": method, "bits": int(bits), "metric": metric, "mean": mean, "low": mean - half,
-                     "high": mean + half, "n": n, "confidence": confidence})
+        mean, low, high = mean_interval(group["value"].to_numpy(dtype=float), confidence)
+        rows.append({"method": method, "bits": int(bits), "metric": metric, "mean": mean, "low": low, "high": high,
+                     "n": len(group), "confidence": confidence})
     return pd.DataFrame(rows)
 
 
