@@ -77,7 +77,8 @@ def kmeans(points: np.ndarray, k: int, rng: np.random.Generator, restarts: int =
             if np.array_equal(new, labels):
                 break
             labels = new
-            centres = np.stack([np.bincount(labels, weights=column, minlength=k) for column in points.T], axis=1)
+            centres = np.zeros((k, points.shape[1]))
+            np.add.at(centres, labels, points)  # each mode's sum, added in point order
             centres /= counts[:, None]
         inertia = float(np.sum((points - centres[labels]) ** 2))
         if best is None or inertia < best[0]:
@@ -108,7 +109,7 @@ def visual_modes(images: np.ndarray, labels: np.ndarray, subclasses: int, compon
         if sizes.min() == 0:
             raise RuntimeError(f"item {item}: a visual mode got no image; report this (it cannot happen for k <= "
                                f"{_FIT_POINTS}).")
-        first = np.array([np.flatnonzero(modes == mode)[0] for mode in range(subclasses)])
+        first = np.unique(modes, return_index=True)[1]  # each mode's first member (every mode has one)
         rank = np.empty(subclasses, np.int64)
         rank[np.lexsort((first, -sizes))] = np.arange(subclasses)
         fine[members] = item * subclasses + rank[modes]
