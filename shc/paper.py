@@ -165,6 +165,12 @@ def comparison_markdown(frames: Sequence[pd.DataFrame], digits: int = 3) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m shc.paper --extract TEX``: rewrite :data:`PAPER_RESULTS` from the paper's LaTeX source."""
+    from shc.cli_common import run_cli
+
+    return run_cli(_main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     import argparse
 
     from shc._io import write_text
@@ -174,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     tex = Path(args.extract)
     if not tex.is_file():
-        parser.error(f"--extract: {tex} is not a file; give the path of the paper's LaTeX source.")
+        raise FileNotFoundError(f"--extract: {tex} is not a file; give the path of the paper's LaTeX source.")
     table = extract_tables(tex.read_text())
     write_text(PAPER_RESULTS, table.to_csv(index=False))
     print(f"wrote {len(table)} numbers of {table['table'].nunique()} tables to {PAPER_RESULTS}")

@@ -552,7 +552,7 @@ def notebook_configs(parameters: Mapping[str, Any], run_dir: str | None = None,
 # Command-line grid options (python -m shc.pipeline and python -m shc.reports share them)
 # --------------------------------------------------------------------------------------------
 def add_grid_arguments(parser: argparse.ArgumentParser) -> None:
-    from shc.cli_common import non_negative_int, positive_int
+    from shc.cli_common import device_name, non_negative_int, positive_int
 
     parser.add_argument("--preset", default="quick", choices=PRESETS.names(),
                         help="experiment grid (default quick): " + "; ".join(
@@ -567,7 +567,7 @@ def add_grid_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backbone", help="override the backbone of both networks (e.g. composite_cnn, the additive "
                         "one that cannot reach most centers: docs/standard-fine.md)")
     parser.add_argument("--data-root", help="folder holding the dataset files (e.g. an imagefolder's root)")
-    parser.add_argument("--device", help="auto (default), cpu, cuda or cuda:N")
+    parser.add_argument("--device", type=device_name, help="auto (default), cpu, cuda or cuda:N")
     parser.add_argument("--precision", choices=_PRECISIONS,
                         help="arithmetic of training and inference (default auto: fp16 on CUDA, bf16 on a CPU with "
                              "native bf16, else fp32); a run resumes only in the one it began in "

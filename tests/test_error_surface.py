@@ -345,6 +345,9 @@ def test_unknown_devices_are_refused_by_name(world, capsys):
         cli.main(["search", "--index", str(world["good"] / "db.shcidx"), "--run", world["run"], "--image",
                   world["query"], "--device", "tpu"])
     assert exit_.value.code == 2 and "--device must be 'auto', 'cpu', 'cuda' or 'cuda:N'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # the grid's command line: argparse, before any config is built
+        pipeline.main(["--preset", "tiny", "--device", "tpu", "--list"])
+    assert exit_.value.code == 2 and "argument --device: --device must be" in capsys.readouterr().err
     from shc.retrieval import load_encoder
 
     with pytest.raises(ValueError, match="device must be .* got 'tpu'"):
@@ -637,3 +640,31 @@ def test_the_explorer_announces_the_port_it_serves(tmp_path):
             raise
     assert "explorer stopped." in err and "rerun resumes" not in err
     assert not [p for p in temporary.iterdir() if p.name.startswith("shc-explorer-")]
+
+
+# --------------------------------------------------------------------------------------------
+# The report maintenance tools and the paper extractor: the same one-line surface
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("module, argv, words", [
+    ("shc.reports.refresh", ["{missing}"], "is not a report folder"),
+    ("shc.reports.corrections", ["{missing}"], "is not a report folder"),
+    ("shc.reports.bundle", ["{missing}"], "is not a built report folder"),
+    ("shc.reports.browser", ["{missing}"], "is not a report folder"),
+    ("shc.paper", ["--extract", "{missing}"], "is not a file"),
+])
+def test_the_maintenance_tools_answer_a_missing_folder_with_one_line(tmp_path, capsys, module, argv, words):
+    import importlib
+
+    main = importlib.import_module(module).main
+    code = main([argument.format(missing=tmp_path / "missing") for argument in argv])
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("module", ["shc.reports.check", "shc.reports.bundle", "shc.reports.refresh"])
+def test_running_a_report_module_does_not_import_it_twice(module, tmp_path):
+    """``python -m shc.reports.check`` (the docs' checker command): runpy warned that the package had imported
+    the module before it ran, so it ran a second copy; the package now imports its submodules lazily."""
+    result = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", module, "--help"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0 and "RuntimeWarning" not in result.stderr, result.stderr

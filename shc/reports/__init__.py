@@ -40,40 +40,36 @@ Modules: :mod:`~shc.reports.plan` (preset table x overrides -> jobs), :mod:`~shc
 
 from __future__ import annotations
 
-from shc.reports.bundle import bundle_members, write_bundle
-from shc.reports.check import Problem, check_report_folder, is_published
-from shc.reports.cli import compute_runs, main, run_reports, summary_table
-from shc.reports.execute import (
-    BUNDLE_FILE,
-    FAILURE_FILE,
-    KERNEL_LOG_FILE,
-    RECORD_FILE,
-    ReportResult,
-    current_interpreter_kernel_spec,
-    execute_report,
-    smoke_notice,
-)
-from shc.reports.export import notebook_title, render_html
-from shc.reports.index import INDEX_FILE, write_index
-from shc.reports.notebooks import check_notebook, strip_notebook
-from shc.reports.plan import (
-    OVERRIDE_PARAMETERS,
-    RUNNER_PARAMETERS,
-    ReportJob,
-    apply_overrides,
-    declared_parameters,
-    default_notebooks_dir,
-    notebook_table,
-    plan_jobs,
-    variant_names,
-)
-from shc.reports.summary import SUMMARY_FILE, format_summary, publish_summary, read_summary, show_summary
+import importlib
 
-__all__ = [
-    "BUNDLE_FILE", "Problem", "bundle_members", "check_report_folder", "is_published", "smoke_notice", "write_bundle",
-    "FAILURE_FILE", "INDEX_FILE", "KERNEL_LOG_FILE", "OVERRIDE_PARAMETERS", "RECORD_FILE", "RUNNER_PARAMETERS",
-    "SUMMARY_FILE", "ReportJob", "ReportResult", "apply_overrides", "check_notebook", "compute_runs",
-    "current_interpreter_kernel_spec", "declared_parameters", "default_notebooks_dir", "execute_report",
-    "format_summary", "main", "notebook_table", "notebook_title", "plan_jobs", "publish_summary", "read_summary",
-    "render_html", "run_reports", "show_summary", "strip_notebook", "summary_table", "variant_names", "write_index",
-]
+#: Each public name and the submodule that defines it. The package imports nothing until a name is asked for
+#: (PEP 562), so ``python -m shc.reports.check`` runs its module once, without runpy's warning that the package
+#: had imported it already.
+_EXPORTS = {
+    "bundle": ("bundle_members", "write_bundle"),
+    "check": ("Problem", "check_report_folder", "is_published"),
+    "cli": ("compute_runs", "main", "run_reports", "summary_table"),
+    "execute": ("BUNDLE_FILE", "FAILURE_FILE", "KERNEL_LOG_FILE", "RECORD_FILE", "ReportResult",
+                "current_interpreter_kernel_spec", "execute_report", "smoke_notice"),
+    "export": ("notebook_title", "render_html"),
+    "index": ("INDEX_FILE", "write_index"),
+    "notebooks": ("check_notebook", "strip_notebook"),
+    "plan": ("OVERRIDE_PARAMETERS", "RUNNER_PARAMETERS", "ReportJob", "apply_overrides", "declared_parameters",
+             "default_notebooks_dir", "notebook_table", "plan_jobs", "variant_names"),
+    "summary": ("SUMMARY_FILE", "format_summary", "publish_summary", "read_summary", "show_summary"),
+}
+_SOURCES = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str):
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'shc.reports' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"shc.reports.{_SOURCES[name]}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_SOURCES))

@@ -120,6 +120,12 @@ def check_folder_in_browser(folders: Sequence[str | os.PathLike], chromium: str 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m shc.reports.browser FOLDER...``: every problem of :func:`shc.reports.check.check_report_folder`
     and of :func:`check_folder_in_browser`, printed; exit status 1 when there is one."""
+    from shc.cli_common import run_cli
+
+    return run_cli(_main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m shc.reports.browser", description=main.__doc__)

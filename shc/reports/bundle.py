@@ -51,6 +51,12 @@ def write_bundle(preset_dir: str | os.PathLike) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m shc.reports.bundle FOLDER...``: write ``bundle.zip`` in each built preset folder."""
+    from shc.cli_common import run_cli
+
+    return run_cli(_main, argv)
+
+
+def _main(argv: list[str] | None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m shc.reports.bundle", description=main.__doc__)

@@ -208,15 +208,19 @@ def folders_command(argv: Sequence[str] | None, module: str, description: str,
     stderr, the count of pages ``counted``."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
-    parser.add_argument("folders", nargs="+", help="preset report folders, e.g. reports/standard-fine")
-    args = parser.parse_args(argv)
-    for folder in args.folders:
-        pages = rewrite(Path(folder))
-        for page in pages:
-            print(f"{folder}/{page}: {done}")
-        print(f"{folder}: {len(pages)} page(s) {counted}", file=sys.stderr)
-    return 0
+    from shc.cli_common import run_cli
+
+    def _main(arguments: Sequence[str] | None) -> int:
+        parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
+        parser.add_argument("folders", nargs="+", help="preset report folders, e.g. reports/standard-fine")
+        for folder in parser.parse_args(arguments).folders:
+            pages = rewrite(Path(folder))
+            for page in pages:
+                print(f"{folder}/{page}: {done}")
+            print(f"{folder}: {len(pages)} page(s) {counted}", file=sys.stderr)
+        return 0
+
+    return run_cli(_main, argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
