@@ -488,7 +488,8 @@ def _main(argv: Sequence[str] | None) -> int:
                                      description="Run the SHC pipeline on a preset grid and print the mAP tables.")
     presets.add_grid_arguments(parser)
     parser.add_argument("--run-dir", default=None,
-                        help="artifact root (default: runs/<preset>, where python -m shc.reports reads them)")
+                        help="artifact root (default: runs/<preset> of the working directory; python -m shc.reports "
+                             "reads runs/<preset> of the checkout)")
     parser.add_argument("--list", action="store_true", help="print the grid the preset expands to and exit")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     parser.add_argument("--reevaluate", action="store_true",

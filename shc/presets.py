@@ -493,8 +493,9 @@ def default_run_dir(preset: str) -> Path:
 
 def compute_command(config: RunConfig) -> str:
     """How to compute ``config``'s run, for an error to name: ``python -m shc.pipeline --preset P`` with the run's
-    method, code length and seed (and ``--run-dir`` where it is not the preset's ``runs/P``) where the grid of preset
-    P holds this very configuration, with the Python call beside it; else the Python call alone."""
+    method, code length and seed (and ``--run-dir`` unless the run folder is ``runs/P`` of the working directory, the
+    command's own default) where the grid of preset P holds this very configuration, with the Python call beside it;
+    else the Python call alone."""
     python = "in Python `shc.pipeline.run(config)`"
     for name in PRESETS.names():
         preset = get_preset(name)
@@ -506,7 +507,7 @@ def compute_command(config: RunConfig) -> str:
         except (ValueError, KeyError, TypeError):
             continue
         if config in candidates:
-            default = Path(config.run_dir).resolve() == default_run_dir(name).resolve()
+            default = Path(config.run_dir).resolve() == (Path("runs") / name).resolve()
             command = " ".join(["python -m shc.pipeline --preset", name, "--methods", config.method, "--bits",
                                 str(config.bits), "--seeds", str(config.seed),
                                 *(["--datasets", config.dataset] if len(preset.datasets) > 1 else []),

@@ -73,7 +73,8 @@ class Registry(Generic[T]):
         except (KeyError, TypeError):
             pass
         hint = did_you_mean(str(name), list(self._entries))
-        raise ValueError(f"unknown {self.kind} {name!r};{hint} Known {self.plural}: {', '.join(self._entries)}.")
+        raise ValueError(f"unknown {self.kind} {name!r}{';' + hint if hint else '.'} Known {self.plural}: "
+                         f"{', '.join(self._entries)}.")
 
     def names(self) -> list[str]:
         """Registered names, in registration order."""

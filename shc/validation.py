@@ -118,6 +118,11 @@ def class_labels(labels: Any, name: str = "labels", n_items: int | None = None, 
             raise ValueError(f"{name} must lie in [0, {num_classes - 1}], got values in [{labels.min()}, "
                              f"{labels.max()}]; check the number of classes or the label encoding.")
     else:
+        if labels.shape[1] == 1:  # y.reshape(-1, 1): read as multi-hot, class 0 would be no class at all
+            raise ValueError(
+                f"{name} has shape {labels.shape}: one column is ambiguous (class indices in a column, or multi-hot"
+                f" of one class); pass class indices 1-D ({name}.ravel()), or multi-hot with a column per class."
+            )
         if not np.all((labels == 0) | (labels == 1)):
             raise ValueError(
                 f"{name} is 2-D, so it must be multi-hot with values 0/1 only; found other values"

@@ -47,6 +47,30 @@ def test_encoded_export_equals_the_pipeline_database_codes(tiny_run):
     assert [Path(p).parent.name for p in paths] == [names[i] for i in stored["database_labels"][positions]]
 
 
+def test_export_images_of_a_run_are_its_split_and_a_partial_option_list_is_not(tiny_run, tmp_path, capsys):
+    """``--run`` takes every dataset option from the run: the splits are drawn per class one after the other, so the
+    documented ``--option database_per_class=N`` alone exported other images than the run's database (a probe)."""
+    _, stage3, images, _, _ = tiny_run
+    assert data_main(["export-images", "--run", str(stage3), "--out", str(tmp_path / "by-run")]) == 0
+    exported = sorted(path.relative_to(images) for path in images.rglob("*.png"))
+    assert exported == sorted(path.relative_to(tmp_path / "by-run") for path in (tmp_path / "by-run").rglob("*.png"))
+    assert all(np.array_equal(np.asarray(Image.open(images / path)), np.asarray(Image.open(tmp_path / "by-run" / path)))
+               for path in exported)
+    partial = ["--option", "num_classes=10", "--option", "database_per_class=12"]  # the training split's size left out
+    assert data_main(["export-images", "digits-composite", *partial, "--out", str(tmp_path / "partial")]) == 0
+    by_position = {path.stem: np.asarray(Image.open(path)) for path in (tmp_path / "partial").rglob("*.png")}
+    assert len(by_position) == len(exported)
+    assert not all(np.array_equal(np.asarray(Image.open(images / path)), by_position[path.stem]) for path in exported)
+    capsys.readouterr()
+    for argv, words in ((["digits-composite", "--run", str(stage3)], "drop DATASET"),
+                        (["--run", str(stage3), "--seed", "1"], "drop --seed"), ([], "give a DATASET")):
+        with pytest.raises(SystemExit) as stop:
+            data_main(["export-images", *argv, "--out", str(tmp_path / "refused")])
+        assert stop.value.code == 2 and words in capsys.readouterr().err
+    assert data_main(["export-images", "--run", str(tmp_path), "--out", str(tmp_path / "refused")]) == 2
+    assert "has no config.json; give a run's stage folder" in capsys.readouterr().err
+
+
 def test_search_prints_the_exact_ranking_and_writes_an_offline_gallery(tiny_run, capsys):
     _, stage3, images, codes, root = tiny_run
     index_path = root / "db.shcidx"

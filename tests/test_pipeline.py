@@ -515,7 +515,7 @@ def test_a_preset_gives_a_method_its_own_fields_and_an_explicit_override_wins():
         preset({"mds": {"epochs": 0}})
 
 
-def test_the_command_an_error_names_computes_that_very_run(tmp_path):
+def test_the_command_an_error_names_computes_that_very_run(tmp_path, monkeypatch):
     """A missing run's error names the preset command with the run's method, bits and seed (and --run-dir when it is
     not the preset's own folder); a configuration no preset holds gets the Python call."""
     from shc.presets import compute_command, default_run_dir
@@ -526,6 +526,9 @@ def test_the_command_an_error_names_computes_that_very_run(tmp_path):
     assert compute_command(config) == f"{command}` {python}"
     elsewhere = config.replace(run_dir=str(tmp_path))
     assert compute_command(elsewhere) == f"{command} --run-dir {tmp_path}` {python}"
+    with monkeypatch.context() as away:  # run from another folder, the command's default is that folder's runs/quick
+        away.chdir(tmp_path)
+        assert compute_command(config) == f"{command} --run-dir {default_run_dir('quick')}` {python}"
     (lth,) = preset("standard-fine", methods=["lth"], bits=[64], seeds=[0], run_dir=str(tmp_path))
     assert compute_command(lth).startswith("`python -m shc.pipeline --preset standard-fine --methods lth --bits 64")
     assert compute_command(lth.replace(epochs=7)) == ("in Python `shc.pipeline.run(config)` (no preset's grid holds "

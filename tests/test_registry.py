@@ -26,7 +26,7 @@ def test_registry_keeps_order_refuses_a_second_entry_and_suggests_close_names():
         table.register("red", 3)
     with pytest.raises(ValueError, match=r"unknown colour 'gren'; did you mean 'green'\? Known colours: red, green"):
         table.get("gren")
-    with pytest.raises(ValueError, match=r"unknown colour 'blue'; Known colours"):
+    with pytest.raises(ValueError, match=r"unknown colour 'blue'\. Known colours"):
         table["blue"]
 
 

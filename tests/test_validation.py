@@ -36,3 +36,18 @@ def test_hamming_distance_matrix_refuses_codes_it_cannot_count_exactly():
         hamming_distance_matrix(np.array([[1, 0]]))
     with pytest.raises(ValueError, match="split them into chunks"):
         hamming_distance_matrix(np.ones((1, 2**24), np.int8))
+
+
+def test_a_single_label_column_is_refused_not_read_as_one_class_multi_hot():
+    """``y.reshape(-1, 1)`` of a two-class problem was read as multi-hot of one class: class 0 was no class, and
+    mAP fell from the 1-D labels' value without a word (a newcomer's probe, 2026-12-03)."""
+    from shc.metrics import mean_average_precision
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 80)
+    codes = np.where(labels[:, None] == 1, 1, -1) * np.ones((1, 8), int)  # each class its own code
+    assert mean_average_precision(codes[:50], labels[:50], codes[50:], labels[50:]) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match=r"one column is ambiguous .*query_labels\.ravel\(\)"):
+        mean_average_precision(codes[:50], labels[:50, None], codes[50:], labels[50:, None])
+    two_classes = np.eye(2, dtype=int)[labels]  # multi-hot with a column per class: the same ranking, the same mAP
+    assert mean_average_precision(codes[:50], two_classes[:50], codes[50:], two_classes[50:]) == pytest.approx(1.0)

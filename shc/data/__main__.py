@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXPORT_RECORD", "export_images", "main", "unfinished_export"]
+__all__ = ["EXPORT_RECORD", "export_images", "main", "run_dataset", "unfinished_export"]
 
 #: The record of an ``export-images`` in its folder (what was exported, and whether the export completed).
 EXPORT_RECORD = ".shc-export.json"
@@ -87,6 +87,25 @@ def unfinished_export(folder: str | Path) -> Path | None:
     return None
 
 
+def run_dataset(run: str | Path) -> dict[str, Any]:
+    """The dataset of a run folder (any stage's, e.g. ``stage3-shc-32bit-...``): ``dataset``, ``seed``, ``root`` and
+    its ``options`` from the folder's ``config.json``, so an export holds the very images the run's splits hold.
+    Every option counts: the splits are drawn per class one after the other, so a database of the same size after a
+    larger training split holds other images."""
+    path = Path(run) / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+        found = {"dataset": config["dataset"], "seed": int(config["seed"]), "root": config.get("data_root"),
+                 "options": dict(config.get("dataset_options") or {})}
+    except FileNotFoundError:
+        raise FileNotFoundError(f"--run {run} has no config.json; give a run's stage folder, e.g. "
+                                "runs/quick/digits-composite/seed0/stage3-shc-32bit-<key>.") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{path} is damaged ({error!r}); compute the run again, or pass the dataset, --seed and "
+                         "--option by hand.") from None
+    return found
+
+
 def _option(text: str) -> tuple[str, Any]:
     key, separator, value = text.partition("=")
     if not separator:
@@ -110,17 +129,29 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m shc.data", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     export = commands.add_parser("export-images", help="write a split's images as PNG files, a folder per class")
-    export.add_argument("dataset", help="a name of shc.data.available_datasets(), e.g. digits-composite")
+    export.add_argument("dataset", nargs="?", help="a name of shc.data.available_datasets(), e.g. digits-composite "
+                        "(or --run)")
+    export.add_argument("--run", help="a run's stage folder: export its dataset, seed and every dataset option "
+                        "(the images its splits hold); not with DATASET, --seed, --root or --option")
     export.add_argument("--split", default="database", choices=("train", "val", "query", "database"))
     export.add_argument("--out", required=True, help="folder to write (created)")
-    export.add_argument("--seed", type=non_negative_int, default=0, help="the seed of the splits (a run's seed)")
+    export.add_argument("--seed", type=non_negative_int, help="the seed of the splits (a run's seed; default 0)")
     export.add_argument("--root", help="dataset files folder (default: $SHC_DATA_ROOT or ~/shc-data)")
     export.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
                         help="a dataset option, e.g. num_classes=10 (JSON values)")
     args = parser.parse_args(argv)
+    given = [name for name, value in (("DATASET", args.dataset), ("--seed", args.seed), ("--root", args.root),
+                                      ("--option", args.option)) if value not in (None, [])]
+    if args.run is not None and given:
+        export.error(f"--run takes the dataset, seed, root and options from the run; drop {', '.join(given)}.")
+    if args.run is None and args.dataset is None:
+        export.error("give a DATASET (e.g. digits-composite) or --run RUN (a run's stage folder).")
+    source = (run_dataset(args.run) if args.run is not None else
+              {"dataset": args.dataset, "seed": args.seed or 0, "root": args.root, "options": dict(args.option)})
     output_folder(args.out, "--out")
-    count = export_images(args.dataset, args.split, args.out, seed=args.seed, root=args.root, **dict(args.option))
-    print(f"wrote {count} images of {args.dataset} ({args.split} split, seed {args.seed}) to {args.out}")
+    count = export_images(source["dataset"], args.split, args.out, seed=source["seed"], root=source["root"],
+                          **source["options"])
+    print(f"wrote {count} images of {source['dataset']} ({args.split} split, seed {source['seed']}) to {args.out}")
     return 0
 
 
