@@ -234,8 +234,8 @@ def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
     from shc.executors import EXECUTORS
 
     parser.add_argument("--executor", default="local", choices=EXECUTORS.names(),
-                        help="local: a process pool on this machine (--jobs); dask or ray: one task per run on a "
-                             "cluster (docs/scale-out.md)")
+                        help="local: a process pool on this machine (--jobs); dask or ray: a cluster, one task per "
+                             "shared stage folder (stages 0-2), then one per hashing run (docs/scale-out.md)")
     parser.add_argument("--address", default=None,
                         help="cluster to join: tcp://HOST:8786 (dask scheduler) or HOST:6379 / auto (ray); default "
                              "a local cluster of this machine's cores")

@@ -154,7 +154,8 @@ class HashIndex:
         ----------
         codes : (n, q) +-1 array or (n, ceil(q / 8)) packed uint8
         ids : (n,) integers, optional
-            Any int64 values, unique across the index; default ``len(self), ..., len(self) + n - 1``.
+            Any int64 values, unique across the index; default the n ids after the largest one held (0, 1, ... for
+            an empty index).
 
         Returns
         -------
