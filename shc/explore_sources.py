@@ -107,7 +107,8 @@ def page_similarity(preset: str | None = None, dataset: str = "digits-composite"
             similarity_from_labels(num_classes, data.coarse_labels), [str(n) for n in data.class_names],
             np.asarray(data.coarse_labels), [str(n) for n in data.coarse_names], dataset, "hierarchy S",
             f"$\\mathbf{{S}}$ here is the class hierarchy of `{dataset}` ({num_classes} classes in "
-            f"{len(np.unique(data.coarse_labels))} coarse classes: {data.protocol}): $s_{{ii}} = 1$, $s_{{ij}} = 0.5$ for "
+            f"{len(np.unique(data.coarse_labels))} coarse classes; the demonstration reads their names and hierarchy, "
+            "not the images or their splits): $s_{ii} = 1$, $s_{ij} = 0.5$ for "
             "two classes of the same coarse class and 0 otherwise (`similarity_from_labels`). In the full method "
             "$\\mathbf{S}$ comes from a classifier (stage 1, Eq. 2-12): the reports of a preset show that one.")
     from shc import presets, results

@@ -119,6 +119,21 @@ def test_convergence_sentence_states_the_late_gain_of_validation_map():
     assert "rose by +0.040 on average (largest +0.100: shc, 16 bits, seed 0)" in sentence
 
 
+def test_the_late_gain_says_which_stretch_of_training_it_spans():
+    """Evaluated at epochs 2 and 4 (quick), the last evaluation at or before 3/4 of 4 is epoch 2: the gain spans the
+    last half, which the page called "the last quarter" (a reader audit, 2026-12-03)."""
+    runs = pd.DataFrame({"label": ["shc", "mds"], "bits": 16, "seed": 0, "selected_epoch": [4, 4]})
+    history = pd.DataFrame({"label": ["shc"] * 2 + ["mds"] * 2, "bits": 16, "seed": 0, "epoch": [2, 4] * 2,
+                            "mAP@ALL": [0.1, 0.3, 0.2, 0.3]})
+    first = findings.convergence_findings(runs, history)[0]
+    assert "Over the last 50% of training (from the last evaluation at or before three quarters" in first
+    assert "last quarter" not in first and "rose by +0.150 on average (largest +0.200: shc" in first
+    mixed = pd.concat([history, pd.DataFrame({"label": "crh", "bits": 16, "seed": 0, "epoch": [2, 4, 6, 8],
+                                              "mAP@ALL": [0.1, 0.2, 0.3, 0.4]})])
+    runs = pd.concat([runs, pd.DataFrame({"label": ["crh"], "bits": [16], "seed": [0], "selected_epoch": [8]})])
+    assert "Over the last 25-50% of training" in findings.convergence_findings(runs, mixed)[0]
+
+
 def test_convergence_sentences_leave_out_runs_without_an_evaluation_and_name_no_run_for_a_tied_largest_gain():
     """A run with no evaluated epoch has no last epoch to compare (it crashed the count); two runs sharing the largest
     late gain (+0.100 each) are counted, not one of them named at random."""

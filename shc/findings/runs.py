@@ -153,9 +153,20 @@ def _single_runs_short(runs: Any, key: str, reached: float) -> str:
     return ", ".join(parts)
 
 
+def _late_stretch(stretches: list[float]) -> str:
+    """What the late gain spans: from each run's last evaluation at or before three quarters of its epochs to its
+    end, the last quarter only where evaluations fall there (a run evaluated at epochs 2 and 4 spans its last half)."""
+    low, high = min(stretches), max(stretches)
+    if np.isclose(low, 0.25) and np.isclose(high, 0.25):
+        return "Over the last quarter of training"
+    share = (f"{100 * low:.0f}%" if np.isclose(low, high) else f"{100 * low:.0f}-{100 * high:.0f}%")
+    return (f"Over the last {share} of training (from the last evaluation at or before three quarters of its epochs, "
+            "to the end)")
+
+
 def convergence_findings(runs: Any, history: Any) -> list[str]:
     """How the runs ended: how many selected their last evaluated epoch, and how much validation mAP@ALL
-    still rose over the last quarter of training.
+    still rose over the last quarter of training (or the stretch from the last evaluation before it).
 
     ``runs`` is :func:`shc.results.result_rows`, ``history`` :func:`shc.results.history_rows`. Selecting the
     last epoch is not by itself a sign of an unconverged run: the cosine schedule decays the learning rate to
@@ -189,7 +200,7 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
     if unevaluated:
         sentence += (f" {unevaluated} run{'s have' if unevaluated > 1 else ' has'} no evaluated epoch and "
                      f"{'are' if unevaluated > 1 else 'is'} not counted.")
-    gains = {}
+    gains, stretches = {}, []  # stretches: the share of each run's epochs the gain spans
     if column in evaluated:
         counted_runs = set(table.index)  # the runs the sentence counts: a curve without a row is not one of them
         for (label, bits, seed), curve in evaluated.groupby(["label", "bits", "seed"]):
@@ -199,13 +210,14 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
             late = curve[curve["epoch"] <= 0.75 * curve["epoch"].max()]
             if len(late) and len(curve) > 1:
                 gains[(label, int(bits), int(seed))] = float(curve[column].iloc[-1] - late[column].iloc[-1])
+                stretches.append(1.0 - late["epoch"].iloc[-1] / curve["epoch"].iloc[-1])
     if gains:
         (label, bits, seed), largest = max(gains.items(), key=lambda item: item[1])
         tops = sum(np.isclose(gain, largest) for gain in gains.values())
         whose = f": {label}, {bits} bits, seed {seed}" if tops == 1 else f", {tops} runs"  # a tie names no one run
         mean = float(np.mean(list(gains.values())))
         moved = f"rose by {mean:+.3f}" if mean >= 0 else f"fell by {-mean:.3f}"  # "rose by -0.010" before
-        sentence += (f" Over the last quarter of training, validation {metric_name(column)} {moved} on average "
+        sentence += (f" {_late_stretch(stretches)}, validation {metric_name(column)} {moved} on average "
                      f"(largest {largest:+.3f}{whose}); whether the "
                      "budget suffices is tested by doubling it (benchmarks/standard_convergence.py).")
     by_method = table.groupby(level="label")["at_end"].mean()
