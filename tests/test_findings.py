@@ -119,6 +119,36 @@ def test_convergence_sentence_states_the_late_gain_of_validation_map():
     assert "rose by +0.040 on average (largest +0.100: shc, 16 bits, seed 0)" in sentence
 
 
+def test_the_late_gain_is_also_given_by_method_so_one_climbing_method_shows():
+    """A pooled mean hid one method still climbing (standard-fine's 03: +0.023 on average, every MDS run +0.047 to
+    +0.154). Hand values: shc 0.3 -> 0.4 (+0.10) and 0.3 -> 0.5 (+0.20), mds 0.5 -> 0.48 (-0.02): shc +0.150 (its 2
+    runs +0.100 to +0.200), mds -0.020; swap the curves and the order follows."""
+    runs = pd.DataFrame({"label": ["shc", "shc", "mds"], "bits": 16, "seed": [0, 1, 0], "selected_epoch": 8})
+    curves = {("shc", 0): [0.1, 0.2, 0.3, 0.4], ("shc", 1): [0.1, 0.2, 0.3, 0.5], ("mds", 0): [0.3, 0.4, 0.5, 0.48]}
+    history = pd.DataFrame([{"label": label, "bits": 16, "seed": seed, "epoch": epoch, "mAP@ALL": value}
+                            for (label, seed), values in curves.items() for epoch, value in zip([2, 4, 6, 8], values)])
+    assert findings.convergence_findings(runs, history)[-1] == (
+        "The late gain by method, mean over its runs: shc +0.150, mds -0.020; largest shc (its 2 runs +0.100 to "
+        "+0.200).")
+    flipped = history.assign(label=history["label"].map({"shc": "mds", "mds": "shc"}))
+    assert findings.convergence_findings(runs.assign(label=["mds", "mds", "shc"]), flipped)[-1].startswith(
+        "The late gain by method, mean over its runs: mds +0.150, shc -0.020")
+
+
+def test_a_ranking_carries_its_own_caveat_for_networks_that_missed_their_targets():
+    """standard-fine's page 04 compared shc and csq at 64 bits (hit rates 0.827 and 0.845) with no word of it in the
+    list: the list now ends with the methods below 0.9 at each length, lowest first; none when all reached them."""
+    runs = _runs([0.50, 0.52, 0.55], [0.40, 0.41, 0.45])
+    assert findings.retrieval_findings(runs) == findings.retrieval_findings(runs.assign(train_center_hit_rate=0.95))
+    low = runs.assign(train_center_hit_rate=runs["label"].map({"shc": 0.85, "mds": 0.80}))
+    assert findings.retrieval_findings(low)[-1] == (
+        "At 16 bits mds (0.800) and shc (0.850) did not reach their targets on the training set (center hit rate "
+        "below 0.9): the comparisons above that involve them measure what the network could fit, not the targets.")
+    one = runs.assign(train_center_hit_rate=runs["label"].map({"shc": 0.95, "mds": 0.80}))
+    assert findings.retrieval_findings(one)[-1].startswith("At 16 bits mds (0.800) did not reach its targets")
+    assert "did not reach" not in " ".join(findings.retrieval_findings(runs.assign(train_center_hit_rate=0.9)))
+
+
 def test_the_late_gain_says_which_stretch_of_training_it_spans():
     """Evaluated at epochs 2 and 4 (quick), the last evaluation at or before 3/4 of 4 is epoch 2: the gain spans the
     last half, which the page called "the last quarter" (a reader audit, 2026-12-03)."""
@@ -154,7 +184,7 @@ def test_convergence_sentences_name_the_code_lengths_they_pool_and_the_run_of_th
     history = pd.DataFrame({"label": ["shc"] * 4 + ["mds"] * 4 + ["shc"] * 4, "bits": [16] * 4 + [32] * 4 + [64] * 4,
                             "seed": 0, "epoch": [2, 4, 6, 8] * 3,
                             "mAP@ALL": [0.1, 0.2, 0.3, 0.3] + [0.1, 0.1, 0.2, 0.5] + [0.4, 0.3, 0.3, 0.3]})
-    first, second = findings.convergence_findings(runs, history)
+    first, second, _ = findings.convergence_findings(runs, history)  # the third: the late gain by method
     assert first.startswith("2 of 3 runs at 16, 32 and 64 bits selected their last evaluated epoch (every run's last "
                             "is epoch 8)")
     assert "rose by +0.100 on average (largest +0.300: mds, 32 bits, seed 0)" in first
@@ -553,7 +583,7 @@ def test_convergence_counts_only_the_runs_of_its_table_and_never_rounds_a_share_
     history = pd.concat([pd.DataFrame({"label": "shc", "bits": 16, "seed": 0, **curve}),
                          pd.DataFrame({"label": "crh", "bits": 16, "seed": 0, "epoch": [2, 4, 6, 8],
                                        "mAP@ALL": [0.1, 0.2, 0.3, 0.9]})])
-    first, shares = findings.convergence_findings(runs, history)
+    first, shares, _ = findings.convergence_findings(runs, history)
     assert first.startswith("1 of 1 run at 16 bits selected its last evaluated epoch")
     assert "rose by +0.100 on average (largest +0.100: shc, 16 bits, seed 0)" in first and "crh" not in first
     many = pd.DataFrame({"label": "shc", "bits": 16, "seed": range(200), "selected_epoch": [8] * 199 + [6]})

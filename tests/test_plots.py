@@ -806,6 +806,20 @@ def test_a_long_alt_text_shortens_its_panels_and_keeps_the_lines_under_them():
     plt.close(fig)
 
 
+def test_a_shortened_alt_text_ends_at_a_whole_word():
+    """standard-fine's page 02 read "... against Hamming distanc...": the cut now falls between two words."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.set_title(" ".join(f"word{index}" for index in range(200)))  # one panel: the whole text is cut
+    alt = plots.figure_alt_text(fig)
+    assert len(alt) <= 600 and alt.endswith("...")
+    last = alt.removesuffix("...").split()[-1]
+    assert last.startswith("word") and int(last.removeprefix("word")) < 200 and f" {last} " in ax.get_title() + " "
+    assert alt.removesuffix("...") == ax.get_title()[: len(alt) - 3]  # nothing else changed before the cut
+    plt.close(fig)
+
+
 def test_alt_text_describes_the_figure_and_names_its_data(tmp_path):
     fig = plots.plot_curves(np.arange(3), {"shc": np.array([[0.1, 0.2, 0.3]])}, xlabel="K", ylabel="precision@K",
                             title="precision@K, 16 bits")

@@ -201,9 +201,20 @@ def figure_alt_text(fig: Figure, limit: int = 600) -> str:
     if len(text) > limit and panels and count > 1:  # the lines under and beside the panels say more than their tail
         spare = limit - (len(text) - len(parts[panel_part]))
         if spare > 40:
-            parts[panel_part] = parts[panel_part][: spare - 3].rstrip() + "..."
+            parts[panel_part] = _shorten(parts[panel_part], spare)
             text = ". ".join(parts)
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+    return text if len(text) <= limit else _shorten(text, limit)
+
+
+def _shorten(text: str, width: int) -> str:
+    """``text`` cut to at most ``width`` characters at a word's end, marked ``...`` (a cut inside a word read
+    "Hamming distanc..." on ``standard-fine``'s page 02, issue 38); inside the word only when one word fills it."""
+    if len(text) <= width:
+        return text
+    head = text[: width - 2]  # one character more than fits: whether the cut falls between two words
+    cut = head.rfind(" ")
+    head = head[:cut] if cut > 0 else head[:-1]
+    return head.rstrip(" ,;:.|") + "..."
 
 
 def _panel_words(panels: list[str]) -> str:

@@ -68,7 +68,7 @@ _VALUE_NAMES = {**{key: f"{key.removeprefix('tie_aware_')} (tie-aware)" for key 
                 **{key: f"{key} (ties by index)" for key in MAP_KEYS}, "s_loss": "S_loss",
                 "mean_distance": "mean distance", "spearman": "Spearman", "gv_distance": "GV d",
                 "num_at_d_min": "pairs at d_min", "train_seconds": "train seconds", "selected_epoch": "selected epoch",
-                "reach_targets": "reached targets",
+                "reach_targets": "hit rate measured against",  # centers, learned class codes or majority codes
                 **{key: f"{key.split('_', 1)[1].replace('_', ' ')} ({key.split('_', 1)[0]})" for key in REACH_KEYS},
                 # the unseen-class pairings: "unseen@all mAP@ALL (tie-aware)"
                 **{key: f"{key.split('_', 1)[0]} {key.split('_', 1)[1].removeprefix('tie_aware_')} "
