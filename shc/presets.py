@@ -648,9 +648,26 @@ def configs_from_arguments(args: argparse.Namespace, run_dir: str) -> list[RunCo
         configs = get_preset(args.preset).configs(methods=args.methods, bits=args.bits, seeds=args.seeds,
                                                   datasets=args.datasets, epochs=args.epochs, run_dir=run_dir,
                                                   **overrides)
+        _check_dataset_options(configs)
         return configs if hashing_epochs is None else [config.replace(epochs=hashing_epochs) for config in configs]
     except ValueError as error:
         raise ValueError(f"preset {args.preset!r}: {str(error).replace('bits: ', '--bits: ', 1)}") from None
+
+
+def _check_dataset_options(configs: Sequence[RunConfig]) -> None:
+    """Refuse a grid whose dataset options its dataset does not take before any run is planned: ``--datasets``
+    keeps the preset's ``dataset_options``, which name the preset's own dataset's (a newcomer's probe: ``--preset tiny
+    --datasets imagefolder`` failed every run with the error naming no fix)."""
+    from shc.data import check_dataset_options
+
+    for dataset, options in dict.fromkeys((c.dataset, json.dumps(dict(c.dataset_options), sort_keys=True))
+                                          for c in configs):
+        try:
+            check_dataset_options(dataset, json.loads(options))
+        except ValueError as error:
+            raise ValueError(f"{error}. The preset's dataset_options {options} are its own dataset's: for "
+                             f"--datasets {dataset} pass --set 'dataset_options={{}}' (the dataset's defaults) or "
+                             "--set 'dataset_options={...}' with its own.") from None
 
 
 def describe_config(config: RunConfig) -> str:

@@ -103,6 +103,9 @@ def test_set_refuses_what_it_cannot_apply_by_name(argv, message, capsys):
         (["--methods", "nosuch"], "--methods: unknown value 'nosuch'"),
         (["--methods", "dpshh"], "did you mean 'dpsh'"),
         (["--datasets", "nosuch"], "--datasets: unknown value 'nosuch'"),
+        # the preset's digits options carried to another dataset: refused before planning, naming the fix
+        (["--preset", "tiny", "--datasets", "imagefolder"],
+         "for --datasets imagefolder pass --set 'dataset_options={}'"),
         (["--seeds", "0", "0"], "seeds lists 0 more than once"),
         (["--data-root", "/no/such/folder"], "--data-root '/no/such/folder' is not a folder"),
     ],
@@ -112,6 +115,12 @@ def test_pipeline_user_errors_are_one_clear_line_and_nothing_runs(argv, message,
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not (tmp_path / "runs").exists(), "a refused run leaves no folders behind"
+
+
+def test_another_dataset_runs_with_its_own_options(capsys, tmp_path):
+    argv = ["--preset", "tiny", "--datasets", "imagefolder", "--set", "dataset_options={}", "--list"]
+    assert pipeline.main([*argv, "--run-dir", str(tmp_path / "runs")]) == 0
+    assert "imagefolder seed 0 16 bits shc" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -530,6 +530,28 @@ def test_a_full_disk_mid_npy_export_keeps_the_previous_set_whole(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["new.shcidx", "old.shcidx", *sorted(before)]
 
 
+def test_the_codes_of_an_npy_set_renamed_alone_are_refused_not_renumbered(tmp_path, capsys):
+    """A newcomer's probe: ``mv c.npy renamed.npy``, then the error's own advice (``--bits``) imported the codes with
+    ids 0..N-1 while their ids (not 0..N-1) sat in ``c.ids.npy``. Now the import names the set they belong to; codes
+    packed by other tools (no description matches them) still import with --bits."""
+    from shc.retrieval import HashIndex
+
+    rng = np.random.default_rng(0)
+    codes = np.where(rng.random((300, 12)) < 0.5, -1, 1)
+    HashIndex(12).add(codes, np.arange(300) * 7 + 5).save(tmp_path / "h.shcidx")
+    assert cli.main(["export", str(tmp_path / "h.shcidx"), "--to", "npy", "--out", str(tmp_path / "c.npy")]) == 0
+    (tmp_path / "c.npy").rename(tmp_path / "renamed.npy")
+    capsys.readouterr()
+    argv = ["import", str(tmp_path / "renamed.npy"), "--from", "npy", "--bits", "12", "--out", str(tmp_path / "r.shcidx")]
+    assert cli.main(argv) == 2
+    line = _one_line(capsys)
+    assert "c.json" in line and "renamed.json" in line and "renamed.ids.npy" in line, line
+    assert not (tmp_path / "r.shcidx").exists()
+    (tmp_path / "c.json").unlink()  # no description names them: codes packed elsewhere, numbered 0..N-1
+    assert cli.main(argv) == 0
+    assert np.array_equal(HashIndex.load(tmp_path / "r.shcidx").search(codes[:3], 1)[1][:, 0], [0, 1, 2])
+
+
 def test_shc_encode_refuses_the_folder_of_an_interrupted_export_images(world, tmp_path, monkeypatch, capsys):
     """The issue's case: Ctrl-C in ``export-images`` left a partial folder with nothing to tell, and ``shc encode``
     encoded it as if it were the split. The export now records its completion in the folder."""

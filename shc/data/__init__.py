@@ -89,7 +89,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,6 +113,7 @@ from shc.data.transforms import CompositeTransform, natural_image_transform
 from shc.data.unseen import hold_out_classes
 
 __all__ = [
+    "check_dataset_options",
     "CompositeTransform",
     "DATASETS",
     "DatasetSplits",
@@ -180,6 +181,20 @@ def foreign_prose(text: str, dataset: str | None) -> list[str]:
     return sorted({phrase for _, entry in DATASETS.items() for phrase in entry.prose
                    if phrase not in own and phrase.lower() in lowered})
 
+def check_dataset_options(name: str, options: Mapping[str, Any]) -> None:
+    """Refuse ``options`` that dataset ``name``'s loader does not take, naming the ones it does (what
+    :func:`load_dataset` checks first; a grid checks its configs with it before it plans any run)."""
+    entry = _entry(name)
+    parameters = inspect.signature(entry.loader).parameters
+    accepted = {key: p.default for key, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    unknown = sorted(set(options) - set(accepted) - {"image_size", "unseen_classes"})
+    if unknown:
+        known = ", ".join(f"{key}={default!r}" for key, default in accepted.items())
+        raise ValueError(
+            f"unknown option(s) {unknown} for {name!r}; its options are image_size=None, unseen_classes=0, {known}"
+        )
+
+
 def load_dataset(
     name: str = "digits-composite", root: str | Path | None = None, seed: int = 0, **options: Any
 ) -> DatasetSplits:
@@ -208,16 +223,9 @@ def load_dataset(
     entry = _entry(name)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    check_dataset_options(name, options)
     image_size = options.pop("image_size", None)
     unseen_classes = options.pop("unseen_classes", 0)
-    parameters = inspect.signature(entry.loader).parameters
-    accepted = {key: p.default for key, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        known = ", ".join(f"{key}={default!r}" for key, default in accepted.items())
-        raise ValueError(
-            f"unknown option(s) {unknown} for {name!r}; its options are image_size=None, unseen_classes=0, {known}"
-        )
     splits = entry.loader(Path(root).expanduser() if root is not None else None, int(seed), **options)
     if unseen_classes:
         splits = hold_out_classes(splits, unseen_classes, int(seed))

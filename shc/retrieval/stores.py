@@ -275,11 +275,32 @@ def from_npy(path: str | os.PathLike, num_bits: int | None = None) -> HashIndex:
     if num_bits is not None and meta.get("num_bits") is not None and int(num_bits) != int(meta["num_bits"]):
         raise ValueError(f"--bits {num_bits} contradicts {meta_path}, which says the codes have {meta['num_bits']} "
                          "bits: leave --bits out (the description gives it) or give the export's own length.")
-    if bits is None:
-        raise ValueError(f"{meta_path} is missing, so the code length is unknown: pass num_bits (--bits).")
     codes = _load_described(codes_path, meta_path, meta, "codes")
+    if not meta:
+        _refuse_a_set_renamed_alone(codes_path, codes)
+    if bits is None:
+        raise ValueError(f"{meta_path} is missing, so the code length is unknown: pass num_bits (--bits) for codes "
+                         f"packed by other tools (their ids are {ids_path.name} if it is there, else 0..N-1).")
     ids = _load_described(ids_path, meta_path, meta, "ids") if ids_path.is_file() else None
     return HashIndex(int(bits)).add(codes, ids)
+
+
+def _refuse_a_set_renamed_alone(codes_path: Path, codes: np.ndarray) -> None:
+    """Refuse codes without a description of their own whose SHA-256 an npy description beside them records: the
+    codes file of an ``shc export`` set renamed alone. Read with ``--bits`` they got ids 0..N-1 without a word while
+    their ids sat under the old name (a newcomer's probe, 2026-12-03)."""
+    digest = _digest(codes)
+    for other in sorted(codes_path.parent.glob("*.json")):
+        try:
+            meta = json.loads(other.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError, OSError):
+            continue
+        if isinstance(meta, dict) and isinstance(meta.get("sha256"), dict) and meta["sha256"].get("codes") == digest:
+            stem = other.name.removesuffix(".json")
+            raise ValueError(f"{codes_path} holds the codes {other} describes (export {stem!r}; its SHA-256 "
+                             f"matches), renamed without its description and ids: rename {stem}.json and "
+                             f"{stem}.ids.npy with it to {codes_path.stem}.json and {codes_path.stem}.ids.npy, or "
+                             f"import {stem}.npy.")
 
 
 def _search_npy(path: str | os.PathLike, queries: np.ndarray, k: int, **_: Any) -> tuple[np.ndarray, np.ndarray]:
