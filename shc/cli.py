@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from shc.cli_common import device_name, output_file, positive_int, refuse_overwriting, run_cli
+from shc.cli_common import device_name, output_file, positive_int, refuse_overwriting, refuse_replacing, run_cli
 
 __all__ = ["main"]
 
@@ -55,6 +55,7 @@ def _encode(args: argparse.Namespace) -> int:
                          ".webp); give a folder that holds some.")
     refuse_overwriting([out], [*paths, *(path for path in Path(args.run).expanduser().rglob("*") if path.is_file())],
                        "--out")  # an image it encodes, or a file of the network encoding them
+    refuse_replacing([out], "--out", args.overwrite)
     codes, kept, failed = encode_images(encoder, paths, batch_size=args.batch_size, progress=not args.quiet)
     if not kept:
         raise ValueError(f"--images: none of the {len(paths)} image files under {root} could be read (the first: "
@@ -95,7 +96,10 @@ def _read_codes(path: str) -> dict[str, Any]:
     import zlib
 
     file = Path(path).expanduser()
-    remedy = f"make it with `shc encode --run RUN_DIR --images FOLDER --out {path}`"
+    # a file that is there but not encode's (a pipeline run's codes.npz) is not the --out to suggest: encode refuses
+    # to overwrite what it reads, and the user's file would be lost (a newcomer's probe)
+    out = path if not file.exists() else str(Path(path).with_name(f"{Path(path).stem}-encoded.npz"))
+    remedy = f"make {'it' if out == path else 'one'} with `shc encode --run RUN_DIR --images FOLDER --out {out}`"
     if file.is_dir():
         raise ValueError(f"codes file {path} is a folder; give the .npz file `shc encode` wrote.")
     if not file.is_file():
@@ -138,6 +142,7 @@ def _index(args: argparse.Namespace) -> int:
     out = output_file(args.out, "--out")
     refuse_overwriting([out], [args.codes], "--out")
     data = _read_codes(args.codes)
+    refuse_replacing([out], "--out", args.overwrite)  # after the codes' own errors: those are the first to fix
     index = HashIndex(int(data["bits"])).add(data["codes"])
     index.metadata = {"paths": data["paths"].tolist(), "root": str(data["root"]),
                       "run": str(data["run"]) if "run" in data else None, "provenance": data["provenance"]}
@@ -248,11 +253,13 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("--allow-unfinished", action="store_true",
                         help="encode with a run whose training has not finished (recorded in the codes file)")
     encode.add_argument("--quiet", action="store_true", help="no progress bar")
+    encode.add_argument("--overwrite", action="store_true", help="replace --out if it is there")
     encode.set_defaults(handler=_encode)
 
     index = commands.add_parser("index", help="build and save a search index from `shc encode` codes")
     index.add_argument("codes", help="codes file written by `shc encode`")
     index.add_argument("--out", required=True, help="index file to write")
+    index.add_argument("--overwrite", action="store_true", help="replace --out if it is there")
     index.set_defaults(handler=_index)
 
     search = commands.add_parser("search", help="the nearest indexed images of a query image")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 __all__ = ["USER_ERRORS", "add_executor_arguments", "describe_error", "device_name", "executor_options",
            "non_negative_float", "non_negative_int", "output_file", "output_folder", "port_number",
-           "positive_float", "positive_int", "refuse_overwriting", "run_cli"]
+           "positive_float", "positive_int", "refuse_overwriting", "refuse_replacing", "run_cli"]
 
 #: Exceptions that describe a problem with the user's input or environment, not a bug. OSError covers the
 #: file system (missing, is-a-folder, not-a-folder, permission, read-only, full disk, ...).
@@ -209,6 +209,18 @@ def refuse_overwriting(outputs: Iterable[str | os.PathLike], inputs: Iterable[st
         if source is not None:
             also = "" if output == source else f" (as {output})"
             raise ValueError(f"{option} would overwrite {source}{also}, which this command reads; choose another "
+                             f"{option}.")
+
+
+def refuse_replacing(outputs: Iterable[str | os.PathLike], option: str, overwrite: bool) -> None:
+    """Refuse to replace a file that is there unless ``overwrite`` (``--overwrite``): an index, a codes file or an
+    export written over another of another length was lost without a word (a newcomer's probe; ``--to milvus``
+    already refused an existing collection)."""
+    if overwrite:
+        return
+    for output in (Path(path).expanduser() for path in outputs):
+        if output.exists():
+            raise ValueError(f"{option} {output} is already there; pass --overwrite to replace it, or choose another "
                              f"{option}.")
 
 

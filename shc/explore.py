@@ -360,7 +360,8 @@ class Explorer:
                  seed: int = 0, *, preset: str = "quick", dataset: str | None = None, run_dir: str | None = None,
                  bit_choices: Sequence[int] = (8, 16, 32, 64, 128), max_classes: int = 200,
                  background: bool = True, cache: CenterCache | None = None) -> None:
-        w = _widgets()
+        SIMILARITY_SOURCES.get(source), CENTER_GENERATORS.get(method)  # an unknown name: the registry's error,
+        w = _widgets()  # naming the known ones (a widget's TraitError named neither the argument nor the choices)
         self.cache = cache or SHARED_CACHE
         self.seed = int(seed)
         self.background = background
@@ -383,7 +384,7 @@ class Explorer:
         self.method = w.Dropdown(options=CENTER_GENERATORS.names(), value=method, description="center method",
                                  style=style)
         self.use_gv = w.Checkbox(value=True, description="d = Gilbert-Varshamov d (Eq. 13)", style=style)
-        self.distance = w.IntSlider(value=_gv_or_zero(int(num_classes), int(bits)), min=0, max=int(bits),
+        self.distance = w.IntSlider(value=_gv_or_zero(int(num_classes), int(bits)), min=0, max=max(int(bits), 0),
                                     description="required d", disabled=True, continuous_update=False, style=style)
         self.class_name = w.Dropdown(options=[], description="class", style=style)
         self.progress = w.IntProgress(value=0, min=0, max=1, description="", bar_style="info",

@@ -69,6 +69,14 @@ def test_export_images_of_a_run_are_its_split_and_a_partial_option_list_is_not(t
         assert stop.value.code == 2 and words in capsys.readouterr().err
     assert data_main(["export-images", "--run", str(tmp_path), "--out", str(tmp_path / "refused")]) == 2
     assert "has no config.json; give a run's stage folder" in capsys.readouterr().err
+    assert data_main(["export-images", "--run", str(tmp_path / "nope"), "--out", str(tmp_path / "refused")]) == 2
+    assert f"--run {tmp_path / 'nope'} does not exist" in capsys.readouterr().err  # was "has no config.json"
+    # the same dataset, split and seed with other options: the refusal names the options, not the values asked for
+    other = ["--option", "num_classes=10", "--option", "database_per_class=11"]
+    assert data_main(["export-images", "digits-composite", *other, "--out", str(tmp_path / "partial")]) == 2
+    line = capsys.readouterr().err
+    assert "options {'database_per_class': 12, 'num_classes': 10} where this export's is {'num_classes': 10, " in line
+    assert "dataset 'digits-composite'" not in line
 
 
 def test_search_prints_the_exact_ranking_and_writes_an_offline_gallery(tiny_run, capsys):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import errno
+import json
 import os
 import shutil
 import subprocess
@@ -255,10 +256,16 @@ CASES = [
                                        "{good_}/codes.npz"), ["--images", "not a folder"], "codes.npz"),
     ("encode --run does not exist", _shc("encode", "--run", "{bad_}/nothing", "--images", "{images}", "--out",
                                          "{good_}/codes.npz"), ["nothing does not exist"], "codes.npz"),
+    # an output that is there is replaced only with --overwrite (a newcomer replaced a 32-bit codes file silently)
+    ("encode over an existing --out", _shc("encode", "--run", "{run}", "--images", "{images}", "--out",
+                                           "{good_}/codes.npz", "--quiet"), ["codes.npz", "already there", "--overwrite"],
+     "codes.npz"),
+    ("index over an existing --out", _shc("index", "{good_}/codes.npz", "--out", "{good_}/db.shcidx"),
+     ["db.shcidx", "already there", "--overwrite"], "db.shcidx"),
     ("index of a .npy", _shc("index", "{bad_}/codes.npy", "--out", "{good_}/db.shcidx"), [".npy", "shc encode"],
      "db.shcidx"),
     ("index of a truncated .npz", _shc("index", "{bad_}/truncated.npz", "--out", "{good_}/db.shcidx"),
-     ["truncated.npz", "shc encode"], "db.shcidx"),
+     ["truncated.npz", "shc encode", "--out", "truncated-encoded.npz"], "db.shcidx"),  # not the file it reads
     ("index of random bytes", _shc("index", "{bad_}/noise.npz", "--out", "{good_}/db.shcidx"),
      ["noise.npz", "shc encode"], "db.shcidx"),
     ("index of a folder", _shc("index", "{bad_}/folder", "--out", "{good_}/db.shcidx"), ["is a folder"], "db.shcidx"),
@@ -419,10 +426,10 @@ def test_a_kernel_whose_disk_cache_cannot_be_saved_still_runs(monkeypatch):
 
 
 @pytest.mark.parametrize("command, kept", [
-    (["encode", "--run", "{run}", "--images", "{images}", "--out", "{good_}/codes.npz", "--quiet"], "codes.npz"),
+    (["encode", "--run", "{run}", "--images", "{images}", "--out", "{good_}/codes.npz", "--quiet", "--overwrite"], "codes.npz"),
     (["search", "--index", "{good_}/db.shcidx", "--run", "{run}", "--image", "{query}", "--html",
       "{good_}/gallery.html"], "gallery.html"),
-    (["index", "{good_}/codes.npz", "--out", "{good_}/db.shcidx"], "db.shcidx"),
+    (["index", "{good_}/codes.npz", "--out", "{good_}/db.shcidx", "--overwrite"], "db.shcidx"),
 ], ids=["encode --out", "search --html", "index --out"])
 def test_a_full_disk_mid_write_keeps_the_previous_file_whole(world, command, kept, tmp_path):
     """The issue's losses: on a full disk ``shc encode --out`` left a 4 KB partial archive in place of the good
@@ -522,7 +529,7 @@ def test_a_full_disk_mid_npy_export_keeps_the_previous_set_whole(tmp_path):
     assert sorted(before) == ["x.ids.npy", "x.json", "x.npy"]
     # codes (2000 x 2 bytes) fit under the limit, ids (2000 x 8 bytes) do not
     result = subprocess.run(_shc_on_a_full_disk(8000, ["export", str(tmp_path / "new.shcidx"), "--to", "npy",
-                                                     "--out", str(tmp_path / "x.npy")]),
+                                                     "--out", str(tmp_path / "x.npy"), "--overwrite"]),
                             capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert result.returncode == 2 and len(lines) == 1 and "write elsewhere" in lines[0], result.stderr
@@ -550,6 +557,29 @@ def test_the_codes_of_an_npy_set_renamed_alone_are_refused_not_renumbered(tmp_pa
     (tmp_path / "c.json").unlink()  # no description names them: codes packed elsewhere, numbered 0..N-1
     assert cli.main(argv) == 0
     assert np.array_equal(HashIndex.load(tmp_path / "r.shcidx").search(codes[:3], 1)[1][:, 0], [0, 1, 2])
+
+
+def test_export_and_import_replace_files_only_with_overwrite(tmp_path, capsys):
+    """``shc export --to npy`` and ``shc import`` replaced an earlier set or index without a word, while ``--to
+    milvus`` refused an existing collection: every output now needs --overwrite to be replaced."""
+    from shc.retrieval import HashIndex
+
+    rng = np.random.default_rng(1)
+    for name, bits in (("a", 16), ("b", 32)):
+        HashIndex(bits).add(np.where(rng.random((50, bits)) < 0.5, -1, 1)).save(tmp_path / f"{name}.shcidx")
+    export = ["export", str(tmp_path / "a.shcidx"), "--to", "npy", "--out", str(tmp_path / "x.npy")]
+    assert cli.main(export) == 0
+    before = {path.name: path.read_bytes() for path in tmp_path.glob("x.*")}
+    export[1] = str(tmp_path / "b.shcidx")
+    capsys.readouterr()
+    assert cli.main(export) == 2 and "already there; pass --overwrite" in _one_line(capsys)
+    assert {path.name: path.read_bytes() for path in tmp_path.glob("x.*")} == before
+    assert cli.main([*export, "--overwrite"]) == 0 and json.loads((tmp_path / "x.json").read_text())["num_bits"] == 32
+    imported = ["import", str(tmp_path / "x.npy"), "--from", "npy", "--out", str(tmp_path / "a.shcidx")]
+    capsys.readouterr()
+    assert cli.main(imported) == 2 and "a.shcidx is already there" in _one_line(capsys)
+    assert HashIndex.load(tmp_path / "a.shcidx").num_bits == 16
+    assert cli.main([*imported, "--overwrite"]) == 0 and HashIndex.load(tmp_path / "a.shcidx").num_bits == 32
 
 
 def test_shc_encode_refuses_the_folder_of_an_interrupted_export_images(world, tmp_path, monkeypatch, capsys):

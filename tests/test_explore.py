@@ -119,6 +119,21 @@ def test_a_missing_stored_similarity_names_the_command_that_computes_it(tmp_path
         explore.similarity_for("labels", 10)
 
 
+@pytest.mark.parametrize("arguments, message", [
+    ({"source": "foo"}, "unknown similarity source 'foo'. Known similarity sources: label"),
+    ({"method": "foo"}, "unknown center method 'foo'. Known center methods: random"),
+])
+def test_an_unknown_source_or_method_is_named_with_the_known_ones(arguments, message):
+    """A newcomer's probe: the widgets' TraitError ("Invalid selection: value not found") named neither."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        explore.Explorer(num_classes=16, bits=16, background=False, cache=explore.CenterCache(), **arguments)
+
+
+def test_a_negative_code_length_is_shown_as_the_explorers_error_not_a_widget_traceback():
+    explorer = explore.Explorer(num_classes=16, bits=-8, background=False, cache=explore.CenterCache())
+    assert explorer.error is not None and "-8" in explorer.error  # was TraitError: setting min > max
+
+
 def test_nearest_centers_rejects_an_unknown_class():
     view = explore.explorer_view("csq", _tens_digit_S(10), 8, cache=explore.CenterCache())
     with pytest.raises(ValueError, match="unknown class 'x'.*e.g. '0'"):

@@ -580,6 +580,19 @@ def test_rank_pr_curve_hand_computed():
     np.testing.assert_allclose(curve["rank_recall"], [0.5, 0.5, 1.0])
 
 
+@pytest.mark.parametrize("call, message", [
+    (lambda a: rank_pr_curve(*a, num_points=0), "num_points must be a positive integer"),  # was a bare KeyError
+    (lambda a: rank_pr_curve(*a, num_points=-5), "num_points must be a positive integer"),  # named rank_points
+    (lambda a: precision_recall_at_k(*a, ks=5), r"ks must be a sequence of cut-offs such as \(1, 5, 10\); got 5"),
+])
+def test_curve_arguments_are_refused_by_their_own_names(call, message):
+    """A newcomer's probe: num_points=0 crashed with KeyError 'rank_k', num_points=-5 named another function's
+    argument and offered 0 as valid, and ks=5 raised "'int' object is not iterable"."""
+    codes = np.array([[1, -1, 1, 1], [-1, -1, 1, 1], [1, 1, -1, 1]])
+    with pytest.raises(ValueError, match=message):
+        call((codes[:1], np.array([0]), codes, np.array([0, 1, 0])))
+
+
 def test_rank_pr_curve_joins_evaluate_without_changing_other_keys():
     qc, ql, dc, dl = small_problem()
     plain = evaluate(qc, ql, dc, dl)

@@ -275,7 +275,7 @@ def test_every_store_round_trips_negative_sparse_and_large_ids_under_odd_names(s
         return
     written = out if store == "faiss" else tmp_path / json.loads(next(tmp_path.glob("*.json")).read_text())["codes"]
     for given in {out, written}:  # the name exported to, and the codes file it wrote
-        assert main(["import", str(given), "--from", store, "--bits", "20", "--out", str(tmp_path / "back")]) == 0
+        assert main(["import", str(given), "--from", store, "--bits", "20", "--out", str(tmp_path / "back"), "--overwrite"]) == 0
         back = HashIndex.load(tmp_path / "back")
         np.testing.assert_array_equal(back.ids, np.sort(ids))
         distances, found = back.search(codes[::11], 10)

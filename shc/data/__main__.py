@@ -66,8 +66,12 @@ def _refuse_foreign_files(out: Path, record: dict) -> None:
         found = None
     if isinstance(found, dict) and {key: found.get(key) for key in record} == json.loads(json.dumps(record)):
         return
-    what = ("another export's images (" + ", ".join(f"{key} {found.get(key)!r}" for key in ("dataset", "split", "seed"))
-            + ")") if isinstance(found, dict) else "files of its own"
+    # name what differs (the same dataset, split and seed with other options read as the values asked for)
+    wanted = json.loads(json.dumps(record))
+    differ = [key for key in record if isinstance(found, dict) and found.get(key) != wanted[key]]
+    what = ("another export's images (" + ", ".join(f"{key} {found.get(key)!r} where this export's is "
+                                                    f"{wanted[key]!r}" for key in differ) + ")"
+            ) if isinstance(found, dict) else "files of its own"
     raise ValueError(f"{out} already holds {what}; exporting here would mix them with these, and shc encode reads "
                      f"every image below the folder. Pass a new or empty --out folder, or delete {out} first.")
 
@@ -93,6 +97,9 @@ def run_dataset(run: str | Path) -> dict[str, Any]:
     Every option counts: the splits are drawn per class one after the other, so a database of the same size after a
     larger training split holds other images."""
     path = Path(run) / "config.json"
+    if not Path(run).is_dir():
+        raise FileNotFoundError(f"--run {run} does not exist (or is not a folder); give a run's stage folder, e.g. "
+                                "runs/quick/digits-composite/seed0/stage3-shc-32bit-<key>.")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
         found = {"dataset": config["dataset"], "seed": int(config["seed"]), "root": config.get("data_root"),

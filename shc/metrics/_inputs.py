@@ -105,6 +105,8 @@ def _plan(data: _Data, topks: Sequence[int | None], ks: Iterable[int], pr: bool,
     topks = tuple(None if k is None else _check_k(k, "each topk") for k in topks)
     if len(set(topks)) != len(topks):
         raise ValueError(f"topks has duplicates: {topks}; list each K once.")
+    if isinstance(ks, (int, np.integer, str)) or ks is None:
+        raise ValueError(f"ks must be a sequence of cut-offs such as (1, 5, 10); got {ks!r}.")
     ks = np.array([_check_k(k, "each k in ks") for k in ks], dtype=np.int64)
     topk_cut = np.array([data.n_db if k is None else min(k, data.n_db) for k in topks], dtype=np.int64)
     if isinstance(rank_points, (bool, np.bool_)) or not isinstance(rank_points, (int, np.integer)) or rank_points < 0:

@@ -69,6 +69,9 @@ def rank_pr_curve(
     dict
         ``"rank_k"`` (int cut-offs), ``"rank_precision"``, ``"rank_recall"`` (float64), equal shapes.
     """
+    if isinstance(num_points, (bool, np.bool_)) or not isinstance(num_points, (int, np.integer)) or num_points < 1:
+        raise ValueError(f"num_points must be a positive integer (the number of cut-offs of the curve, default "
+                         f"{DEFAULT_RANK_POINTS}); got {num_points!r}.")
     metrics = evaluate(
         query_codes, query_labels, db_codes, db_labels, topks=(), ks=(), pr=False, tie_aware=tie_aware,
         rank_points=num_points, chunk_size=chunk_size, num_workers=num_workers,

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from shc.cli_common import output_file, output_folder, positive_int, refuse_overwriting, run_cli
+from shc.cli_common import output_file, output_folder, positive_int, refuse_overwriting, refuse_replacing, run_cli
 from shc.retrieval.index import HashIndex
 from shc.retrieval.stores import STORES, export_codes, export_is_exact, load_codes, round_trip, store_files
 
@@ -110,6 +110,8 @@ def _export(args: argparse.Namespace) -> int:
     option, location, export_options, options = _destination(args)
     refuse_overwriting(store_files(args.to, location), [args.source], option)
     index = read_source(args.source)
+    if args.to != "milvus":  # Milvus refuses an existing collection itself, after connecting
+        refuse_replacing(store_files(args.to, location), option, args.overwrite)
     export_codes(index, args.to, location, **export_options)
     where = f"Milvus collection {args.collection!r} at {location}" if args.to == "milvus" else \
         ", ".join(map(str, store_files(args.to, location)))
@@ -130,6 +132,7 @@ def _import(args: argparse.Namespace) -> int:
     out = output_file(args.out, "--out")
     refuse_overwriting([out], [args.file, *store_files(args.source_kind, args.file)], "--out")
     index = load_codes(args.source_kind, args.file, num_bits=args.bits)
+    refuse_replacing([out], "--out", args.overwrite)
     index.save(out)
     print(f"imported {len(index)} codes of {index.num_bits} bits from {args.source_kind} {args.file}: {out}")
     return 0
@@ -145,7 +148,8 @@ def add_commands(commands) -> None:
     export.add_argument("--out", help="file to write (faiss, usearch, npy)")
     export.add_argument("--uri", help="milvus: a Milvus Lite file (codes.db) or a server (http://HOST:19530)")
     export.add_argument("--collection", default="shc_codes", help="milvus: collection name (default shc_codes)")
-    export.add_argument("--overwrite", action="store_true", help="milvus: replace an existing collection")
+    export.add_argument("--overwrite", action="store_true",
+                        help="replace the files of --out, or (milvus) the collection, if they are there")
     export.add_argument("--milvus-layout", default="auto", choices=("auto", "binary", "float"),
                         help="milvus: binary vectors + HAMMING (servers), 0/1 floats + L2 (Milvus Lite); auto picks")
     export.add_argument("--milvus-index", default="BIN_FLAT", choices=("BIN_FLAT", "BIN_IVF_FLAT"),
@@ -163,6 +167,7 @@ def add_commands(commands) -> None:
     load.add_argument("--out", required=True, help="index file to write (.shcidx)")
     load.add_argument("--bits", type=positive_int, default=None,
                       help="code length q (default: from the .json, or FAISS's d)")
+    load.add_argument("--overwrite", action="store_true", help="replace --out if it is there")
     load.set_defaults(handler=_import)
 
 
