@@ -130,6 +130,9 @@ def test_the_late_gain_is_also_given_by_method_so_one_climbing_method_shows():
     assert findings.convergence_findings(runs, history)[-1] == (
         "The late gain by method, mean over its runs: shc +0.150, mds -0.020; largest shc (its 2 runs +0.100 to "
         "+0.200).")
+    flat = history.assign(**{"mAP@ALL": np.where(history["label"] == "mds", history["mAP@ALL"] + [0, 0, 0, 0.0205]
+                                                  * 3, history["mAP@ALL"])})  # mds 0.5 -> 0.5005: +0.0005
+    assert "mds +0.0005" in findings.convergence_findings(runs, flat)[-1]  # not "+0.001", and never "+0.000"
     flipped = history.assign(label=history["label"].map({"shc": "mds", "mds": "shc"}))
     assert findings.convergence_findings(runs.assign(label=["mds", "mds", "shc"]), flipped)[-1].startswith(
         "The late gain by method, mean over its runs: mds +0.150, shc -0.020")

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from shc.evaluation import PRIMARY_METRIC
-from shc.stats import (counted, format_value, metric_name, paired_by_seed, percent_words, summary_frame,
-                       what_this_shows)
+from shc.stats import (counted, format_value, metric_name, paired_by_seed, percent_words, signed_number,
+                       summary_frame, what_this_shows)
 
 __all__ = ["ablation_findings", "best_methods", "best_methods_label", "bullet_list",
            "convergence_findings", "device_findings", "device_phrase", "example_findings", "precision_at_k_findings",
@@ -264,9 +264,9 @@ def _late_gain_by_method(gains: Mapping[tuple[str, int, int], float]) -> str:
     frame = pd.Series(gains, dtype=float).rename_axis(["label", "bits", "seed"])
     means = frame.groupby(level="label").mean().sort_values(ascending=False, kind="stable")
     first = frame.xs(means.index[0], level="label")
-    spread = (f" (its {counted(len(first), 'run')} {first.min():+.3f} to {first.max():+.3f})" if len(first) > 1
-              else "")
-    detail = ", ".join(f"{name} {gain:+.3f}" for name, gain in means.items())
+    spread = (f" (its {counted(len(first), 'run')} {signed_number(first.min())} to {signed_number(first.max())})"
+              if len(first) > 1 else "")
+    detail = ", ".join(f"{name} {signed_number(gain)}" for name, gain in means.items())  # never "+0.000"
     return f"The late gain by method, mean over its runs: {detail}; largest {means.index[0]}{spread}."
 
 
