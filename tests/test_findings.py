@@ -150,6 +150,9 @@ def test_a_ranking_carries_its_own_caveat_for_networks_that_missed_their_targets
     one = runs.assign(train_center_hit_rate=runs["label"].map({"shc": 0.95, "mds": 0.80}))
     assert findings.retrieval_findings(one)[-1].startswith("At 16 bits mds (0.800) did not reach its targets")
     assert "did not reach" not in " ".join(findings.retrieval_findings(runs.assign(train_center_hit_rate=0.9)))
+    # page 05's ablation list: the same caveat, under the variants' shown names
+    ablation = findings.ablation_findings(low, {"shc": "d + S (SHC)", "mds": "S only"})
+    assert ablation[-1].startswith("At 16 bits S only (0.800) and d + S (SHC) (0.850) did not reach their targets")
 
 
 def test_the_late_gain_says_which_stretch_of_training_it_spans():

@@ -334,6 +334,14 @@ def test_corrections_replace_a_false_sentence_add_its_finding_and_say_so(tmp_pat
     untouched.parent.mkdir()
     untouched.write_text("<p>the losses of different methods are on different scales</p>")
     assert correct_pages(folder, stamp=stamp) == [] and "shc-corrected" not in untouched.read_text()
+    hashing = folder / "02_hash_centers" / "02_hash_centers-report.html"  # words with an entity, as pages hold them
+    hashing.parent.mkdir()
+    hashing.write_text("<p>two classes sharing a center. Random and CSQ centers carry no distance\nguarantee once $C "
+                       "&gt; 2q$. Whether these trade-offs pay off</p>")
+    assert correct_pages(folder, stamp=stamp) == ["02_hash_centers/02_hash_centers-report.html"]
+    fixed = hashing.read_text()
+    assert "Random centers carry no distance guarantee at any $C$, CSQ's none once $C &gt; 2q$." in fixed
+    assert "said “Random and CSQ centers carry no distance guarantee once $C &gt; 2q$.”" in fixed  # not &amp;gt;
     assert {c.page for c in CORRECTIONS} <= {path.stem for path in NOTEBOOKS}  # every correction names a real page
     for correction in CORRECTIONS:  # and today's notebook no longer says the false words
         source = json.loads((NOTEBOOKS[0].parent / f"{correction.page}.ipynb").read_text())

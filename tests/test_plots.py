@@ -149,6 +149,10 @@ def test_plot_gv_bound_draws_hand_computed_distances(tmp_path):
     relative = fig.axes[1].lines[0]
     np.testing.assert_allclose(relative.get_ydata(), [6 / 16, 4 / 16])
     assert fig.legends and absolute.get_legend() is None  # legend outside the data
+    # the code lengths are drawn in both panels, the Hadamard segments in the left one (the alt text said the lines
+    # were the left panel's alone: the right panel's copies had no label)
+    assert plots.figure_alt_text(fig).endswith("Legend: Hadamard (C <= 2q) (in Gilbert-Varshamov distance d (Eq. 13)); "
+                                               "in every panel: q = 16, q = 32")
     _check_saved(fig, tmp_path, "gv_bound")
     with pytest.raises(ValueError, match=">= 2"):
         plots.plot_gv_bound([1, 10], [16])
@@ -804,6 +808,20 @@ def test_a_long_alt_text_shortens_its_panels_and_keeps_the_lines_under_them():
     assert len(alt) <= 600 and alt.startswith("30 panels: a long distinct title of panel number 0")
     assert "...." in alt and alt.endswith(". the line under every panel")  # the panels cut, the line under them kept
     plt.close(fig)
+
+
+def test_a_grid_of_different_panels_is_not_read_as_rows_of_one_panel():
+    """Page 02's Algorithm-1 history (2 x 3 panels, each titled, one x label each) read "a row each for objective of
+    Eq. 22; x axis, S_loss ...; x axis, ..., each row: outer cycle": the "x axis: " marker was taken for a row name."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 3)
+    for index, ax in enumerate(axes.flat):
+        ax.set_title(f"quantity {index}")
+        ax.set_xlabel("outer cycle")
+    alt = plots.figure_alt_text(fig)
+    plt.close(fig)
+    assert "a row each" not in alt and alt.startswith("6 panels: quantity 0; x axis: outer cycle | quantity 1"), alt
 
 
 def test_a_shortened_alt_text_ends_at_a_whole_word():

@@ -103,7 +103,8 @@ def plot_gv_bound(num_classes_list: Sequence[int], bits_list: Sequence[int]) -> 
     palette = _sequential_colors(bits.size)
     for row, (q, color) in enumerate(zip(bits, palette)):
         absolute.plot(classes, distance[row], marker="o", color=color, label=f"q = {q}")
-        relative.plot(classes, distance[row] / q, marker="o", color=color)
+        relative.plot(classes, distance[row] / q, marker="o", color=color, label=f"q = {q}")  # drawn in both panels:
+        # the alt text says so (an unlabelled copy read as the left panel's alone, issue 38's audit)
         if 2 * q >= classes[0]:  # Hadamard rows and their negations: C <= 2q centers at distance >= q/2
             absolute.plot([classes[0], min(2 * q, classes[-1])], [q / 2, q / 2], linestyle="--", color=color)
     absolute.plot([], [], linestyle="--", color="0.3", label="Hadamard (C <= 2q)")

@@ -221,7 +221,9 @@ def _panel_words(panels: list[str]) -> str:
     """The panels' descriptions joined by " | ", once each; a grid whose rows repeat the same panels under a name
     ("16 bits: loss", "16 bits: mAP", "32 bits: loss", "32 bits: mAP") as one row's panels and the rows' names."""
     heads = [panel.split(": ", 1) for panel in panels]
-    if all(len(head) == 2 for head in heads):
+    # a row's name is a plain name before its panel's words ("16 bits: loss"), not a panel's own words up to an
+    # "x axis: " marker (a 2 x 3 grid of six different panels read as rows of one panel, issue 38's audit)
+    if all(len(head) == 2 and ";" not in head[0] and not head[0].endswith("axis") for head in heads):
         rows = list(dict.fromkeys(head for head, _ in heads))
         tails = [[tail for head, tail in heads if head == row] for row in rows]
         if len(rows) > 1 and all(row == tails[0] for row in tails) and len(tails[0]) * len(rows) == len(panels):

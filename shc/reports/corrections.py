@@ -144,6 +144,41 @@ CORRECTIONS: tuple[Correction, ...] = (
         old="comparisons between methods use the paired differences by seed with a 95% t-interval.",
         new="this page compares sources of $\\mathbf{S}$, not methods, so no interval between methods is drawn here.",
         why="promises intervals between methods on a page that compares none"),
+    # a reader audit of standard's pages 00 and 02 (2026-12-03): sentences the notebooks have since corrected
+    Correction(
+        "02_hash_centers",
+        old="Random and CSQ centers carry no distance guarantee once $C &gt; 2q$.",
+        new="Random centers carry no distance guarantee at any $C$, CSQ's none once $C &gt; 2q$.",
+        why="the page's own 64-bit row contradicts (random centers fall below the GV d at C <= 2q)"),
+    Correction(
+        "02_hash_centers",
+        old="Distance-only centers give a flat, noisy picture; semantic centers reproduce the blocks of "
+            "$\\mathbf{S}$.",
+        new="How closely each method's cosines follow $\\mathbf{S}$ is the Spearman column of the center-quality "
+            "table (Section 1): near 0 for centers that ignore it.",
+        why="the figure's own data contradicts (CSQ's negated Hadamard rows sit at -1)"),
+    Correction(
+        "00_center_geometry",
+        old="which Hadamard centers reach only for $C \\le 2q$ (dashed).",
+        new="which Hadamard centers reach only for $C \\le 2q$ (dashed, left panel).",
+        why="placed the dashed Hadamard segments in the right panel, which has none"),
+    Correction(
+        "00_center_geometry",
+        old="What happens to $d_{\\min}$ and $S_{loss}$ if you add classes, shorten the code, or switch from MDS to SHC "
+            "centers? Which centers sit near a class, and are they its semantic neighbours? Pick $C$, $q$ and a center "
+            "method:",
+        new="What happens to $d_{\\min}$ and $S_{loss}$ if you shorten the code, switch from MDS to SHC centers, or (on "
+            "the demonstration page, whose grid holds several $C$) add classes? Which centers sit near a class, and "
+            "are they its semantic neighbours? Pick the settings the grid holds and a center method:",
+        why="offered a choice of C that the page's explorer grid, of this testbed's one C, does not hold"),
+    Correction(
+        "00_center_geometry",
+        old="Distance-only generators scatter the coarse classes; semantic centers pull the classes of one coarse "
+            "class together, as $\\mathbf{S}$ asks.",
+        new="Distance-only generators place the classes without regard to their coarse class; semantic centers can "
+            "pull the classes of one coarse class together only as far as $\\mathbf{S}$ rates them alike (Section 4).",
+        why="overstates what the embedding shows (an audit of standard's page measured SHC's within- to "
+            "between-coarse-class distance ratio at 0.90, MDS's at 0.92)"),
 )
 
 
@@ -153,7 +188,7 @@ _NOTE = re.compile(r'<p class="shc-corrected".*?</p>', re.DOTALL)
 def correction_note(stamp: str, old: str, why: str) -> str:
     """The line a corrected paragraph carries under it."""
     return (f'<p class="shc-corrected" data-corrected="{html.escape(stamp)}"><em>Corrected on '
-            f"{html.escape(stamp)}: the text as built said “{html.escape(' '.join(old.split()))}”, which "
+            f"{html.escape(stamp)}: the text as built said “{html.escape(html.unescape(' '.join(old.split())))}”, which "
             f"{html.escape(why)}; the rest of the page is as built.</em></p>")
 
 
