@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["MISSED_TARGETS", "PAPER_BASELINES", "PAPER_RESULTS", "extract_tables", "load_paper_results", "our_differences",
+__all__ = ["MISSED_TARGETS", "PAPER_BASELINES", "PAPER_RESULTS", "extract_tables", "load_paper_results",
+           "our_differences",
            "paper_baselines_sentence", "paper_differences", "side_by_side"]
 
 PAPER_RESULTS = Path(__file__).parent / "assets" / "paper_results.csv"
@@ -141,13 +142,12 @@ def _missed_targets(rows: pd.DataFrame, methods: Sequence[str]) -> str:
     :data:`shc.reachability.REACHED`, ``", "``-joined; "" when all reached theirs; "not recorded" without the
     record. A difference involving one of them compares what the networks could fit, not the targets (a reader
     audit of ``standard-fine``'s page 06, issue 38: its 64-bit rows sat beside the paper's without it)."""
-    from shc.reachability import REACHED
+    from shc.findings.runs import missed_targets
 
-    key = "train_center_hit_rate"
-    if key not in rows or rows[key].isna().all():
+    if "train_center_hit_rate" not in rows or rows["train_center_hit_rate"].isna().all():
         return "not recorded"
-    means = rows.groupby("method")[key].mean()
-    return ", ".join(m for m in dict.fromkeys(methods) if m in means.index and means[m] < REACHED)
+    short = {name for rates in missed_targets(rows, method="method").values() for name in rates.index}
+    return ", ".join(m for m in dict.fromkeys(methods) if m in short)
 
 
 def side_by_side(rows: pd.DataFrame, name: str, metric: str = "mAP@100") -> list[pd.DataFrame]:
@@ -182,7 +182,8 @@ def comparison_markdown(frames: Sequence[pd.DataFrame], digits: int = 3) -> str:
         return f" {value if isinstance(value, str) and value else ('-' if row['source'] == 'paper' else 'none')} |"
 
     lines = ["| source | dataset | bits | SHC | best baseline | SHC − best | SHC − CSQ | SHC − MDS |"
-             + (f" below the {REACHED:g} hit rate |" if missed else ""), "|---|---|---|---|---|---|---|---|" + ("---|" * missed)]
+             + (f" below the {REACHED:g} hit rate |" if missed else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|" * missed)]
     for frame in frames:
         for _, row in frame.iterrows():
             lines.append(f"| {row['source']} | {row['dataset']} | {row['bits']} | {row['shc']:.{digits + 1}f} | "

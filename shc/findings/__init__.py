@@ -32,7 +32,7 @@ from shc.findings.centers import (FAINT, ONE_SET_ADVICE, PAPER_ACCURACY, center_
 from shc.findings.grid import budget_phrase, grid_findings, grid_phrase
 from shc.findings.runs import (ablation_findings, best_methods, best_methods_label, bullet_list,
                                convergence_findings, device_findings, device_phrase, example_findings,
-                               precision_at_k_findings,
+                               missed_targets, precision_at_k_findings,
                                reachability_findings, retrieval_findings, same_run_findings, same_run_methods,
                                same_run_rows)
 from shc.registry import Registry
@@ -41,7 +41,8 @@ __all__ = ["FAINT", "FINDINGS", "FINDINGS_FILE", "Finding", "ONE_SET_ADVICE", "P
            "budget_phrase", "grid_findings", "grid_phrase",
            "best_methods", "best_methods_label", "bullet_list", "center_findings",
            "coarse_structure_findings", "convergence_findings", "derive", "device_findings", "device_phrase",
-           "example_findings", "findings_html", "geometry_findings", "hadamard_findings", "hierarchy_findings", "pair_findings",
+           "example_findings", "findings_html", "geometry_findings", "hadamard_findings", "hierarchy_findings",
+           "missed_targets", "pair_findings",
            "precision_at_k_findings", "reachability_findings", "record_distance_finding", "retrieval_findings",
            "same_run_findings", "same_run_methods", "same_run_rows", "show", "sign_findings", "similarity_findings",
            "tie_findings", "tradeoff_findings"]

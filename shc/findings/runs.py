@@ -16,7 +16,8 @@ from shc.stats import (counted, format_value, metric_name, paired_by_seed, perce
                        summary_frame, what_this_shows)
 
 __all__ = ["ablation_findings", "best_methods", "best_methods_label", "bullet_list",
-           "convergence_findings", "device_findings", "device_phrase", "example_findings", "precision_at_k_findings",
+           "convergence_findings", "device_findings", "device_phrase", "example_findings", "missed_targets",
+           "precision_at_k_findings",
            "reachability_findings", "retrieval_findings", "same_run_findings", "same_run_methods", "same_run_rows"]
 
 
@@ -28,7 +29,7 @@ def retrieval_findings(runs: Any, metric: str = PRIMARY_METRIC, reference: str |
     return what_this_shows(summary, per_seed, metric, reference=reference) + _short_of_targets(runs, method)
 
 
-def _missed_targets(runs: Any, method: str = "label") -> dict[int, Any]:
+def missed_targets(runs: Any, method: str = "label") -> dict[int, Any]:
     """Per code length, the methods whose mean training center hit rate is below :data:`shc.reachability.REACHED`
     (a Series, method -> rate, lowest first); lengths where every recorded method reached them are left out."""
     from shc.reachability import REACHED
@@ -51,7 +52,7 @@ def _short_of_targets(runs: Any, method: str = "label") -> list[str]:
             f"{'its' if len(rates) == 1 else 'their'} targets on the training set (center hit rate below {REACHED:g}):"
             " the comparisons above that involve "
             f"{'it' if len(rates) == 1 else 'them'} measure what the network could fit, not the targets."
-            for bits, rates in sorted(_missed_targets(runs, method).items())]
+            for bits, rates in sorted(missed_targets(runs, method).items())]
 
 
 #: how :func:`device_phrase` names the arithmetic of a CPU run that did not record it (runs before 2026-11-29)
@@ -140,7 +141,7 @@ def reachability_findings(runs: Any) -> list[str]:
                 "whether each network reached its targets is unknown. Retrain them to know."]
     sentences = []
     means = runs.groupby(["bits", "label"], sort=False)[key].mean()
-    missed = _missed_targets(runs)
+    missed = missed_targets(runs)
     for bits in sorted(runs["bits"].unique()):
         at = means.loc[bits].dropna()  # a method without the record is named below, not counted as reached
         if at.empty:
