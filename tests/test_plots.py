@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 import subprocess
@@ -206,10 +207,15 @@ def test_plot_similarity_vs_gram_shows_matrices_in_the_given_order(tmp_path):
     order = np.array([4, 2, 0, 1, 3])
     fig = plots.plot_similarity_vs_gram(similarity, {"shc": centers}, order=order)
     cosine = np.array([[np.dot(centers[i], centers[j]) / 8 for j in range(5)] for i in range(5)])
-    shown_similarity, shown_cosine = (np.asarray(axes.images[0].get_array()) for axes in fig.axes[:2])
-    np.testing.assert_allclose(shown_similarity, similarity[np.ix_(order, order)])
-    np.testing.assert_allclose(shown_cosine, cosine[np.ix_(order, order)])
-    assert fig.axes[0].images[0].get_clim() == (-1, 1)
+    shown_similarity, shown_cosine = (axes.images[0].get_array() for axes in fig.axes[:2])
+    below = np.tril(np.ones((5, 5), dtype=bool), k=-1)  # symmetric matrices: the upper triangle and diagonal drawn
+    for shown, expected in ((shown_similarity, similarity), (shown_cosine, cosine)):
+        assert np.array_equal(np.ma.getmaskarray(shown), below)
+        np.testing.assert_allclose(shown[~below], expected[np.ix_(order, order)][~below])
+    assert fig.axes[0].images[0].get_clim() == (-1, 1) and fig.axes[0].get_xlabel().endswith("upper triangle")
+    full = plots.plot_similarity_vs_gram(similarity, {"shc": centers}, order=order, triangle=False)
+    assert not np.ma.getmaskarray(full.axes[1].images[0].get_array()).any()
+    np.testing.assert_allclose(full.axes[1].images[0].get_array(), cosine[np.ix_(order, order)])
     _check_saved(fig, tmp_path, "similarity_vs_gram")
     with pytest.raises(ValueError, match="permutation"):
         plots.plot_similarity_vs_gram(similarity, centers, order=[0, 0, 1, 2, 3])
@@ -242,11 +248,12 @@ def _drawn(fig, axes_index: int = 0) -> np.ndarray:
     return np.asarray(pixels).astype(int)
 
 
-def _checkerboard_runs(fig, axes_index: int = 0) -> int:
-    """Colour runs along the middle pixel row of a heatmap panel as drawn (red and blue halves of the diverging
-    map): a checkerboard S shows one run per class when every cell has its own pixels."""
+def _checkerboard_runs(fig, axes_index: int = 0, at: float = 0.5) -> int:
+    """Colour runs along a pixel row of a heatmap panel as drawn (red and blue halves of the diverging map; ``at``:
+    the row's height, from the top, as a share of the panel): a checkerboard S shows one run per class when every
+    cell has its own pixels."""
     pixels = _drawn(fig, axes_index)
-    row = pixels[len(pixels) // 2]
+    row = pixels[int(at * (len(pixels) - 1))]
     sign = np.sign(row[:, 0] - row[:, 2])  # red (S = 1) against blue (S = -1)
     return int((np.diff(sign[sign != 0]) != 0).sum()) + 1
 
@@ -261,9 +268,30 @@ def test_heatmaps_give_every_class_its_own_pixels(num_classes):
     centers = np.where(np.random.default_rng(0).random((num_classes, 16)) < 0.5, -1, 1)
     for fig in (plots.plot_similarity_heatmap(similarity, cluster=False),
                 plots.plot_similarity_vs_gram(similarity, {"shc": centers, "csq": centers},
-                                              order=np.arange(num_classes))):
+                                              order=np.arange(num_classes), triangle=False)):
         assert all(image.get_interpolation() == "nearest" for ax in fig.axes for image in ax.images)
         assert _checkerboard_runs(fig) == num_classes
+    # drawn as its upper triangle, the first class's row (the top) is whole, the last one (the bottom) only its
+    # diagonal cell, and the middle row starts at the diagonal
+    fig = plots.plot_similarity_vs_gram(similarity, {"shc": centers}, order=np.arange(num_classes))
+    assert _checkerboard_runs(fig, at=1.0) == num_classes and _checkerboard_runs(fig, at=0.0) == 1
+    assert abs(_checkerboard_runs(fig) - num_classes // 2) <= 1
+
+
+def test_a_symmetric_heatmap_drawn_as_its_triangle_weighs_about_half_when_its_cells_are_noise():
+    """The Gram matrix of random centers is noise to a PNG compressor; drawing its lower triangle again doubles that
+    noise (issue 38: the reports' weight), so the triangle's PNG is well under the full square's."""
+    from shc.plots.style import _savefig_dpi, compact_png
+
+    plots.use_style()
+    centers = {"random": np.where(np.random.default_rng(1).random((120, 64)) < 0.5, -1, 1)}
+    weights = []
+    for triangle in (False, True):
+        fig = plots.plot_similarity_vs_gram(np.eye(120), centers, order=np.arange(120), triangle=triangle)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=_savefig_dpi(fig))
+        weights.append(len(compact_png(buffer.getvalue())))
+    assert weights[1] < 0.8 * weights[0]
 
 
 def test_a_heatmap_too_large_for_its_widest_figure_is_drawn_antialiased():
@@ -1208,10 +1236,10 @@ def test_a_matrix_frame_file_gives_back_its_matrix_with_class_names_that_look_li
 
     S = np.array([[1.0, 0.25, 0.5], [0.25, 1.0, -0.125], [0.5, -0.125, 1.0]])
     path = plots.save_table(plots.matrix_frame({"S": S}, ["00", "01", "10"]), tmp_path / "heatmap")
-    read = pd.read_csv(path, dtype={"row": str})
-    rebuilt, names = plots.matrix_from_frame(read, "S")
-    assert names == ["00", "01", "10"]
-    np.testing.assert_array_equal(rebuilt, S)
+    for read in (pd.read_csv(path, dtype={"row": str}), pd.read_csv(path)):  # plainly read, "00" is 0 in ``row``
+        rebuilt, names = plots.matrix_from_frame(read, "S")
+        assert names == ["00", "01", "10"]
+        np.testing.assert_array_equal(rebuilt, S)
     # the long form that report sets built before the matrix form committed (its upper triangle) reads the same
     i, j = np.triu_indices(3)
     labels = np.array(["00", "01", "10"])

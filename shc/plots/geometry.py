@@ -242,7 +242,7 @@ def _principal_coordinates(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return left[:, :2] * singular[:2], singular[:2] ** 2 / total
 
 
-def plot_similarity_vs_gram(similarity, centers, order=None) -> Figure:
+def plot_similarity_vs_gram(similarity, centers, order=None, *, triangle: bool = True) -> Figure:
     """Heatmaps of the target similarity ``S`` next to ``H H^T / q`` of each center set, same class order.
 
     ``L_semantic = ||S - H H^T / q||_F^2`` (Eq. 14) is small when the two pictures agree.
@@ -256,6 +256,10 @@ def plot_similarity_vs_gram(similarity, centers, order=None) -> Figure:
     order : (C,) permutation, optional
         Class order of rows and columns, e.g. ``np.argsort(coarse_labels, kind="stable")``; by
         default the order of a hierarchical clustering of ``S`` (:func:`similarity_order`).
+    triangle : bool
+        Draw each matrix's upper triangle and diagonal only (default): every matrix here is symmetric, so the lower
+        triangle repeats the upper one, as the figure's data (:func:`shc.plots.matrix_frame`) leaves it out too.
+        ``False`` draws the full squares.
     """
     mapping = _centers_mapping(centers)
     num_classes, q = next(iter(mapping.values())).shape
@@ -263,7 +267,7 @@ def plot_similarity_vs_gram(similarity, centers, order=None) -> Figure:
     permutation = similarity_order(matrix) if order is None else _as_order(order, num_classes)
     panels = {"target similarity $S$": matrix}
     panels |= {f"{method or 'centers'}: $HH^\\top/q$": (codes @ codes.T) / q for method, codes in mapping.items()}
-    return _heatmap_row(panels, permutation, "similarity / cosine (unitless)")
+    return _heatmap_row(panels, permutation, "similarity / cosine (unitless)", triangle)
 
 
 #: The widest figure :func:`_show_every_cell` makes (inches): past it, a matrix has more classes than its panels
@@ -293,17 +297,26 @@ def _show_every_cell(fig: Figure, images: Sequence, num_classes: int) -> None:
     _pixel_faithful(fig, images)
 
 
-def _heatmap_row(panels: Mapping[str, np.ndarray], permutation: np.ndarray, colorbar_label: str) -> Figure:
+def _heatmap_row(panels: Mapping[str, np.ndarray], permutation: np.ndarray, colorbar_label: str,
+                 triangle: bool) -> Figure:
     """One heatmap per panel, side by side, rows and columns in the same class order, values in [-1, 1]; the figure
-    is large enough for one pixel per class (:func:`_show_every_cell`)."""
+    is large enough for one pixel per class (:func:`_show_every_cell`).
+
+    ``triangle`` leaves the cells below the diagonal empty (the background shows): the panels are symmetric
+    matrices, and the repeated half costs bytes without telling anything. The Gram matrix of random-looking centers
+    is noise to a PNG compressor, so on `standard-fine`'s 333 classes the triangle halves these figures' bytes
+    (``benchmarks/png_weight.py --heatmaps``; issue 38)."""
     num_classes = permutation.size
+    below = np.tril(np.ones((num_classes, num_classes), dtype=bool), k=-1)
     fig = _new_figure(2.7 * len(panels) + 1.2, 3.3)
     axes_list = np.atleast_1d(fig.subplots(1, len(panels), squeeze=False)[0])
     images = []
     for axes, (title, values) in zip(axes_list, panels.items()):
-        images.append(axes.imshow(values[np.ix_(permutation, permutation)], cmap=_DIVERGING_CMAP, vmin=-1, vmax=1))
+        shown = values[np.ix_(permutation, permutation)]
+        shown = np.ma.masked_array(shown, mask=below) if triangle else shown
+        images.append(axes.imshow(shown, cmap=_DIVERGING_CMAP, vmin=-1, vmax=1))
         axes.set_title(title, fontsize=10)
-        axes.set_xlabel(f"{num_classes} classes (same order)")
+        axes.set_xlabel(f"{num_classes} classes (same order)" + (", upper triangle" if triangle else ""))
         axes.set_xticks([])
         axes.set_yticks([])
         axes.grid(False)
@@ -361,7 +374,7 @@ def _similarity_mapping(matrices) -> dict[str, np.ndarray]:
     return checked
 
 
-def plot_similarity_comparison(matrices: Mapping[str, np.ndarray], order=None) -> Figure:
+def plot_similarity_comparison(matrices: Mapping[str, np.ndarray], order=None, *, triangle: bool = True) -> Figure:
     """Several class-similarity matrices side by side, rows and columns in one class order.
 
     Parameters
@@ -371,11 +384,13 @@ def plot_similarity_comparison(matrices: Mapping[str, np.ndarray], order=None) -
     order : (C,) permutation, optional
         Class order, by default the hierarchical clustering of the first matrix
         (:func:`similarity_order`), so the others are read in its block structure.
+    triangle : bool
+        Upper triangle and diagonal only (default; the matrices are symmetric), else the full squares.
     """
     mapping = _similarity_mapping(matrices)
     first = next(iter(mapping.values()))
     permutation = similarity_order(first) if order is None else _as_order(order, first.shape[0])
-    return _heatmap_row(mapping, permutation, "similarity (unitless, -1 to 1)")
+    return _heatmap_row(mapping, permutation, "similarity (unitless, -1 to 1)", triangle)
 
 
 _GROUP_BINS = np.linspace(-1.0, 1.0, 41)  # the histogram bins of plot_similarity_by_group and its frame
