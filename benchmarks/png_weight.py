@@ -11,7 +11,15 @@ maximum coverage, as ``compact_png`` does past 256), then oxipng at level 2; its
 any pixel's channel (of 255) and the share of a figure's pixels that moved (the mean over the figures), so the
 bytes saved can be weighed against the picture.
 
-Run: ``python benchmarks/png_weight.py [--reports reports] [--presets quick ...] [--levels 1 2 4] [--colours 128]``.
+``--libdeflate 12`` adds oxipng at ``OXIPNG_LEVEL`` with libdeflate at that compression level instead of oxipng's
+default (11); ``compact_png`` uses ``OXIPNG_DEFLATE``.
+
+``--heatmaps`` weighs a change of drawing instead: page 02's ``similarity_vs_gram`` (S beside each method's
+H H^T / q) redrawn from its committed data (S and the centers' codes) twice, with the full squares and with the upper
+triangle only (``triangle=True``, the default since 2026-12-03), each through ``compact_png``.
+
+Run: ``python benchmarks/png_weight.py [--reports reports] [--presets quick ...] [--levels 1 2 4] [--colours 128]
+[--libdeflate 12] [--heatmaps]``.
 """
 
 from __future__ import annotations
@@ -42,6 +50,60 @@ def png_weight(folder: Path, levels: list[int]) -> list[dict[str, object]]:
         size = sum(len(oxipng.optimize_from_memory(data, level=level)) for data in pictures)
         rows.append({"preset": folder.name, "figures": len(files), "encoding": f"oxipng level {level}",
                      "MB": size / 1e6, "share": size / rows[0]["MB"] / 1e6, "seconds": time.perf_counter() - start})
+    return rows
+
+
+def libdeflate_weight(folder: Path, compressions: list[int]) -> list[dict[str, object]]:
+    """Bytes of ``folder``'s figure PNGs after oxipng at ``OXIPNG_LEVEL`` with libdeflate at each of
+    ``compressions`` (lossless), with the seconds."""
+    from shc.plots.style import OXIPNG_LEVEL
+
+    pictures = [path.read_bytes() for path in sorted(folder.glob("*/figures/*.png"))]
+    committed = sum(map(len, pictures))
+    rows = []
+    for compression in compressions:
+        start = time.perf_counter()
+        size = sum(len(oxipng.optimize_from_memory(data, level=OXIPNG_LEVEL,
+                                                   deflate=oxipng.Deflaters.libdeflater(compression)))
+                   for data in pictures)
+        rows.append({"preset": folder.name, "figures": len(pictures),
+                     "encoding": f"oxipng level {OXIPNG_LEVEL}, libdeflate {compression}", "MB": size / 1e6,
+                     "share": size / committed, "seconds": time.perf_counter() - start})
+    return rows
+
+
+def heatmap_weight(folder: Path) -> list[dict[str, object]]:
+    """Page 02's ``similarity_vs_gram`` of ``folder`` redrawn from its committed data, full squares and upper
+    triangle, each written as the reports write it (``compact_png``)."""
+    import matplotlib.pyplot as plt
+
+    from shc import plots
+    from shc.plots.style import compact_png, _savefig_dpi
+
+    found = sorted((folder / "02_hash_centers" / "figures").glob("similarity_vs_gram.csv*"))
+    if not found:
+        raise SystemExit(f"no 02_hash_centers/figures/similarity_vs_gram.csv* under {folder}; build the preset first.")
+    frame = pd.read_csv(found[0])
+    similarity, _ = plots.matrix_from_frame(frame, "S")
+    methods = list(dict.fromkeys(frame.loc[frame["code"].notna(), "source"]))
+    centers = {}
+    for method in methods:
+        codes = frame.loc[frame["source"] == method, "code"].astype(str)
+        characters = np.frombuffer("".join(codes).encode("ascii"), dtype=np.uint8).reshape(len(codes), -1)
+        centers[method] = np.where(characters == ord("+"), 1, -1)
+    plots.use_style()
+    rows = []
+    for triangle in (False, True):
+        start = time.perf_counter()
+        fig = plots.plot_similarity_vs_gram(similarity, centers, triangle=triangle)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=_savefig_dpi(fig))
+        plt.close(fig)
+        size = len(compact_png(buffer.getvalue()))
+        rows.append({"preset": folder.name, "figures": 1,
+                     "encoding": f"02 similarity_vs_gram, {'upper triangle' if triangle else 'full squares'}",
+                     "MB": size / 1e6, "share": size / rows[0]["MB"] / 1e6 if rows else 1.0,
+                     "seconds": time.perf_counter() - start})
     return rows
 
 
@@ -90,10 +152,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--levels", nargs="+", type=int, default=[1, 2, 4])
     parser.add_argument("--colours", nargs="+", type=int, default=[],
                         help="also quantise to these palette sizes (lossy), e.g. 128 64")
+    parser.add_argument("--libdeflate", nargs="+", type=int, default=[],
+                        help="also oxipng at OXIPNG_LEVEL with libdeflate at these compression levels, e.g. 11 12")
+    parser.add_argument("--heatmaps", action="store_true",
+                        help="also redraw page 02's similarity_vs_gram, full squares against the upper triangle")
     args = parser.parse_args(argv)
     table = pd.DataFrame([row for name in args.presets
                           for row in [*png_weight(Path(args.reports) / name, args.levels),
-                                      *palette_weight(Path(args.reports) / name, args.colours)]])
+                                      *libdeflate_weight(Path(args.reports) / name, args.libdeflate),
+                                      *palette_weight(Path(args.reports) / name, args.colours),
+                                      *(heatmap_weight(Path(args.reports) / name) if args.heatmaps else [])]])
     lossy = " and quantised to fewer colours" if args.colours else ""
     print(f"## the committed figures' PNG bytes, re-encoded losslessly by oxipng{lossy}")
     print(table.to_string(index=False, float_format=lambda value: f"{value:.3f}"))

@@ -940,6 +940,30 @@ def test_regeneration_bound_packs_only_a_sets_committed_files_and_stores_a_copy_
         bound.packed_alone(tmp_path, "q")
 
 
+def test_regeneration_bound_of_several_sets_stores_what_they_share_once(tmp_path, monkeypatch, capsys):
+    """Two sets holding the same 300 kB of noise (as three presets hold the same GV-bound figure): each alone packs
+    it, so the sum counts it twice; packed together, as one regeneration of both would be, it is one object."""
+    import subprocess
+
+    bound, _ = _benchmark("regeneration_bound")
+    noise = np.random.default_rng(0).bytes(300_000)
+    for name, own in (("p", 1), ("r", 2)):
+        (tmp_path / "reports" / name).mkdir(parents=True)
+        (tmp_path / "reports" / name / "shared.png").write_bytes(noise)
+        (tmp_path / "reports" / name / "own.png").write_bytes(np.random.default_rng(own).bytes(100_000))
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "sets"], check=True)
+    monkeypatch.chdir(tmp_path)
+    assert bound.main(["--presets", "p", "r"]) == 0
+    printed = capsys.readouterr().out
+    together = float(printed.split("packed together: ")[1].split(" MiB")[0])
+    total = float(printed.split("once a set: ")[1].split(" MiB")[0])
+    assert 500_000 / 2**20 <= together < 0.52 and 800_000 / 2**20 <= total < 0.82  # 0.48-0.5 MiB against 0.76-0.8
+    assert "within the target of 8 MB" in printed
+
+
 def test_regeneration_bound_weighs_a_built_folders_published_pages_beside_the_committed_ones(tmp_path):
     """--folder/--pages: only the named pages count, on both sides; of a built folder only what a commit would hold
     (the report page and its figures, not the executed notebook, the SVG or the kernel log)."""
@@ -1010,6 +1034,39 @@ def test_png_weight_re_encodes_losslessly_and_reports_the_share(tmp_path):
     assert all(0 < row["share"] <= 1 for row in rows[1:])
     with pytest.raises(SystemExit, match="no figures under"):
         weight.png_weight(tmp_path / "empty", [2])
+
+
+def test_png_weight_weighs_libdeflate_levels_and_the_heatmaps_triangle(tmp_path):
+    """--libdeflate: the same pixels in other bytes; --heatmaps: page 02's S-beside-Gram figure redrawn from its
+    committed data (S and the centers' codes), the upper triangle of noise-like Gram matrices well under the squares."""
+    import io
+
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from shc import plots
+
+    weight, _ = _benchmark("png_weight")
+    figures = tmp_path / "p" / "02_hash_centers" / "figures"
+    figures.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    centers = {name: np.where(rng.random((150, 64)) < 0.5, -1, 1) for name in ("random", "csq")}
+    similarity = np.eye(150)
+    names = [f"{i:03d}" for i in range(150)]  # names that read back as numbers, as quick's do
+    fig = plots.plot_similarity_vs_gram(similarity, centers, triangle=False)
+    plots.save_figure(fig, figures / "similarity_vs_gram", data=plots.gram_frames(similarity, centers, names))
+    plt.close(fig)
+    (compression,) = weight.libdeflate_weight(tmp_path / "p", [12])
+    assert compression["encoding"].endswith("libdeflate 12") and 0 < compression["share"] <= 1.02
+    png = (figures / "similarity_vs_gram.png").read_bytes()
+    again = weight.oxipng.optimize_from_memory(png, level=2, deflate=weight.oxipng.Deflaters.libdeflater(12))
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(again)).convert("RGB")),
+                          np.asarray(Image.open(io.BytesIO(png)).convert("RGB")))
+    full, triangle = weight.heatmap_weight(tmp_path / "p")
+    assert full["encoding"].endswith("full squares") and triangle["encoding"].endswith("upper triangle")
+    assert triangle["MB"] < 0.8 * full["MB"] and triangle["share"] == pytest.approx(triangle["MB"] / full["MB"])
+    with pytest.raises(SystemExit, match="similarity_vs_gram"):
+        weight.heatmap_weight(tmp_path / "empty")
 
 
 def test_png_weight_quantises_to_fewer_colours_and_measures_what_moved(tmp_path):

@@ -113,6 +113,10 @@ PALETTE_COLORS = 256
 #: bytes in 7 s, levels 4-6 91% in 26-56 s, zopfli 89% in 370 s (2026-11-29, the 2-core machine;
 #: benchmarks/png_weight.py prints the table).
 OXIPNG_LEVEL = 2
+#: libdeflate's compression level for oxipng's deflate in :func:`compact_png` (oxipng's default is 11): 12 keeps 97%
+#: of level 11's bytes on the committed figures of the four presets at about the same seconds (2026-12-03,
+#: benchmarks/png_weight.py), where oxipng level 4 takes 2.5 times as long for 97% and zopfli 8 times for 96%.
+OXIPNG_DEFLATE = 12
 
 
 def compact_png(data: bytes) -> bytes:
@@ -124,7 +128,8 @@ def compact_png(data: bytes) -> bytes:
     exactly (the palette is its colour set); one with more is quantised by maximum coverage (white stays
     white; on the report figures no channel moves by more than about 20 of 255, a mean well under 1). An
     image with transparent pixels, or one the palette would not make smaller, is returned unchanged. The
-    resolution (dpi) is kept. The palette PNG is then recompressed losslessly by oxipng (:data:`OXIPNG_LEVEL`).
+    resolution (dpi) is kept. The palette PNG is then recompressed losslessly by oxipng (:data:`OXIPNG_LEVEL`,
+    :data:`OXIPNG_DEFLATE`).
     """
     import oxipng
     from PIL import Image
@@ -151,7 +156,8 @@ def compact_png(data: bytes) -> bytes:
     palette.save(out, format="PNG", optimize=True, **options)
     # oxipng (lossless: the same pixels, palette and dpi) tries each row's filter and a better deflate: 6-9% fewer
     # bytes on the report figures than Pillow's optimize, at about 0.15 s a figure (level 2; benchmarks/png_weight.py)
-    smaller = oxipng.optimize_from_memory(out.getvalue(), level=OXIPNG_LEVEL)
+    smaller = oxipng.optimize_from_memory(out.getvalue(), level=OXIPNG_LEVEL,
+                                          deflate=oxipng.Deflaters.libdeflater(OXIPNG_DEFLATE))
     return smaller if len(smaller) < len(data) else bytes(data)
 
 
@@ -564,5 +570,14 @@ def matrix_from_frame(frame, source: str) -> tuple[np.ndarray, list[str]]:
         full = wide.to_numpy(dtype=float)
     else:
         names = [str(name) for name in rows["row"]]
+        if not set(names) <= set(rows.columns):  # a CSV read back turns names like "07" into 7 in ``row`` only
+            names = [str(name) for name in rows.columns if name not in _MATRIX_FRONT]
+            if len(names) != len(rows):
+                raise ValueError(f"matrix {source!r} has {len(rows)} rows but {len(names)} class columns; read the "
+                                 "file with pd.read_csv(path, dtype={'row': str}).")
         full = rows[names].to_numpy(dtype=float)
     return np.where(np.isnan(full), full.T, full), names
+
+
+#: The columns of a :func:`matrix_frame` table (and of :func:`shc.plots.gram_frames`'s) that are not classes.
+_MATRIX_FRONT = ("source", "row", "row_coarse", "shown_at", "code")
