@@ -538,3 +538,28 @@ def test_the_command_an_error_names_computes_that_very_run(tmp_path, monkeypatch
         from shc.results import load_metrics
 
         load_metrics(elsewhere.replace(run_dir=str(tmp_path / "absent")))
+
+
+def test_history_rows_keep_the_epochs_timings_to_four_significant_digits(shc_run):
+    """The stacked history is the run's own history but for its wall-clock timings, rounded as ``%.4g`` prints them
+    (their later digits are timer noise); the losses keep every digit."""
+    from shc.results import history_rows, load_history
+    from shc.results.reading import TIMING_DIGITS
+
+    config, _ = shc_run
+    own, stacked = load_history(config), history_rows([config])
+    assert TIMING_DIGITS == 4 and list(stacked["loss"]) == list(own["loss"])
+    for column in ("seconds", "eval_seconds"):
+        expected = [float(f"{value:.4g}") if np.isfinite(value) else value for value in own[column]]
+        np.testing.assert_allclose(stacked[column].to_numpy(), np.array(expected, dtype=float), rtol=1e-12)
+    assert not np.array_equal(own["seconds"], stacked["seconds"])  # the timings had more digits to drop
+
+
+def test_round_significant_matches_printf_rounding():
+    from shc.results.reading import round_significant
+
+    rng = np.random.default_rng(3)
+    values = np.concatenate([rng.lognormal(0, 4, 2000) * rng.choice([-1, 1], 2000), [0.0, np.nan, np.inf, 12345.0]])
+    for digits in (1, 4, 8):
+        expected = np.array([float(f"{value:.{digits}g}") for value in values])
+        np.testing.assert_allclose(round_significant(values, digits), expected, rtol=1e-12, equal_nan=True)
