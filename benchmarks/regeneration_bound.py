@@ -12,6 +12,12 @@ store one set's file as a delta against another's, so it is at most the sum of t
 Run: ``python benchmarks/regeneration_bound.py [--presets quick standard ...]`` (from the repository root; it reads
 the committed files, ``git ls-files``, not untracked build leftovers).
 
+``--built OUTPUT`` weighs the four in today's format as far as it has been built: each preset's pages found under
+``OUTPUT/PRESET`` (a ``python -m shc.reports --output OUTPUT`` build, all pages or ``--only`` some) replace its
+committed pages of the same names (their published files, what a commit would hold; the folder's own files too when
+the build wrote an index), the rest stay as committed; the sets are then packed alone and together as above. Pages
+still in an older format keep their older weight, so a preset not rebuilt counts as it is.
+
 A build that is not committed (a trial of today's format on some pages of a set whose full grid is elsewhere) is
 weighed the same way beside the committed pages it would replace: ``--folder OUTPUT/PRESET --pages 00 01 02`` packs
 that folder's published files (``shc.reports.check.published_files``: what a commit of it would hold) of the pages
@@ -96,13 +102,47 @@ def packed_folder(folder: Path, pages: Sequence[str] | None = None) -> dict[str,
     return _row("built (--folder)", files)
 
 
+def today_files(root: Path, preset: str, built: Path) -> list[tuple[Path, str]]:
+    """``preset``'s committed files with every page built under ``built/<preset>`` (and the folder's own files, when
+    it has an index) replaced by the build's published files, named as a commit of them would be."""
+    from shc.reports.check import published_files
+
+    folder = built / preset
+    fresh = [(path, f"reports/{preset}/{path.relative_to(folder).as_posix()}")
+             for path in (published_files(folder) if folder.is_dir() else [])]
+    pages = {Path(name).parts[2] for _, name in fresh if len(Path(name).parts) > 3}
+    own = (folder / "index.html").is_file()  # the build wrote the folder's index, so its own files replace these
+    kept = [(path, name) for path, name in committed_files(root, preset)
+            if (Path(name).parts[2] not in pages if len(Path(name).parts) > 3 else not own)]
+    return kept + [(path, name) for path, name in fresh if len(Path(name).parts) > 3 or own]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--presets", nargs="+", default=list(PRESETS))
     parser.add_argument("--folder", type=Path, help="a built preset folder to weigh beside its committed pages")
     parser.add_argument("--pages", nargs="+", help="only the pages whose names start so (00 01 ...)")
+    parser.add_argument("--built", type=Path, help="a build root whose pages replace the committed ones")
     args = parser.parse_args(argv)
     root = Path(_git(Path.cwd(), "rev-parse", "--show-toplevel").strip())
+    if args.built is not None:
+        if not args.built.is_dir():
+            raise SystemExit(f"--built {args.built}: no such folder; pass the --output of a python -m shc.reports "
+                             "build.")
+        sets = {preset: today_files(root, preset, args.built.resolve()) for preset in args.presets}
+        table = pd.DataFrame([{**_row(preset, files), "pages built": sum(
+            1 for page in {Path(name).parts[2] for path, name in files if len(Path(name).parts) > 3
+                           and args.built.resolve() in path.resolve().parents})}
+            for preset, files in sets.items()])
+        together = _size_pack([file for files in sets.values() for file in files]) / 2**20
+        verdict = "within" if together * 2**20 <= TARGET_BYTES else "over"
+        print(f"## each set with the pages built under {args.built} in place of its committed ones, packed alone "
+              "(git gc; size-pack)")
+        print(table.to_string(index=False, float_format=lambda value: f"{value:.2f}"))
+        print(f"packed together: {together:.2f} MiB = {together * 2**20 / 1e6:.2f} MB (sum "
+              f"{table['packed alone MiB'].sum():.2f} MiB); {verdict} the target of {TARGET_BYTES / 1e6:.0f} MB "
+              f"({TARGET_BYTES / 2**20:.2f} MiB)")
+        return 0
     if args.folder is not None:
         folder = args.folder.resolve()
         table = pd.DataFrame([packed_alone(root, folder.name, args.pages), packed_folder(folder, args.pages)])

@@ -995,6 +995,41 @@ def test_regeneration_bound_weighs_a_built_folders_published_pages_beside_the_co
         bound.packed_folder(built, ["05"])
 
 
+def test_regeneration_bound_built_replaces_only_the_pages_a_build_holds(tmp_path, monkeypatch, capsys):
+    """--built OUTPUT: a page built there replaces the committed page of that name, the other pages and the folder's
+    own files stay as committed (the build wrote no index); a preset not built counts as committed."""
+    import subprocess
+
+    bound, _ = _benchmark("regeneration_bound")
+    repo, out = tmp_path / "repo", tmp_path / "out"
+    for number, preset in enumerate(("p", "r")):
+        for page, size in (("00_a", 200_000), ("03_c", 100_000)):
+            (repo / "reports" / preset / page / "figures").mkdir(parents=True)
+            (repo / "reports" / preset / page / "figures" / "f.png").write_bytes(
+                np.random.default_rng(size + number).bytes(size))
+        (repo / "reports" / preset / "index.html").write_text("<p>index</p>\n", encoding="utf-8")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "sets"], check=True)
+    (out / "p" / "00_a" / "figures").mkdir(parents=True)
+    (out / "p" / "00_a" / "figures" / "f.png").write_bytes(np.random.default_rng(9).bytes(50_000))  # lighter
+    (out / "p" / "00_a" / "00_a.ipynb").write_bytes(np.random.default_rng(8).bytes(400_000))  # not published
+    files = bound.today_files(repo, "p", out)
+    assert sorted(name for _, name in files) == ["reports/p/00_a/figures/f.png", "reports/p/03_c/figures/f.png",
+                                                 "reports/p/index.html"]
+    assert dict((name, path) for path, name in files)["reports/p/00_a/figures/f.png"].parent.parent.parent == out / "p"
+    assert bound.today_files(repo, "r", out) == bound.committed_files(repo, "r")
+    monkeypatch.chdir(repo)
+    assert bound.main(["--presets", "p", "r", "--built", str(out)]) == 0
+    printed = capsys.readouterr().out
+    together = float(printed.split("packed together: ")[1].split(" MiB")[0])
+    assert 450_000 / 2**20 <= together < 480_000 / 2**20  # p's 50 + 100 kB of noise and r's 200 + 100 kB, not 600
+    assert printed.count("  1\n") == 1 and printed.count("  0\n") == 1  # pages built: p 1, r 0
+    with pytest.raises(SystemExit, match="no such folder"):
+        bound.main(["--built", str(tmp_path / "nowhere")])
+
+
 def test_pack_growth_measures_what_each_commit_adds_to_a_clone(tmp_path):
     """benchmarks/pack_growth.py: 300 kB of noise committed adds about 300 kB; a second copy of it under another name
     adds nothing (one blob); an unknown revision is refused by git."""
