@@ -304,7 +304,7 @@ def _heatmap_row(panels: Mapping[str, np.ndarray], permutation: np.ndarray, colo
 
     ``triangle`` leaves the cells below the diagonal empty (the background shows): the panels are symmetric
     matrices, and the repeated half costs bytes without telling anything. The Gram matrix of random-looking centers
-    is noise to a PNG compressor, so on `standard-fine`'s 333 classes the triangle halves these figures' bytes
+    is noise to a PNG compressor, so on `standard-fine`'s 333 classes the triangle about halves these figures' bytes
     (``benchmarks/png_weight.py --heatmaps``; issue 38)."""
     num_classes = permutation.size
     below = np.tril(np.ones((num_classes, num_classes), dtype=bool), k=-1)

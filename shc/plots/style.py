@@ -113,8 +113,8 @@ PALETTE_COLORS = 256
 #: bytes in 7 s, levels 4-6 91% in 26-56 s, zopfli 89% in 370 s (2026-11-29, the 2-core machine;
 #: benchmarks/png_weight.py prints the table).
 OXIPNG_LEVEL = 2
-#: libdeflate's compression level for oxipng's deflate in :func:`compact_png` (oxipng's default is 11): 12 keeps 97%
-#: of level 11's bytes on the committed figures of the four presets at about the same seconds (2026-12-03,
+#: libdeflate's compression level for oxipng's deflate in :func:`compact_png` (oxipng's default is 11): 12 keeps
+#: 96-97% of level 11's bytes on the committed figures of the four presets at about 0.2 s more a figure (2026-12-03,
 #: benchmarks/png_weight.py), where oxipng level 4 takes 2.5 times as long for 97% and zopfli 8 times for 96%.
 OXIPNG_DEFLATE = 12
 
@@ -155,7 +155,8 @@ def compact_png(data: bytes) -> bytes:
     options = {"dpi": image.info["dpi"]} if "dpi" in image.info else {}
     palette.save(out, format="PNG", optimize=True, **options)
     # oxipng (lossless: the same pixels, palette and dpi) tries each row's filter and a better deflate: 6-9% fewer
-    # bytes on the report figures than Pillow's optimize, at about 0.15 s a figure (level 2; benchmarks/png_weight.py)
+    # bytes on the report figures than Pillow's optimize at level 2 (about 0.2 s a figure), 3-4% more with libdeflate
+    # 12 (about 0.4 s; benchmarks/png_weight.py)
     smaller = oxipng.optimize_from_memory(out.getvalue(), level=OXIPNG_LEVEL,
                                           deflate=oxipng.Deflaters.libdeflater(OXIPNG_DEFLATE))
     return smaller if len(smaller) < len(data) else bytes(data)
