@@ -85,12 +85,8 @@ def heatmap_weight(folder: Path) -> list[dict[str, object]]:
         raise SystemExit(f"no 02_hash_centers/figures/similarity_vs_gram.csv* under {folder}; build the preset first.")
     frame = pd.read_csv(found[0])
     similarity, _ = plots.matrix_from_frame(frame, "S")
-    methods = list(dict.fromkeys(frame.loc[frame["code"].notna(), "source"]))
-    centers = {}
-    for method in methods:
-        codes = frame.loc[frame["source"] == method, "code"].astype(str)
-        characters = np.frombuffer("".join(codes).encode("ascii"), dtype=np.uint8).reshape(len(codes), -1)
-        centers[method] = np.where(characters == ord("+"), 1, -1)
+    centers = {method: plots.centers_from_frame(frame, method)[0]
+               for method in dict.fromkeys(frame.loc[frame["code"].notna(), "source"])}
     plots.use_style()
     rows = []
     for triangle in (False, True):

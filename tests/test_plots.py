@@ -637,6 +637,8 @@ def test_the_gram_figures_data_holds_s_and_the_centers_and_gives_back_each_gram_
         gram, rows = plots.gram_from_frame(read, method)
         brute = np.array([[sum(a * b for a, b in zip(codes[i], codes[j])) / 8 for j in range(6)] for i in range(6)])
         assert rows == names and np.array_equal(gram, brute)
+        back, rows = plots.centers_from_frame(read, method)  # the ±1 centers themselves, bit for bit
+        assert rows == names and back.dtype.kind == "i" and np.array_equal(back, codes)
     rebuilt, rows = plots.matrix_from_frame(read, "S")
     assert rows == names and np.array_equal(rebuilt, similarity)
     with pytest.raises(ValueError, match=r"no centers 'mds' .* \['csq', 'shc'\]"):

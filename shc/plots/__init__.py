@@ -39,6 +39,7 @@ from shc.plots.curves import (  # noqa: F401
 from shc.plots.geometry import (  # noqa: F401
     distance_frame,
     gram_frames,
+    centers_from_frame,
     gram_from_frame,
     gv_bound_frame,
     gv_bound_grid,
@@ -80,4 +81,4 @@ from shc.plots.style import (  # noqa: F401
     use_style,
 )
 
-__all__ = ['COMPRESSED_SUFFIX', 'DATA_SUFFIXES', 'FIGURE_DIGITS', 'MATRIX_DIGITS', 'TABLE_DIGITS', 'distance_frame', 'gram_frames', 'gram_from_frame', 'gv_bound_frame', 'gv_bound_grid', 'matrix_frame', 'matrix_from_frame', 'CURVE_KINDS', 'METHOD_COLORS', 'METHOD_STYLES', 'SIMILARITY_LINESTYLES', 'STYLE_RC', 'arrays_frame', 'atomic_path', 'class_ap_frame', 'code_embedding_frame', 'convergence_frame', 'curve_arrays', 'curve_frame', 'method_color', 'method_style', 'plot_center_embedding', 'plot_center_history', 'plot_class_ap', 'plot_code_embedding', 'plot_convergence', 'plot_convergence_overlay', 'plot_curves', 'plot_distance_histograms', 'plot_example_queries', 'plot_gv_bound', 'plot_pr_curves', 'plot_search_history', 'plot_similarity_by_group', 'similarity_by_group_frame', 'plot_similarity_comparison', 'plot_similarity_heatmap', 'plot_similarity_vs_gram', 'plot_training_history', 'pr_arrays', 'read_table_text', 'save_figure', 'save_table', 'similarity_order', 'use_style', 'figure_alt_text', 'install_alt_text_formatter', 'plain_text', 'compact_png', 'interval_frame', 'plot_metric_by_bits', 'center_embedding_frame']
+__all__ = ['COMPRESSED_SUFFIX', 'DATA_SUFFIXES', 'FIGURE_DIGITS', 'MATRIX_DIGITS', 'TABLE_DIGITS', 'distance_frame', 'gram_frames', 'centers_from_frame', 'gram_from_frame', 'gv_bound_frame', 'gv_bound_grid', 'matrix_frame', 'matrix_from_frame', 'CURVE_KINDS', 'METHOD_COLORS', 'METHOD_STYLES', 'SIMILARITY_LINESTYLES', 'STYLE_RC', 'arrays_frame', 'atomic_path', 'class_ap_frame', 'code_embedding_frame', 'convergence_frame', 'curve_arrays', 'curve_frame', 'method_color', 'method_style', 'plot_center_embedding', 'plot_center_history', 'plot_class_ap', 'plot_code_embedding', 'plot_convergence', 'plot_convergence_overlay', 'plot_curves', 'plot_distance_histograms', 'plot_example_queries', 'plot_gv_bound', 'plot_pr_curves', 'plot_search_history', 'plot_similarity_by_group', 'similarity_by_group_frame', 'plot_similarity_comparison', 'plot_similarity_heatmap', 'plot_similarity_vs_gram', 'plot_training_history', 'pr_arrays', 'read_table_text', 'save_figure', 'save_table', 'similarity_order', 'use_style', 'figure_alt_text', 'install_alt_text_formatter', 'plain_text', 'compact_png', 'interval_frame', 'plot_metric_by_bits', 'center_embedding_frame']

@@ -592,17 +592,22 @@ def gram_frames(similarity, centers_by_method: Mapping[str, np.ndarray], names=N
     return gram
 
 
-def gram_from_frame(frame, method: str) -> tuple[np.ndarray, list[str]]:
-    """The (C, C) matrix H H^T / q of ``method``'s centers in a :func:`gram_frames` table, and its class names."""
+def centers_from_frame(frame, method: str) -> tuple[np.ndarray, list[str]]:
+    """``method``'s (C, q) ±1 centers in a :func:`gram_frames` table (its ``code`` strings of ``+`` and ``-``), and
+    their class names."""
     rows = frame[frame["source"] == method]
     if rows.empty or "code" not in rows or rows["code"].isna().any():
         held = sorted(set(frame.loc[frame["code"].notna(), "source"])) if "code" in frame else []
         raise ValueError(f"no centers {method!r} in this table; it holds the centers of {held}.")
     codes = rows["code"].astype(str)
-    bits = len(codes.iloc[0])
-    characters = np.frombuffer("".join(codes).encode("ascii"), dtype=np.uint8).reshape(len(codes), bits)
-    centers = np.where(characters == ord("+"), 1, -1)
-    return centers @ centers.T / bits, [str(name) for name in rows["row"]]
+    characters = np.frombuffer("".join(codes).encode("ascii"), dtype=np.uint8).reshape(len(codes), -1)
+    return np.where(characters == ord("+"), 1, -1), [str(name) for name in rows["row"]]
+
+
+def gram_from_frame(frame, method: str) -> tuple[np.ndarray, list[str]]:
+    """The (C, C) matrix H H^T / q of ``method``'s centers in a :func:`gram_frames` table, and its class names."""
+    centers, names = centers_from_frame(frame, method)
+    return centers @ centers.T / centers.shape[1], names
 
 
 def gv_bound_frame(num_classes_list: Sequence[int], bits_list: Sequence[int]):
