@@ -18,6 +18,13 @@ committed pages of the same names (their published files, what a commit would ho
 the build wrote an index), the rest stay as committed; the sets are then packed alone and together as above. Pages
 still in an older format keep their older weight, so a preset not rebuilt counts as it is.
 
+``--reencode`` (with ``--built``) weighs the committed pages that were not built as today's code would write the same
+figures and tables, where that follows from their files alone: every PNG recompressed losslessly as
+``shc.plots.compact_png`` now does (oxipng, libdeflate at ``OXIPNG_DEFLATE``; the same pixels), and the training
+histories (``tables/training_history.csv*``) with their timings at ``shc.results.reading.TIMING_DIGITS`` significant
+digits, written back by ``shc.plots.save_table``. What needs the runs (a heatmap drawn as a triangle) stays as
+committed; the table's column "pages re-encoded" counts those pages.
+
 A build that is not committed (a trial of today's format on some pages of a set whose full grid is elsewhere) is
 weighed the same way beside the committed pages it would replace: ``--folder OUTPUT/PRESET --pages 00 01 02`` packs
 that folder's published files (``shc.reports.check.published_files``: what a commit of it would hold) of the pages
@@ -117,31 +124,89 @@ def today_files(root: Path, preset: str, built: Path) -> list[tuple[Path, str]]:
     return kept + [(path, name) for path, name in fresh if len(Path(name).parts) > 3 or own]
 
 
+def reencoded(source: Path, name: str, scratch: Path) -> Path:
+    """``source`` (a committed report file, ``name`` in the repository) as today's code writes the same content, in
+    ``scratch``: a PNG recompressed by oxipng with :func:`shc.plots.compact_png`'s settings (lossless), a training
+    history with its timings rounded to :data:`shc.results.reading.TIMING_DIGITS` significant digits and saved by
+    :func:`shc.plots.save_table` as before (plain or xz); any other file is returned as it is."""
+    import io
+
+    import oxipng
+
+    from shc.plots import save_table
+    from shc.plots.style import OXIPNG_DEFLATE, OXIPNG_LEVEL, read_table_text
+    from shc.results.reading import TIMING_DIGITS, round_significant
+
+    target = scratch / name
+    if name.endswith(".png"):
+        data = source.read_bytes()
+        smaller = oxipng.optimize_from_memory(data, level=OXIPNG_LEVEL,
+                                              deflate=oxipng.Deflaters.libdeflater(OXIPNG_DEFLATE))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(smaller if len(smaller) < len(data) else data)
+        return target
+    stem, _, suffix = Path(name).name.partition(".")
+    if Path(name).parent.name == "tables" and stem == "training_history" and suffix in ("csv", "csv.xz"):
+        table = pd.read_csv(io.StringIO(read_table_text(source)))
+        for column in ("seconds", "eval_seconds"):
+            if column in table:
+                table[column] = round_significant(table[column].to_numpy(dtype=float), TIMING_DIGITS)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return save_table(table, target.parent / stem, compress=suffix == "csv.xz")
+    return source
+
+
+def _verdict(packed_mib: float) -> str:
+    """Whether ``packed_mib`` (MiB) is within issue 38's target, in words."""
+    return (f"{'within' if packed_mib * 2**20 <= TARGET_BYTES else 'over'} the target of {TARGET_BYTES / 1e6:.0f} MB "
+            f"({TARGET_BYTES / 2**20:.2f} MiB)")
+
+
+def _page_kinds(built: Path, reencode: bool):
+    """The page counts of the ``--built`` table: (column, whether a file's path makes its page count)."""
+    def is_built(path: Path) -> bool:
+        return built in path.resolve().parents
+
+    kinds = [("pages built", is_built)]
+    if reencode:
+        kinds.append(("pages re-encoded", lambda path: not is_built(path)))
+    return kinds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--presets", nargs="+", default=list(PRESETS))
     parser.add_argument("--folder", type=Path, help="a built preset folder to weigh beside its committed pages")
     parser.add_argument("--pages", nargs="+", help="only the pages whose names start so (00 01 ...)")
     parser.add_argument("--built", type=Path, help="a build root whose pages replace the committed ones")
+    parser.add_argument("--reencode", action="store_true",
+                        help="with --built: the committed pages not built recompressed and rounded as today's code "
+                             "writes them")
     args = parser.parse_args(argv)
+    if args.reencode and args.built is None:
+        raise SystemExit("--reencode weighs the pages that --built leaves as committed; pass --built OUTPUT too.")
     root = Path(_git(Path.cwd(), "rev-parse", "--show-toplevel").strip())
     if args.built is not None:
         if not args.built.is_dir():
             raise SystemExit(f"--built {args.built}: no such folder; pass the --output of a python -m shc.reports "
                              "build.")
-        sets = {preset: today_files(root, preset, args.built.resolve()) for preset in args.presets}
-        table = pd.DataFrame([{**_row(preset, files), "pages built": sum(
-            1 for page in {Path(name).parts[2] for path, name in files if len(Path(name).parts) > 3
-                           and args.built.resolve() in path.resolve().parents})}
-            for preset, files in sets.items()])
-        together = _size_pack([file for files in sets.values() for file in files]) / 2**20
-        verdict = "within" if together * 2**20 <= TARGET_BYTES else "over"
-        print(f"## each set with the pages built under {args.built} in place of its committed ones, packed alone "
-              "(git gc; size-pack)")
+        built = args.built.resolve()
+        with tempfile.TemporaryDirectory() as scratch:
+            sets = {preset: today_files(root, preset, built) for preset in args.presets}
+            if args.reencode:
+                sets = {preset: [(path if built in path.resolve().parents else reencoded(path, name, Path(scratch)),
+                                  name) for path, name in files] for preset, files in sets.items()}
+            table = pd.DataFrame([{**_row(preset, files), **{label: len({Path(name).parts[2] for path, name in files
+                                                                         if len(Path(name).parts) > 3 and kind(path)})
+                                                             for label, kind in _page_kinds(built, args.reencode)}}
+                                  for preset, files in sets.items()])
+            together = _size_pack([file for files in sets.values() for file in files]) / 2**20
+        print(f"## each set with the pages built under {args.built} in place of its committed ones"
+              + (", the others re-encoded as today's code writes them" if args.reencode else "")
+              + ", packed alone (git gc; size-pack)")
         print(table.to_string(index=False, float_format=lambda value: f"{value:.2f}"))
         print(f"packed together: {together:.2f} MiB = {together * 2**20 / 1e6:.2f} MB (sum "
-              f"{table['packed alone MiB'].sum():.2f} MiB); {verdict} the target of {TARGET_BYTES / 1e6:.0f} MB "
-              f"({TARGET_BYTES / 2**20:.2f} MiB)")
+              f"{table['packed alone MiB'].sum():.2f} MiB); {_verdict(together)}")
         return 0
     if args.folder is not None:
         folder = args.folder.resolve()
@@ -161,11 +226,9 @@ def main(argv: list[str] | None = None) -> int:
           + (f"; pages {' '.join(args.pages)} only" if args.pages else ""))
     print(table.to_string(index=False, float_format=lambda value: f"{value:.2f}"))
     packed = together["packed alone MiB"]
-    verdict = "within" if packed * 2**20 <= TARGET_BYTES else "over"
     print(f"the {len(args.presets)} sets packed together: {packed:.2f} MiB = {packed * 2**20 / 1e6:.2f} MB, the most "
           f"one regeneration of all of them can add (the sum counts the files they share once a set: {total:.2f} MiB)"
-          + ("" if args.pages else f"; {verdict} the target of {TARGET_BYTES / 1e6:.0f} MB "
-                                  f"({TARGET_BYTES / 2**20:.2f} MiB)"))
+          + ("" if args.pages else f"; {_verdict(packed)}"))
     return 0
 
 

@@ -1030,6 +1030,44 @@ def test_regeneration_bound_built_replaces_only_the_pages_a_build_holds(tmp_path
         bound.main(["--built", str(tmp_path / "nowhere")])
 
 
+def test_regeneration_bound_reencodes_committed_pages_as_todays_code_writes_them(tmp_path):
+    """--reencode: a committed PNG comes back with the same pixels and no more bytes (oxipng, lossless); a training
+    history's timings keep 4 significant digits, its other columns and its xz format unchanged; any other file is the
+    committed one itself; --reencode without --built is refused."""
+    import io
+    import lzma
+
+    from PIL import Image
+
+    bound, _ = _benchmark("regeneration_bound")
+    pixels = np.kron(np.random.default_rng(0).integers(0, 255, (40, 60, 3), dtype=np.uint8), np.ones((4, 4, 1),
+                                                                                                  dtype=np.uint8))
+    raw = io.BytesIO()
+    Image.fromarray(pixels).save(raw, format="PNG", compress_level=1)  # a loosely compressed committed figure
+    committed = tmp_path / "committed"
+    (committed / "figures").mkdir(parents=True)
+    (committed / "tables").mkdir()
+    (committed / "figures" / "f.png").write_bytes(raw.getvalue())
+    history = "epoch,loss,seconds,eval_seconds\n1,0.123456789,12.345678,0.00123456\n2,0.0987654321,9.87654321,\n"
+    (committed / "tables" / "training_history.csv.xz").write_bytes(lzma.compress(history.encode()))
+    (committed / "tables" / "runs.csv").write_text("seconds\n12.345678\n")
+    scratch = tmp_path / "scratch"
+
+    png = bound.reencoded(committed / "figures" / "f.png", "reports/p/03_c/figures/f.png", scratch)
+    assert png == scratch / "reports/p/03_c/figures/f.png" and png.stat().st_size < len(raw.getvalue())
+    np.testing.assert_array_equal(np.asarray(Image.open(png).convert("RGB")), pixels)
+
+    table = bound.reencoded(committed / "tables" / "training_history.csv.xz",
+                            "reports/p/03_c/tables/training_history.csv.xz", scratch)
+    assert table.name == "training_history.csv.xz"
+    assert lzma.decompress(table.read_bytes()).decode().splitlines() == [
+        "epoch,loss,seconds,eval_seconds", "1,0.12345679,12.35,0.001235", "2,0.098765432,9.877,"]
+    other = committed / "tables" / "runs.csv"
+    assert bound.reencoded(other, "reports/p/03_c/tables/runs.csv", scratch) == other  # not a history: as committed
+    with pytest.raises(SystemExit, match="pass --built"):
+        bound.main(["--reencode"])
+
+
 def test_pack_growth_measures_what_each_commit_adds_to_a_clone(tmp_path):
     """benchmarks/pack_growth.py: 300 kB of noise committed adds about 300 kB; a second copy of it under another name
     adds nothing (one blob); an unknown revision is refused by git."""
