@@ -20,7 +20,7 @@ _TEX_WORDS = {"pm": "±", "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥", 
 def plain_text(text: str) -> str:
     """A figure label as a reader hears it: matplotlib's mathtext (``$...$``) without dollars, braces and backslashes,
     ``\\mathrm{x}``-style wrappers dropped and symbols as characters (``$d_{\\min}$`` -> ``d_min``, ``$\\pm$`` ->
-    ``±``)."""
+    ``±``); the lines of a label in two lines read as one, joined by a comma."""
     import re
 
     def math(match: re.Match) -> str:
@@ -29,6 +29,7 @@ def plain_text(text: str) -> str:
         inner = re.sub(r"\\[,;:! ]", " ", inner)
         return inner.replace("{", "").replace("}", "").replace("\\", "")
 
+    text = re.sub(r"\s*\n\s*", ", ", text.strip())
     return re.sub(r"\s+", " ", re.sub(r"(?<!\\)\$(.*?)(?<!\\)\$", math, text)).replace("\\$", "$").strip()
 
 

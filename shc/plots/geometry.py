@@ -316,7 +316,8 @@ def _heatmap_row(panels: Mapping[str, np.ndarray], permutation: np.ndarray, colo
         shown = np.ma.masked_array(shown, mask=below) if triangle else shown
         images.append(axes.imshow(shown, cmap=_DIVERGING_CMAP, vmin=-1, vmax=1))
         axes.set_title(title, fontsize=10)
-        axes.set_xlabel(f"{num_classes} classes (same order)" + (", upper triangle" if triangle else ""))
+        # two lines: "upper triangle" beside the class count ran into the next panel's label at C = 100
+        axes.set_xlabel(f"{num_classes} classes (same order)" + ("\nupper triangle" if triangle else ""))
         axes.set_xticks([])
         axes.set_yticks([])
         axes.grid(False)
