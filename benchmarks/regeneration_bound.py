@@ -18,8 +18,9 @@ committed pages of the same names (their published files, what a commit would ho
 the build wrote an index), the rest stay as committed; the sets are then packed alone and together as above. Pages
 still in an older format keep their older weight, so a preset not rebuilt counts as it is.
 
-``--reencode`` (with ``--built``) weighs the committed pages that were not built as today's code would write the same
-figures and tables, where that follows from their files alone: every PNG recompressed losslessly as
+``--reencode`` (with ``--built``) weighs the committed pages that were not built stored as today's writers store the
+same pictures and tables, where that follows from their files alone (what a figure draws is as committed, so a page
+built by older code keeps that code's drawing): every PNG recompressed losslessly as
 ``shc.plots.compact_png`` now does (oxipng, libdeflate at ``OXIPNG_DEFLATE``; the same pixels), and the training
 histories (``tables/training_history.csv*``) with their timings at ``shc.results.reading.TIMING_DIGITS`` significant
 digits, written back by ``shc.plots.save_table``. What needs the runs (a heatmap drawn as a triangle) stays as
@@ -125,7 +126,7 @@ def today_files(root: Path, preset: str, built: Path) -> list[tuple[Path, str]]:
 
 
 def reencoded(source: Path, name: str, scratch: Path) -> Path:
-    """``source`` (a committed report file, ``name`` in the repository) as today's code writes the same content, in
+    """``source`` (a committed report file, ``name`` in the repository) stored as today's writers store it, in
     ``scratch``: a PNG recompressed by oxipng with :func:`shc.plots.compact_png`'s settings (lossless), a training
     history with its timings rounded to :data:`shc.results.reading.TIMING_DIGITS` significant digits and saved by
     :func:`shc.plots.save_table` as before (plain or xz); any other file is returned as it is."""
@@ -180,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", nargs="+", help="only the pages whose names start so (00 01 ...)")
     parser.add_argument("--built", type=Path, help="a build root whose pages replace the committed ones")
     parser.add_argument("--reencode", action="store_true",
-                        help="with --built: the committed pages not built recompressed and rounded as today's code "
-                             "writes them")
+                        help="with --built: the committed pages not built, recompressed and rounded as today's "
+                             "writers store them")
     args = parser.parse_args(argv)
     if args.reencode and args.built is None:
         raise SystemExit("--reencode weighs the pages that --built leaves as committed; pass --built OUTPUT too.")
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                                   for preset, files in sets.items()])
             together = _size_pack([file for files in sets.values() for file in files]) / 2**20
         print(f"## each set with the pages built under {args.built} in place of its committed ones"
-              + (", the others re-encoded as today's code writes them" if args.reencode else "")
+              + (", the others stored as today's writers store them" if args.reencode else "")
               + ", packed alone (git gc; size-pack)")
         print(table.to_string(index=False, float_format=lambda value: f"{value:.2f}"))
         print(f"packed together: {together:.2f} MiB = {together * 2**20 / 1e6:.2f} MB (sum "
