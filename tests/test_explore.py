@@ -248,6 +248,11 @@ def test_offline_view_changes_with_its_controls_in_headless_chromium_without_net
     var lines = [shown()];
     pick('shc-classes', '20'); pick('shc-bits', '16'); pick('shc-center', 'semantic'); lines.push(shown());
     pick('shc-class', '13'); lines.push(shown());
+    // the colour scale narrowed by a page's CSS (a report's max-width), as on page 00: its labels stay inside it
+    var bar = document.querySelector('svg[aria-label^="colour scale"]'); bar.style.width = '30px';
+    bar.style.height = 'auto'; var box = bar.getBoundingClientRect();
+    lines[2] += ' @' + Array.from(bar.querySelectorAll('text')).map(function (t) { var r = t.getBoundingClientRect();
+      return t.textContent + (r.top >= box.top && r.bottom <= box.bottom ? ':in' : ':cut'); }).join(',');
     document.getElementById('probe').textContent = lines.join('\\n');
     </script>"""
     page = tmp_path / "explorer.html"
@@ -273,6 +278,7 @@ def test_offline_view_changes_with_its_controls_in_headless_chromium_without_net
     assert "colour scale from -1" in dom
     nearest = explore.nearest_centers(second, "13")
     assert lines[2].split(" @")[0].endswith(f" {nearest['class'].iloc[0]} S={nearest['S'].iloc[0]:.2f}")
+    assert lines[2].split(" @")[-1] == "+1:in,0:in,-1:in"  # a reader audit saw "-1" cut off below a narrowed bar
     assert browser_problems(page, dom) == []  # what a reader sees: no raw TeX, no repr, no dead link
 
 

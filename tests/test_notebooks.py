@@ -556,6 +556,12 @@ def test_plot_center_history_draws_every_record_and_the_target_distance():
     d_min_axes = next(a for a in fig.axes if a.get_title() == "d_min (bits)")
     ys = [line.get_ydata() for line in d_min_axes.get_lines()]
     assert any(np.array_equal(y, [4, 4, 5]) for y in ys) and any(np.allclose(y, 4) and len(y) == 2 for y in ys)
+    # pairs closer than d are a count: every cycle at 0 is drawn on an axis from 0, not one from -0.04 to 0.04
+    violations = next(a for a in fig.axes if a.get_title() == "pairs closer than d")
+    assert violations.get_ylim() == (0.0, 1.0)
+    violating = plots.plot_center_history(frame.assign(violation=[7, 3, 0]))
+    low, high = next(a for a in violating.axes if a.get_title() == "pairs closer than d").get_ylim()
+    assert low == 0 and high >= 7
     with pytest.raises(ValueError, match="lacks the columns"):
         plots.plot_center_history(frame.drop(columns="slack_residual"))
 
@@ -582,8 +588,8 @@ def test_similarity_comparison_figures(tmp_path):
     fig = plots.plot_similarity_comparison(matrices)
     assert [a.get_title() for a in fig.axes[:2]] == ["hand", "labels"]
     grouped = plots.plot_similarity_by_group(matrices, HAND_COARSE)
-    assert grouped.axes[0].get_title(loc="left") == "hand: ROC-AUC 0.812"  # 6.5 / 8 = 0.8125, shown as 0.812
-    assert grouped.axes[1].get_title(loc="left") == "labels: ROC-AUC 1.000"
+    assert grouped.axes[0].get_title(loc="left") == "hand\nROC-AUC 0.812"  # 6.5 / 8 = 0.8125, shown as 0.812
+    assert grouped.axes[1].get_title(loc="left") == "labels\nROC-AUC 1.000"
     plots.save_figure(grouped, tmp_path / "by_group")
     with pytest.raises(ValueError, match="same classes"):
         plots.plot_similarity_comparison({"a": HAND_S, "b": np.eye(3)})

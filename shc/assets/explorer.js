@@ -99,9 +99,11 @@
     return svg + "</svg>";
   }
   function scale() {  // the colour scale of both heatmaps: -1 .. +1
-    var svg = '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="200" role="img" aria-label="colour scale from -1 (blue) through 0 (white) to +1 (red)" font-size="10">';
-    for (var i = 0; i < 100; i++) { var p = colour(1 - i / 49.5); svg += '<rect x="0" y="' + (2 * i) + '" width="12" height="2" fill="rgb(' + p.join(",") + ')"/>'; }
-    [["+1", 6], ["0", 103], ["-1", 198]].forEach(function (t) { svg += '<text x="16" y="' + t[1] + '">' + t[0] + '</text>'; });
+    // the bar runs from y = 8 to 208 and the labels sit inside the 216-unit box, which the viewBox scales with the
+    // element: a page's CSS that narrows it (max-width) shrinks the labels with the bar instead of cutting them off
+    var svg = '<svg xmlns="http://www.w3.org/2000/svg" width="40" height="216" viewBox="0 0 40 216" role="img" aria-label="colour scale from -1 (blue) through 0 (white) to +1 (red)" font-size="10">';
+    for (var i = 0; i < 100; i++) { var p = colour(1 - i / 49.5); svg += '<rect x="0" y="' + (8 + 2 * i) + '" width="12" height="2" fill="rgb(' + p.join(",") + ')"/>'; }
+    [["+1", 12], ["0", 112], ["-1", 212]].forEach(function (t) { svg += '<text x="16" y="' + t[1] + '">' + t[0] + '</text>'; });
     return svg + "</svg>";
   }
   function row(table, cells, header) {
