@@ -510,9 +510,11 @@ def plot_center_history(history_frame, group: str = "bits") -> Figure:
         axes.set_xlabel("outer cycle of Algorithm 1")
     for axes in grid.flat:
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    # a count of pairs: from 0 up, whole numbers (all cycles at 0 drew an axis from -0.04 to 0.04, a reader audit)
+    # a count of pairs: whole-number ticks from 0 (all cycles at 0 drew ticks from -0.04 to 0.04, a reader audit), the
+    # axis a little below 0 so that a line at 0 is not hidden by the frame
     violations = grid.flat[[name for name, _ in _CENTER_HISTORY_PANELS].index("violation")]
-    violations.set_ylim(0, max(1.0, violations.get_ylim()[1]))
+    top = max(1.0, violations.get_ylim()[1])
+    violations.set_ylim(-0.04 * top, top)
     violations.yaxis.set_major_locator(MaxNLocator(integer=True))
     _legend_outside(fig, grid[0, 2])
     return fig
