@@ -321,6 +321,30 @@ def test_the_offline_view_opens_on_a_code_length_its_first_classes_fit(tmp_path)
     assert classes == "10" and "not precomputed" not in rest and int(rest.rsplit(" #", 1)[1]) > 0
 
 
+@pytest.mark.browser
+def test_the_histograms_counts_do_not_run_into_its_y_title(tmp_path):
+    """A reader audit of `standard-fine` (C = 333): the count 10852 was drawn through "pairs of centers". With C = 500
+    the tallest bar holds five-digit counts; every y tick label ends before the rotated title begins."""
+    from shc.reports.browser import find_chromium, rendered_dom
+
+    if find_chromium() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium); the browser check needs it")
+    grid = explore.precompute_grid([500], [16], methods=["random"], cache=explore.CenterCache())
+    probe = """<pre id="probe"></pre><script>
+    var texts = Array.from(document.querySelectorAll('.shc-explorer-histogram text'));
+    var title = texts.find(function (t) { return t.textContent === 'pairs of centers'; }).getBoundingClientRect();
+    document.getElementById('probe').textContent = texts.filter(function (t) {
+      return t.getAttribute('text-anchor') === 'end'; }).map(function (t) { var r = t.getBoundingClientRect();
+      return t.textContent + (r.left > title.right ? ':clear' : ':overlaps'); }).join(',');
+    </script>"""
+    page = tmp_path / "explorer.html"
+    page.write_text(f"<html><head><title>explorer</title></head><body>"
+                    f"{explore.offline_view(grid)._repr_html_()}{probe}</body></html>", encoding="utf-8")
+    ticks = re.search(r'<pre id="probe">(.*?)</pre>', rendered_dom(page), flags=re.S).group(1).strip().split(",")
+    assert len(ticks) == 3 and max(len(tick.split(":")[0]) for tick in ticks) == 5  # 0, the middle and the top count
+    assert all(tick.endswith(":clear") for tick in ticks), ticks
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -547,6 +547,29 @@ def test_plot_convergence_has_one_row_per_code_length_and_averages_seeds(tmp_pat
         plots.plot_convergence(_history_frame().drop(columns="bits"))
 
 
+def test_a_seed_band_does_not_go_below_zero_where_no_run_does():
+    """A reader audit of `standard-fine`'s convergence figure: three seeds whose loss ratio at one epoch is 0.9, 0.05
+    and 0.05 have mean - std = -0.16, a band under 0 where no run went (a loss is not negative). The band is mean -+
+    std cut at 0 (hand values), on the convergence figure and on plot_curves' seed bands alike; values that do go
+    below 0 keep their whole band."""
+    rows = [{"label": "csq", "bits": 16, "seed": seed, "epoch": epoch, "loss": loss, "mAP@ALL": 0.5}
+            for seed, ratios in enumerate(([1.0, 0.9], [1.0, 0.05], [1.0, 0.05]))
+            for epoch, loss in zip((1, 2), ratios)]
+    fig = plots.plot_convergence(pd.DataFrame(rows), metrics=["mAP@ALL"])
+    panel = next(a for a in fig.axes if a.get_title() == "16 bits: training loss / epoch 1")
+    band = np.concatenate([path.vertices for collection in panel.collections for path in collection.get_paths()])
+    mean, spread = np.mean([0.9, 0.05, 0.05]), np.std([0.9, 0.05, 0.05], ddof=1)
+    assert mean - spread < 0  # what the old band drew
+    at_two = band[band[:, 0] == 2, 1]  # epoch 2 (epoch 1's band has no width: every ratio is 1)
+    assert at_two.min() == 0 and at_two.max() == pytest.approx(mean + spread)
+    for shift, floor in ((0.0, 0.0), (-0.5, mean - spread - 0.5)):  # shifted below 0: the band is whole
+        runs = np.array([[1.0, 0.9], [1.0, 0.05], [1.0, 0.05]]) + shift
+        curves = plots.plot_curves(np.array([1, 2]), {"csq": runs}, xlabel="epoch", ylabel="value")
+        band = np.concatenate([path.vertices for collection in curves.axes[0].collections
+                               for path in collection.get_paths()])
+        assert band[band[:, 0] == 2, 1].min() == pytest.approx(floor)
+
+
 def test_plot_center_history_draws_every_record_and_the_target_distance():
     frame = pd.DataFrame({"cycle": [0, 1, 2], "bits": 16, "objective": [3.0, 2.0, 1.5], "s_loss": [0.3, 0.2, 0.15],
                           "d_min": [4, 4, 5], "violation": [0, 0, 0], "proxy_residual": [np.nan, 0.5, 0.4],

@@ -78,8 +78,11 @@
     ctx.imageSmoothingEnabled = false; ctx.clearRect(0, 0, canvas.width, canvas.height); ctx.drawImage(off, 0, 0, canvas.width, canvas.height);
   }
   function histogram(counts, dmin, d, gv) {  // d: the distance the method was asked for (0: none)
-    var L = 40, B = 30, W = 360, Hh = 220, w = W - L - 8, h = Hh - B - 8, q = counts.length - 1;
-    var top = Math.max.apply(null, counts) || 1, bw = w / (q + 1), x0 = function (x) { return L + x * bw; };
+    // the left margin holds the y title (centred at x = 10) and the widest count (about 6 units a digit), so that a
+    // five-digit count (C = 333: 55,278 pairs) does not run into the title
+    var top = Math.max.apply(null, counts) || 1, L = 22 + 6 * String(top).length;
+    var B = 30, W = 360, Hh = 220, w = W - L - 8, h = Hh - B - 8, q = counts.length - 1;
+    var bw = w / (q + 1), x0 = function (x) { return L + x * bw; };
     var svg = '<svg xmlns="http://www.w3.org/2000/svg" width="' + W + '" height="' + Hh + '" role="img" aria-label="histogram of the ' +
       'pairwise Hamming distances of the centers: x the distance in bits, y the number of pairs" font-size="10">';
     counts.forEach(function (n, x) { var bh = h * n / top; svg += '<rect x="' + x0(x) + '" y="' + (8 + h - bh) + '" width="' + Math.max(1, bw - 1) + '" height="' + bh + '" fill="#4c72b0"><title>' + x + ' bits: ' + n + ' pairs</title></rect>'; });

@@ -29,7 +29,8 @@ def plot_curves(
         Shared x values.
     ys_by_method : mapping str -> (n,) or (runs, n) array
         A 2-D array holds several runs (e.g. seeds): drawn as the mean with a band of +-1 sample standard
-        deviation (ddof = 1, as every table's "mean ± std over seeds"); one run draws no band.
+        deviation (ddof = 1, as every table's "mean ± std over seeds"), cut at 0 when no run is negative
+        (:func:`_band`); one run draws no band.
     xlabel, ylabel : str
         Axis labels; include units (e.g. "K (retrieved items)").
     title : str, optional
@@ -52,7 +53,8 @@ def plot_curves(
         axes.plot(x_values, mean, **style, **_marker_spacing(x_values.size), label=method, zorder=_zorder(style))
         if runs.shape[0] > 1:
             spread = runs.std(axis=0, ddof=1)  # the tables' std: the band and the table of one figure agree
-            axes.fill_between(x_values, mean - spread, mean + spread, color=style["color"], alpha=0.2, linewidth=0)
+            lower, upper = _band(mean, spread, runs)
+            axes.fill_between(x_values, lower, upper, color=style["color"], alpha=0.2, linewidth=0)
     if np.array_equal(x_values, np.round(x_values)):
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # K, epochs, cycles: no 2.5 ticks
     axes.set_xlabel(xlabel)
@@ -161,6 +163,21 @@ def _mean_and_spread(frame, x: str, y: str):
     return stats.index.to_numpy(), stats["mean"].to_numpy(), stats["std"].fillna(0.0).to_numpy()
 
 
+def _band(mean: np.ndarray, spread: np.ndarray, values: np.ndarray):
+    """The band drawn around a mean over runs: mean -+ spread, cut at 0 when no run's value (``values``, every value
+    drawn) is negative: a loss or a precision cannot be, but three seeds with one outlier put mean - std below 0 (a
+    loss ratio of -0.1 on `standard-fine`'s convergence figure, a reader audit)."""
+    lower = mean - spread
+    return (np.maximum(lower, 0.0) if np.nanmin(values) >= 0 else lower), mean + spread
+
+
+def _mean_and_band(frame, x: str, y: str):
+    """Per ``x`` value, the mean of ``y`` over the rows (seeds) and its :func:`_band` (mean -+ std, no width for one
+    run)."""
+    x_values, mean, spread = _mean_and_spread(frame, x, y)
+    return (x_values, mean, *_band(mean, spread, frame[y].to_numpy(dtype=float)))
+
+
 def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group: str = "label") -> Figure:
     """The paper's convergence figure: training loss and validation mAP against the epoch, per code length.
 
@@ -169,7 +186,7 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
 
     One row of panels per code length (column ``bits``), one panel for the loss and one per metric, one
     line per ``group`` value (method); several runs of a group (seeds) are drawn as their mean with a
-    +-1 std band.
+    +-1 std band, cut at 0 when no run is negative (:func:`_band`).
 
     Parameters
     ----------
@@ -211,10 +228,10 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
         for name, frame in history_frame[history_frame["bits"] == q].groupby(group, sort=False):
             style = method_style(str(name))
             for column, panel in enumerate(panels):
-                x, mean, spread = _mean_and_spread(frame, "epoch", panel)
+                x, mean, lower, upper = _mean_and_band(frame, "epoch", panel)
                 axes = grid[row, column]
                 axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(name), zorder=_zorder(style))
-                axes.fill_between(x, mean - spread, mean + spread, color=style["color"], alpha=0.2, linewidth=0)
+                axes.fill_between(x, lower, upper, color=style["color"], alpha=0.2, linewidth=0)
         for column, panel in enumerate(panels):
             axes = grid[row, column]
             axes.set_title(f"{q} bits: {'training loss / epoch 1' if panel == 'loss' else 'validation ' + panel}",
@@ -389,7 +406,8 @@ def convergence_frame(history_frame, metric: str = "mAP@ALL", group: str = "labe
 def plot_convergence_overlay(frame, title: str | None = None) -> Figure:
     """Every method's curve of :func:`convergence_frame` on one shared axis per code length.
 
-    Several seeds are drawn as their mean with a +-1 std band; the styles are :func:`method_style`.
+    Several seeds are drawn as their mean with a +-1 std band, cut at 0 when no run is negative (:func:`_band`); the
+    styles are :func:`method_style`.
     """
     import pandas as pd
 
@@ -406,9 +424,9 @@ def plot_convergence_overlay(frame, title: str | None = None) -> Figure:
     for axes, q in zip(grid, bits_values):
         for method, group in frame[frame["bits"] == q].groupby("method", sort=False):
             style = method_style(str(method))
-            x, mean, spread = _mean_and_spread(group, "epoch", metric)
+            x, mean, lower, upper = _mean_and_band(group, "epoch", metric)
             axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(method), zorder=_zorder(style))
-            axes.fill_between(x, mean - spread, mean + spread, color=style["color"], alpha=0.15, linewidth=0)
+            axes.fill_between(x, lower, upper, color=style["color"], alpha=0.15, linewidth=0)
         axes.set_title(f"{q} bits", fontsize=10)
         axes.set_xlabel(_epoch_label(frame[frame["bits"] == q], share))  # each panel its own length's budgets
         if integer:

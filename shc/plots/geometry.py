@@ -524,7 +524,7 @@ def plot_center_history(history_frame, group: str = "bits") -> Figure:
 def plot_search_history(history_frame, group: str = "bits") -> Figure:
     """shc-ls's search record by record: S_loss at each record (per start: the start, its descent, its annealing
     blocks, its final descent; last: the pair descent), one line per ``group`` value (default the code length),
-    the mean over seeds with a +-1 std band.
+    the mean over seeds with a +-1 std band (cut at 0: S_loss is not negative).
 
     Parameters
     ----------
