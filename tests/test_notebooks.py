@@ -568,6 +568,16 @@ def test_a_seed_band_does_not_go_below_zero_where_no_run_does():
         band = np.concatenate([path.vertices for collection in curves.axes[0].collections
                                for path in collection.get_paths()])
         assert band[band[:, 0] == 2, 1].min() == pytest.approx(floor)
+    import warnings
+
+    from shc.plots.curves import _band
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NaN values (epochs never evaluated) are left out, without a warning
+        lower, upper = _band(np.array([0.1]), np.array([0.2]), np.array([np.nan, 0.3, np.nan]))
+        assert lower == pytest.approx(0.0) and upper == pytest.approx(0.3)
+        lower, _ = _band(np.array([0.1]), np.array([0.2]), np.array([np.nan]))
+        assert lower == pytest.approx(-0.1)
 
 
 def test_plot_center_history_draws_every_record_and_the_target_distance():

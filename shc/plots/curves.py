@@ -167,8 +167,9 @@ def _band(mean: np.ndarray, spread: np.ndarray, values: np.ndarray):
     """The band drawn around a mean over runs: mean -+ spread, cut at 0 when no run's value (``values``, every value
     drawn) is negative: a loss or a precision cannot be, but three seeds with one outlier put mean - std below 0 (a
     loss ratio of -0.1 on `standard-fine`'s convergence figure, a reader audit)."""
-    lower = mean - spread
-    return (np.maximum(lower, 0.0) if np.nanmin(values) >= 0 else lower), mean + spread
+    lower, drawn = mean - spread, np.asarray(values, dtype=float)
+    drawn = drawn[~np.isnan(drawn)]  # epochs without an evaluation hold NaN; none drawn: nothing to cut at
+    return (np.maximum(lower, 0.0) if drawn.size and drawn.min() >= 0 else lower), mean + spread
 
 
 def _mean_and_band(frame, x: str, y: str):
