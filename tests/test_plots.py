@@ -443,6 +443,24 @@ def test_plot_example_queries_outlines_wrong_results_in_red(tmp_path):
         plots.plot_example_queries(queries, [results[0], results[1][:2]], correct)
 
 
+def test_example_query_captions_stay_clear_of_the_rank_headers():
+    """A composite's name above the query ("T-shirt/top + T-shirt/top", as on page 04 of the fashion presets) was
+    wider than its thumbnail: it began left of the figure's edge (cut in a saved page without a tight box) and ran
+    up to the "#1" above the first result; wrapped, it lies inside the figure and ends well before "#1"."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    rng = np.random.default_rng(0)
+    pair = [rng.integers(0, 255, (28, 56), dtype=np.uint8) for _ in range(11)]
+    names = ["T-shirt/top + T-shirt/top", "Ankle boot + Ankle boot"]
+    fig = plots.plot_example_queries(pair[:2], [pair[1:] for _ in names], np.ones((2, 10), bool), query_titles=names)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    grid = np.array(fig.axes).reshape(2, 11)
+    caption, header = (grid[0, column].title.get_window_extent(canvas.get_renderer()) for column in (0, 1))
+    assert caption.x0 >= 0 and caption.x1 + 0.3 * fig.dpi <= header.x0
+    assert grid[0, 0].get_title().replace("\n", " ") == names[0]  # wrapped, not cut
+
+
 def test_example_query_thumbnails_show_their_own_pixels_and_large_images_are_averaged():
     """A 28 x 84 composite drawn into a panel of more than 84 saved pixels is upsampled: nearest neighbour, so the
     PNG holds only the image's own grey levels (a 0/255 stripe pattern stays two colours, no blended greys). A
@@ -763,6 +781,31 @@ def test_code_embedding_places_codes_near_their_centers(method):
     assert isinstance(fig, Figure)
     offsets = np.vstack([collection.get_offsets() for collection in fig.axes[0].collections])
     assert len(offsets) == 64  # every code and center drawn, once
+
+
+@pytest.mark.parametrize("num_classes", [10, 333])
+def test_code_embedding_centers_leave_the_codes_visible(num_classes):
+    """standard-fine's 333 stars covered about two fifths of the panel and were drawn over the codes (a reader
+    audit: "the stars hide the dots"). Now the codes lie above the stars and all stars together cover at most a
+    tenth of the panel, while 10 classes keep their large stars."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"kind": ["code"] * 800 + ["center"] * num_classes,
+                          "class": np.r_[rng.integers(0, num_classes, 800), np.arange(num_classes)],
+                          "x": rng.random(800 + num_classes), "y": rng.random(800 + num_classes)})
+    frame["index"], frame["coarse"] = frame["class"], frame["class"] % 10
+    fig = plots.plot_code_embedding(frame)
+    drawn = [collection for collection in fig.axes[0].collections if len(collection.get_offsets())]
+    stars = [collection for collection in drawn if collection.get_sizes()[0] > 9]
+    dots = [collection for collection in drawn if collection.get_sizes()[0] == 9]
+    assert sum(len(collection.get_offsets()) for collection in stars) == num_classes and len(dots) == 10
+    assert min(dot.get_zorder() for dot in dots) > max(star.get_zorder() for star in stars)
+    box = fig.axes[0].get_position()
+    panel = box.width * fig.get_figwidth() * box.height * fig.get_figheight() * 72**2  # points^2
+    covered = sum(collection.get_sizes()[0] * len(collection.get_offsets()) for collection in stars)
+    assert covered <= 0.1 * panel
+    assert stars[0].get_sizes()[0] == (160 if num_classes == 10 else 30)
 
 
 def test_code_embedding_rejects_mismatched_inputs():

@@ -3,6 +3,7 @@ per-class AP against class similarity."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -30,7 +31,7 @@ def plot_example_queries(
     correct_mask : (Q, K) bool array
         Whether each retrieved image is relevant (green outline) or not (red outline).
     query_titles : sequence of str, optional
-        Caption per query (e.g. its class name).
+        Caption per query (e.g. its class name), wrapped to about 14 characters a line so it stays above its thumbnail.
     """
     mask = np.asarray(correct_mask, dtype=bool)
     num_queries = len(query_images)
@@ -49,7 +50,9 @@ def plot_example_queries(
     grid = fig.subplots(num_queries, top_k + 1, squeeze=False)
     for row in range(num_queries):
         _show_image(grid[row, 0], query_images[row], "#0072B2")
-        grid[row, 0].set_title(query_titles[row] if query_titles is not None else "query", fontsize=8)
+        caption = query_titles[row] if query_titles is not None else "query"
+        # a composite's name ("T-shirt/top + T-shirt/top") is wider than its thumbnail and ran up to "#1"
+        grid[row, 0].set_title(textwrap.fill(caption, width=14, break_long_words=False), fontsize=8)
         for column in range(top_k):
             outline = "#009E73" if mask[row, column] else "#D62728"
             _show_image(grid[row, column + 1], result_images[row][column], outline)
@@ -171,7 +174,7 @@ def _embed(distances: np.ndarray, method: str, seed: int) -> np.ndarray:
 
 
 def plot_code_embedding(frame, coarse_names: Sequence[str] | None = None, title: str | None = None) -> Figure:
-    """Scatter of :func:`code_embedding_frame`: codes as small dots, centers as large outlined stars.
+    """Scatter of :func:`code_embedding_frame`: codes as small dots above the centers, outlined stars (smaller when many).
 
     Colour: the coarse class (one colour each, also in the legend); a code near its class's center
     and far from other coarse classes is what a semantic code should look like.
@@ -184,14 +187,17 @@ def plot_code_embedding(frame, coarse_names: Sequence[str] | None = None, title:
     if coarse_names is not None and len(coarse_names) <= max(groups):
         raise ValueError(f"coarse_names has {len(coarse_names)} names but coarse class {max(groups)} occurs.")
     colors = _categorical_colors(len(groups))
+    star = _center_marker_size(int((frame["kind"] == "center").sum()))
     fig = _new_figure(7.2, 5.6)
     axes = fig.subplots()
     for group, color in zip(groups, colors):
         name = coarse_names[group] if coarse_names is not None else f"coarse {group}"
         codes = frame[(frame["coarse"] == group) & (frame["kind"] == "code")]
         hubs = frame[(frame["coarse"] == group) & (frame["kind"] == "center")]
-        axes.scatter(codes["x"], codes["y"], color=color, s=9, alpha=0.55, linewidth=0, label=name)
-        axes.scatter(hubs["x"], hubs["y"], color=color, s=160, marker="*", edgecolor="black", linewidth=0.8)
+        # codes above the centers: hundreds of stars (333 classes) otherwise hide the very dots they explain
+        axes.scatter(codes["x"], codes["y"], color=color, s=9, alpha=0.55, linewidth=0, label=name, zorder=3)
+        axes.scatter(hubs["x"], hubs["y"], color=color, s=star, marker="*", edgecolor="black",
+                     linewidth=0.8 if star >= 100 else 0.4, zorder=2)
     if (frame["kind"] == "center").any():
         axes.scatter([], [], color="white", s=160, marker="*", edgecolor="black", label="hash center")
     axes.set_xticks([])
@@ -201,6 +207,13 @@ def plot_code_embedding(frame, coarse_names: Sequence[str] | None = None, title:
     axes.set_title(title or f"learned codes in 2-D ({(frame['kind'] == 'code').sum()} codes)")
     _legend_outside(fig, axes, title="coarse class")
     return fig
+
+
+def _center_marker_size(num_centers: int) -> float:
+    """Area (points^2) of a center's star in :func:`plot_code_embedding`: 160 up to 30 centers, then shrinking as
+    ``4800 / C`` (all stars together cover a fixed area) down to 30, so at 333 classes they cover about a tenth of
+    the panel, not two fifths."""
+    return float(np.clip(4800.0 / max(num_centers, 1), 30.0, 160.0))
 
 
 def class_ap_frame(
