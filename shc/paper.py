@@ -139,15 +139,15 @@ MISSED_TARGETS = "missed targets"
 
 def _missed_targets(rows: pd.DataFrame, methods: Sequence[str]) -> str:
     """The ``methods`` (of one dataset and code length) whose mean training center hit rate is below
-    :data:`shc.reachability.REACHED`, ``", "``-joined; "" when all reached theirs; "not recorded" without the
-    record. A difference involving one of them compares what the networks could fit, not the targets (a reader
+    :data:`shc.reachability.REACHED`, ``", "``-joined; "none" when all reached theirs (the word the page shows, so
+    the saved table holds it too); "not recorded" without the record. A difference involving one of them compares what the networks could fit, not the targets (a reader
     audit of ``standard-fine``'s page 06, issue 38: its 64-bit rows sat beside the paper's without it)."""
     from shc.findings.runs import missed_targets
 
     if "train_center_hit_rate" not in rows or rows["train_center_hit_rate"].isna().all():
         return "not recorded"
     short = {name for rates in missed_targets(rows, method="method").values() for name in rates.index}
-    return ", ".join(m for m in dict.fromkeys(methods) if m in short)
+    return ", ".join(m for m in dict.fromkeys(methods) if m in short) or "none"
 
 
 def side_by_side(rows: pd.DataFrame, name: str, metric: str = "mAP@100") -> list[pd.DataFrame]:
@@ -179,7 +179,7 @@ def comparison_markdown(frames: Sequence[pd.DataFrame], digits: int = 3) -> str:
 
     def caveat(row: pd.Series) -> str:
         value = row.get(MISSED_TARGETS, "-")
-        return f" {value if isinstance(value, str) and value else ('-' if row['source'] == 'paper' else 'none')} |"
+        return f" {value if isinstance(value, str) and value else '-'} |"  # the paper's rows: no record
 
     lines = ["| source | dataset | bits | SHC | best baseline | SHC − best | SHC − CSQ | SHC − MDS |"
              + (f" below the {REACHED:g} hit rate |" if missed else ""),
