@@ -1121,6 +1121,40 @@ def test_compact_png_quantises_a_real_figure_closely_and_keeps_white_and_dpi():
     assert error.mean() < 2 and error.max() <= 64
 
 
+def test_compact_png_keeps_every_colour_that_covers_a_thousandth_of_the_figure_exact():
+    """Page 03's convergence figure of standard-pretrained (2026-12-04): maximum coverage had put LTH's pale olive band
+    into a cluster whose mean was peach (SHC's hue on the page), random's grey band lavender and the gridlines' grey
+    pink and green; a reader matched bands to the wrong lines. Every method's band and line over a grid: each colour
+    covering >= PINNED_SHARE of the pixels comes back exact, and the pale tints keep their hue."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from shc.plots.style import PINNED_SHARE
+
+    with plt.style.context({"axes.grid": True, "grid.color": "#cccccc", "grid.linestyle": ":"}):
+        fig, axes = plt.subplots(3, 3, figsize=(12, 7))
+        x = np.linspace(0, 160, 300)
+        for panel in axes.flat:
+            for rank, method in enumerate(plots.METHOD_COLORS):
+                y = 0.2 + 0.07 * rank + 0.05 * np.sin(x / 25 + rank)
+                color = plots.method_color(method)
+                panel.fill_between(x, y - 0.04 - 0.01 * rank, y + 0.05, color=color, alpha=0.18, linewidth=0)
+                panel.plot(x, y, color=color, marker="o", markevery=30)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=80)
+        plt.close(fig)
+    before = _pixels(buffer.getvalue())[..., :3].reshape(-1, 3).astype(int)
+    after = _pixels(plots.compact_png(buffer.getvalue()))[..., :3].reshape(-1, 3).astype(int)
+    colours, inverse, counts = np.unique(before, axis=0, return_inverse=True, return_counts=True)
+    assert len(colours) > 256  # quantised, not converted exactly
+    inverse = inverse.ravel()
+    major = np.flatnonzero(counts >= PINNED_SHARE * len(before))
+    assert len(major) > 20  # the bands, their overlaps, the lines, the grid
+    for colour in major:
+        assert (after[inverse == colour] == colours[colour]).all(), f"colour {colours[colour]} moved"
+
+
 def test_compact_png_is_no_larger_than_pillows_own_palette_png_and_keeps_its_pixels():
     import io
 
