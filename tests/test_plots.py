@@ -831,6 +831,27 @@ def test_class_ap_frame_uses_mean_similarity_to_the_others(tmp_path):
     plots.save_figure(fig, tmp_path / "class_ap", data=frame)
 
 
+def test_class_ap_tick_labels_stand_apart():
+    """standard-pretrained's page 04 (2026-12-04): mean similarities from -0.013 to +0.021 got seven ticks whose
+    labels read "-0.010-0.005 0.000" as one; each drawn x tick label now ends well before the next begins."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    rng = np.random.default_rng(0)
+    offsets = 2 * np.linspace(-0.013, 0.021, 100)  # mean similarities of about -0.013 ... +0.021
+    similarity = (offsets[:, None] + offsets[None, :]) / 2
+    np.fill_diagonal(similarity, 1.0)
+    ap = {method: rng.random(100) for method in ("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash", "lth")}
+    fig = plots.plot_class_ap(plots.class_ap_frame(ap, similarity))
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    low, high = fig.axes[0].get_xlim()
+    boxes = sorted((label.get_window_extent(canvas.get_renderer()) for tick, label in
+                    zip(fig.axes[0].get_xticks(), fig.axes[0].get_xticklabels()) if low <= tick <= high),
+                   key=lambda box: box.x0)
+    assert len(boxes) >= 3
+    assert all(left.x1 + 0.15 * fig.dpi <= right.x0 for left, right in zip(boxes, boxes[1:]))
+
+
 def test_convergence_overlay_draws_every_method_on_one_axis():
     history = pd.DataFrame({
         "label": ["shc"] * 6 + ["csq"] * 3, "bits": 16, "seed": [0, 0, 0, 1, 1, 1, 0, 0, 0],

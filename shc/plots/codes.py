@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from shc.plots.geometry import _as_centers, _as_similarity
 from shc.plots.style import _categorical_colors, _legend_outside, _new_figure, _pixel_faithful, method_style
@@ -285,6 +286,8 @@ def plot_class_ap(frame, title: str | None = None) -> Figure:
         axes.scatter(group["mean_similarity"], group["ap"], color=style["color"], marker=style["marker"], s=22,
                      alpha=0.8, label=f"{method} (Spearman {rho:+.2f})")  # fmt: skip
     axes.set_xlabel("class's mean similarity S to the other classes (unitless)")
+    # at most five x ticks: three-decimal similarities ("-0.010", "-0.005") ran into each other at matplotlib's seven
+    axes.xaxis.set_major_locator(MaxNLocator(nbins=5))
     axes.set_ylabel("class AP (mean over the class's queries)")
     axes.set_ylim(-0.02, 1.02)
     axes.set_title(title or "per-class AP against class similarity")
