@@ -852,6 +852,29 @@ def test_class_ap_tick_labels_stand_apart():
     assert all(left.x1 + 0.15 * fig.dpi <= right.x0 for left, right in zip(boxes, boxes[1:]))
 
 
+def test_convergence_tick_labels_stand_apart():
+    """standard-pretrained's page 03 (2026-12-04): epochs 0-160 on a 3.1-inch panel got ticks "80 100 120 140 160"
+    that touched; each drawn x tick label of the bottom row now ends well before the next begins."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    rows = [{"label": method, "bits": bits, "seed": seed, "epoch": epoch, "loss": 1 / epoch,
+             "tie_aware_mAP@ALL": 0.5 + epoch / 1000, "mAP@ALL": 0.5 + epoch / 1000}
+            for method, budget in (("shc", 80), ("mds", 80), ("lth", 160)) for bits in (16, 32, 64)
+            for seed in (0, 1) for epoch in range(1, budget + 1)]
+    fig = plots.plot_convergence(pd.DataFrame(rows))
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    bottom = [axes for axes in fig.axes if axes.get_xlabel()]
+    assert bottom
+    for axes in bottom:
+        low, high = axes.get_xlim()
+        boxes = sorted((label.get_window_extent(canvas.get_renderer()) for tick, label in
+                        zip(axes.get_xticks(), axes.get_xticklabels()) if low <= tick <= high and label.get_text()),
+                       key=lambda box: box.x0)
+        assert len(boxes) >= 3
+        assert all(left.x1 + 0.1 * fig.dpi <= right.x0 for left, right in zip(boxes, boxes[1:]))
+
+
 def test_convergence_overlay_draws_every_method_on_one_axis():
     history = pd.DataFrame({
         "label": ["shc"] * 6 + ["csq"] * 3, "bits": 16, "seed": [0, 0, 0, 1, 1, 1, 0, 0, 0],
