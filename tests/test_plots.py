@@ -1165,16 +1165,16 @@ def test_compact_png_quantises_a_real_figure_closely_and_keeps_white_and_dpi():
     assert error.mean() < 2 and error.max() <= 64
 
 
-def test_compact_png_keeps_every_colour_that_covers_a_thousandth_of_the_figure_exact():
+def test_compact_png_keeps_every_colour_that_covers_a_thousandth_of_the_figure():
     """Page 03's convergence figure of standard-pretrained (2026-12-04): maximum coverage had put LTH's pale olive band
     into a cluster whose mean was peach (SHC's hue on the page), random's grey band lavender and the gridlines' grey
-    pink and green; a reader matched bands to the wrong lines. Every method's band and line over a grid: each colour
-    covering >= PINNED_SHARE of the pixels comes back exact, and the pale tints keep their hue."""
+    pink and green (8-15 levels off); a reader matched bands to the wrong lines. Every method's band and line over a
+    grid: each colour covering >= PINNED_SHARE of the pixels comes back within PINNED_TOLERANCE levels."""
     import io
 
     import matplotlib.pyplot as plt
 
-    from shc.plots.style import PINNED_SHARE
+    from shc.plots.style import PINNED_SHARE, PINNED_TOLERANCE
 
     with plt.style.context({"axes.grid": True, "grid.color": "#cccccc", "grid.linestyle": ":"}):
         fig, axes = plt.subplots(3, 3, figsize=(12, 7))
@@ -1196,7 +1196,8 @@ def test_compact_png_keeps_every_colour_that_covers_a_thousandth_of_the_figure_e
     major = np.flatnonzero(counts >= PINNED_SHARE * len(before))
     assert len(major) > 20  # the bands, their overlaps, the lines, the grid
     for colour in major:
-        assert (after[inverse == colour] == colours[colour]).all(), f"colour {colours[colour]} moved"
+        moved = np.abs(after[inverse == colour] - colours[colour]).max()
+        assert moved <= PINNED_TOLERANCE <= 4, f"colour {colours[colour]} moved by {moved}"
 
 
 def test_compact_png_is_no_larger_than_pillows_own_palette_png_and_keeps_its_pixels():

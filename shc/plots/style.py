@@ -107,11 +107,15 @@ def use_style(context: str = "notebook") -> None:
 
 #: Colours of a palette PNG (8 bits an index): :func:`compact_png`'s budget.
 PALETTE_COLORS = 256
-#: A colour covering at least this share of a figure's pixels keeps its exact value in :func:`compact_png` (a band's
-#: tint, a gridline's grey, a method's line): on page 03's convergence figure of ``standard-pretrained`` maximum coverage
-#: alone had turned LTH's pale olive band peach (SHC's hue) and grey gridlines pink and green; pinning the colours of
-#: 0.1% or more costs 7% more bytes there, 0.01% 18% (2026-12-04).
+#: A colour covering at least this share of a figure's pixels keeps its value within :data:`PINNED_TOLERANCE` in
+#: :func:`compact_png` (a band's tint, a gridline's grey, a method's line): on page 03's convergence figure of
+#: ``standard-pretrained`` maximum coverage alone had turned LTH's pale olive band peach (SHC's hue) and grey gridlines
+#: pink and green, 8-15 levels off (2026-12-04).
 PINNED_SHARE = 1e-3
+#: Levels (of 255, any channel) a colour of :data:`PINNED_SHARE` may move before it gets an entry of its own: 4 keeps
+#: hues (a grey stays grey to the eye) at 5% more bytes on that convergence figure and none on a 333-class heatmap,
+#: whose continuous colour map is already within 6; exact (0) cost 7% there and 43% on the heatmap.
+PINNED_TOLERANCE = 4
 
 
 #: oxipng's optimisation level in :func:`compact_png`: on quick's 43 committed figures level 2 keeps 94% of Pillow's
@@ -131,7 +135,8 @@ def compact_png(data: bytes) -> bytes:
     image is about a quarter of the size: what keeps a preset's committed reports (figure files and the
     pages' embedded images) under 20 MB. An opaque image with at most 256 distinct colours is converted
     exactly (the palette is its colour set); one with more is quantised by maximum coverage, every colour covering
-    :data:`PINNED_SHARE` of the figure kept exact (white, a band's tint, a gridline's grey; :func:`_quantised`). An
+    :data:`PINNED_SHARE` of the figure kept within :data:`PINNED_TOLERANCE` (white, a band's tint, a gridline's grey;
+    :func:`_quantised`). An
     image with transparent pixels, or one the palette would not make smaller, is returned unchanged. The
     resolution (dpi) is kept. The palette PNG is then recompressed losslessly by oxipng (:data:`OXIPNG_LEVEL`,
     :data:`OXIPNG_DEFLATE`).
@@ -170,8 +175,9 @@ def compact_png(data: bytes) -> bytes:
 def _quantised(rgb: np.ndarray):
     """``rgb`` (H, W, 3 uint8, more than :data:`PALETTE_COLORS` colours) as a palette image: Pillow's maximum-coverage
     clusters, each entry set to its most frequent member (a cluster's mean is a colour the figure never drew), then
-    every colour covering :data:`PINNED_SHARE` of the pixels or more given an exact entry of its own (the least used
-    entries make room; their pixels move to the nearest remaining entry)."""
+    every colour covering :data:`PINNED_SHARE` of the pixels or more that its entry moves by more than
+    :data:`PINNED_TOLERANCE` given an exact entry of its own (the least used entries make room; their pixels move to
+    the nearest remaining entry)."""
     from PIL import Image
 
     flat = rgb.reshape(-1, 3).astype(np.int64)
@@ -200,7 +206,8 @@ def _quantised(rgb: np.ndarray):
     for colour in major[np.argsort(-counts[major], kind="stable")]:
         pixels = by_colour[starts[colour]:starts[colour + 1]]
         exact = rgb_of(colours[colour])
-        if (index[pixels] == index[pixels[0]]).all() and (palette[index[pixels[0]]] == exact).all():
+        if (np.abs(palette[index[pixels]] - exact).max() <= PINNED_TOLERANCE
+                and (index[pixels] == index[pixels[0]]).all()):
             pinned[index[pixels[0]]] = True
             continue
         free = np.flatnonzero(~pinned)
