@@ -218,6 +218,20 @@ def _texts_apart(fig, texts, gap_inches: float = 0.3) -> list[tuple[int, int]] |
     return None
 
 
+def _x_tick_labels_apart(fig, axes, gap_inches: float) -> bool:
+    """Draw ``fig``: at least three x tick labels are drawn inside ``axes``' limits and each ends ``gap_inches``
+    before the next begins."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    low, high = axes.get_xlim()
+    boxes = sorted((label.get_window_extent(canvas.get_renderer()) for tick, label in
+                    zip(axes.get_xticks(), axes.get_xticklabels()) if low <= tick <= high and label.get_text()),
+                   key=lambda box: box.x0)
+    return len(boxes) >= 3 and all(left.x1 + gap_inches * fig.dpi <= right.x0 for left, right in zip(boxes, boxes[1:]))
+
+
 @pytest.mark.parametrize("num_classes", [100, 333])
 def test_similarity_vs_gram_panel_labels_do_not_run_into_each_other(num_classes):
     """Seven panels side by side (S and six methods, as page 02 draws them): drawn, each panel's x label and title end
@@ -834,45 +848,25 @@ def test_class_ap_frame_uses_mean_similarity_to_the_others(tmp_path):
 def test_class_ap_tick_labels_stand_apart():
     """standard-pretrained's page 04 (2026-12-04): mean similarities from -0.013 to +0.021 got seven ticks whose
     labels read "-0.010-0.005 0.000" as one; each drawn x tick label now ends well before the next begins."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     rng = np.random.default_rng(0)
     offsets = 2 * np.linspace(-0.013, 0.021, 100)  # mean similarities of about -0.013 ... +0.021
     similarity = (offsets[:, None] + offsets[None, :]) / 2
     np.fill_diagonal(similarity, 1.0)
     ap = {method: rng.random(100) for method in ("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash", "lth")}
     fig = plots.plot_class_ap(plots.class_ap_frame(ap, similarity))
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    low, high = fig.axes[0].get_xlim()
-    boxes = sorted((label.get_window_extent(canvas.get_renderer()) for tick, label in
-                    zip(fig.axes[0].get_xticks(), fig.axes[0].get_xticklabels()) if low <= tick <= high),
-                   key=lambda box: box.x0)
-    assert len(boxes) >= 3
-    assert all(left.x1 + 0.15 * fig.dpi <= right.x0 for left, right in zip(boxes, boxes[1:]))
+    assert _x_tick_labels_apart(fig, fig.axes[0], 0.15)
 
 
 def test_convergence_tick_labels_stand_apart():
     """standard-pretrained's page 03 (2026-12-04): epochs 0-160 on a 3.1-inch panel got ticks "80 100 120 140 160"
     that touched; each drawn x tick label of the bottom row now ends well before the next begins."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     rows = [{"label": method, "bits": bits, "seed": seed, "epoch": epoch, "loss": 1 / epoch,
              "tie_aware_mAP@ALL": 0.5 + epoch / 1000, "mAP@ALL": 0.5 + epoch / 1000}
             for method, budget in (("shc", 80), ("mds", 80), ("lth", 160)) for bits in (16, 32, 64)
             for seed in (0, 1) for epoch in range(1, budget + 1)]
     fig = plots.plot_convergence(pd.DataFrame(rows))
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
     bottom = [axes for axes in fig.axes if axes.get_xlabel()]
-    assert bottom
-    for axes in bottom:
-        low, high = axes.get_xlim()
-        boxes = sorted((label.get_window_extent(canvas.get_renderer()) for tick, label in
-                        zip(axes.get_xticks(), axes.get_xticklabels()) if low <= tick <= high and label.get_text()),
-                       key=lambda box: box.x0)
-        assert len(boxes) >= 3
-        assert all(left.x1 + 0.1 * fig.dpi <= right.x0 for left, right in zip(boxes, boxes[1:]))
+    assert bottom and all(_x_tick_labels_apart(fig, axes, 0.1) for axes in bottom)
 
 
 def test_convergence_overlay_draws_every_method_on_one_axis():
