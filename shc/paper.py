@@ -140,8 +140,9 @@ MISSED_TARGETS = "missed targets"
 def _missed_targets(rows: pd.DataFrame, methods: Sequence[str]) -> str:
     """The ``methods`` (of one dataset and code length) whose mean training center hit rate is below
     :data:`shc.reachability.REACHED`, ``", "``-joined; "none" when all reached theirs (the word the page shows, so
-    the saved table holds it too); "not recorded" without the record. A difference involving one of them compares what the networks could fit, not the targets (a reader
-    audit of ``standard-fine``'s page 06, issue 38: its 64-bit rows sat beside the paper's without it)."""
+    the saved table holds it too); "not recorded" without the record. A difference involving one of them compares
+    what the networks could fit, not the targets (a reader audit of ``standard-fine``'s page 06, issue 38: its 64-bit
+    rows sat beside the paper's without it)."""
     from shc.findings.runs import missed_targets
 
     if "train_center_hit_rate" not in rows or rows["train_center_hit_rate"].isna().all():

@@ -175,7 +175,8 @@ def _embed(distances: np.ndarray, method: str, seed: int) -> np.ndarray:
 
 
 def plot_code_embedding(frame, coarse_names: Sequence[str] | None = None, title: str | None = None) -> Figure:
-    """Scatter of :func:`code_embedding_frame`: codes as small dots above the centers, outlined stars (smaller when many).
+    """Scatter of :func:`code_embedding_frame`: codes as small dots above the centers' outlined stars (smaller when
+    there are many).
 
     Colour: the coarse class (one colour each, also in the legend); a code near its class's center
     and far from other coarse classes is what a semantic code should look like.

@@ -136,10 +136,9 @@ def compact_png(data: bytes) -> bytes:
     pages' embedded images) under 20 MB. An opaque image with at most 256 distinct colours is converted
     exactly (the palette is its colour set); one with more is quantised by maximum coverage, every colour covering
     :data:`PINNED_SHARE` of the figure kept within :data:`PINNED_TOLERANCE` (white, a band's tint, a gridline's grey;
-    :func:`_quantised`). An
-    image with transparent pixels, or one the palette would not make smaller, is returned unchanged. The
-    resolution (dpi) is kept. The palette PNG is then recompressed losslessly by oxipng (:data:`OXIPNG_LEVEL`,
-    :data:`OXIPNG_DEFLATE`).
+    :func:`_quantised`). An image with transparent pixels, or one the palette would not make smaller, is returned
+    unchanged. The resolution (dpi) is kept. The palette PNG is then recompressed losslessly by oxipng
+    (:data:`OXIPNG_LEVEL`, :data:`OXIPNG_DEFLATE`).
     """
     import oxipng
     from PIL import Image
@@ -211,6 +210,8 @@ def _quantised(rgb: np.ndarray):
             pinned[index[pixels[0]]] = True
             continue
         free = np.flatnonzero(~pinned)
+        if free.size == 0:  # more such colours than entries (blocks of 300 flat colours): the rest stay clustered
+            break
         slot = free[np.argmin(use[free])]
         palette[slot], pinned[slot] = exact, True
         evicted = np.flatnonzero(index == slot)
