@@ -98,6 +98,7 @@ def test_digits_default_shapes_and_classes(digits):
 def test_digits_hierarchy_is_first_digit(digits):
     np.testing.assert_array_equal(digits.coarse_labels, [int(name[0]) for name in digits.class_names])
     assert digits.coarse_names[3] == "3x" and len(digits.coarse_names) == 10
+    assert digits.coarse_title == "coarse class (the class of its first digit)"  # the legends say which digit
 
 
 def test_digits_composites_are_real_digits_from_disjoint_pools(digits, base_digits):
@@ -316,6 +317,7 @@ def test_fashion_composite_from_idx_files(tmp_path):
     splits = load_dataset("fashion-composite", root=tmp_path, **SMALL_COMPOSITE)
     assert splits.num_classes == 100 and splits.class_names[1] == "T-shirt/top + Trouser"
     assert splits.coarse_names[9] == "Ankle boot" and splits.coarse_labels[95] == 9
+    assert splits.coarse_title == "coarse class (the class of its first item)"
     assert splits.train[0][0].shape == (3, 28, 56) and len(splits.train) == 200
     names = splits.coarse_names
     assert_composites_match(
@@ -389,6 +391,7 @@ def test_cifar100_protocol_on_tiny_pickles(tmp_path):
     ids = source_sets(splits)
     assert set().union(*ids.values()) == set(range(120)) and sum(map(len, ids.values())) == 120
     assert splits.class_names[3] == "fine3" and splits.coarse_names == [f"coarse{i}" for i in range(5)]
+    assert splits.coarse_title == "coarse class (its CIFAR-100 superclass)"
     np.testing.assert_array_equal(splits.coarse_labels, np.arange(10) // 2)
     sample = 5
     source = int(splits.database.source_ids[sample])
@@ -600,6 +603,7 @@ def test_nabirds_a_official_split_and_hierarchy(tmp_path):
     assert splits.class_names == ["Mallard (Male)", "Mallard (Female)", "Red-tailed Hawk", "Cooper's Hawk"]
     np.testing.assert_array_equal(splits.coarse_labels, [0, 0, 1, 1])
     assert splits.coarse_names == ["Ducks", "Hawks"]
+    assert splits.coarse_title == "coarse class (its parent in hierarchy.txt)"
     leaf_to_label = {5: 0, 7: 1, 12: 2, 20: 3}
     facts = nabirds_truth_of(splits, tmp_path / "nabirds", truth)
     for name, split in splits.splits.items():
@@ -769,6 +773,7 @@ def test_fashion_modes_splits_are_disjoint_draws_of_each_mode_with_the_item_as_c
     assert splits.num_classes == 20 and splits.class_names[3] == "Trouser #2"
     np.testing.assert_array_equal(splits.coarse_labels, np.repeat(np.arange(10), 2))
     assert splits.coarse_names[9] == "Ankle boot"
+    assert splits.coarse_title == "coarse class (the item whose mode it is)"
     used = []
     for split, count in (("train", 2), ("val", 1), ("query", 1), ("database", 1)):
         part = getattr(splits, split)

@@ -457,6 +457,28 @@ def test_plot_example_queries_outlines_wrong_results_in_red(tmp_path):
         plots.plot_example_queries(queries, [results[0], results[1][:2]], correct)
 
 
+@pytest.mark.parametrize(("shape", "name"), [((28, 56), "T-shirt/top + T-shirt/top"), ((8, 16), "37"), ((8, 8), "37")])
+def test_example_query_rows_leave_only_the_caption_between_them(shape, name):
+    """Rows were 1.2 inches tall whatever the images: 2:1 composites (0.55 inches tall) floated in 0.7 inches of white
+    (2026-12-04 audit). Drawn, the space between two rows' thumbnails holds the caption (one line or two) and its
+    pads, and no more."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    rng = np.random.default_rng(0)
+    images = [rng.integers(0, 255, shape, dtype=np.uint8) for _ in range(6)]
+    names = [name] * 3
+    fig = plots.plot_example_queries(images[:3], [images[1:] for _ in names], np.ones((3, 5), bool), names)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    grid = np.array(fig.axes).reshape(3, 6)
+    boxes = [grid[row, 1].get_window_extent(canvas.get_renderer()) for row in range(3)]
+    caption = grid[1, 0].title.get_window_extent(canvas.get_renderer()).height / fig.dpi
+    gaps = [(upper.y0 - lower.y1) / fig.dpi for upper, lower in zip(boxes, boxes[1:])]
+    # the caption, the title's pad and the layout's pads (about 0.17 inches) and no more; thumbnails kept their width
+    assert all(caption <= gap <= caption + 0.25 for gap in gaps), (caption, gaps)
+    assert all(box.width / fig.dpi >= 0.95 for box in boxes)
+
+
 def test_example_query_captions_stay_clear_of_the_rank_headers():
     """A composite's name above the query ("T-shirt/top + T-shirt/top", as on page 04 of the fashion presets) was
     wider than its thumbnail: it began left of the figure's edge (cut in a saved page without a tight box) and ran
@@ -791,8 +813,11 @@ def test_code_embedding_places_codes_near_their_centers(method):
     hubs = frame[frame["kind"] == "center"].set_index("class")[["x", "y"]]
     nearest = [hubs.sub(point, axis=1).pow(2).sum(axis=1).idxmin() for point in chosen[["x", "y"]].to_numpy()]
     assert np.mean(np.asarray(nearest) == chosen["class"].to_numpy()) > 0.9
-    fig = plots.plot_code_embedding(frame, coarse_names=["vehicles", "animals"])
-    assert isinstance(fig, Figure)
+    fig = plots.plot_code_embedding(frame, coarse_names=["vehicles", "animals"],
+                                    legend_title="coarse class (the class of its first item)")
+    # the legend says what a coarse class is, in lines that keep it narrow
+    assert isinstance(fig, Figure) and fig.legends[0].get_title().get_text() == (
+        "coarse class\n(the class of its\nfirst item)")
     offsets = np.vstack([collection.get_offsets() for collection in fig.axes[0].collections])
     assert len(offsets) == 64  # every code and center drawn, once
 
@@ -867,6 +892,48 @@ def test_convergence_tick_labels_stand_apart():
     fig = plots.plot_convergence(pd.DataFrame(rows))
     bottom = [axes for axes in fig.axes if axes.get_xlabel()]
     assert bottom and all(_x_tick_labels_apart(fig, axes, 0.1) for axes in bottom)
+
+
+def _marker_points(fig, line) -> np.ndarray:
+    """Draw ``fig``; the display coordinates (pixels) where ``line``'s markers are drawn, chosen as matplotlib's
+    Line2D.draw chooses them from its ``markevery``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.lines import _mark_every_path  # the subsampler Line2D.draw calls
+
+    FigureCanvasAgg(fig).draw()
+    path, affine = line._get_transformed_path().get_transformed_points_and_affine()
+    return affine.transform(_mark_every_path(line.get_markevery(), path, affine, line.axes).vertices)
+
+
+def test_markers_of_meeting_curves_stand_side_by_side():
+    """standard-pretrained's page 03 (2026-12-04 audit): random, CSQ and SHC share CSQ's loss, their relative losses
+    meet, and each drew its markers on the same epochs, so random's line hid under the others' markers. Drawn, past
+    the first five epochs (where one epoch's drop spans more than a marker step, markers can only sit on its ends) no
+    marker of one lies within 3 pixels of another line's; the panels are titled in the pages' words."""
+    rows = [{"label": method, "bits": 16, "seed": seed, "epoch": epoch, "loss": 1 / epoch,
+             "tie_aware_mAP@ALL": 0.5 + epoch / 1000}
+            for method in ("random", "csq", "shc") for seed in (0, 1) for epoch in range(1, 81)]
+    fig = plots.plot_convergence(pd.DataFrame(rows))
+    loss_axes = fig.axes[0]
+    after = loss_axes.transData.transform([[5, 0]])[0, 0]
+    points = [p[p[:, 0] > after] for p in (_marker_points(fig, line) for line in loss_axes.lines)]
+    assert len(points) == 3 and all(len(p) >= 5 for p in points)
+    for one, other in itertools.combinations(points, 2):
+        assert np.hypot(*(one[:, None, :] - other[None, :, :]).transpose(2, 0, 1)).min() > 3
+    assert [axes.get_title() for axes in fig.axes[:2]] == ["16 bits: training loss / epoch 1",
+                                                           "16 bits: validation tie-aware mAP@ALL"]
+
+
+def test_pr_markers_do_not_pile_up_where_points_crowd():
+    """A PR curve's points crowd near recall 1 (many radii retrieve almost everything): markers every n-th point piled
+    up there (2026-12-04 audit); drawn, consecutive markers now lie at least half a marker step apart on screen."""
+    recall = np.concatenate([np.linspace(0.0, 0.9, 20), np.linspace(0.9, 1.0, 180)])
+    fig = plots.plot_pr_curves({"shc": {"precision": 1 - 0.5 * recall, "recall": recall}})
+    axes = fig.axes[0]
+    points = _marker_points(fig, axes.lines[0])
+    (x0, y0), (x1, y1) = axes.transAxes.transform([[0, 0], [1, 1]])
+    step = np.diff(points, axis=0)
+    assert len(points) >= 5 and np.hypot(*step.T).min() >= 0.5 * 0.08 * np.hypot(x1 - x0, y1 - y0)
 
 
 def test_convergence_overlay_draws_every_method_on_one_axis():

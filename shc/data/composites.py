@@ -180,6 +180,7 @@ def _composite_dataset(
         multi_label=False,
         coarse_labels=class_items[:, 0].copy(),
         coarse_names=coarse_names,
+        coarse_meaning=f"the class of its first {base.item_word}",
         protocol=(
             f"{num_items}-{base.item_word} composites of {base.description}: {num_classes} classes, "
             f"per class {counts}; each split drawn from its own disjoint pool of base images "

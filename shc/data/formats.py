@@ -37,6 +37,7 @@ class _Catalog:
     is_official_train: np.ndarray | None = None  # (n,) bool, for datasets with an official split
     coarse_labels: np.ndarray | None = None
     coarse_names: list[str] | None = None
+    coarse_meaning: str = ""
 
     def split(self, name: str, indices: dict[str, np.ndarray], protocol: str,
               val_in_database: bool = False) -> DatasetSplits:
@@ -50,6 +51,7 @@ class _Catalog:
             multi_label=False,
             coarse_labels=self.coarse_labels,
             coarse_names=self.coarse_names,
+            coarse_meaning=self.coarse_meaning,
             protocol=f"{protocol}: {_describe_sizes(indices)}",
             val_in_database=val_in_database,
         )
@@ -183,6 +185,7 @@ def _load_cifar100(root: Path | None, seed: int, *, train_size: int | float = 10
         class_names,
         coarse_labels=coarse_of_class,
         coarse_names=[_text(n) for n in meta["coarse_label_names"]],
+        coarse_meaning="its CIFAR-100 superclass",
     )
     return catalog.random_split(
         "cifar100", seed, (train_size, query_size, database_size, val_size),
@@ -361,6 +364,7 @@ def _nabirds(root: Path | None) -> _Catalog:
         is_official_train=is_train,
         coarse_labels=coarse_labels.reshape(-1),
         coarse_names=[str(n) for n in _lookup(name_keys, names, parent_ids, folder / "classes.txt")],
+        coarse_meaning="its parent in hierarchy.txt",
     )
 
 

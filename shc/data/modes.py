@@ -156,6 +156,7 @@ def _load_fashion_modes(root: Path | None, seed: int, *, subclasses: int = 10, t
         class_names=[f"{item} #{mode + 1}" for item in FASHION_MNIST_NAMES for mode in range(subclasses)],
         num_classes=num_classes, multi_label=False,
         coarse_labels=np.repeat(np.arange(10), subclasses), coarse_names=list(FASHION_MNIST_NAMES),
+        coarse_meaning="the item whose mode it is",
         protocol=(f"{subclasses} visual modes (k-means of each item's principal components) of each item of "
                   f"{description}: {num_classes} classes, per class {per_class}, drawn without replacement; "
                   "coarse class = item"),

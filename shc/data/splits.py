@@ -210,6 +210,9 @@ class DatasetSplits:
         ``(C,)`` coarse class id of each class (the hierarchy), or None.
     coarse_names : list of str or None
         Names of the coarse classes, indexed by ``coarse_labels``.
+    coarse_meaning : str
+        What a class's coarse class is on this dataset, in words ("the class of its first item"; empty: not said);
+        :attr:`coarse_title` puts it in legends.
     protocol : str
         One line describing the split protocol and sizes (for reports).
     unseen_names : list of str
@@ -236,6 +239,12 @@ class DatasetSplits:
     unseen_names: list[str] = field(default_factory=list, repr=False)
     unseen_coarse_labels: np.ndarray | None = field(default=None, repr=False)
     val_in_database: bool = False
+    coarse_meaning: str = ""
+
+    @property
+    def coarse_title(self) -> str:
+        """A legend's title for coarse classes: "coarse class (the class of its first item)", or "coarse class"."""
+        return f"coarse class ({self.coarse_meaning})" if self.coarse_meaning else "coarse class"
 
     def __post_init__(self) -> None:
         if len(self.class_names) != self.num_classes:

@@ -47,13 +47,18 @@ def plot_example_queries(
     if query_titles is not None and len(query_titles) != num_queries:
         raise ValueError(f"query_titles has {len(query_titles)} entries for {num_queries} queries.")
 
-    fig = _new_figure(1.1 * (top_k + 1) + 0.4, 1.2 * num_queries + 0.4)
+    titles = query_titles if query_titles is not None else ["query"] * num_queries
+    captions = [textwrap.fill(title, width=14, break_long_words=False) for title in titles]
+    # a row as tall as its tallest thumbnail (1.1 inches wide) and its caption's lines: 1.2 inches a row left 2:1
+    # composites floating in white space (2026-12-04 audit)
+    aspect = max(np.shape(image)[0] / np.shape(image)[1] for row in ([*query_images], *result_images) for image in row)
+    lines = max(caption.count("\n") + 1 for caption in captions)
+    fig = _new_figure(1.1 * (top_k + 1) + 0.4, (1.1 * aspect + 0.14 * lines + 0.1) * num_queries + 0.4)
     grid = fig.subplots(num_queries, top_k + 1, squeeze=False)
     for row in range(num_queries):
         _show_image(grid[row, 0], query_images[row], "#0072B2")
-        caption = query_titles[row] if query_titles is not None else "query"
-        # a composite's name ("T-shirt/top + T-shirt/top") is wider than its thumbnail and ran up to "#1"
-        grid[row, 0].set_title(textwrap.fill(caption, width=14, break_long_words=False), fontsize=8)
+        # a composite's name ("T-shirt/top + T-shirt/top") is wider than its thumbnail and ran up to "#1": wrapped
+        grid[row, 0].set_title(captions[row], fontsize=8)
         for column in range(top_k):
             outline = "#009E73" if mask[row, column] else "#D62728"
             _show_image(grid[row, column + 1], result_images[row][column], outline)
@@ -174,12 +179,14 @@ def _embed(distances: np.ndarray, method: str, seed: int) -> np.ndarray:
         return model.fit_transform(distances)
 
 
-def plot_code_embedding(frame, coarse_names: Sequence[str] | None = None, title: str | None = None) -> Figure:
+def plot_code_embedding(frame, coarse_names: Sequence[str] | None = None, title: str | None = None,
+                        legend_title: str = "coarse class") -> Figure:
     """Scatter of :func:`code_embedding_frame`: codes as small dots above the centers' outlined stars (smaller when
     there are many).
 
-    Colour: the coarse class (one colour each, also in the legend); a code near its class's center
-    and far from other coarse classes is what a semantic code should look like.
+    Colour: the coarse class (one colour each, also in the legend, titled ``legend_title``: the dataset's
+    ``DatasetSplits.coarse_title`` says what a coarse class is there); a code near its class's center and far from
+    other coarse classes is what a semantic code should look like.
     """
     import pandas as pd
 
@@ -207,7 +214,9 @@ def plot_code_embedding(frame, coarse_names: Sequence[str] | None = None, title:
     axes.set_xlabel("embedding axis 1 (no units: only who is near whom is meaningful)")
     axes.set_ylabel("embedding axis 2")
     axes.set_title(title or f"learned codes in 2-D ({(frame['kind'] == 'code').sum()} codes)")
-    _legend_outside(fig, axes, title="coarse class")
+    # a long title ("coarse class (the class of its first digit)") would widen the legend and squeeze the map
+    title_lines = [textwrap.fill(part, width=20) for part in legend_title.replace(" (", "\n(").split("\n")]
+    _legend_outside(fig, axes, title="\n".join(title_lines))
     return fig
 
 

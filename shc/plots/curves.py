@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from shc.plots.style import _figure_per_method, _legend_outside, _marker_spacing, _new_figure, method_style
-from shc.stats import confidence_level, mean_interval
+from shc.stats import confidence_level, mean_interval, metric_name
 
 
 def plot_curves(
@@ -41,7 +41,7 @@ def plot_curves(
     if x_values.ndim != 1 or x_values.size == 0:
         raise ValueError(f"x must be a non-empty 1-D array, got shape {x_values.shape}.")
     fig, axes = _figure_per_method(ys_by_method, "ys_by_method", "values", 7.0, 4.2)
-    for method, values in ys_by_method.items():
+    for line, (method, values) in enumerate(ys_by_method.items()):
         runs = np.atleast_2d(np.asarray(values, dtype=np.float64))
         if runs.ndim != 2 or runs.shape[1] != x_values.size:
             raise ValueError(
@@ -50,7 +50,8 @@ def plot_curves(
             )
         mean = runs.mean(axis=0)
         style = method_style(method)
-        axes.plot(x_values, mean, **style, **_marker_spacing(x_values.size), label=method, zorder=_zorder(style))
+        spacing = _marker_spacing(x_values, mean, line, len(ys_by_method))
+        axes.plot(x_values, mean, **style, **spacing, label=method, zorder=_zorder(style))
         if runs.shape[0] > 1:
             spread = runs.std(axis=0, ddof=1)  # the tables' std: the band and the table of one figure agree
             lower, upper = _band(mean, spread, runs)
@@ -83,12 +84,13 @@ def plot_pr_curves(
     if kind not in ("radius", "rank"):
         raise ValueError(f"kind must be 'radius' or 'rank', got {kind!r}.")
     fig, axes = _figure_per_method(pr_by_method, "pr_by_method", "{'precision', 'recall'}", 6.0, 4.5)
-    for method, curve in pr_by_method.items():
+    for line, (method, curve) in enumerate(pr_by_method.items()):
         precision = np.asarray(_pr_entry(curve, "precision", method), dtype=np.float64)
         recall = np.asarray(_pr_entry(curve, "recall", method), dtype=np.float64)
         if precision.shape != recall.shape or precision.ndim != 1:
             raise ValueError(f"{method!r}: precision {precision.shape} and recall {recall.shape} must be equal 1-D.")
-        axes.plot(recall, precision, **method_style(method), **_marker_spacing(recall.size), label=method)
+        spacing = _marker_spacing(recall, precision, line, len(pr_by_method))
+        axes.plot(recall, precision, **method_style(method), **spacing, label=method)
     axes.set_xlabel("recall (fraction of relevant items retrieved)")
     axes.set_ylabel("precision (fraction of retrieved items relevant)")
     axes.set_xlim(0, 1.02)
@@ -105,6 +107,12 @@ def _pr_entry(curve: Mapping[str, np.ndarray], key: str, method: str) -> np.ndar
         if candidate in curve:
             return curve[candidate]
     raise KeyError(f"pr_by_method[{method!r}] has no '{key}' (or 'pr_{key}') entry; pass the dict of evaluate().")
+
+
+def _metric_title(column: str) -> str:
+    """A panel's title for a metric column: ``tie_aware_mAP@100`` -> "validation tie-aware mAP@100", the words the
+    pages' sentences use (:func:`shc.stats.metric_name`), not the column's name."""
+    return "validation " + metric_name(str(column))
 
 
 def _default_map_columns(columns) -> list[str]:
@@ -226,16 +234,18 @@ def plot_convergence(history_frame, metrics: Sequence[str] | None = None, group:
     fig = _new_figure(3.1 * len(panels) + 1.6, 2.5 * len(bits_values) + 0.4)
     grid = fig.subplots(len(bits_values), len(panels), sharex=True, squeeze=False)
     for row, q in enumerate(bits_values):
-        for name, frame in history_frame[history_frame["bits"] == q].groupby(group, sort=False):
+        lines = history_frame.loc[history_frame["bits"] == q, group].nunique()
+        for line, (name, frame) in enumerate(history_frame[history_frame["bits"] == q].groupby(group, sort=False)):
             style = method_style(str(name))
             for column, panel in enumerate(panels):
                 x, mean, lower, upper = _mean_and_band(frame, "epoch", panel)
                 axes = grid[row, column]
-                axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(name), zorder=_zorder(style))
+                spacing = _marker_spacing(x, mean, line, lines)
+                axes.plot(x, mean, **style, **spacing, label=str(name), zorder=_zorder(style))
                 axes.fill_between(x, lower, upper, color=style["color"], alpha=0.2, linewidth=0)
         for column, panel in enumerate(panels):
             axes = grid[row, column]
-            axes.set_title(f"{q} bits: {'training loss / epoch 1' if panel == 'loss' else 'validation ' + panel}",
+            axes.set_title(f"{q} bits: {'training loss / epoch 1' if panel == 'loss' else _metric_title(panel)}",
                            fontsize=10)
             # at most five ticks: "80 100 120 140 160" touched on a 3.1-inch panel (a reader audit, 2026-12-04)
             axes.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=integer))
@@ -368,7 +378,7 @@ def arrays_frame(x, ys_by_method: Mapping[str, np.ndarray], x_name: str = "x", y
 
     x_values = np.asarray(x)
     frames = []
-    for method, values in ys_by_method.items():
+    for line, (method, values) in enumerate(ys_by_method.items()):
         runs = np.atleast_2d(np.asarray(values, dtype=np.float64))
         if runs.ndim != 2 or runs.shape[1] != x_values.size:
             raise ValueError(f"ys_by_method[{method!r}] has shape {np.shape(values)}; expected ({x_values.size},) "
@@ -423,16 +433,18 @@ def plot_convergence_overlay(frame, title: str | None = None) -> Figure:
     fig = _new_figure(4.6 * len(bits_values) + 1.8, 4.0)
     grid = np.atleast_1d(fig.subplots(1, len(bits_values), sharey=True, squeeze=False)[0])
     for axes, q in zip(grid, bits_values):
-        for method, group in frame[frame["bits"] == q].groupby("method", sort=False):
+        lines = frame.loc[frame["bits"] == q, "method"].nunique()
+        for line, (method, group) in enumerate(frame[frame["bits"] == q].groupby("method", sort=False)):
             style = method_style(str(method))
             x, mean, lower, upper = _mean_and_band(group, "epoch", metric)
-            axes.plot(x, mean, **style, **_marker_spacing(x.size), label=str(method), zorder=_zorder(style))
+            spacing = _marker_spacing(x, mean, line, lines)
+            axes.plot(x, mean, **style, **spacing, label=str(method), zorder=_zorder(style))
             axes.fill_between(x, lower, upper, color=style["color"], alpha=0.15, linewidth=0)
         axes.set_title(f"{q} bits", fontsize=10)
         axes.set_xlabel(_epoch_label(frame[frame["bits"] == q], share))  # each panel its own length's budgets
         if integer:
             axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    grid[0].set_ylabel(f"validation {metric}" if metric != "loss" else "training loss (unitless)")
+    grid[0].set_ylabel(_metric_title(metric) if metric != "loss" else "training loss (unitless)")
     if title:
         fig.suptitle(title)
     _legend_outside(fig, grid[0], title="method")

@@ -535,9 +535,20 @@ def _legend_outside(fig: Figure, axes, title: str | None = None) -> None:
         fig.legend(handles, labels, loc="outside right upper", title=title)
 
 
-def _marker_spacing(points: int, markers: int = 12) -> dict[str, object]:
-    """Marker size and spacing: about ``markers`` markers per line, so dense curves stay readable."""
-    return {"markersize": 4, "markevery": max(1, points // markers)}
+#: Distance between two markers of a line, as a fraction of its axes' diagonal (matplotlib's float ``markevery``).
+MARKER_STEP = 0.08
+
+
+def _marker_spacing(x, y, line: int = 0, lines: int = 1) -> dict[str, object]:
+    """Marker size and spacing: markers every :data:`MARKER_STEP` of the axes' diagonal along the drawn line, not every
+    n-th point, so they do not pile up where a curve's points crowd (a PR curve near recall 1); line ``line`` of
+    ``lines`` starts its markers ``line / lines`` of a step later, so methods whose curves meet (random and CSQ share
+    CSQ's loss) show each other's markers side by side instead of one on top of the other. ``x``, ``y``: the line's
+    data (matplotlib cannot space markers along fewer than two finite points: then every point is marked)."""
+    finite = np.isfinite(np.asarray(x, dtype=np.float64)) & np.isfinite(np.asarray(y, dtype=np.float64))
+    if finite.sum() < 2:
+        return {"markersize": 4, "markevery": 1}
+    return {"markersize": 4, "markevery": (MARKER_STEP * (line % max(lines, 1)) / max(lines, 1), MARKER_STEP)}
 
 
 def _new_figure(width: float, height: float) -> Figure:
