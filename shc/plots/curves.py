@@ -378,7 +378,7 @@ def arrays_frame(x, ys_by_method: Mapping[str, np.ndarray], x_name: str = "x", y
 
     x_values = np.asarray(x)
     frames = []
-    for line, (method, values) in enumerate(ys_by_method.items()):
+    for method, values in ys_by_method.items():
         runs = np.atleast_2d(np.asarray(values, dtype=np.float64))
         if runs.ndim != 2 or runs.shape[1] != x_values.size:
             raise ValueError(f"ys_by_method[{method!r}] has shape {np.shape(values)}; expected ({x_values.size},) "
