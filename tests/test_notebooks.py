@@ -285,6 +285,22 @@ def test_ablation_tables_read_the_same_runs_as_the_retrieval_tables(batch):
     assert list(summary_problems(_report(batch, "05_ablations"), "05_ablations/summary.json")) == []
 
 
+def test_page_05_names_a_variant_anothers_runs_only_at_the_lengths_where_it_is(batch, tmp_path):
+    """At 16 bits MDS's generator returns CSQ's Hadamard rows (tiny's C = 20 <= 2q), so the distance-only runs are
+    CSQ's and the page says so; at 8 bits (C > 2q) they are not. A reader audit (2026-12-05) found the longest
+    length's name on every length's rows of ``tables/runs.csv``."""
+    [page] = reports.run_reports("tiny", only=["05_ablations"], overrides={"bits": [8, 16]}, output_root=tmp_path,
+                                 run_root=batch["run_dir"].parent, log=lambda line: None, progress=False)
+    assert page.status == "ok", page
+    folder = tmp_path / "tiny" / "05_ablations" / "tables"
+    same = pd.read_csv(folder / "same_runs.csv")
+    twins = same[same["method"] == "distance"].groupby("bits")["same_centers"].all()
+    assert twins.to_dict() == {8: False, 16: True}
+    runs = pd.read_csv(folder / "runs.csv")
+    named = runs[runs["method"] == "distance"].set_index("bits")["label"]
+    assert named.to_dict() == {8: "d only (MDS centers)", 16: "d only (MDS centers), csq's runs"}
+
+
 def test_page_05_takes_any_subset_of_the_variants(batch, tmp_path):
     # the methods parameter is Table 7's rows; section 2 (SHC's two sources of S) reads SHC's runs regardless.
     # Before, a subset without shc crashed (the labels were a fixed dict, the text-S runs were not computed).

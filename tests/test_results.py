@@ -610,6 +610,18 @@ def test_relabelled_renames_only_the_named_rows_from_the_chosen_column():
         results.relabelled(rows, {}, by="source")
 
 
+def test_relabelled_at_one_code_length_leaves_the_other_lengths_named_as_before():
+    """Page 05's audit: "d only (MDS centers), csq's runs" is true at 64 bits only (MDS's generator returns CSQ's
+    Hadamard rows where C <= 2q), so it must not name the 16- and 32-bit runs of the same method."""
+    rows = pd.DataFrame({"label": ["d only"] * 3 + ["shc"] * 3, "method": ["distance"] * 3 + ["shc"] * 3,
+                         "bits": [16, 32, 64] * 2})
+    named = results.relabelled(rows, {"distance": "d only, csq's runs"}, by="method", bits=64)
+    assert named["label"].tolist() == ["d only", "d only", "d only, csq's runs", "shc", "shc", "shc"]
+    assert results.relabelled(rows, {"distance": "x"}, by="method")["label"].tolist()[:3] == ["x"] * 3
+    with pytest.raises(ValueError, match="no 'bits' column"):
+        results.relabelled(rows.drop(columns="bits"), {}, by="method", bits=64)
+
+
 def test_a_readable_table_writes_every_cell_as_text_and_names_value_columns_on_request():
     import numpy as np
 

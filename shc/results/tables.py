@@ -219,15 +219,19 @@ def _ranked_table(frame, values: Sequence[str], index: Sequence[str], columns: S
                        table("count").fillna(0).astype(int), table("rank").astype(float))
 
 
-def relabelled(rows: Any, names: Mapping[Any, str], by: str = "label") -> pd.DataFrame:
+def relabelled(rows: Any, names: Mapping[Any, str], by: str = "label", bits: int | None = None) -> pd.DataFrame:
     """A copy of ``rows`` (:func:`result_rows`) whose ``label`` is ``names[value of by]`` where ``names`` has it
     (the others keep their label), so a table, its statistics (:func:`shc.stats.summary_frame`) and the findings
-    all read the same display names: ``relabelled(rows, {"text": "text S"}, by="similarity")``."""
+    all read the same display names: ``relabelled(rows, {"text": "text S"}, by="similarity")``. With ``bits``
+    only the runs at that code length are renamed: a name true at one length only (page 05's "d only (MDS
+    centers), csq's runs", CSQ's runs at C <= 2q) stays off the others (a reader audit, 2026-12-05)."""
     frame = _as_frame(rows)
-    for column in {by, "label"}:
+    for column in {by, "label"} | ({"bits"} if bits is not None else set()):
         if column not in frame:
             raise ValueError(f"rows have no {column!r} column; build them with result_rows(configs).")
-    frame["label"] = [names.get(value, label) for value, label in zip(frame[by], frame["label"])]
+    at = frame["bits"] == bits if bits is not None else np.ones(len(frame), dtype=bool)
+    frame["label"] = [names.get(value, label) if here else label
+                      for value, label, here in zip(frame[by], frame["label"], at)]
     return frame
 
 
