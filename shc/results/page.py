@@ -184,7 +184,7 @@ CRH and the nine baselines."""
 def _report_grid(bits: int, about: str) -> ResultsBlock:
     """A block of the `standard` report set's grid at one code length: pages 03-06's 15 methods, one results file."""
     return ResultsBlock(title=f"`standard` again at {bits} bits: the report set's grid", preset="standard",
-                        file=f"results/standard-xeon-{bits}bit.csv", bits=(bits,),
+                        file="results/standard-epyc.csv", bits=(bits,),
                         methods=(*_REPORT_METHODS, "distance", "semantic"),
                         metrics=("tie_aware_mAP@ALL", "train_center_hit_rate"), about=about)
 
@@ -194,18 +194,20 @@ RESULTS_BLOCKS.register("standard-report-16", _report_grid(16, (
     "the report set `reports/standard/`: the methods of pages 03, 04 and 06 (the center methods, shc-ls, CRH "
     "and the nine baselines) and page 05's two ablations of the paper's Table 7 (`distance`, \"d only\": MDS's "
     "centers with SHC's loss; `semantic`, \"S only\": centers from the S fit alone, without the distance "
-    "constraint), each at its `standard` budget, 3 seeds, on this project's 2-core CPU (an Intel Xeon, "
-    "2026-11-29; the pages were built from these runs). The block `standard` at 16 bits above trained on a lent "
-    "H200 from another stage 1; the set's first build read the same grid trained on an AMD EPYC "
-    "(`results/standard-report-16bit.csv`), and docs/standard.md compares the grids' verdicts.")))
+    "constraint), each at its `standard` budget, 3 seeds, on this project's 2-core CPU (an AMD EPYC with native "
+    "bf16, 2026-12-04 and -05; the committed pages are built from these runs). They give the numbers of the set's "
+    "first build (`results/standard-report-16bit.csv`, an AMD EPYC too) run for run; the Intel Xeon's grid "
+    "(`results/standard-xeon-16bit.csv`, the pages of 2026-11-29 to 2026-12-04) moves the third digit, and "
+    "docs/standard.md compares the grids' verdicts. The block `standard` at 16 bits above trained on a lent H200 "
+    "from another stage 1.")))
 RESULTS_BLOCKS.register("standard-report-32", _report_grid(32, (
-    "The block above at 32 bits: the same 15 methods, budgets and run folder, on the same stage 1 and CPU "
-    "(2026-11-29). The block `standard` at 32 bits above trained on a lent H100 from another stage 1; the AMD "
-    "EPYC's grid is `results/standard-report-32bit.csv` (docs/standard.md).")))
+    "The block above at 32 bits: the same 15 methods, budgets and run folder, on the same stage 1 and CPU. The "
+    "block `standard` at 32 bits above trained on a lent H100 from another stage 1; the Intel Xeon's grid is "
+    "`results/standard-xeon-32bit.csv` (docs/standard.md).")))
 RESULTS_BLOCKS.register("standard-report-64", _report_grid(64, (
-    "The block above at 64 bits: the same 15 methods, budgets, run folder, stage 1 and CPU (2026-11-29). The block "
-    "`standard` at 64 bits above trained on a CPU too, from another stage 1; the AMD EPYC's grid is "
-    "`results/standard-report-64bit.csv` (docs/standard.md).")))
+    "The block above at 64 bits: the same 15 methods, budgets, run folder, stage 1 and CPU. The block `standard` "
+    "at 64 bits above trained on a CPU too, from another stage 1; the Intel Xeon's grid is "
+    "`results/standard-xeon-64bit.csv` (docs/standard.md).")))
 _SCRH = ("SCRH (CRH started at shc-ls's semantic centers, reassigned with the S-fit in its cost; "
          "docs/baselines.md)")
 """What SCRH is, in the words every SCRH block's sentence uses."""
