@@ -197,7 +197,7 @@ RESULTS_BLOCKS.register("standard-report-16", _report_grid(16, (
     "constraint), each at its `standard` budget, 3 seeds, on this project's 2-core CPU (an AMD EPYC with native "
     "bf16, 2026-12-04 and -05; the committed pages are built from these runs). They give the numbers of the set's "
     "first build (`results/standard-report-16bit.csv`, an AMD EPYC too) run for run; the Intel Xeon's grid "
-    "(`results/standard-xeon-16bit.csv`, the pages of 2026-11-29 to 2026-12-04) moves the third digit, and "
+    "(`results/standard-xeon-16bit.csv`, the pages of 2026-11-29 to 2026-12-05) moves the third digit, and "
     "docs/standard.md compares the grids' verdicts. The block `standard` at 16 bits above trained on a lent H200 "
     "from another stage 1.")))
 RESULTS_BLOCKS.register("standard-report-32", _report_grid(32, (
