@@ -119,6 +119,27 @@ def test_convergence_sentence_states_the_late_gain_of_validation_map():
     assert "rose by +0.040 on average (largest +0.100: shc, 16 bits, seed 0)" in sentence
 
 
+def test_the_late_gain_of_the_best_value_does_not_count_a_dip_and_its_recovery_as_climbing():
+    """Issue 38's audit of `standard`'s 03: MDS's late gain (+0.048) was mostly a dip at 3/4 of the budget that
+    recovered to its earlier peak. Hand values over epochs 2, 4, 6, 8 (3/4 of 8 = 6): shc 0.1, 0.2, 0.3, 0.4 gains
+    0.4 - 0.3 = +0.10 either way; mds 0.3, 0.5, 0.4, 0.48 dips: +0.08 from the last value at epoch 6, 0 from its best
+    (0.5 before and after). Mean +0.050 (best) against +0.090 (last)."""
+    runs = pd.DataFrame({"label": ["shc", "mds"], "bits": [16, 16], "seed": [0, 0], "selected_epoch": [8, 4]})
+    history = pd.DataFrame({"label": ["shc"] * 4 + ["mds"] * 4, "bits": 16, "seed": 0, "epoch": [2, 4, 6, 8] * 2,
+                            "mAP@ALL": [0.1, 0.2, 0.3, 0.4, 0.3, 0.5, 0.4, 0.48]})
+    best = findings.convergence_findings(runs, history, reference="best")
+    assert ("Over the last quarter of training, each run's best validation mAP@ALL (the one model selection keeps) "
+            "rose by +0.050 on average (largest +0.100: shc, 16 bits, seed 0)") in best[0]
+    assert best[-1] == "The late gain of the best value by method, mean over its runs: shc +0.100, mds 0; largest shc."
+    last = findings.convergence_findings(runs, history)  # pages built before: the value at 3/4 of the run
+    assert "validation mAP@ALL rose by +0.090 on average (largest +0.100: shc, 16 bits, seed 0)" in last[0]
+    assert last[-1] == "The late gain by method, mean over its runs: shc +0.100, mds +0.080; largest shc."
+    climbing = history.assign(**{"mAP@ALL": [0.1, 0.2, 0.3, 0.4, 0.3, 0.5, 0.4, 0.7]})  # mds past its peak: +0.2
+    assert "mds +0.200, shc +0.100" in findings.convergence_findings(runs, climbing, reference="best")[-1]
+    with pytest.raises(ValueError, match="reference must be 'last' or 'best'"):
+        findings.convergence_findings(runs, history, reference="first")
+
+
 def test_the_late_gain_is_also_given_by_method_so_one_climbing_method_shows():
     """A pooled mean hid one method still climbing (standard-fine's 03: +0.023 on average, every MDS run +0.047 to
     +0.154). Hand values: shc 0.3 -> 0.4 (+0.10) and 0.3 -> 0.5 (+0.20), mds 0.5 -> 0.48 (-0.02): shc +0.150 (its 2

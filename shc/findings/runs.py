@@ -192,9 +192,16 @@ def _late_stretch(stretches: list[float]) -> str:
             "to the end)")
 
 
-def convergence_findings(runs: Any, history: Any) -> list[str]:
+def convergence_findings(runs: Any, history: Any, reference: str = "last") -> list[str]:
     """How the runs ended: how many selected their last evaluated epoch, and how much validation mAP@ALL
     still rose over the last quarter of training (or the stretch from the last evaluation before it).
+
+    ``reference`` says what the late gain is measured from. ``"best"`` (notebook 03 since 2026-12-05): how much the
+    last quarter raised each run's best validation value, ``max(curve) - max(curve up to 3/4 of the epochs)``, never
+    negative: the value model selection keeps, so a run that dipped before the last quarter and recovered is not
+    "still climbing" (a reader audit of `standard`'s 03, issue 38: MDS's "+0.048" was mostly a dip at epoch 120 of
+    160 that recovered to its earlier peak). ``"last"`` (pages built before; their checker re-derives them so): the
+    last value minus the value at the last evaluation at or before 3/4 of the epochs.
 
     ``runs`` is :func:`shc.results.result_rows`, ``history`` :func:`shc.results.history_rows`. Selecting the
     last epoch is not by itself a sign of an unconverged run: the cosine schedule decays the learning rate to
@@ -228,6 +235,8 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
     if unevaluated:
         sentence += (f" {unevaluated} run{'s have' if unevaluated > 1 else ' has'} no evaluated epoch and "
                      f"{'are' if unevaluated > 1 else 'is'} not counted.")
+    if reference not in ("last", "best"):
+        raise ValueError(f"reference must be 'last' or 'best' (what the late gain is measured from), not {reference!r}.")
     gains, stretches = {}, []  # stretches: the share of each run's epochs the gain spans
     if column in evaluated:
         counted_runs = set(table.index)  # the runs the sentence counts: a curve without a row is not one of them
@@ -237,7 +246,9 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
             curve = curve.sort_values("epoch")
             late = curve[curve["epoch"] <= 0.75 * curve["epoch"].max()]
             if len(late) and len(curve) > 1:
-                gains[(label, int(bits), int(seed))] = float(curve[column].iloc[-1] - late[column].iloc[-1])
+                gains[(label, int(bits), int(seed))] = float(
+                    curve[column].max() - late[column].max() if reference == "best"
+                    else curve[column].iloc[-1] - late[column].iloc[-1])
                 stretches.append(1.0 - late["epoch"].iloc[-1] / curve["epoch"].iloc[-1])
     if gains:
         (label, bits, seed), largest = max(gains.items(), key=lambda item: item[1])
@@ -245,7 +256,9 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
         whose = f": {label}, {bits} bits, seed {seed}" if tops == 1 else f", {tops} runs"  # a tie names no one run
         mean = float(np.mean(list(gains.values())))
         moved = f"rose by {mean:+.3f}" if mean >= 0 else f"fell by {-mean:.3f}"  # "rose by -0.010" before
-        sentence += (f" {_late_stretch(stretches)}, validation {metric_name(column)} {moved} on average "
+        what = (f"each run's best validation {metric_name(column)} (the one model selection keeps)" if reference == "best"
+                else f"validation {metric_name(column)}")
+        sentence += (f" {_late_stretch(stretches)}, {what} {moved} on average "
                      f"(largest {largest:+.3f}{whose}); whether the "
                      "budget suffices is tested by doubling it (benchmarks/standard_convergence.py).")
     by_method = table.groupby(level="label")["at_end"].mean()
@@ -253,13 +266,13 @@ def convergence_findings(runs: Any, history: Any) -> list[str]:
     detail = ", ".join(f"{name} {percent_words(share)}" for name, share in worst.items())
     sentences = [sentence, f"Share of runs selecting the last evaluated epoch, by method "
                            f"({lengths.removeprefix('at ')}): {detail}."]
-    return sentences + ([_late_gain_by_method(gains)] if gains else [])
+    return sentences + ([_late_gain_by_method(gains, reference)] if gains else [])
 
 
-def _late_gain_by_method(gains: Mapping[tuple[str, int, int], float]) -> str:
+def _late_gain_by_method(gains: Mapping[tuple[str, int, int], float], reference: str = "last") -> str:
     """The late gain's mean by method, largest first, and the range of the first method's runs: a pooled mean hides
     one method still climbing (a reader audit of ``standard-fine``'s page 03, issue 38: +0.023 on average while
-    every MDS run rose by +0.047 to +0.154)."""
+    every MDS run rose by +0.047 to +0.154). With ``reference="best"`` the sentence says what the gain is."""
     import pandas as pd
 
     frame = pd.Series(gains, dtype=float).rename_axis(["label", "bits", "seed"])
@@ -268,7 +281,8 @@ def _late_gain_by_method(gains: Mapping[tuple[str, int, int], float]) -> str:
     spread = (f" (its {counted(len(first), 'run')} {signed_number(first.min())} to {signed_number(first.max())})"
               if len(first) > 1 else "")
     detail = ", ".join(f"{name} {signed_number(gain)}" for name, gain in means.items())  # never "+0.000"
-    return f"The late gain by method, mean over its runs: {detail}; largest {means.index[0]}{spread}."
+    name = "The late gain of the best value" if reference == "best" else "The late gain"
+    return f"{name} by method, mean over its runs: {detail}; largest {means.index[0]}{spread}."
 
 
 def _lengths(bits: Any) -> str:
