@@ -495,6 +495,9 @@ def test_example_query_captions_stay_clear_of_the_rank_headers():
     caption, header = (grid[0, column].title.get_window_extent(canvas.get_renderer()) for column in (0, 1))
     assert caption.x0 >= 0 and caption.x1 + 0.3 * fig.dpi <= header.x0
     assert grid[0, 0].get_title().replace("\n", " ") == names[0]  # wrapped, not cut
+    # its alt text reads the name unwrapped: joined by commas it read "Ankle, boot + Ankle boot" (issue 38's audit)
+    alt = plots.figure_alt_text(fig)
+    assert "T-shirt/top + T-shirt/top" in alt and "Ankle boot + Ankle boot" in alt, alt
 
 
 def test_example_query_thumbnails_show_their_own_pixels_and_large_images_are_averaged():
@@ -717,6 +720,32 @@ def test_a_table_of_many_cells_but_few_rows_is_compressed_too(tmp_path):
     paths = plots.save_figure(fig, tmp_path / "figures" / "heatmap", data=wide)
     plt.close(fig)
     assert paths[-1].name == "heatmap.csv.xz" and fig._shc_alt.endswith("figures/heatmap.csv.xz.")
+
+
+def test_the_gram_figures_data_says_where_each_class_is_drawn_so_the_figure_can_be_redrawn_from_it(tmp_path):
+    """Page 02's figure is drawn in S's clustered order while its file kept the classes' own order and no trace of
+    the drawn one (issue 38's audit of `standard`). With the figure's order, every line (S's and each method's) says
+    where its class is drawn: the Gram matrix rearranged by ``shown_at`` is the one drawn, ``H[order] H[order]^T/q``
+    by brute force; centers alone (page 00, S saved elsewhere) carry it too."""
+    centers = {"shc": _random_centers(5, 8, seed=3)}
+    similarity = np.eye(5)
+    similarity[1, 4] = similarity[4, 1] = 0.5
+    order = np.array([2, 0, 4, 1, 3])
+    for include in (True, False):
+        table = plots.gram_frames(similarity, centers, [f"c{i}" for i in range(5)], include_similarity=include,
+                                  order=order)
+        read = pd.read_csv(plots.save_table(table, tmp_path / f"gram{include}.csv"))
+        rows = read[read["source"] == "shc"]
+        drawn = np.empty(5, dtype=int)
+        drawn[rows["shown_at"].to_numpy()] = np.arange(5)  # which line is drawn at each position
+        gram, _ = plots.gram_from_frame(read, "shc")
+        codes = centers["shc"][order]
+        brute = np.array([[sum(a * b for a, b in zip(codes[i], codes[j])) / 8 for j in range(5)] for i in range(5)])
+        assert np.array_equal(gram[np.ix_(drawn, drawn)], brute)
+        assert ("S" in set(read["source"])) is include
+        if include:
+            assert list(read.loc[read["source"] == "S", "shown_at"]) == [1, 3, 0, 4, 2]  # class 2 first, ...
+    assert "shown_at" not in plots.gram_frames(similarity, centers)  # no order given: none claimed
 
 
 def test_the_gram_figures_data_holds_s_and_the_centers_and_gives_back_each_gram_exactly(tmp_path):
@@ -1036,6 +1065,30 @@ def test_a_long_alt_text_shortens_its_panels_and_keeps_the_lines_under_them():
     plt.close(fig)
 
 
+def test_panels_that_differ_only_in_their_titles_say_their_shared_words_once():
+    """Page 02's six distance histograms repeated "center pairs against Hamming distance between two centers (bits,
+    q = 16)" six times, ran past the limit and cut the sixth panel mid-phrase (issue 38's audit of `standard`). The
+    real figure: its shared axis words once, every panel's title whole, within the limit."""
+    from shc import centers
+
+    made = {m: centers.generate_centers(m, 20, 16, seed=0) for m in ("random", "csq", "mds")}
+    sets = {name: made[source] for name, source in zip(("random", "csq", "mds", "shc", "shc-ls", "semantic"),
+                                                       ("random", "csq", "mds", "mds", "mds", "random"))}
+    fig = plots.plot_distance_histograms(sets, 16)
+    alt = plots.figure_alt_text(fig)
+    assert alt.count("against") == 1 and "..." not in alt and len(alt) <= 600, alt
+    assert "6 panels: each with center pairs against Hamming distance between two centers (bits, q = 16), titled " \
+           "random: d_min = " in alt and "| semantic: d_min = " in alt
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    mixed, axes = plt.subplots(1, 2)  # different axis words: each panel says its own
+    for ax, (title, ylabel) in zip(axes, [("a", "loss"), ("b", "mAP")]):
+        ax.set_title(title), ax.set_xlabel("epoch"), ax.set_ylabel(ylabel)
+    assert plots.figure_alt_text(mixed) == "2 panels: a; loss against epoch | b; mAP against epoch"
+    plt.close(mixed)
+
+
 def test_a_grid_of_different_panels_is_not_read_as_rows_of_one_panel():
     """Page 02's Algorithm-1 history (2 x 3 panels, each titled, one x label each) read "a row each for objective of
     Eq. 22; x axis, S_loss ...; x axis, ..., each row: outer cycle": the "x axis: " marker was taken for a row name."""
@@ -1047,7 +1100,8 @@ def test_a_grid_of_different_panels_is_not_read_as_rows_of_one_panel():
         ax.set_xlabel("outer cycle")
     alt = plots.figure_alt_text(fig)
     plt.close(fig)
-    assert "a row each" not in alt and alt.startswith("6 panels: quantity 0; x axis: outer cycle | quantity 1"), alt
+    assert "a row each" not in alt and alt == ("6 panels: each with x axis: outer cycle, titled quantity 0 | quantity 1 | "
+                                               "quantity 2 | quantity 3 | quantity 4 | quantity 5"), alt
 
 
 def test_a_shortened_alt_text_ends_at_a_whole_word():
@@ -1131,7 +1185,7 @@ def test_alt_text_names_panels_by_their_left_aligned_titles():
     axes[1].set_title("d = 4", loc="right")
     text = plots.figure_alt_text(fig)
     plt.close(fig)
-    assert text == "2 panels: random centers; y against x | shc centers d = 4; y against x"
+    assert text == "2 panels: each with y against x, titled random centers | shc centers d = 4"  # shared words once
 
 
 def test_alt_text_names_the_lines_of_a_legend_beside_the_panels():

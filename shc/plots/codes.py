@@ -10,9 +10,12 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from shc.plots.alt_text import wrapped_title
 from shc.plots.geometry import _as_centers, _as_similarity
 from shc.plots.style import _categorical_colors, _legend_outside, _new_figure, _pixel_faithful, method_style
 from shc.validation import hamming_distance_matrix
+
+_CAPTION_WIDTH = 14  # characters a line of an example query's caption
 
 
 def plot_example_queries(
@@ -48,7 +51,7 @@ def plot_example_queries(
         raise ValueError(f"query_titles has {len(query_titles)} entries for {num_queries} queries.")
 
     titles = query_titles if query_titles is not None else ["query"] * num_queries
-    captions = [textwrap.fill(title, width=14, break_long_words=False) for title in titles]
+    captions = [textwrap.fill(title, width=_CAPTION_WIDTH, break_long_words=False) for title in titles]
     # a row as tall as its tallest thumbnail (1.1 inches wide) and its caption's lines: 1.2 inches a row left 2:1
     # composites floating in white space (2026-12-04 audit)
     aspect = max(np.shape(image)[0] / np.shape(image)[1] for row in ([*query_images], *result_images) for image in row)
@@ -58,7 +61,7 @@ def plot_example_queries(
     for row in range(num_queries):
         _show_image(grid[row, 0], query_images[row], "#0072B2")
         # a composite's name ("T-shirt/top + T-shirt/top") is wider than its thumbnail and ran up to "#1": wrapped
-        grid[row, 0].set_title(captions[row], fontsize=8)
+        wrapped_title(grid[row, 0], titles[row], _CAPTION_WIDTH, fontsize=8)  # its alt text reads the name unwrapped
         for column in range(top_k):
             outline = "#009E73" if mask[row, column] else "#D62728"
             _show_image(grid[row, column + 1], result_images[row][column], outline)

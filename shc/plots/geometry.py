@@ -570,7 +570,7 @@ def distance_frame(centers_by_method: Mapping[str, np.ndarray]):
 
 
 def gram_frames(similarity, centers_by_method: Mapping[str, np.ndarray], names=None, *,
-                include_similarity: bool = True):
+                include_similarity: bool = True, order=None):
     """What :func:`plot_similarity_vs_gram` draws, in a form light enough to commit: S as
     :func:`shc.plots.matrix_frame` writes it (``source`` "S"), then each method's centers, a line a class
     (``source`` the method, ``row`` the class, ``code`` its q bits as ``+``/``-``), from which
@@ -579,12 +579,17 @@ def gram_frames(similarity, centers_by_method: Mapping[str, np.ndarray], names=N
     about 295 KB with the Gram matrices written out (S alone: about 99 KB; issue 38).
 
     ``include_similarity=False`` leaves S out (the centers only), for a page that saved S already: pass that file
-    as :func:`shc.plots.save_figure`'s ``data_file`` beside this table, so S is stored once (issue 38)."""
+    as :func:`shc.plots.save_figure`'s ``data_file`` beside this table, so S is stored once (issue 38).
+
+    ``order`` is the figure's class order (what :func:`plot_similarity_vs_gram` was given, or its default
+    :func:`similarity_order` of S): each line then says where its class is drawn (``shown_at``), so the figure can
+    be redrawn from its file (page 02's file kept the classes' own order and no trace of the clustered one, a reader
+    audit of `standard`, issue 38)."""
     import pandas as pd
 
     from shc.plots.style import matrix_frame
 
-    table = matrix_frame({"S": _as_similarity(similarity)}, names)
+    table = matrix_frame({"S": _as_similarity(similarity)}, names, order=order)
     labels = list(table["row"])
     if "code" in labels:
         raise ValueError("a class named 'code' would head the column of the centers' codes; rename it.")
@@ -594,7 +599,10 @@ def gram_frames(similarity, centers_by_method: Mapping[str, np.ndarray], names=N
             raise ValueError("'S' names the similarity matrix of this table; give the centers another name.")
         characters = np.ascontiguousarray(np.where(centers > 0, ord("+"), ord("-")).astype(np.uint8))
         codes = characters.view(f"S{centers.shape[1]}").ravel().astype(str)  # one string a row, no Python loop
-        frames.append(pd.DataFrame({"source": method, "row": labels, "code": codes}))
+        front = {"source": method, "row": labels}
+        if "shown_at" in table:
+            front["shown_at"] = table["shown_at"].to_numpy()
+        frames.append(pd.DataFrame({**front, "code": codes}))
     gram = pd.concat(frames, ignore_index=True)
     gram.attrs["digits"] = table.attrs["digits"]
     return gram
