@@ -213,6 +213,9 @@ def convergence_findings(runs: Any, history: Any, reference: str = "last") -> li
     issue 38: "10 of 24 runs ... (each run's own: epoch 120 for 21 runs, 480 for 3 runs)" read as if 24 of the 10
     had ended there, and the largest gain, one method's, was not named).
     """
+    if reference not in ("last", "best"):
+        raise ValueError(f"reference must be 'last' or 'best' (what the late gain is measured from), "
+                         f"not {reference!r}.")
     column = PRIMARY_METRIC if PRIMARY_METRIC in history else "mAP@ALL"  # runs before tie-aware selection: id order
     evaluated = history.dropna(subset=[column]) if column in history else history
     last = evaluated.groupby(["label", "bits", "seed"])["epoch"].max().rename("last_evaluated")
@@ -235,8 +238,6 @@ def convergence_findings(runs: Any, history: Any, reference: str = "last") -> li
     if unevaluated:
         sentence += (f" {unevaluated} run{'s have' if unevaluated > 1 else ' has'} no evaluated epoch and "
                      f"{'are' if unevaluated > 1 else 'is'} not counted.")
-    if reference not in ("last", "best"):
-        raise ValueError(f"reference must be 'last' or 'best' (what the late gain is measured from), not {reference!r}.")
     gains, stretches = {}, []  # stretches: the share of each run's epochs the gain spans
     if column in evaluated:
         counted_runs = set(table.index)  # the runs the sentence counts: a curve without a row is not one of them
@@ -256,8 +257,8 @@ def convergence_findings(runs: Any, history: Any, reference: str = "last") -> li
         whose = f": {label}, {bits} bits, seed {seed}" if tops == 1 else f", {tops} runs"  # a tie names no one run
         mean = float(np.mean(list(gains.values())))
         moved = f"rose by {mean:+.3f}" if mean >= 0 else f"fell by {-mean:.3f}"  # "rose by -0.010" before
-        what = (f"each run's best validation {metric_name(column)} (the one model selection keeps)" if reference == "best"
-                else f"validation {metric_name(column)}")
+        what = (f"each run's best validation {metric_name(column)} (the one model selection keeps)"
+                if reference == "best" else f"validation {metric_name(column)}")
         sentence += (f" {_late_stretch(stretches)}, {what} {moved} on average "
                      f"(largest {largest:+.3f}{whose}); whether the "
                      "budget suffices is tested by doubling it (benchmarks/standard_convergence.py).")
