@@ -147,8 +147,9 @@ for _spec in (
     ),
     _center_loss_method(
         "shc-ls", "shc-ls",
-        "SHC's center loss with centers from exact feasible local search on the same objective "
-        "(shc.centers.search; docs/centers.md).",
+        "SHC's center loss with centers from exact feasible local search on SHC's semantic loss without its "
+        "spreading term (Eq. 22 with mu = 0), under the same distance constraint (shc.centers.search; "
+        "docs/centers.md).",
     ),
     MethodSpec(
         "dpsh", "dpsh", None, False, _LINEAR_HEAD, {"quantization_weight": 0.1},
@@ -207,7 +208,8 @@ for _spec in (
 #: Methods of the comparison pages (notebook 06) that are not among the paper's: the tag their rows carry and the
 #: sentence a reader needs, shown only on pages whose runs include them (issue 38: no page speaks of rows it lacks).
 OUTSIDE_PAPER: Mapping[str, tuple[str, str]] = MappingProxyType({
-    "shc-ls": ("ours, not in the paper", "SHC's objective and constraint solved by exact local search "
+    "shc-ls": ("ours, not in the paper", "SHC's semantic loss without its spreading term (Eq. 22 with mu = 0), "
+                                         "under SHC's distance constraint, solved by exact local search "
                                          "(`docs/centers.md`), trained like SHC"),
     "crh": ("AAAI 2026, after the paper", "Center-Reassigned Hashing (Yin et al.), which learns its centers while the "
                                           "network trains (`docs/baselines.md`)"),

@@ -477,6 +477,75 @@ def test_refresh_derives_an_old_best_method_label_again_and_says_so(tmp_path):
     assert refresh_summaries(folder, stamp="later") == []  # a second run changes nothing
 
 
+def _page03(root: Path, summary: dict, settings: bool = True, without: str | None = None) -> tuple[Path, Path]:
+    """A preset folder with page 03: six runs of ``_settings`` (mds 160 epochs, the others 80; less the method
+    ``without``), their runs table (selected epochs 40, 80, 120, 160, 60, 80; 60 s each), their settings or only
+    their training history, the summary and its index line."""
+    from shc.reports.summary import format_summary
+    from shc.stats import summary_table
+
+    page_dir = root / "tiny" / "03_x"
+    grid = _settings().assign(selected_epoch=[40, 80, 120, 160, 60, 80]).query("method != @without")
+    runs = grid[["method", "label", "bits", "seed", "selected_epoch"]].assign(train_seconds=60.0,
+                                                                              **{"tie_aware_mAP@ALL": 0.5})
+    plots.save_table(runs, page_dir / "tables" / "runs")
+    if settings:
+        plots.save_table(grid.drop(columns="selected_epoch"), page_dir / "tables" / "settings")
+    else:  # an older page: each run's epochs 1..budget in its training history
+        history = grid.loc[lambda f: f.index.repeat(f["epochs"])][["method", "bits", "seed", "epochs"]]
+        history["epoch"] = history.groupby(["method", "bits"]).cumcount() + 1
+        plots.save_table(history.drop(columns="epochs"), page_dir / "tables" / "training_history")
+    (page_dir / "summary.json").write_text(json.dumps(summary))
+    (page_dir / "run.json").write_text(json.dumps({"status": "ok", "notebook": "03_x"}))
+    page = page_dir / "03_x-report.html"
+    page.write_text(f"<!DOCTYPE html><html><head><title>x</title></head><body><h1>x</h1>{summary_table(summary)}"
+                    "</body></html>")
+    (root / "tiny" / "index.html").write_text(f"<!DOCTYPE html><html><head><title>i</title></head><body><table><tr>"
+                                              f"<td>{html.escape(format_summary(summary))}</td></tr></table></body>"
+                                              "</html>")
+    return root / "tiny", page
+
+
+#: Page 03's summary of the six runs of ``_page03`` by hand: 6 runs of 60 s; shc and dpsh 80 epochs, mds 160; the
+#: selected epochs over their budgets 40/80, 80/80, 120/160, 160/160, 60/80, 80/80.
+_PAGE03 = {"runs": 6, "training time (min)": 6.0, "budgets": "80 epochs, 160 for mds",
+           "selected epoch / budget (mean)": (0.5 + 1 + 0.75 + 1 + 0.75 + 1) / 6}
+
+
+@pytest.mark.parametrize("settings", [True, False], ids=["settings", "training-history"])
+@pytest.mark.parametrize("key, typed", [("runs", 7), ("training time (min)", 6.5), ("budgets", "80 epochs"),
+                                        ("selected epoch / budget (mean)", 0.9)])
+def test_page03s_summary_is_derived_from_its_runs_and_each_runs_own_budget(tmp_path, settings, key, typed):
+    """Page 03's index line said "epochs 160" of a grid where 63 of 72 runs trained 80, and nothing read it (a
+    third reader audit, 2026-12-05): each entry is derived from the runs table and each run's budget (its settings,
+    or on older pages the last epoch of its training history)."""
+    folder, _ = _page03(tmp_path, _PAGE03, settings=settings)
+    assert [p for p in check_report_folder(folder) if p.kind == "summary-mismatch"] == []
+    folder, _ = _page03(tmp_path / "typed", {**_PAGE03, key: typed}, settings=settings)
+    problems = [p for p in check_report_folder(folder) if p.kind == "summary-mismatch"]
+    assert [p.file for p in problems] == ["03_x/summary.json"] and repr(key) in problems[0].detail
+
+
+def test_an_older_pages_one_epochs_is_true_only_when_every_run_trained_it_and_refresh_says_budgets(tmp_path):
+    from shc.reports.refresh import refresh_summaries
+
+    older = {"runs": 6, "training time (min)": 6.0, "epochs": 160, "mean selected epoch": 90.0}
+    folder, page = _page03(tmp_path, older, settings=False)
+    problems = [p for p in check_report_folder(folder) if p.kind == "summary-mismatch"]
+    assert len(problems) == 1 and "'80 epochs, 160 for mds'" in problems[0].detail
+    assert refresh_summaries(folder, stamp="2026-12-05 by shc at abc1234") == ["03_x"]
+    assert [p for p in check_report_folder(folder) if p.kind == "summary-mismatch"] == []
+    fresh = json.loads((page.parent / "summary.json").read_text())
+    assert list(fresh) == ["runs", "training time (min)", "budgets", "mean selected epoch"]
+    assert fresh["budgets"] == "80 epochs, 160 for mds"
+    assert "budgets 80 epochs, 160 for mds" in (folder / "index.html").read_text()
+    assert "where it was false; it said: epochs: 160" in page.read_text()
+    assert refresh_summaries(folder, stamp="later") == []
+    one = {"runs": 4, "training time (min)": 4.0, "epochs": 80, "mean selected epoch": 65.0}  # shc and dpsh: 80
+    folder, _ = _page03(tmp_path / "one", one, settings=False, without="mds")
+    assert [p for p in check_report_folder(folder) if p.kind == "summary-mismatch"] == []
+
+
 @pytest.mark.parametrize("typed", ["SHC beats CSQ at every length.", "CRH is above every baseline here.",
                                    "shc-ls ties SHC at 32 bits.", "GreedyHash stays well below LTH.",
                                    "SHC outperforms its best baseline.", "mds is higher than random"])

@@ -15,8 +15,9 @@ Generators, all through :func:`generate_centers`:
                vectorised greedy bit-flip search (our algorithm; Wang et al.'s goal).
 ``"shc"``      the paper's semantic hash centers (Eq. 22-38, Algorithm 1), initialised by ``"mds"``.
 ``"semantic"`` the ablation without the distance term (Sec. 4.6.1, Eq. 46-49, Table 7 "S only").
-``"shc-ls"``   the same constrained semantic objective solved by exact feasible local search from several
-               starts (our algorithm, :mod:`shc.centers.search`; ``docs/centers.md``).
+``"shc-ls"``   SHC's semantic loss under the same distance constraint, without Eq. 22's spreading term (mu = 0),
+               solved by exact feasible local search from several starts (our algorithm, :mod:`shc.centers.search`;
+               ``docs/centers.md``).
 
 Modules, each importing only those listed before it:
 

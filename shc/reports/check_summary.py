@@ -7,6 +7,11 @@ but read neither the summary nor the index line (an audit, 2026-12-02), so a num
 passed. :func:`summary_problems` computes each entry it knows again from the page's published runs table
 (``tables/runs.csv``, :func:`shc.results.result_rows`), and :func:`index_summary_problems` requires the index to
 print each page's summary as :func:`shc.reports.summary.format_summary` gives it. A problem is ``summary-mismatch``.
+
+Page 03's entries (a third reader audit, 2026-12-05, found an index line saying "epochs 160" of a grid where 63 of
+72 runs trained 80) are derived too: ``runs``, ``training time (min)``, ``budgets`` (each run's own budget, from the
+page's ``settings`` table, else the last epoch of its training history), ``selected epoch / budget (mean)``, and the
+older sets' ``epochs`` (one budget for every run: true only when every run had it) and ``mean selected epoch``.
 """
 
 from __future__ import annotations
@@ -29,14 +34,58 @@ _BEST = re.compile(r"^best method \(tie-aware mAP@ALL, (?P<bits>\d+) bits\)$")
 TOLERANCE = 1e-5
 
 
-def _runs_table(page_dir: Path) -> Any:
+def _published_table(page_dir: Path, stem: str) -> Any:
+    """``page_dir/tables/<stem>.csv`` as published (plain, xz or gzip), or None."""
     import pandas as pd
 
-    for name in ("runs.csv", "runs.csv.xz", "runs.csv.gz"):
-        path = page_dir / "tables" / name
+    for suffix in (".csv", ".csv.xz", ".csv.gz"):
+        path = page_dir / "tables" / f"{stem}{suffix}"
         if path.is_file():
             return pd.read_csv(path)
     return None
+
+
+def run_budgets(page_dir: Path) -> Any:
+    """Each run's hashing budget, one row per run (``method``, ``bits``, ``seed``, ``epochs``) in grid order: from the
+    page's ``settings`` table (each run's config), else, on pages built before it was published, the last epoch of
+    each run's training history (every run trains its whole budget: model selection keeps the best epoch, it does
+    not stop early). None when the page publishes neither."""
+    settings = _published_table(page_dir, "settings")
+    if settings is not None and "epochs" in settings:
+        return settings[["method", "bits", "seed", "epochs"]]
+    history = _published_table(page_dir, "training_history")
+    if history is None or "epoch" not in history:
+        return None
+    last = history.groupby(["method", "bits", "seed"], sort=False)["epoch"].max()
+    return last.rename("epochs").reset_index()
+
+
+def _page03_entries(summary: dict[str, Any], runs: Any, page_dir: Path) -> dict[str, Any]:
+    """Page 03's entries of ``summary`` as its runs table and budgets give them (see the module's docstring)."""
+    from shc.findings.grid import budget_phrase, budgets_from_rows
+
+    derived: dict[str, Any] = {}
+    if "runs" in summary:
+        derived["runs"] = len(runs)
+    if "training time (min)" in summary and "train_seconds" in runs:
+        derived["training time (min)"] = float(runs["train_seconds"].sum() / 60)
+    if "mean selected epoch" in summary and "selected_epoch" in runs:
+        derived["mean selected epoch"] = float(runs["selected_epoch"].mean())
+    budgets = run_budgets(page_dir) if {"budgets", "epochs", "selected epoch / budget (mean)"} & set(summary) else None
+    if budgets is None:
+        return derived
+    phrase = budget_phrase(budgets_from_rows(budgets, method="method"))
+    if "budgets" in summary:
+        derived["budgets"] = phrase
+    if "epochs" in summary:  # one number for the grid: the truth only when every run trained it
+        derived["epochs"] = int(budgets["epochs"].iloc[0]) if budgets["epochs"].nunique() == 1 else phrase
+    if "selected epoch / budget (mean)" in summary and "selected_epoch" in runs:
+        budget = {(m, int(b), int(s)): int(e) for m, b, s, e in budgets.itertuples(index=False)}
+        keys = [(m, int(b), int(s)) for m, b, s in zip(runs["method"], runs["bits"], runs["seed"])]
+        if all(key in budget for key in keys):  # else not judged: a run without a budget is the runs table's defect
+            share = runs["selected_epoch"] / [budget[key] for key in keys]
+            derived["selected epoch / budget (mean)"] = float(share.mean())
+    return derived
 
 
 def derived_summary(page_dir: Path) -> dict[str, Any]:
@@ -51,12 +100,12 @@ def derived_summary(page_dir: Path) -> dict[str, Any]:
         summary = json.loads((page_dir / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    runs = _runs_table(page_dir)
+    runs = _published_table(page_dir, "runs")
     if runs is None or PRIMARY_METRIC not in runs or not isinstance(summary, dict):
         return {}
+    derived: dict[str, Any] = _page03_entries(summary, runs, page_dir)
     known = set(available_methods())
     tagged = runs.assign(method=[method_label(name) if name in known else name for name in runs["method"]])
-    derived: dict[str, Any] = {}
     for key in summary:
         mean, best = _MEAN.match(key), _BEST.match(key)
         if mean:
@@ -80,7 +129,7 @@ def summary_problems(page_dir: Path, relative: str) -> Iterator[Problem]:
         value = summary[key]
         if isinstance(derived, str):
             if value != derived:
-                yield Problem(relative, "summary-mismatch", f"{key!r} is {value!r}, but the runs table gives "
+                yield Problem(relative, "summary-mismatch", f"{key!r} is {value!r}, but its published tables give "
                               f"{derived!r}; rebuild the page, or derive the label again with python -m "
                               "shc.reports.refresh")
         elif derived is None or not isinstance(value, (int, float)) or abs(float(value) - derived) > TOLERANCE:

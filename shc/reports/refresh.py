@@ -95,7 +95,8 @@ _SUMMARY_TABLE = re.compile(r'<table class="shc-summary"(?: data-refreshed="[^"]
 def refresh_summaries(folder: str | os.PathLike, stamp: str | None = None) -> list[str]:
     """Derive each page's best-method label (its ``summary.json``) again from the runs table it publishes
     (:func:`shc.reports.check_summary.derived_summary`) where today's words differ from the page's (a method's tag,
-    a caveat the label gained later); return the changed pages. The new label goes into ``summary.json``, the
+    a caveat the label gained later), and page 03's budgets where an older set gave one ``epochs`` for methods that
+    trained different budgets (the entry becomes ``budgets``); return the changed pages. The new label goes into ``summary.json``, the
     page's summary table (marked ``data-refreshed``, with a line under it quoting the old label), the index line and
     the page's ``run.json`` (``summary_refreshed``). Means are never rewritten: one that its runs do not give is a
     defect the checker names, not a wording."""
@@ -120,13 +121,16 @@ def refresh_summaries(folder: str | os.PathLike, stamp: str | None = None) -> li
         if not old:
             continue
         stamp = stamp or _stamp(folder)
-        fresh = {key: old.get(key, value) for key, value in summary.items()}
+        # an older set's one "epochs" for a grid whose methods trained different budgets becomes today's "budgets"
+        fresh = {("budgets" if key == "epochs" and key in old else key): old.get(key, value)
+                 for key, value in summary.items()}
         quoted = "; ".join(f"{key}: {summary[key]}" for key in old)
         table = summary_table(fresh).replace('class="shc-summary">', f'class="shc-summary" data-refreshed='
                                              f'"{html.escape(stamp)}">', 1)
-        note = (f'<p class="shc-refreshed"><em>This label was derived again from this page\'s runs table on '
-                f"{html.escape(stamp)}, after its wording changed; it said: {html.escape(quoted)}. The rest of the "
-                "page is as built.</em></p>")
+        why = "where it was false" if "epochs" in old else "after its wording changed"
+        note = (f'<p class="shc-refreshed"><em>This label was derived again from this page\'s tables on '
+                f"{html.escape(stamp)}, {why}; it said: {html.escape(quoted)}. The rest of the page is as "
+                "built.</em></p>")
         for page in sorted(page_dir.glob("*-report.html")):
             text = page.read_text(encoding="utf-8")
             write_text(page, _SUMMARY_TABLE.sub(lambda _: table + note, text, count=1))
