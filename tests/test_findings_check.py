@@ -580,3 +580,22 @@ def test_no_notebook_types_a_comparison_of_methods():
              if cell["cell_type"] == "markdown"}
     assert len(typed) > 50
     assert {key: found for key, found in typed.items() if found} == {}
+
+
+def test_a_bundle_that_no_longer_holds_the_published_records_is_named(tmp_path):
+    """Three committed sets kept a bundle.zip whose summaries and findings predated the refreshes after their builds
+    (2026-12-05): the checker compares every member with the published file."""
+    from shc.reports.bundle import write_bundle
+
+    folder, _ = _page03(tmp_path, _PAGE03)
+    write_bundle(folder)
+    assert [p for p in check_report_folder(folder) if p.kind == "bundle-stale"] == []
+    summary = folder / "03_x" / "summary.json"
+    summary.write_text(summary.read_text().replace('"runs": 6', '"runs": 6 '))  # the same record, other bytes
+    stale = [p for p in check_report_folder(folder) if p.kind == "bundle-stale"]
+    assert [(p.file, p.detail.split(";")[0]) for p in stale] == [
+        ("bundle.zip", "03_x/summary.json differs from the published file")]
+    write_bundle(folder)
+    (folder / "03_x" / "tables" / "settings.csv").unlink()
+    stale = [p.detail.split(";")[0] for p in check_report_folder(folder) if p.kind == "bundle-stale"]
+    assert stale == ["03_x/tables/settings.csv is in the bundle but not published"]

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import os
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from shc._io import atomic_path
 from shc.reports.check import published_files
 from shc.reports.execute import BUNDLE_FILE
+from shc.reports.problem import Problem
 
-__all__ = ["bundle_members", "write_bundle"]
+__all__ = ["bundle_members", "bundle_problems", "write_bundle"]
 
 _MEMBERS = (".csv", ".csv.xz", ".csv.gz", "run.json", "summary.json", "findings.json")
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed member times: the same files give the same bytes (clean diffs)
@@ -47,6 +49,23 @@ def write_bundle(preset_dir: str | os.PathLike) -> Path:
                 info.external_attr = 0o644 << 16
                 archive.writestr(info, (preset_dir / name).read_bytes())
     return target
+
+
+def bundle_problems(preset_dir: str | os.PathLike) -> Iterator[Problem]:
+    """A ``bundle.zip`` that is not what :func:`write_bundle` would write today: a member whose bytes differ from
+    the published file (a summary or findings list derived again after the build, and the bundle left as it was), a
+    member no longer published, or a published table or record missing from it. A problem is ``bundle-stale``."""
+    preset_dir = Path(preset_dir)
+    with zipfile.ZipFile(preset_dir / BUNDLE_FILE) as archive:
+        held = {name.split("/", 1)[1]: archive.read(name) for name in archive.namelist() if "/" in name}
+    members = bundle_members(preset_dir)
+    differ = [name for name in members if name in held and held[name] != (preset_dir / name).read_bytes()]
+    for name, words in ((differ, "differs from the published file"),
+                        ([n for n in members if n not in held], "is published but not in the bundle"),
+                        ([n for n in held if n not in members], "is in the bundle but not published")):
+        for one in name:
+            yield Problem(BUNDLE_FILE, "bundle-stale", f"{one} {words}; write the bundle again (python -m "
+                          "shc.reports.bundle FOLDER) or remove it and its line in the index")
 
 
 def main(argv: list[str] | None = None) -> int:

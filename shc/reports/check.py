@@ -579,6 +579,11 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
         path = folder / relative
         if relative.startswith("_assets/"):
             continue  # vendored MathJax, checked by shc.offline
+        if path.suffix == ".zip" and "/" not in relative:
+            from shc.reports.bundle import BUNDLE_FILE, bundle_problems  # it imports this module
+
+            if relative == BUNDLE_FILE:
+                yield from bundle_problems(folder)
         if path.suffix in (".png", ".jpg", ".jpeg", ".gif", ".zip", ".pt", ".npy", ".npz"):
             continue
         text = _read_text(path)
