@@ -46,9 +46,20 @@ def test_best_methods_label_names_tied_leaders_that_did_not_reach_their_targets(
     hits = {"shc": 0.95, "mds": 0.60}
     tied["train_center_hit_rate"] = tied["label"].map(hits)
     assert findings.best_methods_label(tied, "tie_aware_mAP@ALL", 16) == (
-        "shc, mds (not distinguishable); below the training hit rate of 0.9: mds")
+        "shc; not distinguishable from it: mds; below the training hit rate of 0.9: mds")
     tied["train_center_hit_rate"] = 0.95
-    assert findings.best_methods_label(tied, "tie_aware_mAP@ALL", 16) == "shc, mds (not distinguishable)"
+    assert findings.best_methods_label(tied, "tie_aware_mAP@ALL", 16) == "shc; not distinguishable from it: mds"
+
+
+def test_best_methods_label_says_the_tied_are_tied_with_the_best_not_with_each_other():
+    """A reader audit (2026-12-05) read "shc-ls, lth, greedyhash, dtsh, mds (not distinguishable)" as five methods
+    no interval tells apart, where lth - mds excluded 0: each is compared with the best only."""
+    scores = {"shc": [0.50, 0.60, 0.55], "csq": [0.49, 0.52, 0.56], "mds": [0.46, 0.49, 0.53]}
+    runs = pd.DataFrame([{"label": name, "bits": 16, "seed": seed, "tie_aware_mAP@ALL": value}
+                         for name, values in scores.items() for seed, value in enumerate(values)])
+    csq_minus_mds = np.subtract(scores["csq"], scores["mds"])
+    assert np.allclose(csq_minus_mds, 0.03)  # +0.03 on every seed: its interval excludes 0
+    assert findings.best_methods_label(runs, "tie_aware_mAP@ALL", 16) == "shc; not distinguishable from it: csq, mds"
 
 
 def test_reachability_sentences_name_the_networks_that_missed_their_targets():

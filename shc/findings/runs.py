@@ -429,7 +429,7 @@ def best_methods(runs: Any, metric: str, bits: int, method: str = "label", confi
 
 
 def best_methods_label(runs: Any, metric: str, bits: int, method: str = "label") -> str:
-    """:func:`best_methods` as a report index shows it: the one best method, or the tied ones "(not distinguishable)",
+    """:func:`best_methods` as a report index shows it: the one best method and those not distinguishable from it,
     a method the paired interval puts above the highest mean on the seeds both ran as "ahead on the shared seeds",
     "one seed, untested" where the top has a single seed, naming those whose network did not reach its targets on
     the training set (mean center hit rate below :data:`shc.reachability.REACHED`), since their place in a ranking
@@ -442,7 +442,9 @@ def best_methods_label(runs: Any, metric: str, bits: int, method: str = "label")
     tied = [other for other, verdict in verdicts if verdict == "not distinguishable"]
     ahead = [other for other, verdict in verdicts if verdict == "lower"]  # the top is lower than these
     best = [top, *tied, *ahead]
-    label = top if not tied else f"{', '.join([top, *tied])} (not distinguishable)"
+    # each tied method is measured against the top only: two of them may differ (a reader audit, 2026-12-05, read
+    # "a, b, c (not distinguishable)" as a group of three where the interval of b - c excluded 0)
+    label = top if not tied else f"{top}; not distinguishable from it: {', '.join(tied)}"
     if ahead:
         label += f"; {', '.join(ahead)} ahead of {top} on the seeds both ran"
     if seeds < 2 and not tied and not ahead:
