@@ -350,6 +350,121 @@ def test_corrections_replace_a_false_sentence_add_its_finding_and_say_so(tmp_pat
         assert " ".join(correction.old.split()) not in markdown, (correction.page, correction.old)
 
 
+def _methods_page(root: Path, suffix: str, methods: list[str]) -> tuple[Path, Path, Path]:
+    """A preset folder with page 06 built before shc-ls was described as what it solves: its title promises nine
+    baselines, and its methods' table (published as ``tables/methods.csv`` + ``suffix``) holds the old cell."""
+    import gzip
+
+    from shc.reports.corrections import CORRECTIONS
+
+    old_cell = next(c.old for c in CORRECTIONS if c.table == "tables/methods.csv")
+    folder = root / "sets" / "standard-x"
+    page_dir = folder / "06_baselines"
+    table = pd.DataFrame({"loss": ["center", "center"], "reference": ["Chen et al., TOIS 2025.", old_cell]},
+                         index=pd.Index(["shc", "shc-ls (ours, not in the paper)"], name="method"))
+    saved = plots.save_table(table, page_dir / "tables" / "methods", compress=suffix == ".xz")
+    if suffix == ".gz":
+        saved.with_name(saved.name + ".gz").write_bytes(gzip.compress(saved.read_bytes()))
+        saved.unlink()
+    title = "06 · SHC against the paper's nine baselines"
+    (page_dir / "run.json").write_text(json.dumps({"notebook": "06_baselines", "title": title, "parameters": {
+        "dataset": "fashion-modes", "methods": methods}}, indent=2) + "\n")
+    page = page_dir / "06_baselines-report.html"
+    page.write_text(f"<!DOCTYPE html><html><head><title>{title}</title></head><body><h1 id=\"06-nine-baselines\">"
+                    f'{title}<a class="anchor-link" href="#06-nine-baselines">¶</a></h1><p>Intro.</p>'
+                    f"<h2>The methods</h2><div>{table.to_html()}</div><p>Next.</p></body></html>")
+    index = folder / "index.html"
+    index.write_text('<p class="muted">Every page was built from one clean commit, <code>abc</code>.</p>\n<table>'
+                     '<tr><td><a href="06_baselines/06_baselines-report.html">06 · SHC against the paper&#x27;s '
+                     "nine baselines</a></td></tr></table>")
+    return folder, page, index
+
+
+@pytest.mark.parametrize("suffix", ["", ".xz", ".gz"])
+def test_a_correction_of_a_table_cell_changes_the_file_and_the_shown_table_together(tmp_path, suffix):
+    """Page 06's methods' table said shc-ls searches "the same objective" (it drops Eq. 22's spreading term). The
+    cell is corrected in the published file, whatever its compression, and in the table the page shows, so the
+    checker (which compares the two) passes; the note goes under the table, not inside it; run.json records the
+    file; the title that promised nine baselines of a page that runs four is corrected in the page's <title>, its
+    heading, its run.json and the index's link; a second run changes nothing."""
+    from shc.methods import get_method
+    from shc.plots.style import read_table_text
+    from shc.reports.corrections import CORRECTIONS, correct_pages
+
+    cell = next(c for c in CORRECTIONS if c.table == "tables/methods.csv")
+    assert cell.new == get_method("shc-ls").reference  # today's cell, from today's code
+    folder, page, index = _methods_page(tmp_path, suffix, ["greedyhash", "lth", "csq", "mds", "shc", "shc-ls"])
+    stamp = "2026-12-05 by shc at abc1234"
+    assert correct_pages(folder, stamp=stamp) == ["06_baselines/06_baselines-report.html"]
+    text = page.read_text()
+    published = page.parent / f"tables/methods.csv{suffix}"
+    assert cell.new in read_table_text(published) and cell.old not in read_table_text(published)
+    assert f"<td>{cell.new}</td>" in text and f"<td>{cell.old}</td>" not in text
+    note = text.index("a cell of the table above and of its file tables/methods.csv" + suffix)
+    assert text.index("</table>") < note < text.index("<p>Next.</p>")
+    assert [(p.file, p.kind) for p in check_report_folder(folder) if p.file != "index.html"] == []  # the shown
+    # table is in the published file (the index, a sketch, lacks the sentences of a built one)
+    record = json.loads((page.parent / "run.json").read_text())
+    assert record["corrected_after_build"] == {f"tables/methods.csv{suffix}": stamp}
+    assert record["title"] == "06 · SHC against the paper's baselines"
+    assert "<title>06 · SHC against the paper's baselines</title>" in text
+    assert text.index("the paper's baselines<a") < text.index("said “06 · SHC against") < text.index("Intro.")
+    assert ">06 · SHC against the paper&#x27;s baselines</a>" in index.read_text()
+    files = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+    assert correct_pages(folder, stamp="2030-01-01 by shc at fffffff") == []
+    assert {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()} == files
+    from shc.reports.corrections import _write_table_text
+
+    page.write_text(page.read_text().replace(cell.new, cell.old))  # a page whose file holds neither cell
+    corrected = read_table_text(published)
+    _write_table_text(published, corrected.replace(f'"{cell.new}"', "another cell"))
+    with pytest.raises(ValueError, match="holds neither the cell the page shows nor its correction"):
+        correct_pages(folder, stamp=stamp)
+    _write_table_text(published, corrected.replace("center,", '"center",'))  # rewriting it would change other cells
+    with pytest.raises(ValueError, match="not written as shc.plots.save_table writes a table"):
+        correct_pages(folder, stamp=stamp)
+
+
+def test_a_title_true_of_its_set_stays_and_notes_go_under_their_list_or_paragraph(tmp_path):
+    """A set that runs all nine baselines keeps its title (the correction's ``when``); a sentence pointing to page
+    05 is corrected only in a set without page 05; a note under a list item goes under the list."""
+    from shc.paper import PAPER_BASELINES
+    from shc.reports.corrections import correct_pages
+
+    folder, page, index = _methods_page(tmp_path, "", [*PAPER_BASELINES, "shc", "shc-ls"])
+    correct_pages(folder, stamp="s")
+    assert "<title>06 · SHC against the paper's nine baselines</title>" in page.read_text()
+    assert "nine baselines" in json.loads((page.parent / "run.json").read_text())["title"]
+    hashing = folder / "02_hash_centers" / "02_hash_centers-report.html"
+    hashing.parent.mkdir()
+    built = ("<ul><li><strong>shc</strong>: Algorithm 1;</li><li><strong>shc-ls</strong>: the same objective and "
+             "constraint solved by exact feasible local search (descent, <code>shc.centers.search</code>).</li>"
+             "</ul><p>Next. Whether these trade-offs pay off in retrieval is measured in notebooks 04 and\n05.</p>"
+             "<p>Last.</p>")
+    hashing.write_text(built)
+    assert correct_pages(folder, stamp="s") == ["02_hash_centers/02_hash_centers-report.html"]
+    text = hashing.read_text()
+    assert "the semantic loss under the same constraint, without the spreading term (Eq. 22 with $\\mu = 0$)" in text
+    assert text.index("</ul>") < text.index("said “the same objective") < text.index("<p>Next.")
+    assert text.index("measured in notebook 04 (and by the ablations") < text.index("said “Whether") \
+        < text.index("<p>Last.")
+    ablations = folder / "05_ablations" / "05_ablations-report.html"  # a set that builds page 05
+    ablations.parent.mkdir()
+    ablations.write_text("<p>Ablations.</p>")
+    hashing.write_text(built)
+    correct_pages(folder, stamp="s")
+    assert "measured in notebooks 04 and\n05." in hashing.read_text() and "said “Whether" not in hashing.read_text()
+
+
+def test_the_corrections_of_computed_text_say_what_todays_code_computes():
+    """Page 06's sentence on shc-ls is computed from shc.methods.OUTSIDE_PAPER: its correction is today's words."""
+    from shc.methods import OUTSIDE_PAPER
+    from shc.reports.corrections import CORRECTIONS
+
+    correction = next(c for c in CORRECTIONS if c.old == "SHC's objective and constraint solved by exact local search")
+    assert OUTSIDE_PAPER["shc-ls"][1].startswith(correction.new + " (`docs/centers.md`)")
+
+
 def _settings(lr_dpsh: float = 0.001) -> pd.DataFrame:
     """Six runs: shc and mds at 80 epochs (mds 160 at 64 bits), dpsh at its own learning rate; two lengths, 1 seed."""
     rows = []

@@ -5,7 +5,9 @@ page built before the fix; a page whose runs are still on the machine is rebuilt
 whose runs are gone keeps its figures and tables. :func:`correct_pages` replaces, on such pages, each sentence of
 :data:`CORRECTIONS` (found by its words, whatever the line breaks) with the notebook's text of today, and where that
 text points to a computed finding the old build did not show, adds the finding from the page's own published table
-(recorded in ``findings.json``, so the checker re-derives it). Under each corrected paragraph the page says what
+(recorded in ``findings.json``, so the checker re-derives it). A correction may also fix a cell of a published table
+(:attr:`Correction.table`): the file and the table the page shows change together, so the checker, which compares
+them, still finds the one in the other. Under each corrected paragraph (list, heading or table) the page says what
 changed, when and by which commit; the preset's index names the pages (:func:`shc.reports.refresh
 .note_refreshed_pages_in_index`).
 
@@ -14,7 +16,10 @@ changed, when and by which commit; the preset's index names the pages (:func:`sh
 
 from __future__ import annotations
 
+import csv
+import gzip
 import html
+import io
 import json
 import os
 import re
@@ -31,9 +36,17 @@ class Correction:
     """A sentence of an earlier notebook that an audit found false, and what replaces it on the pages built before.
 
     ``old`` and ``new`` are the text as a page shows it (the rendered Markdown: TeX stays as written, code spans are
-    ``<code>``); ``old`` is matched word by word, whatever the line breaks. ``why`` ends the note under the paragraph
-    ("... which <why>"). Where ``new`` points to a computed finding, ``finding`` names it with its ``tables`` (paths
-    in the page folder) and ``after_cell``, the notebook cell id whose output it follows."""
+    ``<code>``); ``old`` is matched word by word, whatever the line breaks, in the page's body. ``why`` ends the note
+    under the paragraph ("... which <why>"); a note under a list item goes under the list, one under a heading under
+    the heading, and words corrected in the page's ``<h1>`` are corrected in its ``<title>``, its ``run.json``'s
+    title and the index's link to it too. Where ``new`` points to a computed finding, ``finding`` names it with its
+    ``tables`` (paths in the page folder) and ``after_cell``, the notebook cell id whose output it follows.
+
+    ``table`` (a path in the page folder, ``tables/x.csv``, whatever its compression: ``.csv.xz``, ``.csv.gz``) makes
+    ``old`` a whole cell of that published table: the cell is replaced in the file and in the page's HTML table that
+    shows it, the note goes under that table, and the page's ``run.json`` records the file under
+    ``corrected_after_build``. ``when``, a test of the page's folder, limits the correction to the pages whose runs
+    make the old words false (a title that promises nine baselines is true on a set that runs all nine)."""
 
     page: str
     old: str
@@ -42,15 +55,45 @@ class Correction:
     finding: str | None = None
     tables: Mapping[str, str] = field(default_factory=dict)
     after_cell: str | None = None
+    table: str | None = None
+    when: Callable[[Path], bool] | None = None
 
     def __post_init__(self) -> None:
         if (self.finding is None) != (self.after_cell is None) or (self.finding is not None and not self.tables):
             raise ValueError(f"correction of {self.page}: a finding needs its tables and the cell it follows, and "
                              "those need a finding.")
+        if self.table is not None and self.finding is not None:
+            raise ValueError(f"correction of {self.page}: a table cell's correction adds no finding.")
 
     @property
     def pattern(self) -> re.Pattern:
-        return re.compile(r"\s+".join(re.escape(word) for word in self.old.split()))
+        words = r"\s+".join(re.escape(word) for word in self.old.split())
+        return re.compile(rf"(<td[^>]*>)\s*{words}\s*(</td>)" if self.table else words)
+
+    def applies(self, page_dir: Path) -> bool:
+        """Whether the old words are false on the page in ``page_dir`` (always, unless ``when`` says)."""
+        return self.when is None or self.when(page_dir)
+
+
+def _fewer_paper_baselines(page_dir: Path) -> bool:
+    """Whether the page's runs (its ``run.json``'s methods) leave out some of the paper's nine baselines."""
+    from shc.paper import PAPER_BASELINES
+
+    record_file = page_dir / "run.json"
+    if not record_file.is_file():
+        return False
+    methods = (json.loads(record_file.read_text(encoding="utf-8")).get("parameters") or {}).get("methods") or ()
+    return not set(PAPER_BASELINES) <= set(methods)
+
+
+def _without_page_05(page_dir: Path) -> bool:
+    """Whether the page's report set builds no page 05 (the ablations)."""
+    return not any(page_dir.parent.glob("05_*/*-report.html"))
+
+
+#: Why the old descriptions of shc-ls are false: it drops Eq. 22's spreading term.
+_SHC_LS = ("the code contradicts (shc.centers.search): shc-ls minimises SHC's semantic loss under its distance "
+           "constraint without Eq. 22's spreading term (mu = 0)")
 
 
 #: The false sentences of earlier notebooks (the audits of 2026-11-29, docs/reports.md), in the words the pages show.
@@ -164,12 +207,12 @@ CORRECTIONS: tuple[Correction, ...] = (
         why="placed the dashed Hadamard segments in the right panel, which has none"),
     Correction(
         "00_center_geometry",
-        old="What happens to $d_{\\min}$ and $S_{loss}$ if you add classes, shorten the code, or switch from MDS to SHC "
-            "centers? Which centers sit near a class, and are they its semantic neighbours? Pick $C$, $q$ and a center "
-            "method:",
-        new="What happens to $d_{\\min}$ and $S_{loss}$ if you shorten the code, switch from MDS to SHC centers, or (on "
-            "the demonstration page, whose grid holds several $C$) add classes? Which centers sit near a class, and "
-            "are they its semantic neighbours? Pick the settings the grid holds and a center method:",
+        old="What happens to $d_{\\min}$ and $S_{loss}$ if you add classes, shorten the code, or switch from MDS to "
+            "SHC centers? Which centers sit near a class, and are they its semantic neighbours? Pick $C$, $q$ and a "
+            "center method:",
+        new="What happens to $d_{\\min}$ and $S_{loss}$ if you shorten the code, switch from MDS to SHC centers, or "
+            "(on the demonstration page, whose grid holds several $C$) add classes? Which centers sit near a class, "
+            "and are they its semantic neighbours? Pick the settings the grid holds and a center method:",
         why="offered a choice of C that the page's explorer grid, of this testbed's one C, does not hold"),
     Correction(
         "00_center_geometry",
@@ -179,17 +222,263 @@ CORRECTIONS: tuple[Correction, ...] = (
             "pull the classes of one coarse class together only as far as $\\mathbf{S}$ rates them alike (Section 4).",
         why="overstates what the embedding shows (an audit of standard's page measured SHC's within- to "
             "between-coarse-class distance ratio at 0.90, MDS's at 0.92)"),
+    # two reader audits of standard-modes, standard-unseen and standard-pretrained-unseen (2026-12-05): sentences the
+    # notebooks have since reworded (shc-ls's objective, pages a set does not build, other datasets' hierarchies)
+    Correction(
+        "02_hash_centers",
+        old="the same objective and constraint solved by exact feasible local search",
+        new="the semantic loss under the same constraint, without the spreading term (Eq. 22 with $\\mu = 0$), solved "
+            "by a feasible local search whose every move's cost is computed exactly",
+        why=_SHC_LS),
+    Correction(
+        "00_center_geometry",
+        old="feasible local search on the SHC objective,",
+        new="feasible local search on the semantic loss of Eq. 22 without its spreading term,",
+        why=_SHC_LS),
+    Correction(  # typed on some pages, computed from shc.methods.OUTSIDE_PAPER on others
+        "06_baselines",
+        old="SHC's objective and constraint solved by exact local search",
+        new="SHC's semantic loss without its spreading term (Eq. 22 with mu = 0), under SHC's distance constraint, "
+            "solved by exact local search",
+        why=_SHC_LS),
+    Correction(  # the methods' table, from shc.methods.METHODS["shc-ls"].reference
+        "06_baselines",
+        old="SHC's center loss with centers from exact feasible local search on the same objective "
+            "(shc.centers.search; docs/centers.md).",
+        new="SHC's center loss with centers from exact feasible local search on SHC's semantic loss without its "
+            "spreading term (Eq. 22 with mu = 0), under the same distance constraint (shc.centers.search; "
+            "docs/centers.md).",
+        why=_SHC_LS, table="tables/methods.csv"),
+    Correction(
+        "01_similarity",
+        old="notebook 05 measures which one gives the better retrieval.",
+        new="notebook 05 (where the preset builds it: the index lists its pages) measures which one gives the better "
+            "retrieval.",
+        why="points to page 05, which this report set does not build (its index lists its pages)",
+        when=_without_page_05),
+    Correction(
+        "02_hash_centers",
+        old="Whether these trade-offs pay off in retrieval is measured in notebooks 04 and 05.",
+        new="Whether these trade-offs pay off in retrieval is measured in notebook 04 (and by the ablations of "
+            "notebook 05, where the preset builds it: the index lists its pages).",
+        why="points to page 05, which this report set does not build (its index lists its pages)",
+        when=_without_page_05),
+    Correction(
+        "01_similarity",
+        old="Where the dataset has a hierarchy (digits composite: the first digit; CIFAR-100: its 20 superclasses; "
+            "NABirds: the parent in its taxonomy),",
+        new="Where the dataset has a hierarchy (every class under one coarse class; the dataset's line at the top of "
+            "this page names it),",
+        why="named other datasets' hierarchies, none of them this page's (the dataset's line at its top names it)"),
+    Correction(
+        "01_similarity",
+        old="Where the dataset has a hierarchy (the composites: the first item or digit; fashion-modes: the item; "
+            "CIFAR-100: its 20 superclasses; NABirds: the parent in its taxonomy),",
+        new="Where the dataset has a hierarchy (every class under one coarse class; the dataset's line at the top of "
+            "this page names it),",
+        why="named other datasets' hierarchies beside this page's (the dataset's line at its top names it)"),
+    Correction(
+        "02_hash_centers",
+        old="$\\mathbf{S}$); it returns the best final state, and whether",
+        new="$\\mathbf{S}$), then once more after a pair descent from the best of them (the last record, the "
+            "returned centers); and whether",
+        why="the page's own search history contradicts (each run's last record is a pair descent from the best "
+            "start: the centers returned)"),
+    Correction(
+        "03_train_hashing",
+        old="followed by a fully connected hash layer with $\\tanh$ outputs $\\mathbf{b}_{0i} \\in (-1, 1)^q$; the "
+            "code is $\\mathbf{b}_i = \\mathrm{sign}(\\mathbf{b}_{0i})$ (Eq. 39).",
+        new="followed by a fully connected hash layer; for the center methods its outputs pass through $\\tanh$, "
+            "$\\mathbf{b}_{0i} \\in (-1, 1)^q$, and the code is $\\mathbf{b}_i = \\mathrm{sign}(\\mathbf{b}_{0i})$ "
+            "(Eq. 39); the other baselines keep their published heads (linear or batch-normalised outputs: "
+            "<code>docs/baselines.md</code>).",
+        why="the code contradicts for CRH and GreedyHash, which keep the layer's linear outputs, and for MDS, "
+            "which batch-normalises them first (shc.methods; page 06's methods table)"),
+    Correction(
+        "03_train_hashing",
+        old="a curve that flattens and peaks at the end (the cosine schedule's learning rate reaches 0 there) is "
+            "what a converged run looks like.",
+        new="a curve that flattens near the end (the cosine schedule's learning rate reaches 0 there) has stopped "
+            "gaining, and one that peaks earlier and falls has overfitted its training images (model selection "
+            "keeps its peak).",
+        why="gave no reading of a curve that peaks early and falls, whose peak model selection keeps (the page's "
+            "table gives each run's selected epoch)"),
+    Correction(
+        "04_retrieval",
+        old="for each method with centers at the longest code length",
+        new="for each example method (<code>example_methods</code>) at the longest code length",
+        why="the page's figures contradict: it maps only the example methods' codes"),
+    Correction(
+        "04_retrieval",
+        old="for each method, with their top results in Hamming ranking:",
+        new="for each example method (<code>example_methods</code>), with their top results in Hamming ranking:",
+        why="the page's figures contradict: it shows only the example methods' queries"),
+    Correction(
+        "04_retrieval",
+        old="the stored codes (ties by database index, the ranking the metrics above evaluate); the same index serves "
+            "your own images: see \"Search your own images\" in the README.",
+        new="the stored codes, ties broken by database index (the ranking of the \"ties by index\" metrics above; the "
+            "tie-aware ones average over the orders of tied results); the same index serves your own images: see "
+            "\"Search your own images\" in <code>docs/retrieval.md</code>.",
+        why="gave the order of the \"ties by index\" metrics to every metric above (the tie-aware ones average over "
+            "tie orders) and sent readers to the README for a section that is in docs/retrieval.md"),
+    Correction(
+        "06_baselines",
+        old="06 · SHC against the paper's nine baselines",
+        new="06 · SHC against the paper's baselines",
+        why="promises the paper's nine baselines on a page whose runs leave some out (its methods' table)",
+        when=_fewer_paper_baselines),
+    Correction(
+        "06_baselines",
+        old="Data, splits, network, optimiser, schedule, model selection on the validation split and the metric code "
+            "(<code>shc.metrics</code>) are shared, so the method name is the only thing that changes between rows "
+            "of these tables.",
+        new="Data, splits, backbone, optimiser, learning rate, model selection on the validation split and the "
+            "metric code (<code>shc.metrics</code>) are shared; what changes between rows is the method: its loss, "
+            "its centers or codebook and its hash head (the methods' table) and, where the doubling rule asked for "
+            "more, its epochs (the budgets under section 3's table; the rule: a budget stands when doubling it does "
+            "not move the validation mAP by more than a set threshold, <code>docs/evaluation.md</code>).",
+        why="the page's own tables contradict: the methods' table gives each method its hash head, and the budgets "
+            "under section 3's table differ between methods"),
+    Correction(
+        "06_baselines",
+        old="Times depend on the machine and its load: compare them within one run of this notebook.",
+        new="Times depend on the device and its load (how many runs shared it): compare them within one code length "
+            "trained on one device.",
+        why="told readers to compare times within one run of this notebook, which trains nothing: it reads runs "
+            "trained before it, each on its device and under its load"),
 )
 
 
 _NOTE = re.compile(r'<p class="shc-corrected".*?</p>', re.DOTALL)
 
 
-def correction_note(stamp: str, old: str, why: str) -> str:
-    """The line a corrected paragraph carries under it."""
+def correction_note(stamp: str, old: str, why: str, table: str | None = None) -> str:
+    """The line a corrected paragraph (or, with ``table``, the file name of a corrected table) carries under it; the
+    old words are quoted as text (their tags, e.g. ``<code>``, left out)."""
+    said = html.escape(html.unescape(" ".join(re.sub(r"<[^>]+>", "", old).split())))
+    what = f"a cell of the table above and of its file {html.escape(table)}" if table else "the text as built"
     return (f'<p class="shc-corrected" data-corrected="{html.escape(stamp)}"><em>Corrected on '
-            f"{html.escape(stamp)}: the text as built said “{html.escape(html.unescape(' '.join(old.split())))}”, which "
-            f"{html.escape(why)}; the rest of the page is as built.</em></p>")
+            f"{html.escape(stamp)}: {what} said “{said}”, which {html.escape(why)}; the rest of the page is as "
+            "built.</em></p>")
+
+
+_BLOCK_END = re.compile(r"</(p|li|h[1-6]|td|th)>")
+
+
+def _block_end(text: str, position: int) -> tuple[int, str]:
+    """Where the note of words ending at ``position`` goes (after their paragraph, list, heading or table) and the
+    tag that closed their block (``p``, ``li``, ``h1``, ...)."""
+    found = _BLOCK_END.search(text, position)
+    if found is None:
+        return position, ""
+    tag = found.group(1)
+    closing = {"li": r"</[ou]l>", "td": "</table>", "th": "</table>"}.get(tag)
+    end = re.compile(closing).search(text, found.end()) if closing else None
+    return (end or found).end(), tag
+
+
+def _write_table_text(path: Path, text: str) -> None:
+    """``text`` written back as the table file ``path`` was: plain, xz or gzip (without a time or name, so the same
+    table gives the same bytes)."""
+    from shc._io import write_bytes
+    from shc.plots.style import compress_table_bytes
+
+    data = text.encode("utf-8")
+    if path.name.endswith(".xz"):
+        data = compress_table_bytes(data)
+    elif path.name.endswith(".gz"):
+        data = gzip.compress(data, compresslevel=9, mtime=0)
+    write_bytes(path, data)
+
+
+def _csv_text(rows: Sequence[Sequence[str]]) -> str:
+    out = io.StringIO(newline="")
+    csv.writer(out, lineterminator="\n").writerows(rows)  # as pandas writes a table (shc.plots.save_table)
+    return out.getvalue()
+
+
+def _correct_table_file(page_dir: Path, correction: Correction, stamp: str) -> str:
+    """Replace the correction's cell in its published table file (whatever its compression) and record the file in
+    the page's ``run.json`` (``corrected_after_build``); return the file's name in the page folder. A file already
+    corrected is left as it is; one that holds neither the old cell nor the new one is not the page's table."""
+    from shc._io import write_text
+    from shc.plots.style import read_table_text
+
+    name = _published(page_dir, correction.table)
+    path = page_dir / name
+    text = read_table_text(path)
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    if _csv_text(rows) != text:
+        raise ValueError(f"{page_dir.name}: {name} is not written as shc.plots.save_table writes a table; its cell "
+                         "cannot be replaced without rewriting other cells.")
+    old, new = (html.unescape(" ".join(words.split())) for words in (correction.old, correction.new))
+    fixed = [[new if " ".join(cell.split()) == old else cell for cell in row] for row in rows]
+    if fixed == rows:
+        if not any(cell == new for row in rows for cell in row):
+            raise ValueError(f"{page_dir.name}: {name} holds neither the cell the page shows nor its correction; "
+                             "the page's table is not this file's.")
+        return name
+    _write_table_text(path, _csv_text(fixed))
+    record_file = page_dir / "run.json"
+    if record_file.is_file():
+        record = json.loads(record_file.read_text(encoding="utf-8"))
+        record.setdefault("corrected_after_build", {})[name] = stamp
+        write_text(record_file, json.dumps(record, indent=2) + "\n")  # as shc.reports.execute writes it
+    return name
+
+
+def _retitle(text: str, folder: Path, page: Path, correction: Correction) -> str:
+    """``text`` with the corrected words of its ``<h1>`` corrected in its ``<title>`` too, and the same in the page's
+    ``run.json`` title and in the index's link to the page (the index writer's text for that title)."""
+    from urllib.parse import quote
+
+    from shc._io import write_text
+
+    from .export import plain_title
+    from .published import INDEX_FILE
+
+    def fix(words: str) -> str:
+        return correction.pattern.sub(lambda _: html.unescape(correction.new), words, count=1)
+
+    title = re.search(r"<title>(.*?)</title>", text, re.DOTALL)
+    if title is not None and correction.pattern.search(html.unescape(title.group(1))):
+        fixed = html.escape(fix(html.unescape(title.group(1))), quote=False)
+        text = text[:title.start(1)] + fixed + text[title.end(1):]
+    record_file = page.parent / "run.json"
+    record = json.loads(record_file.read_text(encoding="utf-8")) if record_file.is_file() else {}
+    old_title = record.get("title")
+    if not isinstance(old_title, str) or fix(old_title) == old_title:
+        return text
+    record["title"] = fix(old_title)
+    write_text(record_file, json.dumps(record, indent=2) + "\n")  # as shc.reports.execute writes it
+    index = folder / INDEX_FILE
+    if index.is_file():
+        link = f'<a href="{html.escape(quote(page.relative_to(folder).as_posix()))}">'
+        old_link, new_link = (link + html.escape(plain_title(words)) + "</a>" for words in (old_title, record["title"]))
+        write_text(index, index.read_text(encoding="utf-8").replace(old_link, new_link))
+    return text
+
+
+def _correct(text: str, folder: Path, page: Path, correction: Correction, stamp: str) -> str | None:
+    """``text`` with the correction's old words replaced (outside the head and the notes) and the note under their
+    block; None where the page does not show them."""
+    body = max(text.find("<body"), 0)  # the head's <title> is corrected with its heading, not on its own
+    notes = [note.span() for note in _NOTE.finditer(text)]  # a note quotes the old words: not a match
+    match = next((found for found in correction.pattern.finditer(text, body)
+                  if not any(start <= found.start() < end for start, end in notes)), None)
+    if match is None:
+        return None
+    table = _correct_table_file(page.parent, correction, stamp) if correction.table else None
+    new = match.group(1) + correction.new + match.group(2) if table else correction.new
+    close, tag = _block_end(text, match.end(1) if table else match.end())  # a cell's match ends with its </td>
+    note = correction_note(stamp, correction.old, correction.why, table)
+    text = text[:match.start()] + new + text[match.end():close] + note + text[close:]
+    if tag == "h1":
+        text = _retitle(text, folder, page, correction)
+    if correction.finding is not None:
+        text = _insert_finding(text, page.parent, correction, stamp)
+    return text
 
 
 def _published(page_dir: Path, name: str) -> str:
@@ -295,19 +584,11 @@ def correct_pages(folder: str | os.PathLike, stamp: str | None = None,
     for page in sorted([*folder.glob("*/*-report.html"), *folder.glob("*/*/*-report.html")]):  # variants too
         text = original = page.read_text(encoding="utf-8")
         notebook = page.relative_to(folder).parts[0]
-        for correction in (c for c in corrections if c.page == notebook):
-            notes = [note.span() for note in _NOTE.finditer(text)]  # a note quotes the old words: not a match
-            match = next((found for found in correction.pattern.finditer(text)
-                          if not any(start <= found.start() < end for start, end in notes)), None)
-            if match is None:
+        for correction in (c for c in corrections if c.page == notebook and c.applies(page.parent)):
+            if not correction.pattern.search(text):
                 continue
             stamp = stamp or _stamp(folder)
-            close = text.find("</p>", match.end())
-            close = match.end() if close < 0 else close + len("</p>")
-            note = correction_note(stamp, correction.old, correction.why)
-            text = text[:match.start()] + correction.new + text[match.end():close] + note + text[close:]
-            if correction.finding is not None:
-                text = _insert_finding(text, page.parent, correction, stamp)
+            text = _correct(text, folder, page, correction, stamp) or text
         if text != original:
             write_text(page, text)
             changed.append(page.relative_to(folder).as_posix())
