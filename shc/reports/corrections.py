@@ -91,6 +91,18 @@ def _without_page_05(page_dir: Path) -> bool:
     return not any(page_dir.parent.glob("05_*/*-report.html"))
 
 
+def _unseen_selected_the_old_way(page_dir: Path) -> bool:
+    """Whether the page holds classes out and its runs were trained before 2026-12-02, when stage 3's model selection
+    still ranked against the whole database and a classifier's test accuracy counted the held-out queries as errors
+    (docs/unseen.md): its ``run.json``'s preset is an unseen one and its build is older."""
+    record_file = page_dir / "run.json"
+    if not record_file.is_file():
+        return False
+    record = json.loads(record_file.read_text(encoding="utf-8"))
+    preset = str((record.get("parameters") or {}).get("preset") or "")
+    return preset.endswith("-unseen") and str(record.get("started") or record.get("finished") or "") < "2026-12-02"
+
+
 #: Why the old descriptions of shc-ls are false: it drops Eq. 22's spreading term.
 _SHC_LS = ("the code contradicts (shc.centers.search): shc-ls minimises SHC's semantic loss under its distance "
            "constraint without Eq. 22's spreading term (mu = 0)")
@@ -347,6 +359,25 @@ CORRECTIONS: tuple[Correction, ...] = (
             "trained on one device.",
         why="told readers to compare times within one run of this notebook, which trains nothing: it reads runs "
             "trained before it, each on its device and under its load"),
+    # a reader audit of standard-unseen (2026-12-05): what the unseen sets' runs did before 2026-12-02
+    Correction(
+        "01_similarity",
+        old="Test accuracy is measured on the query split (the paper's test set).",
+        new="Test accuracy is measured on the query split (the paper's test set); on this page, built before "
+            "2026-12-02, that split holds the held-out classes' images too, which the classifier cannot name, and "
+            "each counted as an error: its test accuracy is at most the seen classes' share of the queries, not "
+            "comparable with the paper's Table 2 (today's code reports it as n/a; docs/unseen.md).",
+        why="counted the held-out classes' queries, which the classifier cannot name, as its errors",
+        when=_unseen_selected_the_old_way),
+    Correction(
+        "04_retrieval",
+        old="a seeded quarter of the classes never reaches a training stage;",
+        new="a seeded quarter of the classes never reaches a training stage (but on this page's runs, trained before "
+            "2026-12-02, stage 3's model selection ranked the validation queries against the whole database, held-out "
+            "images included, so they took part in choosing each run's epoch: docs/unseen.md, \"Model selection "
+            "without the held-out images\");",
+        why="the runs' model selection, before 2026-12-02, ranked against a database holding the held-out images",
+        when=_unseen_selected_the_old_way),
 )
 
 
