@@ -378,6 +378,26 @@ CORRECTIONS: tuple[Correction, ...] = (
             "without the held-out images\");",
         why="the runs' model selection, before 2026-12-02, ranked against a database holding the held-out images",
         when=_unseen_selected_the_old_way),
+    # the reader audit of standard-modes (2026-12-05), page 00: blocks its S and centers do not show
+    Correction(
+        "00_center_geometry",
+        old="Rows and columns are in coarse-class order, so the blocks on the diagonal are the coarse classes.",
+        new="Rows and columns are in coarse-class order, so the classes of one coarse class are neighbours: where "
+            "$\\mathbf{S}$ rates them above the rest, the coarse classes show as blocks on the diagonal.",
+        why="the page's own S contradicts where its coarse classes are not rated above the rest (on fashion-modes "
+            "the mean S between two modes of Shirt is -0.009, of Coat 0.046)"),
+    Correction(
+        "00_center_geometry",
+        old="SHC's shows the diagonal blocks of $\\mathbf{S}$ while keeping every off-diagonal cosine at most "
+            "$1 - 2d/q$.",
+        new="SHC's follows $\\mathbf{S}$ as far as it can while keeping every off-diagonal cosine at most $1 - 2d/q$.",
+        why="overstates what the figure's data show where S has faint blocks (on fashion-modes SHC's mean cosine is "
+            "0.072 within a coarse class and -0.015 between)"),
+    Correction(
+        "00_center_geometry",
+        old="it stays well below the $q/2$ of orthogonal codes,",
+        new="it stays below the $q/2$ of orthogonal codes in the plotted range,",
+        why="the page's own table gives d = 58 at q = 128 and C = 10, d/q = 0.453"),
 )
 
 
