@@ -273,8 +273,9 @@ def test_refresh_makes_the_index_name_the_pages_whose_findings_came_later(tmp_pa
     lines = index.read_text().splitlines()
     assert lines[0].endswith("<code>abc</code>.</p>")
     assert lines[1] == ('<p class="muted shc-refreshed-index">The findings lists or summary labels of 1 page(s) (04_x) '
-                        "were derived again from their tables after the build (2026-11-29 by shc at abc1234), after a "
-                        "correction of their wording; each page says so under them, and the rest of every page is as "
+                        "were derived again from their tables after the build (2026-11-29 by shc at abc1234), where "
+                        "their wording changed or they were found false; each page says which under them, and the "
+                        "rest of every page is as "
                         "built.</p>")
     assert not note_refreshed_pages_in_index(folder)  # idempotent
     page.write_text(built)  # a rebuilt page: nothing refreshed any more
@@ -588,11 +589,24 @@ def test_refresh_derives_an_old_best_method_label_again_and_says_so(tmp_path):
     assert refresh_summaries(folder, stamp="2026-12-02 by shc at abc1234") == ["06_x"]
     assert [p for p in check_report_folder(folder) if p.kind == "summary-mismatch"] == []
     text = page.read_text()
-    assert 'data-refreshed="2026-12-02 by shc at abc1234"' in text and "it said: best method" in text
+    assert 'data-refreshed="2026-12-02 by shc at abc1234"' in text and "as built it said: best method" in text
     assert "shc (an old wording)" in text.split('class="shc-refreshed"')[1]  # quoted in the note only
     record = json.loads((page.parent / "run.json").read_text())
     assert record["summary_refreshed"]["was"] == {"best method (tie-aware mAP@ALL, 16 bits)": "shc (an old wording)"}
     assert refresh_summaries(folder, stamp="later") == []  # a second run changes nothing
+    # the wording changes again: the next refresh still quotes the label as built, and keeps the first stamp
+    key = "best method (tie-aware mAP@ALL, 16 bits)"
+    summary_file = page.parent / "summary.json"
+    summary_file.write_text(json.dumps({**json.loads(summary_file.read_text()), key: "shc (a later wording)"}))
+    assert refresh_summaries(folder, stamp="2026-12-05 by shc at def5678") == ["06_x"]
+    text = page.read_text()
+    assert 'data-refreshed="2026-12-02 by shc at abc1234 | 2026-12-05 by shc at def5678"' in text
+    assert "as built it said: best method (tie-aware mAP@ALL, 16 bits): shc (an old wording)" in text
+    assert "a later wording" not in text
+    record = json.loads((page.parent / "run.json").read_text())["summary_refreshed"]
+    assert record == {"stamps": ["2026-12-02 by shc at abc1234", "2026-12-05 by shc at def5678"],
+                      "was": {key: "shc (an old wording)"}}
+    assert "2026-12-02 by shc at abc1234; 2026-12-05 by shc at def5678" in (folder / "index.html").read_text()
 
 
 def _page03(root: Path, summary: dict, settings: bool = True, without: str | None = None) -> tuple[Path, Path]:
@@ -657,7 +671,7 @@ def test_an_older_pages_one_epochs_is_true_only_when_every_run_trained_it_and_re
     assert list(fresh) == ["runs", "training time (min)", "budgets", "mean selected epoch"]
     assert fresh["budgets"] == "80 epochs, 160 for mds"
     assert "budgets 80 epochs, 160 for mds" in (folder / "index.html").read_text()
-    assert "where it was false; it said: epochs: 160" in page.read_text()
+    assert "where it was false; as built it said: epochs: 160" in page.read_text()
     assert refresh_summaries(folder, stamp="later") == []
     one = {"runs": 4, "training time (min)": 4.0, "epochs": 80, "mean selected epoch": 65.0}  # shc and dpsh: 80
     folder, _ = _page03(tmp_path / "one", one, settings=False, without="mds")

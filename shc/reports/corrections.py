@@ -302,10 +302,10 @@ CORRECTIONS: tuple[Correction, ...] = (
             "code is $\\mathbf{b}_i = \\mathrm{sign}(\\mathbf{b}_{0i})$ (Eq. 39).",
         new="followed by a fully connected hash layer; for the center methods its outputs pass through $\\tanh$, "
             "$\\mathbf{b}_{0i} \\in (-1, 1)^q$, and the code is $\\mathbf{b}_i = \\mathrm{sign}(\\mathbf{b}_{0i})$ "
-            "(Eq. 39); the other baselines keep their published heads (linear or batch-normalised outputs: "
+            "(Eq. 39); the other baselines keep their published heads (page 06's methods table; "
             "<code>docs/baselines.md</code>).",
-        why="the code contradicts for CRH and GreedyHash, which keep the layer's linear outputs, and for MDS, "
-            "which batch-normalises them first (shc.methods; page 06's methods table)"),
+        why="the code contradicts: the baselines outside the center methods keep their published heads (page 06's "
+            "methods table gives each)"),
     Correction(
         "03_train_hashing",
         old="a curve that flattens and peaks at the end (the cosine schedule's learning rate reaches 0 there) is "
@@ -314,7 +314,7 @@ CORRECTIONS: tuple[Correction, ...] = (
             "gaining, and one that peaks earlier and falls has overfitted its training images (model selection "
             "keeps its peak).",
         why="gave no reading of a curve that peaks early and falls, whose peak model selection keeps (the page's "
-            "table gives each run's selected epoch)"),
+            "table gives the selected epochs)"),
     Correction(
         "04_retrieval",
         old="for each method with centers at the longest code length",
@@ -355,19 +355,21 @@ CORRECTIONS: tuple[Correction, ...] = (
     Correction(
         "06_baselines",
         old="Times depend on the machine and its load: compare them within one run of this notebook.",
-        new="Times depend on the device and its load (how many runs shared it): compare them within one code length "
-            "trained on one device.",
+        new="Times depend on the device and its load (how many runs shared it), and this page does not name the "
+            "device each run trained on: its times compare methods only roughly.",
         why="told readers to compare times within one run of this notebook, which trains nothing: it reads runs "
             "trained before it, each on its device and under its load"),
     # a reader audit of standard-unseen (2026-12-05): what the unseen sets' runs did before 2026-12-02
     Correction(
         "01_similarity",
         old="Test accuracy is measured on the query split (the paper's test set).",
-        new="Test accuracy is measured on the query split (the paper's test set); on this page, built before "
-            "2026-12-02, that split holds the held-out classes' images too, which the classifier cannot name, and "
-            "each counted as an error: its test accuracy is at most the seen classes' share of the queries, not "
-            "comparable with the paper's Table 2 (today's code reports it as n/a; docs/unseen.md).",
-        why="counted the held-out classes' queries, which the classifier cannot name, as its errors",
+        new="Test accuracy is measured on the query split (the paper's test set). On this page it is not comparable "
+            "with the paper's: its stage 1 (recorded before 2026-12-02) counted each query image of a held-out class, "
+            "which the classifier cannot name, as an error, so the test accuracy in its summary, table and closing "
+            "sentences is at most the seen classes' share of the queries; today's code reports it as n/a "
+            "(docs/unseen.md).",
+        why="gave, as the classifier's test accuracy, a number that counts each query of a held-out class (which "
+            "the classifier cannot name) as an error",
         when=_unseen_selected_the_old_way),
     Correction(
         "04_retrieval",
@@ -376,7 +378,8 @@ CORRECTIONS: tuple[Correction, ...] = (
             "2026-12-02, stage 3's model selection ranked the validation queries against the whole database, held-out "
             "images included, so they took part in choosing each run's epoch: docs/unseen.md, \"Model selection "
             "without the held-out images\");",
-        why="the runs' model selection, before 2026-12-02, ranked against a database holding the held-out images",
+        why="left out that these runs' model selection (before 2026-12-02) ranked the validation queries against a "
+            "database holding the held-out images",
         when=_unseen_selected_the_old_way),
     # the reader audit of standard-modes (2026-12-05), page 00: blocks its S and centers do not show
     Correction(
@@ -390,14 +393,15 @@ CORRECTIONS: tuple[Correction, ...] = (
         "00_center_geometry",
         old="SHC's shows the diagonal blocks of $\\mathbf{S}$ while keeping every off-diagonal cosine at most "
             "$1 - 2d/q$.",
-        new="SHC's follows $\\mathbf{S}$ as far as it can while keeping every off-diagonal cosine at most $1 - 2d/q$.",
+        new="SHC's is pulled towards $\\mathbf{S}$ while keeping every off-diagonal cosine at most $1 - 2d/q$ (how "
+            "close it gets is its $S_{loss}$ in Section 6).",
         why="overstates what the figure's data show where S has faint blocks (on fashion-modes SHC's mean cosine is "
             "0.072 within a coarse class and -0.015 between)"),
     Correction(
         "00_center_geometry",
         old="it stays well below the $q/2$ of orthogonal codes,",
         new="it stays below the $q/2$ of orthogonal codes in the plotted range,",
-        why="the page's own table gives d = 58 at q = 128 and C = 10, d/q = 0.453"),
+        why="the page's own table contradicts: it gives d = 58 at q = 128 and C = 10, d/q = 0.453"),
 )
 
 

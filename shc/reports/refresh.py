@@ -124,21 +124,26 @@ def refresh_summaries(folder: str | os.PathLike, stamp: str | None = None) -> li
         # an older set's one "epochs" for a grid whose methods trained different budgets becomes today's "budgets"
         fresh = {("budgets" if key == "epochs" and key in old else key): old.get(key, value)
                  for key, value in summary.items()}
-        quoted = "; ".join(f"{key}: {summary[key]}" for key in old)
+        record_file = page_dir / "run.json"
+        record = json.loads(record_file.read_text(encoding="utf-8")) if record_file.is_file() else {}
+        earlier = record.get("summary_refreshed") or {}  # a label derived again before: quote it as built
+        built = {**{key: summary[key] for key in old}, **{k: v for k, v in (earlier.get("was") or {}).items()
+                                                         if k in old}}
+        stamps = [*([earlier["stamp"]] if isinstance(earlier.get("stamp"), str) else earlier.get("stamps", [])),
+                  stamp]
+        quoted = "; ".join(f"{key}: {built[key]}" for key in old)
         table = summary_table(fresh).replace('class="shc-summary">', f'class="shc-summary" data-refreshed='
-                                             f'"{html.escape(stamp)}">', 1)
+                                             f'"{html.escape(" | ".join(stamps))}">', 1)
         why = "where it was false" if "epochs" in old else "after its wording changed"
         note = (f'<p class="shc-refreshed"><em>This label was derived again from this page\'s tables on '
-                f"{html.escape(stamp)}, {why}; it said: {html.escape(quoted)}. The rest of the page is as "
-                "built.</em></p>")
+                f"{html.escape('; '.join(stamps))}, {why}; as built it said: {html.escape(quoted)}. The rest of the "
+                "page is as built.</em></p>")
         for page in sorted(page_dir.glob("*-report.html")):
             text = page.read_text(encoding="utf-8")
             write_text(page, _SUMMARY_TABLE.sub(lambda _: table + note, text, count=1))
         write_text(summary_file, json.dumps(fresh, indent=2) + "\n")
-        record_file = page_dir / "run.json"
-        if record_file.is_file():
-            record = json.loads(record_file.read_text(encoding="utf-8"))
-            record["summary_refreshed"] = {"stamp": stamp, "was": {key: summary[key] for key in old}}
+        if record:
+            record["summary_refreshed"] = {"stamps": stamps, "was": built}
             write_text(record_file, json.dumps(record, indent=2) + "\n")
         if index_text is not None:
             index_text = index_text.replace(html.escape(format_summary(summary)), html.escape(format_summary(fresh)))
@@ -171,7 +176,7 @@ def note_refreshed_pages_in_index(folder: str | os.PathLike) -> bool:
     for page in sorted(folder.glob("*/*-report.html")) + sorted(folder.glob("*/*/*-report.html")):
         text = page.read_text(encoding="utf-8")
         for kind, pattern in (("refreshed", _STAMP), ("corrected", _CORRECTED)):
-            stamps = set(pattern.findall(text))
+            stamps = {one for found in pattern.findall(text) for one in found.split(" | ")}  # a label's stamps
             if stamps:
                 found[kind][0].append(page.parent.relative_to(folder).as_posix())
                 found[kind][1].update(stamps)
@@ -185,8 +190,8 @@ def note_refreshed_pages_in_index(folder: str | os.PathLike) -> bool:
         if kind == "refreshed":
             lines.append(f'<p class="muted shc-refreshed-index">The findings lists or summary labels of {len(pages)} '
                          f"page(s) ({html.escape(', '.join(pages))}) were derived again from their tables after the "
-                         f"build ({when}), after a correction of their wording; each page says so under them, and "
-                         "the rest of every page is as built.</p>")
+                         f"build ({when}), where their wording changed or they were found false; each page says "
+                         "which under them, and the rest of every page is as built.</p>")
         else:
             lines.append(f'<p class="muted shc-corrected-index">Sentences of {len(pages)} page(s) '
                          f"({html.escape(', '.join(pages))}) that audits found false were corrected after the build "
