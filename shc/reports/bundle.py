@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from shc._io import atomic_path
-from shc.reports.check import published_files
 from shc.reports.execute import BUNDLE_FILE
 from shc.reports.problem import Problem
+from shc.reports.published import published_files
 
 __all__ = ["bundle_members", "bundle_problems", "write_bundle"]
 

@@ -56,10 +56,11 @@ from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlsplit
 
+from shc.reports.bundle import BUNDLE_FILE, bundle_problems
 from shc.reports.check_tables import table_problems
 from shc.reports.check_summary import index_summary_problems, summary_problems
 from shc.reports.problem import Problem
-from shc.reports.published import is_published
+from shc.reports.published import is_published, published_files
 
 __all__ = ["LEGACY_BUDGET_BYTES", "PAGE_END", "PLACEHOLDER_ALT", "PUBLISHED_BUDGET_BYTES", "Problem", "check_page",
            "check_report_folder", "findings_problems", "is_published", "main", "prose_problems",
@@ -78,13 +79,6 @@ PAGE_END = "</html>"
 #: The alt text nbconvert gives every output image.
 PLACEHOLDER_ALT = "No description has been provided for this image"
 _MEANINGLESS_ALT = {"", "image", "figure", "png", "svg", "plot", "img", PLACEHOLDER_ALT.lower()}
-
-def published_files(folder: str | os.PathLike) -> list[Path]:
-    """Every published file below ``folder`` (a preset's report folder), sorted; the vendored ``_assets`` too."""
-    folder = Path(folder)
-    return sorted(path for path in folder.rglob("*")
-                  if path.is_file() and is_published(path.relative_to(folder)))
-
 
 # ------------------------------------------------------------------------------------------------------------
 # Absolute paths
@@ -579,11 +573,8 @@ def _iter_problems(folder: Path) -> Iterator[Problem]:
         path = folder / relative
         if relative.startswith("_assets/"):
             continue  # vendored MathJax, checked by shc.offline
-        if path.suffix == ".zip" and "/" not in relative:
-            from shc.reports.bundle import BUNDLE_FILE, bundle_problems  # it imports this module
-
-            if relative == BUNDLE_FILE:
-                yield from bundle_problems(folder)
+        if relative == BUNDLE_FILE:
+            yield from bundle_problems(folder)
         if path.suffix in (".png", ".jpg", ".jpeg", ".gif", ".zip", ".pt", ".npy", ".npz"):
             continue
         text = _read_text(path)

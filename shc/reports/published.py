@@ -7,7 +7,7 @@ import fnmatch
 import os
 from pathlib import Path, PurePosixPath
 
-__all__ = ["INDEX_FILE", "is_published"]
+__all__ = ["INDEX_FILE", "is_published", "published_files"]
 
 #: A preset folder's index page (written by :func:`shc.reports.index.write_index`; its notes by
 #: :func:`shc.reports.refresh.note_refreshed_pages_in_index`: both read the name here, so neither imports the other).
@@ -36,3 +36,10 @@ def is_published(relative: str | os.PathLike, *, shared_root: bool = False) -> b
     if name.endswith(".html"):
         return name.endswith("-report.html") or (name == "index.html" and len(path.parts) == 1)
     return True
+
+
+def published_files(folder: str | os.PathLike) -> list[Path]:
+    """Every published file below ``folder`` (a preset's report folder), sorted; the vendored ``_assets`` too."""
+    folder = Path(folder)
+    return sorted(path for path in folder.rglob("*")
+                  if path.is_file() and is_published(path.relative_to(folder)))
