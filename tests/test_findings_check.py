@@ -752,3 +752,63 @@ def test_an_unseen_pages_accuracy_sentence_is_corrected_only_where_its_runs_pred
     changed = correct_pages(tmp_path / preset, stamp="2026-12-05 by shc at abc1234")
     assert changed == (["01_similarity/01_similarity-report.html"] if corrected else [])
     assert ("at most the seen classes' share of the queries" in page.read_text()) == corrected
+
+
+def _stage_page(root: Path, page: str, tables: dict[str, pd.DataFrame], summary: dict) -> Path:
+    """A preset folder with one page of stages 0-2: its tables, its summary and the index line printing it."""
+    from shc.reports.summary import format_summary
+
+    page_dir = root / "tiny" / page
+    for stem, frame in tables.items():
+        plots.save_table(frame, page_dir / "tables" / stem)
+    (page_dir / "summary.json").write_text(json.dumps(summary))
+    (page_dir / "run.json").write_text(json.dumps({"status": "ok", "notebook": page}))
+    (page_dir / f"{page}-report.html").write_text("<!DOCTYPE html><html><head><title>x</title></head><body><h1>x</h1>"
+                                                   "</body></html>")
+    (root / "tiny" / "index.html").write_text(f"<!DOCTYPE html><html><head><title>i</title></head><body><p>"
+                                              f"{html.escape(format_summary(summary))}</p></body></html>")
+    return root / "tiny"
+
+
+#: Pages 00-02 of a grid by hand: page 00's one center set per method, page 01's stage-1 tables, page 02's runs.
+_STAGES = {
+    "00_x": ({"center_quality": pd.DataFrame({"method": ["mds", "shc"], "GV distance d": 10, "d_min": [10, 9],
+                                              "s_loss": [0.0403, 0.0269]})},
+             {"C": 100, "q": 32, "GV d": 10, "d_min mds (seed 0)": 10, "S_loss mds (seed 0)": 0.0403,
+              "d_min shc (seed 0)": 9, "S_loss shc (seed 0)": 0.0269}),
+    "01_x": ({"classifier_accuracy": pd.DataFrame({"dataset": ["x"], "test accuracy": [0.635]}),
+              "similarity_correlations": pd.DataFrame({"": ["data-dependent S", "text S"],
+                                                       "data-dependent S": [1, 0.31], "text S": [0.31, 1]}),
+              "hierarchy_agreement": pd.DataFrame({"": ["data-dependent S", "text S"], "roc_auc": [0.757, 0.884]})},
+             {"classifier test accuracy": 0.635, "Spearman data-dependent vs text S": 0.31,
+              "ROC-AUC hierarchy, data-dependent S": 0.757, "ROC-AUC hierarchy, text S": 0.884}),
+    "02_x": ({"center_quality_runs": pd.DataFrame({"label": ["shc"] * 3 + ["mds"] * 3, "bits": 64,
+                                                   "seed": [0, 1, 2] * 2, "d_min": [24, 24, 22, 32, 32, 32],
+                                                   "s_loss": [0.025, 0.026, 0.027, 0.03, 0.03, 0.03]})},
+             {"S_loss shc (64 bits)": 0.026, "S_loss mds (64 bits)": 0.03, "d_min shc (64 bits)": 70 / 3,
+              "d_min mds (64 bits)": 32.0}),
+}
+
+
+@pytest.mark.parametrize("page", sorted(_STAGES))
+def test_the_summaries_of_pages_00_to_02_are_derived_from_their_tables(tmp_path, page):
+    """Only pages 03-06's index lines were derived again; pages 00-02 state a GV distance, d_min, S_loss, a classifier
+    accuracy, a Spearman and ROC-AUCs that nothing read (2026-12-05). Each entry, edited, is named."""
+    tables, summary = _STAGES[page]
+    folder = _stage_page(tmp_path, page, tables, summary)
+    assert [p for p in check_report_folder(folder) if p.kind == "summary-mismatch"] == []
+    for key in (key for key in summary if key not in ("C", "q")):
+        edited = {**summary, key: summary[key] + 1}
+        folder = _stage_page(tmp_path / key.replace("/", "_"), page, tables, edited)
+        problems = [p for p in check_report_folder(folder) if p.kind == "summary-mismatch"]
+        assert [p.file for p in problems] == [f"{page}/summary.json"] and repr(key) in problems[0].detail, key
+
+
+def test_a_summary_rounded_to_three_digits_or_reported_as_na_is_read_as_such():
+    """Older pages stored a summary rounded to 3 significant digits; an unseen set's classifier accuracy from a
+    stage 1 that counted held-out queries is NaN (n/a) in today's tables."""
+    from shc.reports.check_summary import _same
+
+    assert _same(0.0495, 0.049460279) and _same(0.04946, 0.049460279) and _same(0.049460279, 0.049460279)
+    assert not _same(0.0496, 0.049460279) and not _same(0.05, 0.049460279)  # another value, or 1 digit
+    assert _same(float("nan"), float("nan")) and not _same(float("nan"), 0.5) and not _same(0.5, float("nan"))

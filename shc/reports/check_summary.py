@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -88,6 +89,45 @@ def _page03_entries(summary: dict[str, Any], runs: Any, page_dir: Path) -> dict[
     return derived
 
 
+_CENTER = re.compile(r"^(?P<what>d_min|S_loss) (?P<name>[^ ]+)(?: \((?:seed (?P<seed>\d+)|(?P<bits>\d+) bits)\))?$")
+
+
+def _stage_entries(summary: dict[str, Any], page_dir: Path) -> dict[str, Any]:
+    """Pages 00-02's entries of ``summary`` as their tables give them: page 00's ``GV d`` and each method's ``d_min``
+    and ``S_loss`` of its one center set (``tables/center_quality.csv``, "(seed s)" or, in older sets, no suffix),
+    page 01's classifier test
+    accuracy, Spearman and ROC-AUC (``classifier_accuracy``, ``similarity_correlations``, ``hierarchy_agreement``),
+    page 02's means over seeds at a code length (``center_quality_runs``, "(q bits)")."""
+    derived: dict[str, Any] = {}
+    quality = _published_table(page_dir, "center_quality")
+    runs = _published_table(page_dir, "center_quality_runs")
+    for key in summary:
+        center = _CENTER.match(key)
+        if key == "GV d" and quality is not None and "GV distance d" in quality:
+            derived[key] = int(quality["GV distance d"].iloc[0])
+        elif center and center["bits"] is None and quality is not None and "method" in quality:  # page 00's one set
+            column = {"d_min": "d_min", "S_loss": "s_loss"}[center["what"]]
+            rows = quality[quality["method"] == center["name"]]
+            derived[key] = float(rows[column].iloc[0]) if len(rows) else None
+        elif center and center["bits"] is not None and runs is not None:
+            column = {"d_min": "d_min", "S_loss": "s_loss"}[center["what"]]
+            rows = runs[(runs["label"] == center["name"]) & (runs["bits"] == int(center["bits"]))]
+            derived[key] = float(rows[column].mean()) if len(rows) else None
+    accuracy = _published_table(page_dir, "classifier_accuracy")
+    if "classifier test accuracy" in summary and accuracy is not None:
+        derived["classifier test accuracy"] = float(accuracy["test accuracy"].iloc[0])
+    correlations = _published_table(page_dir, "similarity_correlations")
+    if "Spearman data-dependent vs text S" in summary and correlations is not None:
+        derived["Spearman data-dependent vs text S"] = float(
+            correlations.set_index(correlations.columns[0]).loc["data-dependent S", "text S"])
+    agreement = _published_table(page_dir, "hierarchy_agreement")
+    for source in ("data-dependent S", "text S"):
+        key = f"ROC-AUC hierarchy, {source}"
+        if key in summary and agreement is not None:
+            derived[key] = float(agreement.set_index(agreement.columns[0]).loc[source, "roc_auc"])
+    return derived
+
+
 def derived_summary(page_dir: Path) -> dict[str, Any]:
     """The entries of ``page_dir/summary.json`` that its runs table gives again, by key, as today's code derives
     them: a mean (float; None where no run matches) or the best-method label (str). Empty for a page without a runs
@@ -100,10 +140,13 @@ def derived_summary(page_dir: Path) -> dict[str, Any]:
         summary = json.loads((page_dir / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    runs = _published_table(page_dir, "runs")
-    if runs is None or PRIMARY_METRIC not in runs or not isinstance(summary, dict):
+    if not isinstance(summary, dict):
         return {}
-    derived: dict[str, Any] = _page03_entries(summary, runs, page_dir)
+    derived: dict[str, Any] = _stage_entries(summary, page_dir)
+    runs = _published_table(page_dir, "runs")
+    if runs is None or PRIMARY_METRIC not in runs:
+        return derived
+    derived |= _page03_entries(summary, runs, page_dir)
     known = set(available_methods())
     tagged = runs.assign(method=[method_label(name) if name in known else name for name in runs["method"]])
     for key in summary:
@@ -132,10 +175,19 @@ def summary_problems(page_dir: Path, relative: str) -> Iterator[Problem]:
                 yield Problem(relative, "summary-mismatch", f"{key!r} is {value!r}, but its published tables give "
                               f"{derived!r}; rebuild the page, or derive the label again with python -m "
                               "shc.reports.refresh")
-        elif derived is None or not isinstance(value, (int, float)) or abs(float(value) - derived) > TOLERANCE:
-            said = "no run" if derived is None else f"{derived:.6f} (the mean over its runs)"
-            yield Problem(relative, "summary-mismatch", f"{key!r} is {value!r}, but the runs table gives {said}; "
-                          "rebuild the page")
+        elif derived is None or not isinstance(value, (int, float)) or not _same(float(value), derived):
+            said = "no run" if derived is None else f"{derived:.6f}"
+            yield Problem(relative, "summary-mismatch", f"{key!r} is {value!r}, but its published tables give "
+                          f"{said}; rebuild the page")
+
+
+def _same(value: float, derived: float) -> bool:
+    """Equal within :data:`TOLERANCE`, or ``derived`` rounded to the significant digits ``value`` shows, at least 3
+    (older pages stored a summary rounded so); NaN (a number the page reports as n/a) only to NaN."""
+    if math.isnan(value) or math.isnan(derived):
+        return math.isnan(value) and math.isnan(derived)
+    digits = len(f"{value:e}".split("e")[0].replace("-", "").replace(".", "").rstrip("0"))
+    return abs(value - derived) <= TOLERANCE or (digits >= 3 and float(f"{derived:.{digits}g}") == value)
 
 
 def index_summary_problems(index_text: str, folder: Path, published: set[str]) -> Iterator[Problem]:
