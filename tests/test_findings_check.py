@@ -288,7 +288,7 @@ def test_corrections_replace_a_false_sentence_add_its_finding_and_say_so(tmp_pat
     rendered it) while its heatmap's data has 4 of 6 off-diagonal entries negative. correct_pages swaps in today's
     text, notes it under the paragraph, adds the signs finding from the page's own table (recorded, so the checker
     re-derives it) after the heatmap's cell, and the index names the page; a second run changes nothing."""
-    from shc.reports import corrections
+    from shc.reports import corrected_sentences
     from shc.reports.corrections import CORRECTIONS, correct_pages
 
     folder = tmp_path / "standard"
@@ -346,7 +346,7 @@ def test_corrections_replace_a_false_sentence_add_its_finding_and_say_so(tmp_pat
     assert "said “Random and CSQ centers carry no distance guarantee once $C &gt; 2q$.”" in fixed  # not &amp;gt;
     assert {c.page for c in CORRECTIONS} <= {path.stem for path in NOTEBOOKS}  # every correction names a real page
     for correction in CORRECTIONS:  # and today's notebook no longer says the false words
-        if correction.when is corrections._unseen_selected_the_old_way:
+        if correction.when is corrected_sentences._unseen_selected_the_old_way:
             continue  # true of today's runs, false of the runs before a code fix: the notebook keeps its words
         source = json.loads((NOTEBOOKS[0].parent / f"{correction.page}.ipynb").read_text())
         markdown = " ".join(" ".join("".join(cell["source"]).split()) for cell in source["cells"]
