@@ -659,19 +659,25 @@ def test_page03s_summary_is_derived_from_its_runs_and_each_runs_own_budget(tmp_p
 
 
 def test_an_older_pages_one_epochs_is_true_only_when_every_run_trained_it_and_refresh_says_budgets(tmp_path):
+    """An older page 03 stated one "epochs" and a "mean selected epoch" pooling runs of 80 and 160 epochs (a reader
+    audit read 79.06 as "almost every run chose the end of an 80-epoch budget"): both are replaced by today's entries,
+    the budgets and the selected epoch over each run's own budget."""
     from shc.reports.refresh import refresh_summaries
 
     older = {"runs": 6, "training time (min)": 6.0, "epochs": 160, "mean selected epoch": 90.0}
     folder, page = _page03(tmp_path, older, settings=False)
     problems = [p for p in check_report_folder(folder) if p.kind == "summary-mismatch"]
-    assert len(problems) == 1 and "'80 epochs, 160 for mds'" in problems[0].detail
+    details = sorted(p.detail for p in problems)
+    assert len(details) == 2 and details[0].startswith("'epochs' (160)") and "'80 epochs, 160 for mds'" in details[0]
+    assert details[1].startswith("'mean selected epoch' (90.0)") and "'selected epoch / budget (mean)'" in details[1]
     assert refresh_summaries(folder, stamp="2026-12-05 by shc at abc1234") == ["03_x"]
     assert [p for p in check_report_folder(folder) if p.kind == "summary-mismatch"] == []
     fresh = json.loads((page.parent / "summary.json").read_text())
-    assert list(fresh) == ["runs", "training time (min)", "budgets", "mean selected epoch"]
-    assert fresh["budgets"] == "80 epochs, 160 for mds"
+    assert fresh == {"runs": 6, "training time (min)": 6.0, "budgets": "80 epochs, 160 for mds",
+                     "selected epoch / budget (mean)": _PAGE03["selected epoch / budget (mean)"]}
     assert "budgets 80 epochs, 160 for mds" in (folder / "index.html").read_text()
-    assert "where it was false; as built it said: epochs: 160" in page.read_text()
+    assert ("where it spoke of runs that trained different budgets; as built it said: epochs: 160; mean selected "
+            "epoch: 90.0") in page.read_text()
     assert refresh_summaries(folder, stamp="later") == []
     one = {"runs": 4, "training time (min)": 4.0, "epochs": 80, "mean selected epoch": 65.0}  # shc and dpsh: 80
     folder, _ = _page03(tmp_path / "one", one, settings=False, without="mds")

@@ -21,12 +21,13 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from shc.reports.problem import Problem
 
-__all__ = ["derived_summary", "index_summary_problems", "summary_problems"]
+__all__ = ["Replaced", "derived_summary", "index_summary_problems", "summary_problems"]
 
 _MEAN = re.compile(r"^tie-aware mAP@ALL (?P<name>.+) \((?P<bits>\d+) bits\)$")
 _BEST = re.compile(r"^best method \(tie-aware mAP@ALL, (?P<bits>\d+) bits\)$")
@@ -61,6 +62,16 @@ def run_budgets(page_dir: Path) -> Any:
     return last.rename("epochs").reset_index()
 
 
+@dataclass(frozen=True)
+class Replaced:
+    """An older set's summary entry that today's page states under another key: ``epochs`` (one budget) where the
+    runs trained several, ``mean selected epoch`` where it pools runs of different budgets. ``key`` and ``value``
+    are today's entry, which :func:`shc.reports.refresh.refresh_summaries` writes in its place."""
+
+    key: str
+    value: Any
+
+
 def _page03_entries(summary: dict[str, Any], runs: Any, page_dir: Path) -> dict[str, Any]:
     """Page 03's entries of ``summary`` as its runs table and budgets give them (see the module's docstring)."""
     from shc.findings.grid import budget_phrase, budgets_from_rows
@@ -70,22 +81,28 @@ def _page03_entries(summary: dict[str, Any], runs: Any, page_dir: Path) -> dict[
         derived["runs"] = len(runs)
     if "training time (min)" in summary and "train_seconds" in runs:
         derived["training time (min)"] = float(runs["train_seconds"].sum() / 60)
-    if "mean selected epoch" in summary and "selected_epoch" in runs:
-        derived["mean selected epoch"] = float(runs["selected_epoch"].mean())
-    budgets = run_budgets(page_dir) if {"budgets", "epochs", "selected epoch / budget (mean)"} & set(summary) else None
+    budgets = run_budgets(page_dir) if {"budgets", "epochs", "selected epoch / budget (mean)",
+                                        "mean selected epoch"} & set(summary) else None
+    share = None
+    if budgets is not None and "selected_epoch" in runs:
+        budget = {(m, int(b), int(s)): int(e) for m, b, s, e in budgets.itertuples(index=False)}
+        keys = [(m, int(b), int(s)) for m, b, s in zip(runs["method"], runs["bits"], runs["seed"])]
+        if all(key in budget for key in keys):  # else not judged: a run without a budget is the runs table's defect
+            share = float((runs["selected_epoch"] / [budget[key] for key in keys]).mean())
+    one_budget = budgets is None or budgets["epochs"].nunique() == 1
+    if "mean selected epoch" in summary and "selected_epoch" in runs:  # over runs of one budget only
+        mean = float(runs["selected_epoch"].mean())
+        derived["mean selected epoch"] = (mean if one_budget or share is None
+                                          else Replaced("selected epoch / budget (mean)", share))
     if budgets is None:
         return derived
     phrase = budget_phrase(budgets_from_rows(budgets, method="method"))
     if "budgets" in summary:
         derived["budgets"] = phrase
     if "epochs" in summary:  # one number for the grid: the truth only when every run trained it
-        derived["epochs"] = int(budgets["epochs"].iloc[0]) if budgets["epochs"].nunique() == 1 else phrase
-    if "selected epoch / budget (mean)" in summary and "selected_epoch" in runs:
-        budget = {(m, int(b), int(s)): int(e) for m, b, s, e in budgets.itertuples(index=False)}
-        keys = [(m, int(b), int(s)) for m, b, s in zip(runs["method"], runs["bits"], runs["seed"])]
-        if all(key in budget for key in keys):  # else not judged: a run without a budget is the runs table's defect
-            share = runs["selected_epoch"] / [budget[key] for key in keys]
-            derived["selected epoch / budget (mean)"] = float(share.mean())
+        derived["epochs"] = int(budgets["epochs"].iloc[0]) if one_budget else Replaced("budgets", phrase)
+    if "selected epoch / budget (mean)" in summary and share is not None:
+        derived["selected epoch / budget (mean)"] = share
     return derived
 
 
@@ -170,7 +187,11 @@ def summary_problems(page_dir: Path, relative: str) -> Iterator[Problem]:
         return
     for key, derived in derived_summary(page_dir).items():
         value = summary[key]
-        if isinstance(derived, str):
+        if isinstance(derived, Replaced):
+            yield Problem(relative, "summary-mismatch", f"{key!r} ({value!r}) speaks of runs that trained different "
+                          f"budgets; today's page states {derived.key!r}: {derived.value!r}; derive it again with "
+                          "python -m shc.reports.refresh")
+        elif isinstance(derived, str):
             if value != derived:
                 yield Problem(relative, "summary-mismatch", f"{key!r} is {value!r}, but its published tables give "
                               f"{derived!r}; rebuild the page, or derive the label again with python -m "

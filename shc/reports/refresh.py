@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 __all__ = ["folders_command", "note_refreshed_pages_in_index", "refresh_findings", "refresh_note",
            "refresh_summaries"]
@@ -101,7 +102,7 @@ def refresh_summaries(folder: str | os.PathLike, stamp: str | None = None) -> li
     the page's ``run.json`` (``summary_refreshed``). Means are never rewritten: one that its runs do not give is a
     defect the checker names, not a wording."""
     from shc._io import write_text
-    from shc.reports.check_summary import derived_summary
+    from shc.reports.check_summary import Replaced, derived_summary
     from shc.reports.summary import SUMMARY_FILE, format_summary
     from shc.stats import summary_table
 
@@ -117,24 +118,25 @@ def refresh_summaries(folder: str | os.PathLike, stamp: str | None = None) -> li
         page_dir = summary_file.parent
         summary = json.loads(summary_file.read_text(encoding="utf-8"))
         old = {key: value for key, value in derived_summary(page_dir).items()
-               if isinstance(value, str) and summary.get(key) != value}
+               if isinstance(value, Replaced) or (isinstance(value, str) and summary.get(key) != value)}
         if not old:
             continue
         stamp = stamp or _stamp(folder)
-        # an older set's one "epochs" for a grid whose methods trained different budgets becomes today's "budgets"
-        fresh = {("budgets" if key == "epochs" and key in old else key): old.get(key, value)
-                 for key, value in summary.items()}
+        # an older set's entry for a grid whose methods trained different budgets becomes today's (Replaced)
+        fresh = dict(_renamed(key, old.get(key, value)) for key, value in summary.items())
         record_file = page_dir / "run.json"
         record = json.loads(record_file.read_text(encoding="utf-8")) if record_file.is_file() else {}
-        earlier = record.get("summary_refreshed") or {}  # a label derived again before: quote it as built
-        built = {**{key: summary[key] for key in old}, **{k: v for k, v in (earlier.get("was") or {}).items()
-                                                         if k in old}}
+        earlier = record.get("summary_refreshed") or {}  # entries derived again before: quote them as built
+        built = dict(earlier.get("was") or {})
+        built |= {key: summary[key] for key in summary if key in old and key not in built}  # in the page's order
         stamps = [*([earlier["stamp"]] if isinstance(earlier.get("stamp"), str) else earlier.get("stamps", [])),
                   stamp]
-        quoted = "; ".join(f"{key}: {built[key]}" for key in old)
+        quoted = "; ".join(f"{key}: {value}" for key, value in built.items())
         table = summary_table(fresh).replace('class="shc-summary">', f'class="shc-summary" data-refreshed='
                                              f'"{html.escape(" | ".join(stamps))}">', 1)
-        why = "where it was false" if "epochs" in old else "after its wording changed"
+        why = ("where it spoke of runs that trained different budgets" if any(isinstance(value, Replaced)
+                                                                                for value in old.values())
+               else "after its wording changed")
         note = (f'<p class="shc-refreshed"><em>This label was derived again from this page\'s tables on '
                 f"{html.escape('; '.join(stamps))}, {why}; as built it said: {html.escape(quoted)}. The rest of the "
                 "page is as built.</em></p>")
@@ -152,6 +154,14 @@ def refresh_summaries(folder: str | os.PathLike, stamp: str | None = None) -> li
         write_text(index, index_text)
     note_refreshed_pages_in_index(folder)
     return changed
+
+
+def _renamed(key: str, value: Any) -> tuple[str, Any]:
+    """``(key, value)`` as today's summary states it: a :class:`shc.reports.check_summary.Replaced` entry under its
+    new key."""
+    from shc.reports.check_summary import Replaced
+
+    return (value.key, value.value) if isinstance(value, Replaced) else (key, value)
 
 
 _INDEX_NOTE = re.compile(r'\n?<p class="muted shc-(?:refreshed|corrected)-index">.*?</p>', re.DOTALL)
