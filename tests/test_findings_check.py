@@ -540,25 +540,32 @@ def test_a_grid_line_edited_by_hand_or_a_settings_file_changed_fails_the_checker
     assert [p.kind for p in problems] == ["false-sentence"] and "lr 0.003, validation" in problems[0].detail
 
 
-def _summary_page(root: Path, label: str) -> tuple[Path, Path]:
-    """A preset folder with page 06: its runs table (shc ahead of mds on every seed), its summary and index line."""
+def _summary_files(page_dir: Path, summary: dict) -> Path:
+    """A page's summary, its record, the page showing the summary table, and the preset's index printing its line;
+    returns the page."""
     from shc.reports.summary import format_summary
     from shc.stats import summary_table
+
+    (page_dir / "summary.json").write_text(json.dumps(summary))
+    (page_dir / "run.json").write_text(json.dumps({"status": "ok", "notebook": page_dir.name}))
+    page = page_dir / f"{page_dir.name}-report.html"
+    page.write_text(f"<!DOCTYPE html><html><head><title>x</title></head><body><h1>x</h1>{summary_table(summary)}"
+                    "</body></html>")
+    (page_dir.parent / "index.html").write_text(f"<!DOCTYPE html><html><head><title>i</title></head><body><table>"
+                                                f"<tr><td>{html.escape(format_summary(summary))}</td></tr></table>"
+                                                "</body></html>")
+    return page
+
+
+def _summary_page(root: Path, label: str) -> tuple[Path, Path]:
+    """A preset folder with page 06: its runs table (shc ahead of mds on every seed), its summary and index line."""
 
     page_dir = root / "tiny" / "06_x"
     runs = _runs(0.05).assign(method=lambda frame: frame["label"], train_center_hit_rate=0.95)
     plots.save_table(runs, page_dir / "tables" / "runs")
     summary = {"best method (tie-aware mAP@ALL, 16 bits)": label,
                "tie-aware mAP@ALL shc (16 bits)": float(runs[runs.label == "shc"]["tie_aware_mAP@ALL"].mean())}
-    (page_dir / "summary.json").write_text(json.dumps(summary))
-    (page_dir / "run.json").write_text(json.dumps({"status": "ok", "notebook": "06_x"}))
-    page = page_dir / "06_x-report.html"
-    page.write_text(f"<!DOCTYPE html><html><head><title>x</title></head><body><h1>x</h1>{summary_table(summary)}"
-                    "</body></html>")
-    (root / "tiny" / "index.html").write_text(f"<!DOCTYPE html><html><head><title>i</title></head><body><table><tr>"
-                                              f"<td>{html.escape(format_summary(summary))}</td></tr></table></body>"
-                                              "</html>")
-    return root / "tiny", page
+    return root / "tiny", _summary_files(page_dir, summary)
 
 
 def test_the_summary_and_its_index_line_are_derived_again_from_the_runs_table(tmp_path):
@@ -613,8 +620,6 @@ def _page03(root: Path, summary: dict, settings: bool = True, without: str | Non
     """A preset folder with page 03: six runs of ``_settings`` (mds 160 epochs, the others 80; less the method
     ``without``), their runs table (selected epochs 40, 80, 120, 160, 60, 80; 60 s each), their settings or only
     their training history, the summary and its index line."""
-    from shc.reports.summary import format_summary
-    from shc.stats import summary_table
 
     page_dir = root / "tiny" / "03_x"
     grid = _settings().assign(selected_epoch=[40, 80, 120, 160, 60, 80]).query("method != @without")
@@ -627,15 +632,7 @@ def _page03(root: Path, summary: dict, settings: bool = True, without: str | Non
         history = grid.loc[lambda f: f.index.repeat(f["epochs"])][["method", "bits", "seed", "epochs"]]
         history["epoch"] = history.groupby(["method", "bits"]).cumcount() + 1
         plots.save_table(history.drop(columns="epochs"), page_dir / "tables" / "training_history")
-    (page_dir / "summary.json").write_text(json.dumps(summary))
-    (page_dir / "run.json").write_text(json.dumps({"status": "ok", "notebook": "03_x"}))
-    page = page_dir / "03_x-report.html"
-    page.write_text(f"<!DOCTYPE html><html><head><title>x</title></head><body><h1>x</h1>{summary_table(summary)}"
-                    "</body></html>")
-    (root / "tiny" / "index.html").write_text(f"<!DOCTYPE html><html><head><title>i</title></head><body><table><tr>"
-                                              f"<td>{html.escape(format_summary(summary))}</td></tr></table></body>"
-                                              "</html>")
-    return root / "tiny", page
+    return root / "tiny", _summary_files(page_dir, summary)
 
 
 #: Page 03's summary of the six runs of ``_page03`` by hand: 6 runs of 60 s; shc and dpsh 80 epochs, mds 160; the
@@ -762,17 +759,10 @@ def test_an_unseen_pages_accuracy_sentence_is_corrected_only_where_its_runs_pred
 
 def _stage_page(root: Path, page: str, tables: dict[str, pd.DataFrame], summary: dict) -> Path:
     """A preset folder with one page of stages 0-2: its tables, its summary and the index line printing it."""
-    from shc.reports.summary import format_summary
-
     page_dir = root / "tiny" / page
     for stem, frame in tables.items():
         plots.save_table(frame, page_dir / "tables" / stem)
-    (page_dir / "summary.json").write_text(json.dumps(summary))
-    (page_dir / "run.json").write_text(json.dumps({"status": "ok", "notebook": page}))
-    (page_dir / f"{page}-report.html").write_text("<!DOCTYPE html><html><head><title>x</title></head><body><h1>x</h1>"
-                                                   "</body></html>")
-    (root / "tiny" / "index.html").write_text(f"<!DOCTYPE html><html><head><title>i</title></head><body><p>"
-                                              f"{html.escape(format_summary(summary))}</p></body></html>")
+    _summary_files(page_dir, summary)
     return root / "tiny"
 
 
