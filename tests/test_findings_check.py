@@ -755,6 +755,18 @@ def test_an_unseen_pages_accuracy_sentence_is_corrected_only_where_its_runs_pred
     changed = correct_pages(tmp_path / preset, stamp="2026-12-05 by shc at abc1234")
     assert changed == (["01_similarity/01_similarity-report.html"] if corrected else [])
     assert ("at most the seen classes' share of the queries" in page.read_text()) == corrected
+    # a second run changes nothing: the first version's new words held its old ones and doubled the paragraph
+    assert correct_pages(tmp_path / preset, stamp="2026-12-06 by shc at abc1235") == []
+    before_notes = page.read_text().split('class="shc-corrected"')[0]  # a note quotes the old words
+    assert before_notes.count("Test accuracy is measured on the query split") == 1
+
+
+def test_a_correction_whose_new_words_hold_its_old_ones_is_refused():
+    from shc.reports.corrections import Correction
+
+    with pytest.raises(ValueError, match="new words contain the old ones"):
+        Correction("01_similarity", old="Test accuracy is measured.", new="Test accuracy is measured. But not here.",
+                   why="x")
 
 
 def _stage_page(root: Path, page: str, tables: dict[str, pd.DataFrame], summary: dict) -> Path:

@@ -49,6 +49,9 @@ class Correction:
                              "those need a finding.")
         if self.table is not None and self.finding is not None:
             raise ValueError(f"correction of {self.page}: a table cell's correction adds no finding.")
+        if self.pattern.search(self.new):  # a page corrected once would be corrected again at every run
+            raise ValueError(f"correction of {self.page}: its new words contain the old ones ({self.old!r}); reword "
+                             "them so that a corrected page no longer matches.")
 
     @property
     def pattern(self) -> re.Pattern:
@@ -357,8 +360,8 @@ CORRECTIONS: tuple[Correction, ...] = (
     Correction(
         "01_similarity",
         old="Test accuracy is measured on the query split (the paper's test set).",
-        new="Test accuracy is measured on the query split (the paper's test set). On this page it is not comparable "
-            "with the paper's: its stage 1 (recorded before 2026-12-02) counted each query image of a held-out class, "
+        new="Test accuracy is measured on the query split (the paper's test set), but on this page it is not "
+            "comparable with the paper's: its stage 1 (recorded before 2026-12-02) counted each query image of a held-out class, "
             "which the classifier cannot name, as an error, so the test accuracy in its summary, table and closing "
             "sentences is at most the seen classes' share of the queries; today's code reports it as n/a "
             "(docs/unseen.md).",
