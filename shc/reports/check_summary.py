@@ -11,7 +11,9 @@ print each page's summary as :func:`shc.reports.summary.format_summary` gives it
 Page 03's entries (a third reader audit, 2026-12-05, found an index line saying "epochs 160" of a grid where 63 of
 72 runs trained 80) are derived too: ``runs``, ``training time (min)``, ``budgets`` (each run's own budget, from the
 page's ``settings`` table, else the last epoch of its training history), ``selected epoch / budget (mean)``, and the
-older sets' ``epochs`` (one budget for every run: true only when every run had it) and ``mean selected epoch``.
+older sets' ``epochs`` (one budget for every run: true only when every run had it) and ``mean selected epoch``
+(named when it pools runs of different budgets, :class:`Replaced`). So are pages 00-02's: the Gilbert-Varshamov
+distance, d_min and S_loss, the classifier's test accuracy, Spearman and ROC-AUC, from their published tables.
 """
 
 from __future__ import annotations
@@ -112,9 +114,9 @@ _CENTER = re.compile(r"^(?P<what>d_min|S_loss) (?P<name>[^ ]+)(?: \((?:seed (?P<
 def _stage_entries(summary: dict[str, Any], page_dir: Path) -> dict[str, Any]:
     """Pages 00-02's entries of ``summary`` as their tables give them: page 00's ``GV d`` and each method's ``d_min``
     and ``S_loss`` of its one center set (``tables/center_quality.csv``, "(seed s)" or, in older sets, no suffix),
-    page 01's classifier test
-    accuracy, Spearman and ROC-AUC (``classifier_accuracy``, ``similarity_correlations``, ``hierarchy_agreement``),
-    page 02's means over seeds at a code length (``center_quality_runs``, "(q bits)")."""
+    page 01's classifier test accuracy, Spearman and ROC-AUC (``classifier_accuracy``, ``similarity_correlations``,
+    ``hierarchy_agreement``), page 02's means over seeds at a code length (``center_quality_runs``, "(q bits)").
+    A method label with a space ("shc (text S)") is not read."""
     derived: dict[str, Any] = {}
     quality = _published_table(page_dir, "center_quality")
     runs = _published_table(page_dir, "center_quality_runs")
