@@ -60,10 +60,10 @@ def bundle_problems(preset_dir: str | os.PathLike) -> Iterator[Problem]:
         held = {name.split("/", 1)[1]: archive.read(name) for name in archive.namelist() if "/" in name}
     members = bundle_members(preset_dir)
     differ = [name for name in members if name in held and held[name] != (preset_dir / name).read_bytes()]
-    for name, words in ((differ, "differs from the published file"),
-                        ([n for n in members if n not in held], "is published but not in the bundle"),
-                        ([n for n in held if n not in members], "is in the bundle but not published")):
-        for one in name:
+    for names, words in ((differ, "differs from the published file"),
+                         ([n for n in members if n not in held], "is published but not in the bundle"),
+                         ([n for n in held if n not in members], "is in the bundle but not published")):
+        for one in names:
             yield Problem(BUNDLE_FILE, "bundle-stale", f"{one} {words}; write the bundle again (python -m "
                           "shc.reports.bundle FOLDER) or remove it and its line in the index")
 
