@@ -17,9 +17,9 @@ import numpy as np
 from shc.registry import Registry
 from shc.validation import sign_pm1
 
-__all__ = ["ASSIGNMENTS", "assignment_costs", "class_mean_codes", "greedy_assignment", "head_width",
-           "hungarian_assignment", "reassign", "reassignment_pressure", "sample_codebook", "semantic_codebook",
-           "semantic_greedy_assignment"]
+__all__ = ["ASSIGNMENTS", "assignment_costs", "class_assignment_costs", "class_code_sums", "class_mean_codes",
+           "greedy_assignment", "head_width", "hungarian_assignment", "reassign", "reassignment_pressure",
+           "sample_codebook", "semantic_codebook", "semantic_greedy_assignment"]
 
 
 def head_width(num_bits: int, codebook_size: int) -> int:
@@ -64,12 +64,13 @@ def _top_up(rows: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray
     return rows
 
 
-def class_mean_codes(codes: np.ndarray, labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-class weighted means of the codes (Eq. 6) and of their squared norms, in float64.
+def class_code_sums(codes: np.ndarray, labels: np.ndarray, num_classes: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-class weighted sums of the codes and of their squared norms, and the classes' total weights, in float64.
 
-    Every sample counts for each of its classes with weight ``1 / |y|_1`` (1 for class indices), so the
-    means are ``(W^T B) / (W^T 1)`` with ``W`` the (N, C) weights: one matrix product (a bincount for
-    class indices), no loop over samples.
+    Every sample counts for each of its classes with weight ``1 / |y|_1`` (1 for class indices): the sums are
+    ``W^T B`` and ``W^T ||b||^2`` and the weights ``W^T 1``, with ``W`` the (N, C) weights (a bincount for class
+    indices), no loop over samples. For +-1 codes and class indices every entry is an integer, exact in float64.
 
     Parameters
     ----------
@@ -81,10 +82,10 @@ def class_mean_codes(codes: np.ndarray, labels: np.ndarray, num_classes: int) ->
 
     Returns
     -------
-    means : (C, K) float64
-        A class without training samples gets zeros.
-    mean_squared_norms : (C,) float64
-        ``mean ||b||^2`` over the class's samples (``K`` for +-1 codes); 0 for an empty class.
+    sums : (C, K) float64
+    squared_sums : (C,) float64
+    weight : (C,) float64
+        The number of samples of each class (0 for a class without any), fractional for multi-hot rows.
     """
     codes = np.asarray(codes, dtype=np.float64)
     labels = np.asarray(labels)
@@ -104,6 +105,21 @@ def class_mean_codes(codes: np.ndarray, labels: np.ndarray, num_classes: int) ->
         weight = weights.sum(axis=0)
         sums = weights.T @ codes
         squared_sums = weights.T @ squared
+    return sums, squared_sums, weight
+
+
+def class_mean_codes(codes: np.ndarray, labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-class weighted means of the codes (Eq. 6) and of their squared norms, in float64:
+    :func:`class_code_sums` divided by the classes' weights.
+
+    Returns
+    -------
+    means : (C, K) float64
+        A class without training samples gets zeros.
+    mean_squared_norms : (C,) float64
+        ``mean ||b||^2`` over the class's samples (``K`` for +-1 codes); 0 for an empty class.
+    """
+    sums, squared_sums, weight = class_code_sums(codes, labels, num_classes)
     safe = np.where(weight > 0, weight, 1.0)
     return sums / safe[:, None], squared_sums / safe
 
@@ -113,10 +129,33 @@ def assignment_costs(means: np.ndarray, mean_squared_norms: np.ndarray, codebook
     ``mean_i ||b_i - z||^2 = mean_i ||b_i||^2 + ||z||^2 - 2 <mean_i b_i, z>``.
 
     ``means`` (C, d) and ``mean_squared_norms`` (C,) are the class's sub-code statistics for this head
-    (:func:`class_mean_codes` on the head's columns); ``codebook`` is the head's (M, d) candidates.
+    (:func:`class_mean_codes` on the head's columns); ``codebook`` is the head's (M, d) candidates. The
+    reassignment reads :func:`class_assignment_costs` instead, whose costs do not depend on the summation order.
     """
     codebook = np.asarray(codebook, dtype=np.float64)
     return mean_squared_norms[:, None] + (codebook**2).sum(axis=1)[None, :] - 2.0 * means @ codebook.T
+
+
+def class_assignment_costs(codes: np.ndarray, labels: np.ndarray, num_classes: int, codebook: np.ndarray
+                           ) -> np.ndarray:
+    """``(C, M)`` Eq. 7 costs of one head from the samples' sub-codes ``codes`` (N, d) and the head's candidates
+    ``codebook`` (M, d), as ``(sum_i ||b_i||^2 + n_c ||z||^2 - 2 <sum_i b_i, z>) / n_c`` (``||z||^2`` for a class
+    without samples, as :func:`assignment_costs` gives it).
+
+    For +-1 codes and class indices every term of the numerator is an integer, exact in float64 whatever order a
+    BLAS kernel sums it in, and one division rounds it: the costs are the same bits on every machine, and costs
+    equal in exact arithmetic are equal, so the greedy pass's ties go to the lowest candidate index as it says.
+    Through the means (:func:`assignment_costs`) they were rounded per term and summed in the kernel's order:
+    numpy's OpenBLAS on its SkylakeX and Haswell kernels broke one tie of a 333-class run differently at epoch 12,
+    and the run ended 0.0075 apart (docs/baselines.md, "CRH's ties"). Multi-hot rows weigh samples by
+    ``1 / |y|_1``, which is not exact; their costs still depend on the order.
+    """
+    sums, squared_sums, weight = class_code_sums(codes, labels, num_classes)
+    codebook = np.asarray(codebook, dtype=np.float64)
+    norms = (codebook**2).sum(axis=1)
+    numerator = squared_sums[:, None] + weight[:, None] * norms[None, :] - 2.0 * sums @ codebook.T
+    safe = np.where(weight > 0, weight, 1.0)
+    return np.where(weight[:, None] > 0, numerator / safe[:, None], norms[None, :])
 
 
 def greedy_assignment(costs: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -270,8 +309,8 @@ def reassignment_pressure(codes: np.ndarray, labels: np.ndarray, num_classes: in
     out = {key: np.empty((num_heads, num_classes)) for key in ("data_gap", "semantic_gap", "hamming")}
     majority_held = np.empty((num_heads, num_classes), dtype=bool)
     for head in range(num_heads):
-        means, squared = class_mean_codes(codes[:, head * width:(head + 1) * width], labels, num_classes)
-        data = assignment_costs(means, squared, codebooks[head])  # (C, M)
+        sub_codes = codes[:, head * width:(head + 1) * width]
+        data = class_assignment_costs(sub_codes, labels, num_classes, codebooks[head])  # (C, M)
         if semantic:
             others = gram - held[head] @ held[head].T
             fit = semantic_weight * width * _semantic_terms(codebooks[head] @ held[head].T, others,
@@ -286,7 +325,7 @@ def reassignment_pressure(codes: np.ndarray, labels: np.ndarray, num_classes: in
         out["data_gap"][head] = data[rows, own] - data[rows, best]
         out["semantic_gap"][head] = fit[rows, own] - fit[rows, best]
         out["hamming"][head] = (codebooks[head, own] != codebooks[head, best]).sum(axis=1)
-        majority = sign_pm1(means, np.float64)
+        majority = sign_pm1(class_mean_codes(sub_codes, labels, num_classes)[0], np.float64)
         majority_held[head] = (majority == codebooks[head, own]).all(axis=1)
     out["prefers_other"] = out["data_gap"] + out["semantic_gap"] > 0
     out["majority_held"] = majority_held
@@ -336,8 +375,7 @@ def reassign(codes: np.ndarray, labels: np.ndarray, num_classes: int, codebooks:
     totals = np.empty(num_heads)
     for head in range(num_heads):
         sub_codes = codes[:, head * width:(head + 1) * width]
-        means, squared = class_mean_codes(sub_codes, labels, num_classes)
-        costs = assignment_costs(means, squared, codebooks[head])
+        costs = class_assignment_costs(sub_codes, labels, num_classes, codebooks[head])
         order = rng.permutation(num_classes)
         if semantic:
             held = codebooks[np.arange(num_heads)[:, None], chosen].astype(np.float64)  # (H, C, d)

@@ -19,6 +19,7 @@ from torch import nn
 from shc.codebook import (
     ASSIGNMENTS,
     assignment_costs,
+    class_assignment_costs,
     class_mean_codes,
     greedy_assignment,
     head_width,
@@ -431,3 +432,80 @@ def test_a_tiny_crh_run_through_the_pipeline_writes_its_codebook_and_log(tmp_pat
     log = json.loads((directory / "reassignments.json").read_text())
     assert log["assignment"] == "greedy" and [entry["epoch"] for entry in log["log"]] == [1, 2]
     assert 0 <= result.metrics["mAP@ALL"] <= 1
+
+
+def _exact_greedy(codes: np.ndarray, labels: np.ndarray, num_classes: int, codebook: np.ndarray,
+                  order: np.ndarray) -> np.ndarray:
+    """The greedy pass on Eq. 7 in integers: within a class's row the cost is ``2 d - 2 <sum_i b_i, z> / n_c``, so
+    its cheapest free candidate is the one of largest ``<sum_i b_i, z>`` (Python ints), ties to the lowest index."""
+    sums = [[int(v) for v in codes[labels == c].sum(axis=0)] for c in range(num_classes)]
+    book = [[int(v) for v in row] for row in codebook]
+    taken, chosen = set(), np.empty(num_classes, dtype=np.int64)
+    for c in order:
+        free = [j for j in range(len(book)) if j not in taken]
+        best = max(free, key=lambda j: (sum(s * z for s, z in zip(sums[c], book[j])), -j))
+        chosen[c] = best
+        taken.add(best)
+    return chosen
+
+
+def _tied_reassignment_case(seed: int = 0):
+    """333 classes of 20 noisy +-1 codes of 16 bits (a standard-fine head's shape) and 666 candidates: many classes
+    find two or more candidates at the same exact cost."""
+    rng = np.random.default_rng(seed)
+    num_classes, per_class, width, size = 333, 20, 16, 666
+    labels = np.repeat(np.arange(num_classes), per_class)
+    prototypes = rng.choice([-1, 1], size=(num_classes, width))
+    codes = np.where(rng.random((num_classes * per_class, width)) < 0.15, -1, 1) * prototypes[labels]
+    return codes, labels, num_classes, sample_codebook(1, size, width, rng)
+
+
+def test_the_reassignment_is_the_exact_greedy_pass_ties_to_the_lowest_candidate():
+    """The costs of Eq. 7 from +-1 codes tie often; the greedy pass must break a tie by the lowest candidate index,
+    as greedy_assignment says, which needs costs equal in exact arithmetic to be equal bits. Computed through the
+    class means they were rounded term by term and broke some ties by the rounding (CRH then depended on numpy's
+    BLAS kernel: docs/baselines.md, "CRH's ties")."""
+    codes, labels, num_classes, codebooks = _tied_reassignment_case()
+    chosen, _ = reassign(codes, labels, num_classes, codebooks, "greedy", np.random.default_rng(3))
+    order = np.random.default_rng(3).permutation(num_classes)
+    assert np.array_equal(chosen[0], _exact_greedy(codes, labels, num_classes, codebooks[0], order))
+
+
+def test_the_reassignment_does_not_depend_on_the_order_of_the_bits_or_the_samples():
+    """Permuting the bit columns (of codes and codebook together) and the samples changes every summation order of
+    the costs and no cost: the same candidates, the same total cost to the last bit."""
+    codes, labels, num_classes, codebooks = _tied_reassignment_case(seed=1)
+    columns = np.random.default_rng(5).permutation(codes.shape[1])
+    samples = np.random.default_rng(6).permutation(len(labels))
+    first = reassign(codes, labels, num_classes, codebooks, "greedy", np.random.default_rng(2))
+    again = reassign(codes[samples][:, columns], labels[samples], num_classes, codebooks[:, :, columns], "greedy",
+                     np.random.default_rng(2))
+    assert np.array_equal(first[0], again[0])
+    assert np.array_equal(first[1], again[1])
+
+
+def test_class_assignment_costs_are_eq_7_from_the_class_means_and_give_empty_classes_the_candidate_norm():
+    rng = np.random.default_rng(4)
+    codes = np.where(rng.random((30, 6)) < 0.5, -1, 1)
+    labels = rng.integers(0, 4, 30)
+    labels[labels == 3] = 2  # class 3 has no sample
+    codebook = sample_codebook(1, 10, 6, rng)[0]
+    exact = class_assignment_costs(codes, labels, 5, codebook)
+    np.testing.assert_allclose(exact, assignment_costs(*class_mean_codes(codes, labels, 5), codebook), atol=1e-12)
+    assert np.array_equal(exact[3], np.full(10, 6.0)) and np.array_equal(exact[4], np.full(10, 6.0))
+    for c in range(3):  # brute force: the mean squared distance of the class's codes to each candidate
+        members = codes[labels == c]
+        np.testing.assert_allclose(exact[c], ((members[:, None, :] - codebook[None]) ** 2).sum(-1).mean(0))
+
+
+def test_crh_and_scrh_runs_carry_their_loss_version_and_other_methods_keep_their_identity():
+    """CRH's reassignment changed its numbers (exact costs, version 2): runs of version 1 are trained again, not
+    reused; a method whose loss is still at version 1 keeps the identity it had."""
+    from shc.runs import RunConfig
+    from shc.stages import stage_identities
+
+    assert CRHLoss.version == 2
+    for method in ("crh", "scrh"):
+        assert stage_identities(RunConfig(method=method, bits=16))["stage3"]["loss_version"] == 2
+    for method in ("shc", "csq", "lth"):
+        assert "loss_version" not in stage_identities(RunConfig(method=method, bits=16))["stage3"]

@@ -53,6 +53,10 @@ class CRHLoss(nn.Module):
     carry them and an interrupted run resumes bit-identically. The greedy order after epoch ``e`` is drawn
     from a generator seeded by ``(seed, e)``: no random state to save.
 
+    **Version 2** (2026-12-05): the reassignment's costs are computed exactly
+    (:func:`shc.codebook.class_assignment_costs`), so a run no longer depends on the summation order of numpy's BLAS
+    kernel; runs of version 1 are not reused (the version enters the stage-3 identity).
+
     Parameters
     ----------
     num_classes, num_bits : int
@@ -78,6 +82,10 @@ class CRHLoss(nn.Module):
         network first fit the starting centers (SCRH's delayed variant, issue 37: its semantic start is kept until
         then).
     """
+
+    #: Raised when the loss gives other numbers for the same inputs; a version above 1 enters the stage-3 identity
+    #: (``shc.stages.Training``), so runs trained by an older version are trained again, not reused.
+    version: int = 2
 
     def __init__(self, num_classes: int, num_bits: int, train_labels: Any, seed: int = 0,
                  scale: float | None = None, margin: float = 0.2, quantization_weight: float | None = None,

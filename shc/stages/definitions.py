@@ -91,9 +91,9 @@ def _accuracy(model, split, config: Any) -> float:
 
 def _fit_classifier(config: Any, classes: int, train, val, directory: Path, epochs: int, lr: float,
                     weights: str | None, progress: bool):
-    """A classifier (backbone + FC, softmax cross-entropy) trained into ``directory/classifier``, selected on
-    ``val``'s accuracy: stage 0's on its source task, stage 1's on the run's classes. (model, history, seconds);
-    the seconds of a resumed run include what the earlier processes spent up to its checkpoint (History.resumed_seconds)."""
+    """A classifier (backbone + FC, softmax cross-entropy) trained into ``directory/classifier``, selected on ``val``'s
+    accuracy: stage 0's on its source task, stage 1's on the run's classes. (model, history, seconds); the seconds of
+    a resumed run include what the earlier processes spent up to its checkpoint (History.resumed_seconds)."""
     from shc.losses import ClassificationLoss
     from shc.models import build_classifier
     from shc.train import fit, set_seed
@@ -260,12 +260,10 @@ class Centers(Stage):
         config, spec = self.config, method_spec(self.config)
         if spec.centers is None:
             return None
-        identity = {**data_identity(config), "centers": spec.centers, "bits": config.bits,
-                    "center_options": dict(config.center_options)}
-        version = CENTER_GENERATORS.get(spec.centers).version
-        if version != 1:  # version 1 is left out, so the identities of unchanged generators stay as they were
-            identity["generator_version"] = version
-        return identity
+        version = CENTER_GENERATORS.get(spec.centers).version  # version 1 is left out: older identities stay
+        return {**data_identity(config), "centers": spec.centers, "bits": config.bits,
+                "center_options": dict(config.center_options),
+                **({"generator_version": version} if version != 1 else {})}
 
     def label(self) -> str:
         return f"stage2-{_variant(self.config)}-{self.config.bits}bit"
@@ -354,12 +352,11 @@ def _targets(criterion, centers: np.ndarray | None) -> dict[str, np.ndarray]:
 
 def selection_rule(config: Any) -> str:
     """What stage 3 selects its epoch by, as its identity records it: :data:`~shc.evaluation.PRIMARY_METRIC` of
-    the validation queries against the database, without what
-    :meth:`~shc.data.splits.DatasetSplits.selection_database` leaves out (the held-out classes of the unseen-class
-    protocol, and validation images that the database also holds in an official protocol). Runs selected before
-    2026-12-02 ranked against the whole database; their identity names the plain metric, so they are never read as
-    runs of this rule. Where nothing is left out (every composite and ``fashion-modes`` run), the identity is the
-    one it always was."""
+    the validation queries against the database, without what :meth:`~shc.data.splits.DatasetSplits.selection_database`
+    leaves out (the held-out classes of the unseen-class protocol, and validation images that the database also holds
+    in an official protocol). Runs selected before 2026-12-02 ranked against the whole database; their identity names
+    the plain metric, so they are never read as runs of this rule. Where nothing is left out (every composite and
+    ``fashion-modes`` run), the identity is the one it always was."""
     left_out = load_data(config).selection_left_out()
     return f"{PRIMARY_METRIC} without the database's {' and '.join(left_out)}" if left_out else PRIMARY_METRIC
 
@@ -380,12 +377,15 @@ class Hashing(Stage):
     trains = True
 
     def own_identity(self) -> dict[str, Any]:
-        config = self.config
+        from shc.losses import LOSSES
+
+        config, version = self.config, getattr(LOSSES.get(method_spec(self.config).loss), "version", 1)
         return {**data_identity(config), "method": config.method, "bits": config.bits, "backbone": config.backbone,
                 "pretrained": config.pretrained, "weights": config.weights, "epochs": config.epochs,
                 "lr": config.lr, "batch_size": config.batch_size, "optimizer": config.optimizer,
                 "eval_every": config.eval_every, "method_options": dict(config.method_options),
-                "select": selection_rule(config)}  # what is measured on the query set is not here: Evaluation
+                "select": selection_rule(config),  # what is measured on the query set is not here: Evaluation
+                **({"loss_version": version} if version != 1 else {})}  # version 1 left out, as stage 2's
 
     def label(self) -> str:
         return f"stage3-{_variant(self.config)}-{self.config.bits}bit"
