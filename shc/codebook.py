@@ -282,7 +282,7 @@ def reassignment_pressure(codes: np.ndarray, labels: np.ndarray, num_classes: in
     """Why a reassignment moves a class (issue 37's open question, docs/unseen.md): per head and class, with every
     other class left on the candidate it holds, the cost of keeping its own candidate against the cheapest other one.
 
-    The cost is Eq. 7's (:func:`assignment_costs`) plus, with a (C, C) ``similarity`` and ``semantic_weight`` > 0,
+    The cost is Eq. 7's (:func:`class_assignment_costs`) plus, with a (C, C) ``similarity`` and ``semantic_weight`` > 0,
     SCRH's weighted semantic term (Eq. S2, :func:`semantic_greedy_assignment`), every head's other classes held at
     ``current`` (H, C). A class whose keeping cost is above its best alternative's leaves in any order of the greedy
     pass that reaches it before its alternative is taken; one whose keeping cost is lowest leaves only when another
