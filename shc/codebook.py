@@ -146,7 +146,7 @@ def class_assignment_costs(codes: np.ndarray, labels: np.ndarray, num_classes: i
     BLAS kernel sums it in, and one division rounds it: the costs are the same bits on every machine, and costs
     equal in exact arithmetic are equal, so the greedy pass's ties go to the lowest candidate index as it says.
     Through the means (:func:`assignment_costs`) they were rounded per term and summed in the kernel's order:
-    numpy's OpenBLAS on its SkylakeX and Haswell kernels broke one tie of a 333-class run differently at epoch 12,
+    numpy's OpenBLAS on its SkylakeX and Haswell kernels broke ties of a 333-class run differently at epoch 12,
     and the run ended 0.0075 apart (docs/baselines.md, "CRH's ties"). Multi-hot rows weigh samples by
     ``1 / |y|_1``, which is not exact; their costs still depend on the order.
     """

@@ -84,7 +84,7 @@ class CRHLoss(nn.Module):
     """
 
     #: Raised when the loss gives other numbers for the same inputs; a version above 1 enters the stage-3 identity
-    #: (``shc.stages.Training``), so runs trained by an older version are trained again, not reused.
+    #: (``shc.stages.Hashing``), so runs trained by an older version are trained again, not reused.
     version: int = 2
 
     def __init__(self, num_classes: int, num_bits: int, train_labels: Any, seed: int = 0,
@@ -226,7 +226,8 @@ class CRHLoss(nn.Module):
 @register_loss("scrh")
 class SemanticCRHLoss(CRHLoss):
     """SCRH, ours (docs/baselines.md, "SCRH: semantic targets that learn"): CRH whose targets start at semantic
-    centers and move by a reassignment that also keeps their semantic fit.
+    centers and move by a reassignment that also keeps their semantic fit. Its version is CRH's (2: the exact costs of
+    Eq. 7, which its reassignment adds to).
 
     - **Start (Eq. S1).** Each head's codebook holds the distinct sub-codes of the semantic ``centers`` (stage 2's
       shc-ls centers of the stage-1 S, or any (C, K) +-1 set), topped up with distinct uniform draws to
