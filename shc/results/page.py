@@ -502,7 +502,9 @@ center hit rate first: below {REACHED} the network did not reach its own targets
 network fits, not the targets. The paired comparisons give each difference with its 95% interval over seeds; "not
 distinguishable" is a tie. "This project's 2-core CPU" is a kind of machine, not one machine: sessions ran on Intel
 Xeons and AMD EPYCs, named where known; newer runs record their device and arithmetic
-(in `metrics.json` since 2026-11-26, in the results files since 2026-12-01).
+(in `metrics.json` since 2026-11-26, in the results files since 2026-12-01). Every CRH and SCRH row below was
+trained by version 1 of their loss, whose reassignment broke ties by the summation order of numpy's BLAS kernel: it is
+its machine's number ([docs/baselines.md](baselines.md#crhs-ties-and-numpys-blas-kernel-2026-12-05)).
 
 The results trained on the first composite backbones, which cannot reach most fixed centers (issue 35), are kept as a
 record in [docs/old-backbones.md](old-backbones.md).
