@@ -509,3 +509,50 @@ def test_crh_and_scrh_runs_carry_their_loss_version_and_other_methods_keep_their
         assert stage_identities(RunConfig(method=method, bits=16))["stage3"]["loss_version"] == 2
     for method in ("shc", "csq", "lth"):
         assert "loss_version" not in stage_identities(RunConfig(method=method, bits=16))["stage3"]
+
+
+_REASSIGN_UNDER_A_KERNEL = """
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from test_crh import _tied_reassignment_case
+from shc.codebook import reassign
+out = []
+for seed in range(4):
+    codes, labels, num_classes, codebooks = _tied_reassignment_case(seed)
+    chosen, totals = reassign(codes, labels, num_classes, codebooks, "greedy", np.random.default_rng(3))
+    out.append([chosen.tolist(), [float(total).hex() for total in totals]])
+print(json.dumps(out))
+"""
+
+
+def _reassign_under(kernel: str | None) -> tuple[str, str]:
+    """The reassignments of four tied cases in a fresh process whose OpenBLAS runs ``kernel`` (its own choice for
+    None), and what OpenBLAS says it picked."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "OPENBLAS_VERBOSE": "2"}
+    env.pop("OPENBLAS_CORETYPE", None)
+    if kernel:
+        env["OPENBLAS_CORETYPE"] = kernel
+    done = subprocess.run([sys.executable, "-c", _REASSIGN_UNDER_A_KERNEL, str(Path(__file__).parent)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout, done.stderr
+
+
+def test_the_reassignment_is_the_same_bits_under_two_blas_kernels():
+    """The claim itself, where it can be run: numpy's OpenBLAS on the SSE kernel it runs on any x86-64 CPU
+    (``OPENBLAS_CORETYPE=Nehalem``) and on the kernel it picks for this CPU give the same candidates and totals.
+    Through the class means, Nehalem's kernel broke ties of two of these four cases differently from Sandybridge's,
+    Haswell's and SkylakeX's (measured 2026-12-05)."""
+    mine, said = _reassign_under(None)
+    if "Core:" not in said or "Core: Nehalem" in said:
+        pytest.skip("numpy's BLAS is not an OpenBLAS that picks its kernel at run time, or it already runs Nehalem's")
+    sse, said = _reassign_under("Nehalem")
+    if "Core: Nehalem" not in said:
+        pytest.skip("this OpenBLAS did not run Nehalem's kernel when asked")
+    assert sse == mine
