@@ -7,7 +7,8 @@ one S at each code length, and CRH's greedy reassignment of noisy +-1 codes twic
 (``shc.codebook.reassign``, exact costs). Prints one row per result and one column per kernel: the first 12 hex
 digits of the SHA-1 of its bytes, and whether the kernels agree::
 
-    python benchmarks/blas_kernels.py --similarity runs/standard-fine/fashion-composite/seed0/stage1-logits-3f57c2b0/similarity.npy
+    python benchmarks/blas_kernels.py --similarity \
+        runs/standard-fine/fashion-composite/seed0/stage1-logits-3f57c2b0/similarity.npy
     python benchmarks/blas_kernels.py --kernels Nehalem Haswell   # a seeded random S of 333 classes
 
 Each column names the core OpenBLAS says it ran (``OPENBLAS_VERBOSE=2``): a kernel this CPU cannot run, or a numpy
@@ -101,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'result':<{width}}  " + "  ".join(f"{head:<14}" for head in heads) + "  kernels")
     for name in names:
         digests = [result[name] for _, result in runs]
-        print(f"{name:<{width}}  " + "  ".join(f"{digest:<{max(14, len(head))}}" for digest, head in
-                                               zip(digests, heads)) + ("  same" if len(set(digests)) == 1 else "  differ"))
+        cells = "  ".join(f"{digest:<{max(14, len(head))}}" for digest, head in zip(digests, heads))
+        print(f"{name:<{width}}  {cells}  {'same' if len(set(digests)) == 1 else 'differ'}")
     return 0
 
 
