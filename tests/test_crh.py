@@ -515,15 +515,37 @@ _REASSIGN_UNDER_A_KERNEL = """
 import json, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
-from test_crh import _tied_reassignment_case
-from shc.codebook import reassign
+from test_crh import _semantic_reassignment_case, _tied_reassignment_case
+from shc.codebook import _semantic_term, reassign
 out = []
 for seed in range(4):
     codes, labels, num_classes, codebooks = _tied_reassignment_case(seed)
     chosen, totals = reassign(codes, labels, num_classes, codebooks, "greedy", np.random.default_rng(3))
     out.append([chosen.tolist(), [float(total).hex() for total in totals]])
+codes, labels, num_classes, codebooks, similarity, current = _semantic_reassignment_case()
+chosen, _ = reassign(codes, labels, num_classes, codebooks, "greedy", np.random.default_rng(3), similarity, 1.0,
+                     current)
+held = codebooks[np.arange(2)[:, None], current].astype(np.float64)
+others = np.einsum("hcd,hed->ce", held, held) - held[0] @ held[0].T
+fit = _semantic_term(0, codebooks[0] @ held[0].T, others, similarity, 16)
+out.append([chosen.tolist(), [float(value).hex() for value in fit]])
 print(json.dumps(out))
 """
+
+
+def _semantic_reassignment_case(seed: int = 0):
+    """SCRH's reassignment on 2 heads of 8 bits: 60 classes of 10 noisy codes, 120 candidates a head, a real-valued
+    symmetric S with unit diagonal and a current assignment of distinct candidates."""
+    rng = np.random.default_rng(seed)
+    num_classes, per_class, heads, width, size = 60, 10, 2, 8, 120
+    labels = np.repeat(np.arange(num_classes), per_class)
+    prototypes = rng.choice([-1, 1], size=(num_classes, heads * width))
+    codes = np.where(rng.random((num_classes * per_class, heads * width)) < 0.15, -1, 1) * prototypes[labels]
+    similarity = np.tanh(rng.normal(size=(num_classes, num_classes)))
+    similarity = (similarity + similarity.T) / 2
+    np.fill_diagonal(similarity, 1.0)
+    current = np.stack([rng.permutation(size)[:num_classes] for _ in range(heads)])
+    return codes, labels, num_classes, sample_codebook(heads, size, width, rng), similarity, current
 
 
 def _reassign_under(kernel: str | None) -> tuple[str, str]:
@@ -546,7 +568,9 @@ def _reassign_under(kernel: str | None) -> tuple[str, str]:
 
 def test_the_reassignment_is_the_same_bits_under_two_blas_kernels():
     """The claim itself, where it can be run: numpy's OpenBLAS on the SSE kernel it runs on any x86-64 CPU
-    (``OPENBLAS_CORETYPE=Nehalem``) and on the kernel it picks for this CPU give the same candidates and totals.
+    (``OPENBLAS_CORETYPE=Nehalem``) and on the kernel it picks for this CPU give the same candidates and totals,
+    and SCRH's semantic reassignment the same candidates and the same bits of its real-valued semantic term (summed
+    by numpy's own reduction, not BLAS: docs/baselines.md).
     Through the class means, Nehalem's kernel broke ties of two of these four cases differently from Sandybridge's,
     Haswell's and SkylakeX's (measured 2026-12-05)."""
     mine, said = _reassign_under(None)
