@@ -386,12 +386,13 @@ RESULTS_BLOCKS.register("standard-fine-64-scrh", ResultsBlock(
 _FINE_GRID = ("random", "csq", "mds", "shc", "shc-ls", "crh", "greedyhash", "lth")
 """The methods of the `standard-fine` preset and of its report set's pages."""
 RESULTS_BLOCKS.register("standard-fine-report-16", _report_grid(16, preset="standard-fine", methods=_FINE_GRID, about=(
-    "The grid of the 16-, 32- and 64-bit bf16 blocks above (`-amd`, `-bf16`) trained again in one run folder "
-    "for the report set `reports/standard-fine/` (every method and seed; 120 epochs, LTH 480 at 16 bits and 960 "
-    "at 32 and 64), in bf16 on this project's 2-core AMD EPYC (2026-12-04 and -05; the committed pages are built "
-    "from these runs). CRH trained with its exact reassignment costs (version 2: docs/baselines.md, 'CRH's ties "
-    "and numpy's BLAS kernel'); every other run gives the number of the blocks above to the last digit. The "
-    "README's `standard-fine` table reads this file.")))
+    "The grid of the blocks above read from `results/standard-fine-16bit-amd.csv`, `-32bit-bf16.csv`, "
+    "`-32bit-lth960.csv` and `-64bit-amd.csv` trained again in one run folder for the report set "
+    "`reports/standard-fine/` (every method and seed; 120 epochs, LTH 480 at 16 bits and 960 at 32 and 64), in bf16 "
+    "on this project's 2-core AMD EPYC (stage 1 and the centers on 2026-12-04, every network on 2026-12-05; the "
+    "committed pages are built from these runs). CRH trained with its exact reassignment costs (version 2: "
+    "docs/baselines.md, 'CRH's ties and numpy's BLAS kernel'); every other run gives the number of the blocks above "
+    "to the last digit. The README's `standard-fine` table reads this file.")))
 RESULTS_BLOCKS.register("standard-fine-report-32", _report_grid(32, preset="standard-fine", methods=_FINE_GRID, about=(
     "The block above at 32 bits: the same run folder, stage 1, budgets and CPU.")))
 RESULTS_BLOCKS.register("standard-fine-report-64", _report_grid(64, preset="standard-fine", methods=_FINE_GRID, about=(
@@ -516,9 +517,10 @@ center hit rate first: below {REACHED} the network did not reach its own targets
 network fits, not the targets. The paired comparisons give each difference with its 95% interval over seeds; "not
 distinguishable" is a tie. "This project's 2-core CPU" is a kind of machine, not one machine: sessions ran on Intel
 Xeons and AMD EPYCs, named where known; newer runs record their device and arithmetic
-(in `metrics.json` since 2026-11-26, in the results files since 2026-12-01). Every CRH and SCRH row below but
-those of the blocks "`standard-fine` again" (version 2) was trained by version 1 of their loss, whose reassignment broke ties by the summation order of numpy's BLAS kernel: it is
-its machine's number ([docs/baselines.md](baselines.md#crhs-ties-and-numpys-blas-kernel-2026-12-05)).
+(in `metrics.json` since 2026-11-26, in the results files since 2026-12-01). Every CRH and SCRH row below, except
+those of the blocks "`standard-fine` again" (version 2), was trained by version 1 of their loss, whose reassignment
+broke ties by the summation order of numpy's BLAS kernel: it is its machine's number
+([docs/baselines.md](baselines.md#crhs-ties-and-numpys-blas-kernel-2026-12-05)).
 
 The results trained on the first composite backbones, which cannot reach most fixed centers (issue 35), are kept as a
 record in [docs/old-backbones.md](old-backbones.md).
