@@ -441,7 +441,17 @@ RESULTS_BLOCKS.register("standard-pretrained-unseen-rerun", ResultsBlock(
     about="The block above trained again from nothing (stage 0, stage 1, stage 2, every hashing run) by the same "
           "commands on another 2-core CPU (an AMD EPYC with native bf16, 2026-11-28): the same seeds, splits and "
           "initial weights, another CPU's arithmetic. These are the runs the committed report set "
-          "`reports/standard-pretrained-unseen/` shows; docs/unseen.md compares the two grids' verdicts."))
+          "`reports/standard-pretrained-unseen/` showed until 2026-12-05; docs/unseen.md compares the two grids' "
+          "verdicts."))
+RESULTS_BLOCKS.register("standard-pretrained-unseen-epyc", ResultsBlock(
+    title="`standard-pretrained-unseen` a third time, selected without the held-out images",
+    preset="standard-pretrained-unseen", file="results/standard-pretrained-unseen-epyc.csv", bits=(16, 32, 64),
+    methods=tuple(method for method in _GRID_METHODS if method != "scrh"), metrics=_UNSEEN_METRICS,
+    about="The grid of the report set trained from nothing a third time (2026-12-05, the eight methods of its pages, "
+          "in bf16 on this project's 2-core AMD EPYC), the first of this protocol whose model selection ranks the "
+          "validation queries against the database's seen part only, and whose CRH has exact reassignment costs "
+          "(version 2). These are the runs `reports/standard-pretrained-unseen/` shows since; docs/unseen.md compares "
+          "them with the block above, run by run."))
 RESULTS_BLOCKS.register("standard-pretrained-unseen-64-40epochs", ResultsBlock(
     title="SCRH against CRH under the pretrained protocol, 32 and 64 bits, at 40 epochs",
     preset="standard-pretrained-unseen", methods=("crh", "scrh"), bits=(32, 64),
