@@ -528,8 +528,9 @@ network fits, not the targets. The paired comparisons give each difference with 
 distinguishable" is a tie. "This project's 2-core CPU" is a kind of machine, not one machine: sessions ran on Intel
 Xeons and AMD EPYCs, named where known; newer runs record their device and arithmetic
 (in `metrics.json` since 2026-11-26, in the results files since 2026-12-01). Every CRH and SCRH row below, except
-those of the blocks "`standard-fine` again" (version 2), was trained by version 1 of their loss, whose reassignment
-broke ties by the summation order of numpy's BLAS kernel: it is its machine's number
+those of the blocks "`standard-fine` again" and "`standard-pretrained-unseen` a third time" (version 2), was trained
+by version 1 of their loss, whose reassignment broke ties by the summation order of numpy's BLAS kernel: it is its
+machine's number
 ([docs/baselines.md](baselines.md#crhs-ties-and-numpys-blas-kernel-2026-12-05)).
 
 The results trained on the first composite backbones, which cannot reach most fixed centers (issue 35), are kept as a
